@@ -1,0 +1,23 @@
+// Small text helpers shared by every module: trimming, splitting, joining, JSON quoting.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace torus {
+
+std::string_view trim(std::string_view text);
+std::string toLower(std::string_view text);
+// Splits on `separator` and trims each piece; "a, b,,c" -> {"a", "b", "", "c"}.
+std::vector<std::string_view> splitAndTrim(std::string_view text, char separator);
+std::string joinStrings(std::span<const std::string_view> items, std::string_view separator);
+std::string joinStrings(std::span<const std::string> items, std::string_view separator);
+// A JSON string literal, quotes included; control and non-ASCII bytes are \u-escaped so garbage
+// read from sysfs can be shown in a log line or error without breaking it.
+std::string quoteJsonString(std::string_view text);
+// Shortens `text` to at most `limit` bytes for messages, marking the cut.
+std::string_view clipForMessage(std::string_view text, std::size_t limit = 64);
+
+}  // namespace torus

@@ -1,0 +1,123 @@
+#include "common/http/http_server.h"
+
+#include <chrono>
+#include <thread>
+
+#include <httplib.h>
+
+#include "common/base/log.h"
+#include "common/base/parse.h"
+
+namespace torus::http {
+
+struct HttpServer::Impl {
+  std::unique_ptr<httplib::Server> server;
+  int port = 0;
+  std::jthread thread;
+};
+
+Result<ListenAddress> parseListenAddress(std::string_view text) {
+  const std::size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "listen address \"" + std::string(text) + "\": expected HOST:PORT");
+  }
+  std::string host(text.substr(0, colon));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "0.0.0.0";
+  auto port = parseInt(text.substr(colon + 1), 0, 65535);
+  if (!port) {
+    return std::move(port).error().withContext("listen address \"" + std::string(text) +
+                                               "\": port");
+  }
+  return ListenAddress{host, *port};
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+int HttpServer::port() const {
+  return impl_->port;
+}
+
+void HttpServer::stop() {
+  if (impl_ && impl_->server) {
+    impl_->server->stop();
+    if (impl_->thread.joinable()) impl_->thread.join();
+  }
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& options,
+                                                      std::vector<Route> routes) {
+  auto impl = std::make_unique<Impl>();
+  if (!options.tlsCertFile.empty() || !options.tlsKeyFile.empty()) {
+    if (options.tlsCertFile.empty() || options.tlsKeyFile.empty()) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "TLS needs both a certificate file and a key file");
+    }
+    auto tls = std::make_unique<httplib::SSLServer>(options.tlsCertFile.c_str(),
+                                                    options.tlsKeyFile.c_str());
+    if (!tls->is_valid()) {
+      return makeError(
+          ErrorCode::kInvalidArgument,
+          "cannot load TLS certificate " + options.tlsCertFile + " / key " + options.tlsKeyFile);
+    }
+    impl->server = std::move(tls);
+  } else {
+    impl->server = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& server = *impl->server;
+  server.set_payload_max_length(options.maxBodyBytes);
+  server.set_read_timeout(10, 0);
+  server.set_write_timeout(10, 0);
+  for (Route& route : routes) {
+    auto handler = [handler = std::move(route.handler)](const httplib::Request& in,
+                                                        httplib::Response& out) {
+      Request request{in.method, in.path, in.body, in.get_header_value("Content-Type")};
+      Response response = handler(request);
+      out.status = response.status;
+      out.set_content(std::move(response.body), response.contentType.c_str());
+    };
+    if (route.method == "GET") {
+      server.Get(route.path, std::move(handler));
+    } else {
+      server.Post(route.path, std::move(handler));
+    }
+  }
+  server.set_exception_handler(
+      [](const httplib::Request& request, httplib::Response& response, std::exception_ptr) {
+        TORUS_LOG(Error, Http, "HTTP handler threw; answering 500", {"path", request.path});
+        response.status = 500;
+        response.set_content("internal error\n", "text/plain");
+      });
+  const ListenAddress& address = options.address;
+  if (address.port == 0) {
+    impl->port = server.bind_to_any_port(address.host);
+  } else {
+    impl->port = server.bind_to_port(address.host, address.port) ? address.port : -1;
+  }
+  if (impl->port <= 0) {
+    return makeError(ErrorCode::kUnavailable, "cannot listen on " + address.host + ":" +
+                                                  std::to_string(address.port) +
+                                                  " (address in use or not available)");
+  }
+  impl->thread = std::jthread([&server] { server.listen_after_bind(); });
+  // stop() is a no-op until the accept loop runs, so a stop right after start would be lost and
+  // the join would hang; return only once the loop is running.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!server.is_running()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      server.stop();
+      return makeError(ErrorCode::kInternal, "HTTP server did not start within 5 s");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::make_unique<HttpServer>(std::move(impl));
+}
+
+}  // namespace torus::http

@@ -1,0 +1,23 @@
+// AgentConfig: everything neuron-node-agent can be told, and the one table that declares it.
+#pragma once
+
+#include <string>
+
+#include "common/base/log.h"
+#include "common/config/settings.h"
+#include "node-runtime/node_source/node_source.h"
+
+namespace torus::agent {
+
+struct AgentConfig {
+  std::string configFile;
+  std::string metricsAddr = "0.0.0.0:9400";
+  node_source::NodeSourceOptions node;
+  log::Settings log;
+  bool printConfigReference = false;
+  bool version = false;
+};
+
+void registerAgentSettings(config::SettingTable& table, AgentConfig* config);
+
+}  // namespace torus::agent

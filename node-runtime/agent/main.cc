@@ -1,0 +1,77 @@
+// neuron-node-agent: the Torus agent on every Neuron node. Parses its settings, starts the
+// agent, and stops it in order on SIGTERM/SIGINT.
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/base/log.h"
+#include "common/base/shutdown_signal.h"
+#include "common/base/version.h"
+#include "node-runtime/agent/agent_config.h"
+#include "node-runtime/agent/node_agent.h"
+
+namespace {
+
+constexpr const char* kUsage = "neuron-node-agent [flags]";
+constexpr const char* kDescription =
+    "The Torus node agent: discovers this node's Neuron devices, cores and LNC from the driver's\n"
+    "sysfs and serves /healthz. With --simulate=TYPE it first writes a simulated driver tree\n"
+    "for that instance type and runs on it, exactly as on a real node.\n\n"
+    "Examples:\n"
+    "  neuron-node-agent --simulate=trn2.48xlarge --metrics-addr=127.0.0.1:9400\n"
+    "  neuron-node-agent --config=/etc/torus/agent.yaml";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  torus::ShutdownSignal shutdown;  // before any thread exists, so only main receives the signal
+  torus::agent::AgentConfig config;
+  torus::config::SettingTable table("neuron-node-agent");
+  torus::agent::registerAgentSettings(table, &config);
+
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = table.parse(args, torus::config::processEnvironment());
+  if (!parsed) {
+    std::fprintf(stderr, "neuron-node-agent: %s\n", parsed.error().message.c_str());
+    return 2;
+  }
+  if (parsed->helpRequested) {
+    std::fputs(table.helpText(kUsage, kDescription).c_str(), stdout);
+    return 0;
+  }
+  if (config.version) {
+    std::printf("neuron-node-agent %.*s\n", static_cast<int>(torus::versionString().size()),
+                torus::versionString().data());
+    return 0;
+  }
+  if (config.printConfigReference) {
+    std::fputs(table.markdownReference().c_str(), stdout);
+    return 0;
+  }
+  if (!parsed->positional.empty()) {
+    std::fprintf(stderr, "neuron-node-agent: unexpected argument \"%s\" (see --help)\n",
+                 parsed->positional.front().c_str());
+    return 2;
+  }
+  torus::log::configure(config.log);
+  TORUS_LOG(Info, Agent, "starting neuron-node-agent", {"version", torus::versionString()});
+  for (const auto& setting : table.effective()) {
+    TORUS_LOG(Info, Config, "setting", {"name", setting.flag}, {"value", setting.value},
+              {"source", torus::config::sourceName(setting.source)});
+  }
+
+  auto agent = torus::agent::NodeAgent::start(config);
+  if (!agent) {
+    TORUS_LOG(Error, Agent, "cannot start", {"error", agent.error().message});
+    return 1;
+  }
+  std::unique_ptr<torus::agent::NodeAgent> running = std::move(*agent);
+  TORUS_LOG(Info, Agent, "ready");
+  const int signal = shutdown.wait();
+  TORUS_LOG(Info, Agent, "shutting down", {"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"});
+  running.reset();
+  TORUS_LOG(Info, Agent, "stopped");
+  return 0;
+}

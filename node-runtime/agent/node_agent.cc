@@ -1,0 +1,84 @@
+#include "node-runtime/agent/node_agent.h"
+
+#include "common/base/log.h"
+#include "common/topology/instance_catalog.h"
+
+namespace torus::agent {
+namespace {
+
+void logDiscovery(const discovery::Discovery& found) {
+  const topology::Node& node = found.node;
+  const int healthy = node.healthyDevices().size();
+  TORUS_LOG(Info, Discovery, "discovered node", {"instance_type", node.instanceType},
+            {"devices", node.deviceCount()}, {"healthy_devices", healthy},
+            {"cores", node.logicalCoreCount()}, {"lnc", node.lnc}, {"lnc_source", found.lncSource},
+            {"interconnect", topology::interconnectName(node.interconnect)},
+            {"memory_gib", static_cast<double>(node.memoryBytes()) / (1024.0 * 1024 * 1024)},
+            {"ultraserver_node", node.ultraServer ? node.ultraServer->nodeId4 : -1});
+  for (const topology::Device& device : node.devices) {
+    if (!device.health.healthy) {
+      TORUS_LOG(Warn, Discovery, "device unhealthy; it will not be offered to workloads",
+                {"device", device.index}, {"reason", device.health.reason});
+    }
+    TORUS_LOG(Debug, Discovery, "device", {"device", device.index},
+              {"cores", node.coresOfDevice(device.index).toRangeString()},
+              {"connected",
+               [&] {
+                 std::string text;
+                 for (const int d : device.connected)
+                   text += (text.empty() ? "" : ",") + std::to_string(d);
+                 return text;
+               }()},
+              {"numa", device.numaNode.value_or(-1)}, {"serial", device.serialNumber});
+  }
+  for (const std::string& finding : found.findings) {
+    TORUS_LOG(Warn, Discovery, "node report differs from what was expected", {"finding", finding});
+  }
+}
+
+}  // namespace
+
+NodeAgent::NodeAgent(node_source::PreparedNode prepared, discovery::Discovery discovery)
+    : prepared_(std::move(prepared)), discovery_(std::move(discovery)) {}
+
+NodeAgent::~NodeAgent() {
+  stop();
+}
+
+Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
+  auto prepared = node_source::prepareNode(config.node);
+  if (!prepared) return std::move(prepared).error().withContext("preparing the node");
+  auto found =
+      discovery::discoverNode(prepared->roots, node_source::discoveryOptionsOf(config.node));
+  if (!found) return std::move(found).error();
+  logDiscovery(*found);
+  auto agent = std::make_unique<NodeAgent>(std::move(*prepared), std::move(*found));
+  TORUS_RETURN_IF_ERROR(agent->serveHttp(config.metricsAddr), "serving --metrics-addr");
+  return agent;
+}
+
+Result<void> NodeAgent::serveHttp(const std::string& address) {
+  auto listen = http::parseListenAddress(address);
+  if (!listen) return std::move(listen).error();
+  std::vector<http::Route> routes;
+  routes.push_back({"GET", "/healthz", [](const http::Request&) {
+                      return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
+                    }});
+  http::ServerOptions options;
+  options.address = *listen;
+  auto server = http::HttpServer::start(options, std::move(routes));
+  if (!server) return std::move(server).error();
+  http_ = std::move(*server);
+  TORUS_LOG(Info, Agent, "serving HTTP", {"address", listen->host}, {"port", http_->port()},
+            {"paths", "/healthz"});
+  return okResult();
+}
+
+void NodeAgent::stop() {
+  if (http_) {
+    http_->stop();
+    http_.reset();
+  }
+}
+
+}  // namespace torus::agent

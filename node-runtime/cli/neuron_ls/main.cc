@@ -1,0 +1,92 @@
+// neuron-ls: lists the Neuron devices of this node (or of a simulated one) as a table, JSON or
+// a NeuronLink drawing. Exit status: 0 ok, 1 discovery failed, 2 bad usage.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/base/log.h"
+#include "common/base/version.h"
+#include "common/config/log_settings.h"
+#include "common/config/settings.h"
+#include "node-runtime/cli/neuron_ls/neuron_ls_render.h"
+#include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/node_source/node_source.h"
+
+namespace {
+
+constexpr const char* kUsage = "neuron-ls [flags]";
+constexpr const char* kDescription =
+    "Lists the Neuron devices of this node: cores and their global ids (as used in\n"
+    "NEURON_RT_VISIBLE_CORES), memory, NeuronLink neighbours, PCI address, NUMA node and\n"
+    "health, read from the Neuron driver's sysfs. With --simulate, writes a simulated\n"
+    "driver tree first and reads that instead.\n\n"
+    "Examples:\n"
+    "  neuron-ls\n"
+    "  neuron-ls --simulate=trn2.48xlarge --json\n"
+    "  neuron-ls --simulate=inf2.48xlarge --topology\n"
+    "  neuron-ls --simulate=trn2.48xlarge --simulate-fault=ecc:3 --simulate-fault=link-cut:0-1";
+
+struct Options {
+  bool json = false;
+  bool topology = false;
+  bool version = false;
+  torus::node_source::NodeSourceOptions source;
+  torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  torus::config::SettingTable table("neuron-ls");
+  table.addSwitch("json", "", "", "print JSON (neuron-ls -j keys) instead of a table",
+                  &options.json);
+  table.addSwitch("topology", "", "", "draw the NeuronLink ring or torus", &options.topology);
+  table.addSwitch("version", "", "", "print the version and exit", &options.version);
+  torus::node_source::addNodeSourceSettings(table, &options.source);
+  torus::config::addLogSettings(table, &options.log);
+
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = table.parse(args, torus::config::processEnvironment(), "");
+  if (!parsed) {
+    std::fprintf(stderr, "neuron-ls: %s\n", parsed.error().message.c_str());
+    return 2;
+  }
+  if (parsed->helpRequested) {
+    std::fputs(table.helpText(kUsage, kDescription).c_str(), stdout);
+    return 0;
+  }
+  if (options.version) {
+    std::printf("neuron-ls %.*s\n", static_cast<int>(torus::versionString().size()),
+                torus::versionString().data());
+    return 0;
+  }
+  if (!parsed->positional.empty()) {
+    std::fprintf(stderr, "neuron-ls: unexpected argument \"%s\" (see --help)\n",
+                 parsed->positional.front().c_str());
+    return 2;
+  }
+  torus::log::configure(options.log);
+
+  auto prepared = torus::node_source::prepareNode(options.source);
+  if (!prepared) {
+    std::fprintf(stderr, "neuron-ls: %s\n", prepared.error().message.c_str());
+    return prepared.error().code == torus::ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+  auto discovery = torus::discovery::discoverNode(
+      prepared->roots, torus::node_source::discoveryOptionsOf(options.source));
+  if (!discovery) {
+    std::fprintf(stderr, "neuron-ls: %s\n", discovery.error().message.c_str());
+    return discovery.error().code == torus::ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+  std::string out;
+  if (options.json) {
+    out = torus::cli::renderDeviceJson(*discovery);
+  } else if (options.topology) {
+    out = torus::cli::renderTopology(*discovery);
+  } else {
+    out = torus::cli::renderDeviceTable(*discovery);
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}

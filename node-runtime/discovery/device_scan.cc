@@ -1,0 +1,122 @@
+#include "node-runtime/discovery/device_scan.h"
+
+#include <algorithm>
+#include <system_error>
+
+#include "common/base/parse.h"
+#include "node-runtime/discovery/sysfs_attribute.h"
+
+namespace torus::discovery {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ECC counters that mean the device can no longer be trusted with a workload. Missing files are
+// fine: inf1 (v1 driver) has no stats/hardware directory.
+constexpr const char* kUncorrectedCounters[] = {"mem_ecc_uncorrected", "sram_ecc_uncorrected"};
+
+void readName(const fs::path& path, std::string_view name, std::string& out,
+              std::vector<std::string>& problems) {
+  auto value = readParsed(path, name, parseName);
+  if (value) {
+    out = std::move(*value);
+  } else {
+    problems.push_back(value.error().message);
+  }
+}
+
+// PCI identity, when the class device links to its PCI function ("device" symlink). The current
+// driver creates the class device without a parent, so this is often absent; then NUMA and BDF
+// stay unknown rather than guessed.
+void readPciIdentity(const fs::path& devicePath, DeviceFacts& facts) {
+  std::error_code ec;
+  const fs::path link = devicePath / "device";
+  const fs::path target = fs::read_symlink(link, ec);
+  if (ec) return;
+  facts.pciBdf = target.filename().string();
+  auto numa = readParsed(link / "numa_node", "numa_node",
+                         [](std::string_view text) { return parseInt(text, -1, 1023); });
+  if (numa && *numa >= 0) facts.numaNode = *numa;
+}
+
+}  // namespace
+
+Result<std::vector<int>> listDeviceIndices(const DiscoveryRoots& roots) {
+  const fs::path classDir = roots.neuronClass();
+  std::error_code ec;
+  fs::directory_iterator it(classDir, ec);
+  if (ec) {
+    return makeError(ErrorCode::kNotFound,
+                     classDir.string() + ": " + ec.message() +
+                         " (is the Neuron driver loaded? is --sysfs-root right?)");
+  }
+  std::vector<int> indices;
+  for (const fs::directory_entry& entry : it) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("neuron") || name.size() == 6) continue;
+    auto index = parseInt(std::string_view(name).substr(6), 0, kMaxDevices - 1);
+    if (index && std::to_string(*index) == name.substr(6)) indices.push_back(*index);
+  }
+  std::sort(indices.begin(), indices.end());
+  return indices;
+}
+
+DeviceFacts scanDevice(const DiscoveryRoots& roots, int index) {
+  DeviceFacts facts;
+  facts.index = index;
+  facts.sysfsPath = roots.neuronClass() / ("neuron" + std::to_string(index));
+  const fs::path& base = facts.sysfsPath;
+  std::vector<std::string>& problems = facts.problems;
+
+  if (auto cores = readParsed(base / "core_count", "core_count", parseCoreCount)) {
+    facts.coreCount = *cores;
+  } else {
+    problems.push_back(cores.error().message);
+  }
+  if (auto links =
+          readParsed(base / "connected_devices", "connected_devices", parseConnectedDevices)) {
+    facts.connected = std::move(*links);
+  } else {
+    problems.push_back(links.error().message);
+  }
+  const fs::path arch = base / "info" / "architecture";
+  readName(arch / "arch_type", "arch_type", facts.archType, problems);
+  readName(arch / "instance_type", "instance_type", facts.familyName, problems);
+  readName(arch / "device_name", "device_name", facts.deviceName, problems);
+
+  std::error_code ec;
+  if (fs::exists(base / "info" / "serial_number", ec)) {
+    if (auto serial =
+            readParsed(base / "info" / "serial_number", "serial_number", parseSerialNumber)) {
+      facts.serialNumber = std::move(*serial);
+    } else {
+      problems.push_back(serial.error().message);
+    }
+  }
+  if (auto state = readParsed(base / "reset", "reset", parseResetState)) {
+    facts.resetState = *state;
+    if (*state == 2) problems.push_back("reset: device state is INVALID (2) after a reset");
+  } else {
+    problems.push_back(state.error().message);
+  }
+  for (const char* counter : kUncorrectedCounters) {
+    const fs::path path = base / "stats" / "hardware" / counter;
+    if (!fs::exists(path, ec)) continue;
+    auto value = readParsed(path, counter, parseCounter);
+    if (!value) {
+      problems.push_back(value.error().message);
+    } else if (*value > 0) {
+      problems.push_back("stats/hardware/" + std::string(counter) + " is " +
+                         std::to_string(*value) + " (uncorrected ECC errors)");
+    }
+  }
+  const fs::path node = roots.deviceNode(index);
+  facts.deviceNodePresent = fs::exists(node, ec);
+  if (!facts.deviceNodePresent) {
+    problems.push_back("device node " + node.string() + " is missing");
+  }
+  readPciIdentity(base, facts);
+  return facts;
+}
+
+}  // namespace torus::discovery

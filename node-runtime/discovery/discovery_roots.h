@@ -1,0 +1,29 @@
+// DiscoveryRoots: every filesystem root discovery reads, so the same code reads a real node
+// (/sys, /dev, /opt/aws) or a tree the simulator wrote into a directory.
+#pragma once
+
+#include <filesystem>
+
+namespace torus::discovery {
+
+struct DiscoveryRoots {
+  std::filesystem::path sys = "/sys";
+  std::filesystem::path dev = "/dev";
+  std::filesystem::path optAws = "/opt/aws";
+
+  // The roots of a tree laid out under one directory: DIR/sys, DIR/dev, DIR/opt/aws.
+  static DiscoveryRoots under(const std::filesystem::path& directory) {
+    return {directory / "sys", directory / "dev", directory / "opt" / "aws"};
+  }
+
+  std::filesystem::path neuronClass() const { return sys / "class" / "neuron_device"; }
+  std::filesystem::path lncConfigFile() const { return optAws / "neuron" / "logical_nc_config"; }
+  std::filesystem::path dmiProductName() const {
+    return sys / "devices" / "virtual" / "dmi" / "id" / "product_name";
+  }
+  std::filesystem::path deviceNode(int index) const {
+    return dev / ("neuron" + std::to_string(index));
+  }
+};
+
+}  // namespace torus::discovery

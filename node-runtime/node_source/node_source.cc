@@ -1,0 +1,113 @@
+#include "node-runtime/node_source/node_source.h"
+
+#include <cstdlib>
+#include <system_error>
+
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "common/base/log.h"
+#include "common/base/strings.h"
+#include "node-runtime/simulator/sim_tree.h"
+
+namespace torus::node_source {
+
+void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* options) {
+  table.addString("simulate", "TORUS_SIMULATE", "simulate", "TYPE",
+                  "write a simulated driver tree for this instance type (e.g. trn2.48xlarge) "
+                  "and discover it",
+                  &options->simulate);
+  table.addString("simulate-dir", "TORUS_SIMULATE_DIR", "simulateDir", "DIR",
+                  "directory for the simulated tree (kept); default: a temporary directory "
+                  "removed at exit",
+                  &options->simulateDir);
+  table.add({"simulate-fault", "TORUS_SIMULATE_FAULTS", "simulateFaults", "FAULT", "",
+             "inject a fault into the simulated tree: device-node-missing:N, garble:N:ATTR, "
+             "ecc:N[:COUNT], link-cut:A-B (repeatable; comma list in env/config)",
+             [options](std::string_view value) -> Result<void> {
+               for (std::string_view item : splitAndTrim(value, ',')) {
+                 if (item.empty()) continue;
+                 auto fault = simulator::parseFault(item);
+                 if (!fault) return std::move(fault).error();
+                 options->faults.push_back(*fault);
+               }
+               return okResult();
+             },
+             true});
+  table.addString("sysfs-root", "TORUS_SYSFS_ROOT", "sysfsRoot", "DIR",
+                  "root of the sysfs tree to read", &options->sysfsRoot);
+  table.addString("dev-root", "TORUS_DEV_ROOT", "devRoot", "DIR",
+                  "directory holding the neuronN device nodes", &options->devRoot);
+  table.addString("aws-root", "TORUS_AWS_ROOT", "awsRoot", "DIR",
+                  "the /opt/aws directory (holds neuron/logical_nc_config)", &options->awsRoot);
+  table.addString("instance-type", "TORUS_INSTANCE_TYPE", "instanceType", "TYPE",
+                  "instance type; default: read from the DMI product name", &options->instanceType);
+  table.addOptionalInt("lnc", "TORUS_LNC", "lnc", "1|2",
+                       "logical NeuronCore config; default: /opt/aws/neuron/logical_nc_config, "
+                       "else 2 on trn2 and 1 elsewhere",
+                       1, 2, &options->lnc);
+}
+
+namespace {
+
+// A simulated tree is ~13,000 tiny files for a trn2.48xlarge. Real sysfs lives in memory, and so
+// should its stand-in: on a disk-backed /tmp creating them takes seconds instead of ~0.1 s. An
+// explicit TMPDIR still wins.
+std::filesystem::path simulationBaseDirectory() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  if (tmpdir != nullptr && *tmpdir != '\0') return tmpdir;
+  struct statvfs stats {};
+  constexpr unsigned long long kNeeded = 512ULL * 1024 * 1024;
+  if (::statvfs("/dev/shm", &stats) == 0 &&
+      static_cast<unsigned long long>(stats.f_bavail) * stats.f_frsize > kNeeded &&
+      ::access("/dev/shm", W_OK) == 0) {
+    return "/dev/shm";
+  }
+  return "/tmp";
+}
+
+}  // namespace
+
+Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
+  PreparedNode prepared;
+  if (options.simulate.empty()) {
+    if (!options.faults.empty()) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "--simulate-fault needs --simulate: faults go into a simulated tree only");
+    }
+    prepared.roots = {options.sysfsRoot, options.devRoot, options.awsRoot};
+    return prepared;
+  }
+  std::filesystem::path root;
+  if (options.simulateDir.empty()) {
+    auto temp = TempDir::create("torus-sim", simulationBaseDirectory());
+    if (!temp) return std::move(temp).error();
+    root = temp->path();
+    prepared.tempDir_.emplace(std::move(*temp));
+  } else {
+    root = options.simulateDir;
+  }
+  simulator::SimulationSpec spec;
+  spec.instanceType = options.simulate;
+  spec.lnc = options.lnc;
+  spec.faults = options.faults;
+  auto tree = simulator::writeSimulatedTree(spec, root);
+  if (!tree) return std::move(tree).error();
+  TORUS_LOG(Info, Simulator, "wrote simulated driver tree", {"instance_type", options.simulate},
+            {"root", root.string()}, {"files", tree->files},
+            {"character_devices", tree->characterDevices},
+            {"faults", static_cast<int>(options.faults.size())});
+  prepared.roots = tree->roots();
+  prepared.simulatedRoot = root.string();
+  prepared.simulatedCharacterDevices = tree->characterDevices;
+  return prepared;
+}
+
+discovery::DiscoveryOptions discoveryOptionsOf(const NodeSourceOptions& options) {
+  discovery::DiscoveryOptions result;
+  if (!options.instanceType.empty()) result.instanceType = options.instanceType;
+  result.lnc = options.lnc;
+  return result;
+}
+
+}  // namespace torus::node_source

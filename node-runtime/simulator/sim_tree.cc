@@ -1,0 +1,303 @@
+#include "node-runtime/simulator/sim_tree.h"
+
+#include <array>
+#include <cstdio>
+#include <system_error>
+#include <unordered_set>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common/base/file_io.h"
+#include "common/base/strings.h"
+#include "common/topology/instance_catalog.h"
+#include "common/topology/neuronlink_graph.h"
+
+namespace torus::simulator {
+namespace {
+
+namespace fs = std::filesystem;
+using topology::InstanceType;
+
+// The driver's per-core status counters (neuron_coreK/stats/status/<name>/{total,present}).
+constexpr std::array<const char*, 24> kCoreStatusCounters = {"success",
+                                                             "failure",
+                                                             "timeout",
+                                                             "exec_bad_input",
+                                                             "hw_error",
+                                                             "execute_completed_with_error",
+                                                             "execute_completed_with_num_error",
+                                                             "generic_error",
+                                                             "resource_error",
+                                                             "resource_nc_error",
+                                                             "execute_failed_to_queue",
+                                                             "invalid_error",
+                                                             "unsupported_neff_version",
+                                                             "oob_error",
+                                                             "hw_collectives_error",
+                                                             "hw_hbm_ue_error",
+                                                             "hw_nc_ue_error",
+                                                             "hw_dma_abort_error",
+                                                             "execute_sw_nq_overflow",
+                                                             "execute_sw_semaphore_error",
+                                                             "execute_sw_event_error",
+                                                             "execute_sw_psum_collision",
+                                                             "execute_sw_sequencer_fatal",
+                                                             "hw_repairable_hbm_ue_error"};
+constexpr std::array<const char*, 6> kCoreOtherInfo = {"model_load_count", "reset_req_count",
+                                                       "reset_fail_count", "inference_count",
+                                                       "flop_count",       "nc_time_in_use"};
+constexpr std::array<const char*, 11> kDeviceMemCategories = {"collectives",
+                                                              "constants",
+                                                              "dma_rings",
+                                                              "driver_memory",
+                                                              "model_code",
+                                                              "model_shared_scratchpad",
+                                                              "nonshared_scratchpad",
+                                                              "notifications",
+                                                              "runtime_memory",
+                                                              "tensors",
+                                                              "uncategorized"};
+constexpr std::array<const char*, 8> kHostMemCategories = {
+    "application_memory", "constants",     "dma_buffers", "dma_rings",
+    "driver_memory",      "notifications", "tensors",     "uncategorized"};
+
+class TreeWriter {
+ public:
+  explicit TreeWriter(SimulatedTree& tree) : tree_(tree) {}
+
+  Result<void> file(const fs::path& path, std::string_view contents) {
+    ++tree_.files;
+    const fs::path parent = path.parent_path();
+    if (createdDirectories_.insert(parent.string()).second) {
+      std::error_code ec;
+      fs::create_directories(parent, ec);
+      if (ec) return makeError(ErrorCode::kInternal, parent.string() + ": " + ec.message());
+    }
+    return writeFile(path, contents, CreateParents::kNo);
+  }
+  Result<void> counters(const fs::path& dir, std::initializer_list<const char*> names) {
+    for (const char* name : names)
+      TORUS_RETURN_IF_ERROR(file(dir / name, "0\n"), "simulator");
+    return okResult();
+  }
+
+ private:
+  SimulatedTree& tree_;
+  std::unordered_set<std::string> createdDirectories_;
+};
+
+std::string hex16(std::uint64_t value) {
+  char buffer[20];
+  std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+std::string joinInts(const std::vector<int>& values, std::string_view separator) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) text += separator;
+    text += std::to_string(values[i]);
+  }
+  return text;
+}
+
+// A plausible, deterministic PCI address per device: one bus per device, function 0.
+std::string pciBdf(int device) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "0000:%02x:1e.0", 0x10 + device);
+  return buffer;
+}
+
+Result<void> writeCore(TreeWriter& out, const fs::path& core, const InstanceType& type) {
+  const auto& names = topology::architectureOf(type.generation);
+  TORUS_RETURN_IF_ERROR(out.file(core / "info" / "architecture" / "arch_type",
+                                 std::string(names.coreArchType) + "\n"),
+                        "core");
+  for (const char* counter : kCoreStatusCounters) {
+    TORUS_RETURN_IF_ERROR(out.counters(core / "stats" / "status" / counter, {"total", "present"}),
+                          "core");
+  }
+  for (const char* counter : kCoreOtherInfo) {
+    TORUS_RETURN_IF_ERROR(
+        out.counters(core / "stats" / "other_info" / counter, {"total", "present"}), "core");
+  }
+  const fs::path memory = core / "stats" / "memory_usage";
+  TORUS_RETURN_IF_ERROR(out.counters(memory / "host_mem", {"total", "present", "peak"}), "core");
+  TORUS_RETURN_IF_ERROR(out.counters(memory / "device_mem", {"total", "present", "peak"}), "core");
+  for (const char* category : kDeviceMemCategories) {
+    TORUS_RETURN_IF_ERROR(
+        out.counters(memory / "device_mem" / category, {"total", "present", "peak"}), "core");
+  }
+  return okResult();
+}
+
+Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceType& type, int index,
+                         int nodeId) {
+  const auto& names = topology::architectureOf(type.generation);
+  const std::string name = "neuron" + std::to_string(index);
+  const fs::path dir = sys / "devices" / "virtual" / "neuron_device" / name;
+  // The driver prints core_count without a newline and connected_devices as "a, b\n".
+  TORUS_RETURN_IF_ERROR(out.file(dir / "core_count", std::to_string(type.physicalCoresPerDevice)),
+                        name);
+  TORUS_RETURN_IF_ERROR(out.file(dir / "connected_devices",
+                                 joinInts(topology::driverNeighbours(type, index), ", ") + "\n"),
+                        name);
+  TORUS_RETURN_IF_ERROR(out.file(dir / "reset", "1\n"), name);
+  TORUS_RETURN_IF_ERROR(out.file(dir / "dev", "240:" + std::to_string(index) + "\n"), name);
+  TORUS_RETURN_IF_ERROR(out.file(dir / "uevent", "MAJOR=240\nMINOR=" + std::to_string(index) +
+                                                     "\nDEVNAME=" + name + "\n"),
+                        name);
+  const fs::path arch = dir / "info" / "architecture";
+  TORUS_RETURN_IF_ERROR(out.file(arch / "arch_type", std::string(names.archType) + "\n"), name);
+  TORUS_RETURN_IF_ERROR(out.file(arch / "instance_type", std::string(names.instanceType) + "\n"),
+                        name);
+  TORUS_RETURN_IF_ERROR(out.file(arch / "device_name", std::string(names.deviceName) + "\n"), name);
+  TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "notify_delay", "-1\n"), name);
+  if (type.generation != topology::Generation::kInf1) {
+    // v2/v3 drivers only: serial numbers and hardware ECC counters.
+    const std::uint64_t serial = 0x5e7a000000000000ULL + static_cast<std::uint64_t>(nodeId) * 64 +
+                                 static_cast<std::uint64_t>(index);
+    TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "serial_number", hex16(serial) + "\n"), name);
+    TORUS_RETURN_IF_ERROR(out.counters(dir / "stats" / "hardware",
+                                       {"mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected",
+                                        "sram_ecc_uncorrected"}),
+                          name);
+    TORUS_RETURN_IF_ERROR(
+        out.file(dir / "stats" / "power" / "utilization", "POWER_STATUS_NO_DATA,0,0,0,0\n"), name);
+  }
+  for (const char* category : kHostMemCategories) {
+    TORUS_RETURN_IF_ERROR(out.counters(dir / "stats" / "memory_usage" / "host_mem" / category,
+                                       {"total", "present", "peak"}),
+                          name);
+  }
+  for (int core = 0; core < type.physicalCoresPerDevice; ++core) {
+    TORUS_RETURN_IF_ERROR(writeCore(out, dir / ("neuron_core" + std::to_string(core)), type), name);
+  }
+  std::error_code ec;
+  const fs::path classLink = sys / "class" / "neuron_device" / name;
+  fs::create_directories(classLink.parent_path(), ec);
+  fs::create_directory_symlink(fs::path("../../devices/virtual/neuron_device") / name, classLink,
+                               ec);
+  if (ec) return makeError(ErrorCode::kInternal, classLink.string() + ": " + ec.message());
+  return okResult();
+}
+
+// The PCI functions bound to the "neuron" driver, as /sys/bus/pci/drivers/neuron/<bdf> links.
+Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type) {
+  const auto& names = topology::architectureOf(type.generation);
+  char deviceId[8];
+  std::snprintf(deviceId, sizeof(deviceId), "0x%04x", names.pciDeviceId);
+  const fs::path driver = sys / "bus" / "pci" / "drivers" / "neuron";
+  std::error_code ec;
+  fs::create_directories(driver, ec);
+  for (int index = 0; index < type.deviceCount; ++index) {
+    const std::string bdf = pciBdf(index);
+    const fs::path function = sys / "devices" / "pci0000:00" / bdf;
+    const int numa = index * type.numaNodes / type.deviceCount;
+    TORUS_RETURN_IF_ERROR(out.file(function / "vendor", "0x1d0f\n"), bdf);
+    TORUS_RETURN_IF_ERROR(out.file(function / "device", std::string(deviceId) + "\n"), bdf);
+    TORUS_RETURN_IF_ERROR(out.file(function / "numa_node", std::to_string(numa) + "\n"), bdf);
+    fs::create_directory_symlink(fs::path("../../../../devices/pci0000:00") / bdf, driver / bdf,
+                                 ec);
+    if (ec) return makeError(ErrorCode::kInternal, (driver / bdf).string() + ": " + ec.message());
+  }
+  return okResult();
+}
+
+// Class-level UltraServer attributes; outside an UltraServer the driver prints -1 / zeros / "".
+Result<void> writeUltraServer(TreeWriter& out, const fs::path& sys, const InstanceType& type,
+                              int nodeId) {
+  const fs::path dir = sys / "class" / "neuron_device";
+  if (!type.ultraServerNode) {
+    TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_2", "-1\n"), "ultraserver");
+    TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_4", "-1\n"), "ultraserver");
+    TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_2", hex16(0) + "\n"), "ultraserver");
+    TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(0) + "\n"), "ultraserver");
+    return out.file(dir / "ultraserver_mode", "\n");
+  }
+  // H-link pairing for the 2-node id: nodes {0,1} and {2,3} form the X2H pairs.
+  constexpr int kPairOf[] = {0, 0, 1, 1};
+  TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_2", std::to_string(kPairOf[nodeId]) + "\n"),
+                        "ultraserver");
+  TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_4", std::to_string(nodeId) + "\n"), "ultraserver");
+  TORUS_RETURN_IF_ERROR(
+      out.file(dir / "server_id_2",
+               hex16(0x0a11ce0000000000ULL + static_cast<unsigned>(nodeId / 2)) + "\n"),
+      "ultraserver");
+  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(0x0a11ce0000000100ULL) + "\n"),
+                        "ultraserver");
+  return out.file(dir / "ultraserver_mode", "1,2,3,4\n");
+}
+
+bool makeDeviceNode(const fs::path& path, bool tryCharacterDevice) {
+  if (tryCharacterDevice) {
+    struct stat devNull {};
+    if (::stat("/dev/null", &devNull) == 0 &&
+        ::mknod(path.c_str(), S_IFCHR | 0666, devNull.st_rdev) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::path& root) {
+  const InstanceType* type = topology::findInstanceType(spec.instanceType);
+  if (type == nullptr) {
+    std::vector<std::string_view> known;
+    for (const InstanceType& t : topology::allInstanceTypes())
+      known.push_back(t.name);
+    return makeError(ErrorCode::kInvalidArgument, "simulate: unknown instance type " +
+                                                      quoteJsonString(spec.instanceType) +
+                                                      " (known: " + joinStrings(known, ", ") + ")");
+  }
+  const int lnc = spec.lnc.value_or(type->defaultLnc);
+  if (!topology::supportsLnc(*type, lnc)) {
+    return makeError(
+        ErrorCode::kInvalidArgument,
+        "simulate: LNC " + std::to_string(lnc) + " is not supported on " + std::string(type->name));
+  }
+  if (spec.ultraServerNodeId < 0 || spec.ultraServerNodeId >= topology::kUltraServerNodes) {
+    return makeError(ErrorCode::kInvalidArgument, "simulate: UltraServer node id must be 0..3");
+  }
+  std::error_code ec;
+  if (fs::exists(root / "sys", ec)) {
+    return makeError(ErrorCode::kAlreadyExists, "simulate: " + (root / "sys").string() +
+                                                    " already exists; use an empty directory");
+  }
+  SimulatedTree tree;
+  tree.root = root;
+  tree.characterDevices = spec.characterDevices;
+  TreeWriter out(tree);
+  const discovery::DiscoveryRoots roots = tree.roots();
+  for (int index = 0; index < type->deviceCount; ++index) {
+    TORUS_RETURN_IF_ERROR(writeDevice(out, roots.sys, *type, index, spec.ultraServerNodeId),
+                          "simulate");
+  }
+  TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type), "simulate");
+  TORUS_RETURN_IF_ERROR(writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId),
+                        "simulate");
+  TORUS_RETURN_IF_ERROR(out.file(roots.dmiProductName(), std::string(type->name) + "\n"),
+                        "simulate");
+  if (type->maxLnc > 1 || spec.lnc) {
+    TORUS_RETURN_IF_ERROR(
+        out.file(roots.lncConfigFile(), "NEURON_LOGICAL_NC_CONFIG=" + std::to_string(lnc) + "\n"),
+        "simulate");
+  }
+  fs::create_directories(roots.dev, ec);
+  for (int index = 0; index < type->deviceCount; ++index) {
+    const fs::path node = roots.deviceNode(index);
+    if (!makeDeviceNode(node, spec.characterDevices)) {
+      tree.characterDevices = false;
+      TORUS_RETURN_IF_ERROR(writeFile(node, ""), "simulate");
+    }
+  }
+  for (const Fault& fault : spec.faults) {
+    TORUS_RETURN_IF_ERROR(applyFault(root, fault), "simulate");
+  }
+  return tree;
+}
+
+}  // namespace torus::simulator

@@ -1,0 +1,39 @@
+// The simulator: writes the Neuron driver's sysfs tree, /dev/neuronN nodes and the LNC file for
+// any catalog instance type into a directory, laid out as on a real node
+// (DIR/sys/class/neuron_device/neuronN -> DIR/sys/devices/virtual/neuron_device/neuronN, ...).
+//
+// Discovery then reads DIR through DiscoveryRoots::under(DIR) with no idea it is simulated.
+// Device nodes are character devices cloned from /dev/null's major:minor when we may mknod
+// (root), so a real container runtime can pass them into containers; plain files otherwise.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/base/result.h"
+#include "node-runtime/discovery/discovery_roots.h"
+#include "node-runtime/simulator/sim_fault.h"
+
+namespace torus::simulator {
+
+struct SimulationSpec {
+  std::string instanceType;  // a catalog name, e.g. "trn2.48xlarge"
+  std::optional<int> lnc;    // written to logical_nc_config; default: the type's default
+  std::vector<Fault> faults;
+  bool characterDevices = true;  // try mknod; fall back to plain files when not permitted
+  int ultraServerNodeId = 0;     // trn2u: this node's position (0..3) in its UltraServer
+};
+
+struct SimulatedTree {
+  std::filesystem::path root;
+  bool characterDevices = false;  // whether /dev nodes are real character devices
+  int files = 0;                  // attributes written, for the log
+  discovery::DiscoveryRoots roots() const { return discovery::DiscoveryRoots::under(root); }
+};
+
+Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec,
+                                         const std::filesystem::path& root);
+
+}  // namespace torus::simulator

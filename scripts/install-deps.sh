@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of Torus from Debian bookworm's archive.
+# README.md, .ci/run and the Dockerfile all call this one script so their package lists
+# can never drift apart.
+#
+#   scripts/install-deps.sh            build + test dependencies (developer machine, CI)
+#   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
+set -euo pipefail
+
+build_packages=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libfabric-dev libfabric-bin
+  libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format curl
+)
+runtime_packages=(
+  libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates
+)
+
+packages=("${build_packages[@]}")
+if [[ "${1:-}" == "--runtime" ]]; then
+  packages=("${runtime_packages[@]}")
+fi
+
+sudo_cmd=()
+if [[ "$(id -u)" != 0 ]]; then
+  sudo_cmd=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+echo "install-deps: installed ${#packages[@]} packages"

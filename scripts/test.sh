@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds Torus and runs every test (unit, integration, e2e) with CTest.
+#
+#   scripts/test.sh                               build/ (RelWithDebInfo, warnings as errors)
+#   scripts/test.sh --sanitize=address,undefined  build-asan/ with ASan+UBSan
+#   scripts/test.sh --sanitize=thread             build-tsan/ with TSan
+# Extra arguments after -- go to ctest (e.g. -- -L unit, -- -R Placement).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sanitize=""
+build_dir="build"
+ctest_args=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --sanitize=*) sanitize="${1#--sanitize=}" ;;
+    --) shift; ctest_args=("$@"); break ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+case "$sanitize" in
+  "") ;;
+  address,undefined|undefined,address) build_dir="build-asan" ;;
+  thread) build_dir="build-tsan" ;;
+  *) echo "test.sh: --sanitize must be address,undefined or thread" >&2; exit 2 ;;
+esac
+
+jobs="$(nproc)"
+cmake -S . -B "$build_dir" -G Ninja -DTORUS_WERROR=ON -DTORUS_SANITIZE="$sanitize" >/dev/null
+cmake --build "$build_dir" -j "$jobs"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"

@@ -1,0 +1,190 @@
+// Each simulator fault knob, and each kind of broken driver report, gives its documented result:
+// the device is kept but Unhealthy with a reason naming the file and the bad text, or the node
+// reports a finding; the rest of the node keeps working.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+#include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/simulator/sim_tree.h"
+
+namespace torus {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FaultInjectionTest : public ::testing::Test {
+ protected:
+  discovery::Discovery simulate(const std::string& type, const std::vector<std::string>& faults,
+                                discovery::DiscoveryOptions options = {}) {
+    auto dir = TempDir::create("sim-fault");
+    EXPECT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    simulator::SimulationSpec spec;
+    spec.instanceType = type;
+    for (const std::string& text : faults) {
+      auto fault = simulator::parseFault(text);
+      EXPECT_TRUE(fault.ok()) << text;
+      spec.faults.push_back(*fault);
+    }
+    auto tree = simulator::writeSimulatedTree(spec, dir_->path());
+    EXPECT_TRUE(tree.ok()) << tree.error().message;
+    roots_ = tree->roots();
+    auto found = discovery::discoverNode(roots_, options);
+    EXPECT_TRUE(found.ok()) << found.error().message;
+    return std::move(*found);
+  }
+  fs::path deviceDir(int index) const {
+    return roots_.sys / "devices" / "virtual" / "neuron_device" /
+           ("neuron" + std::to_string(index));
+  }
+  static int unhealthyCount(const topology::Node& node) {
+    return node.deviceCount() - node.healthyDevices().size();
+  }
+
+  std::optional<TempDir> dir_;
+  discovery::DiscoveryRoots roots_;
+};
+
+TEST_F(FaultInjectionTest, MissingDeviceNodeMakesOnlyThatDeviceUnhealthy) {
+  const auto found = simulate("trn2.48xlarge", {"device-node-missing:3"});
+  const auto& device = found.node.devices[3];
+  EXPECT_FALSE(device.health.healthy);
+  EXPECT_NE(
+      device.health.reason.find("device node " + roots_.deviceNode(3).string() + " is missing"),
+      std::string::npos)
+      << device.health.reason;
+  EXPECT_EQ(unhealthyCount(found.node), 1);
+  EXPECT_EQ(found.node.logicalCoreCount(), 64);  // ids stay stable
+}
+
+TEST_F(FaultInjectionTest, GarbledAttributeNamesFileAndText) {
+  const auto found = simulate("trn2.48xlarge", {"garble:5:core_count"});
+  const auto& reason = found.node.devices[5].health.reason;
+  EXPECT_FALSE(found.node.devices[5].health.healthy);
+  EXPECT_NE(reason.find("core_count: expected a core count in [1, 8], got \"\\u00ff\\u00fe-x"),
+            std::string::npos)
+      << reason;
+  EXPECT_NE(reason.find("neuron5/core_count"), std::string::npos) << reason;
+  EXPECT_EQ(unhealthyCount(found.node), 1);
+}
+
+TEST_F(FaultInjectionTest, GarbledConnectedDevicesAndArchitecture) {
+  const auto found = simulate(
+      "trn1.32xlarge", {"garble:0:connected_devices", "garble:1:info/architecture/arch_type"});
+  EXPECT_NE(found.node.devices[0].health.reason.find("connected_devices: expected comma-separated"),
+            std::string::npos);
+  EXPECT_NE(found.node.devices[1].health.reason.find("arch_type: expected a printable name"),
+            std::string::npos)
+      << found.node.devices[1].health.reason;
+  EXPECT_EQ(unhealthyCount(found.node), 2);
+}
+
+TEST_F(FaultInjectionTest, RaisedEccCounterMakesTheDeviceUnhealthy) {
+  const auto found = simulate("inf2.48xlarge", {"ecc:7:3"});
+  EXPECT_EQ(found.node.devices[7].health.reason,
+            "stats/hardware/mem_ecc_uncorrected is 3 (uncorrected ECC errors)");
+  EXPECT_EQ(unhealthyCount(found.node), 1);
+}
+
+TEST_F(FaultInjectionTest, CutLinkIsReportedAgainstTheCatalog) {
+  const auto found = simulate("trn2.48xlarge", {"link-cut:0-1"});
+  EXPECT_EQ(unhealthyCount(found.node), 0);
+  ASSERT_EQ(found.findings.size(), 2U);
+  EXPECT_EQ(found.findings[0],
+            "neuron0: connected_devices is \"12, 3, 4\", trn2.48xlarge wires \"12, 1, 3, 4\"");
+  EXPECT_EQ(found.node.devices[0].connected, (std::vector<int>{12, 3, 4}));
+}
+
+TEST_F(FaultInjectionTest, OneSidedLinkIsReportedNotCrashedOn) {
+  simulate("inf2.48xlarge", {});
+  ASSERT_TRUE(writeFile(deviceDir(4) / "connected_devices", "3\n").ok());  // forgets 5
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok());
+  bool reported = false;
+  for (const auto& finding : found->findings) {
+    reported = reported || finding ==
+                               "NeuronLink report is one-sided: neuron5 lists 4 but "
+                               "neuron4 does not list 5";
+  }
+  EXPECT_TRUE(reported);
+}
+
+TEST_F(FaultInjectionTest, NeighbourOutOfRangeMarksTheDevice) {
+  simulate("inf2.24xlarge", {});
+  ASSERT_TRUE(writeFile(deviceDir(2) / "connected_devices", "1, 3, 40\n").ok());
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok());
+  EXPECT_NE(found->node.devices[2].health.reason.find("names device 40"), std::string::npos);
+}
+
+TEST_F(FaultInjectionTest, MissingClassEntryKeepsCoreIdsStable) {
+  simulate("trn1.32xlarge", {});
+  fs::remove(roots_.neuronClass() / "neuron9");
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->node.deviceCount(), 16);
+  EXPECT_FALSE(found->node.devices[9].health.healthy);
+  EXPECT_NE(found->node.devices[9].health.reason.find("neuron9 is missing"), std::string::npos);
+  EXPECT_EQ(found->node.coresOfDevice(10).toRangeString(), "20-21");
+}
+
+TEST_F(FaultInjectionTest, InvalidResetStateAndCoreCountMismatch) {
+  simulate("trn2.48xlarge", {});
+  ASSERT_TRUE(writeFile(deviceDir(0) / "reset", "2\n").ok());
+  ASSERT_TRUE(writeFile(deviceDir(1) / "core_count", "4").ok());
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok());
+  EXPECT_NE(found->node.devices[0].health.reason.find("INVALID"), std::string::npos);
+  EXPECT_EQ(found->node.devices[1].health.reason, "core_count is 4, expected 8 for trn2.48xlarge");
+}
+
+TEST_F(FaultInjectionTest, WithoutDmiTheTypeIsInferredAndReported) {
+  simulate("inf2.24xlarge", {});
+  fs::remove(roots_.dmiProductName());
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->node.instanceType, "inf2.24xlarge");
+  ASSERT_FALSE(found->findings.empty());
+  EXPECT_NE(found->findings[0].find("instance type inferred as inf2.24xlarge"), std::string::npos);
+}
+
+TEST_F(FaultInjectionTest, UnknownTypeStillYieldsANode) {
+  const auto found = simulate("inf2.48xlarge", {}, {.instanceType = "inf9.mega", .lnc = {}});
+  EXPECT_EQ(found.node.deviceCount(), 12);
+  EXPECT_EQ(found.node.logicalCoreCount(), 24);
+  ASSERT_FALSE(found.findings.empty());
+  EXPECT_NE(found.findings[0].find("\"inf9.mega\" is not in the catalog"), std::string::npos);
+}
+
+TEST_F(FaultInjectionTest, GarbledLncFileFallsBackToTheDefault) {
+  simulate("trn2.48xlarge", {});
+  ASSERT_TRUE(writeFile(roots_.lncConfigFile(), "NEURON_LOGICAL_NC_CONFIG=\xff\n").ok());
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->node.lnc, 2);
+  ASSERT_EQ(found->findings.size(), 1U);
+  EXPECT_NE(found->findings[0].find("using LNC 2"), std::string::npos);
+}
+
+TEST_F(FaultInjectionTest, NoDriverIsAClearError) {
+  auto found = discovery::discoverNode(discovery::DiscoveryRoots::under("/nonexistent-root"), {});
+  ASSERT_FALSE(found.ok());
+  EXPECT_EQ(found.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(found.error().message.find("is the Neuron driver loaded?"), std::string::npos);
+}
+
+TEST_F(FaultInjectionTest, FaultOnAMissingDeviceIsRejected) {
+  auto dir = TempDir::create("sim-fault");
+  simulator::SimulationSpec spec;
+  spec.instanceType = "inf2.xlarge";
+  spec.faults.push_back(*simulator::parseFault("ecc:5"));
+  auto tree = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_FALSE(tree.ok());
+  EXPECT_NE(tree.error().message.find("has no neuron5"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torus

@@ -1,0 +1,102 @@
+// neuron-ls as a user runs it: the real binary on a simulated node, output checked as JSON.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+nlohmann::json runJson(std::vector<std::string> flags) {
+  std::vector<std::string> args{binaryPath("neuron-ls"), "--json"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  const ProcessResult result = runProcess(args);
+  EXPECT_EQ(result.exitCode, 0) << result.err;
+  return nlohmann::json::parse(result.out);
+}
+
+TEST(NeuronLs, Trn2JsonHasAwsKeysAndCatalogFigures) {
+  const nlohmann::json devices = runJson({"--simulate=trn2.48xlarge"});
+  ASSERT_EQ(devices.size(), 16U);
+  int cores = 0;
+  for (const auto& device : devices) {
+    EXPECT_EQ(device["logical_neuroncore_config"], 2);
+    EXPECT_EQ(device["memory_size"], 103079215104ULL);
+    cores += device["nc_count"].get<int>();
+    for (const char* key : {"neuron_device", "bdf", "connected_to", "nc_count", "memory_size",
+                            "neuroncore_ids", "numa_node"}) {
+      EXPECT_TRUE(device.contains(key)) << key;
+    }
+  }
+  EXPECT_EQ(cores, 64);
+  EXPECT_EQ(devices[0]["connected_to"], nlohmann::json({12, 1, 3, 4}));
+  EXPECT_EQ(devices[15]["neuroncore_ids"], nlohmann::json({60, 61, 62, 63}));
+}
+
+TEST(NeuronLs, LncOneDoublesTheCores) {
+  const nlohmann::json devices = runJson({"--simulate=trn2.48xlarge", "--lnc", "1"});
+  int cores = 0;
+  for (const auto& device : devices)
+    cores += device["nc_count"].get<int>();
+  EXPECT_EQ(cores, 128);
+  EXPECT_EQ(devices[0]["logical_neuroncore_config"], 1);
+}
+
+TEST(NeuronLs, Inf2ChainEndHasOneNeighbour) {
+  const nlohmann::json devices = runJson({"--simulate=inf2.24xlarge"});
+  ASSERT_EQ(devices.size(), 6U);
+  EXPECT_EQ(devices[0]["connected_to"], nlohmann::json({1}));
+}
+
+TEST(NeuronLs, FaultsShowInTableAndJson) {
+  const nlohmann::json devices = runJson({"--simulate=trn1.32xlarge", "--simulate-fault=ecc:2"});
+  EXPECT_EQ(devices[2]["healthy"], false);
+  EXPECT_EQ(devices[2]["health_reason"],
+            "stats/hardware/mem_ecc_uncorrected is 1 (uncorrected ECC errors)");
+  const ProcessResult table = runProcess(
+      {binaryPath("neuron-ls"), "--simulate=trn1.32xlarge", "--simulate-fault=link-cut:0-1"});
+  EXPECT_EQ(table.exitCode, 0);
+  EXPECT_NE(table.out.find("instance-type: trn1.32xlarge"), std::string::npos);
+  EXPECT_NE(table.out.find("warning: neuron0: connected_devices is \"12, 3, 4\""),
+            std::string::npos)
+      << table.out;
+}
+
+TEST(NeuronLs, TopologyDrawsTheTorusAndShowsACutLink) {
+  const ProcessResult result = runProcess({binaryPath("neuron-ls"), "--simulate=trn2.48xlarge",
+                                           "--topology", "--simulate-fault=link-cut:5-6"});
+  ASSERT_EQ(result.exitCode, 0) << result.err;
+  EXPECT_NE(result.out.find("[ 0]---[ 1]---[ 2]---[ 3]"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("[ 4]---[ 5]   [ 6]---[ 7]"), std::string::npos) << result.out;
+}
+
+TEST(NeuronLs, ReadsARealRootAndReportsAMissingDriver) {
+  const ProcessResult result =
+      runProcess({binaryPath("neuron-ls"), "--sysfs-root=/nonexistent/sys"});
+  EXPECT_EQ(result.exitCode, 1);
+  EXPECT_NE(result.err.find("/nonexistent/sys/class/neuron_device"), std::string::npos)
+      << result.err;
+}
+
+TEST(NeuronLs, UsageErrorsExitTwoWithAReason) {
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--bogus"}, "unknown flag --bogus"},
+      {{"--simulate=trn9.big"}, "unknown instance type \"trn9.big\""},
+      {{"--simulate=inf2.48xlarge", "--lnc=2"}, "LNC 2 is not supported on inf2.48xlarge"},
+      {{"--simulate-fault=ecc:1"}, "--simulate-fault needs --simulate"},
+      {{"--lnc=7"}, "flag --lnc: expected integer in [1, 2]"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args{binaryPath("neuron-ls")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const ProcessResult result = runProcess(args);
+    EXPECT_EQ(result.exitCode, 2) << flags[0] << ": " << result.err;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+  }
+  const ProcessResult help = runProcess({binaryPath("neuron-ls"), "--help"});
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.out.find("--simulate=TYPE"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torus::testing

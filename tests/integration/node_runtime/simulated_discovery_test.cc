@@ -1,0 +1,106 @@
+// The simulator's tree for every catalog type, read back by the real discovery code, must give
+// exactly the catalog's model: device count, cores at each LNC, adjacency in the driver's order,
+// memory, all healthy, nothing to report.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "common/base/temp_dir.h"
+#include "common/topology/neuronlink_graph.h"
+#include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/simulator/sim_tree.h"
+
+namespace torus {
+namespace {
+
+struct Case {
+  std::string type;
+  int lnc;
+};
+
+std::vector<Case> everyTypeAndLnc() {
+  std::vector<Case> cases;
+  for (const auto& type : topology::allInstanceTypes()) {
+    for (int lnc = 1; lnc <= type.maxLnc; ++lnc)
+      cases.push_back({std::string(type.name), lnc});
+  }
+  return cases;
+}
+
+class SimulatedDiscoveryTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SimulatedDiscoveryTest, DiscoversExactlyTheCatalogModel) {
+  const Case& c = GetParam();
+  auto dir = TempDir::create("sim-discovery");
+  ASSERT_TRUE(dir.ok());
+  simulator::SimulationSpec spec;
+  spec.instanceType = c.type;
+  spec.lnc = c.lnc;
+  auto tree = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_TRUE(tree.ok()) << tree.error().message;
+
+  auto found = discovery::discoverNode(tree->roots(), {});
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  const topology::Node expected = *topology::catalogNode(c.type, c.lnc);
+  const topology::Node& node = found->node;
+  EXPECT_TRUE(found->findings.empty()) << found->findings.front();
+  EXPECT_EQ(node.instanceType, c.type);
+  EXPECT_EQ(node.lnc, c.lnc);
+  EXPECT_EQ(node.deviceCount(), expected.deviceCount());
+  EXPECT_EQ(node.logicalCoreCount(), expected.logicalCoreCount());
+  EXPECT_EQ(node.interconnect, expected.interconnect);
+  EXPECT_EQ(node.memoryBytes(), expected.memoryBytes());
+  ASSERT_EQ(node.devices.size(), expected.devices.size());
+  for (std::size_t i = 0; i < node.devices.size(); ++i) {
+    const topology::Device& device = node.devices[i];
+    EXPECT_EQ(device.index, static_cast<int>(i));  // numeric order: neuron10 after neuron9
+    EXPECT_EQ(device.connected, expected.devices[i].connected) << "neuron" << i;
+    EXPECT_EQ(device.physicalCores, expected.devices[i].physicalCores);
+    EXPECT_TRUE(device.health.healthy) << device.health.reason;
+  }
+  EXPECT_TRUE(topology::NeuronLinkGraph::fromNode(node).isSymmetric());
+  EXPECT_EQ(node.ultraServer.has_value(), expected.catalog->ultraServerNode);
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalog, SimulatedDiscoveryTest, ::testing::ValuesIn(everyTypeAndLnc()),
+                         [](const auto& param) {
+                           std::string name =
+                               param.param.type + "_lnc" + std::to_string(param.param.lnc);
+                           for (char& ch : name) {
+                             if (ch == '.') ch = '_';
+                           }
+                           return name;
+                         });
+
+TEST(SimulatedDiscovery, UltraServerPositionComesFromClassAttributes) {
+  auto dir = TempDir::create("sim-discovery");
+  simulator::SimulationSpec spec;
+  spec.instanceType = "trn2u.48xlarge";
+  spec.ultraServerNodeId = 3;
+  auto tree = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_TRUE(tree.ok()) << tree.error().message;
+  auto found = discovery::discoverNode(tree->roots(), {});
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->node.ultraServer.has_value());
+  EXPECT_EQ(found->node.ultraServer->nodeId4, 3);
+  EXPECT_EQ(found->node.ultraServer->nodeId2, 1);
+  EXPECT_EQ(found->node.ultraServer->supportedModes, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_FALSE(found->node.ultraServer->serverId4.empty());
+}
+
+TEST(SimulatedDiscovery, RefusesToWriteOverAnExistingTree) {
+  auto dir = TempDir::create("sim-discovery");
+  simulator::SimulationSpec spec;
+  spec.instanceType = "inf2.xlarge";
+  ASSERT_TRUE(simulator::writeSimulatedTree(spec, dir->path()).ok());
+  auto again = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().message.find("already exists"), std::string::npos);
+  spec.instanceType = "trn9.huge";
+  auto unknown = simulator::writeSimulatedTree(spec, dir->path() / "other");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("known: inf1.xlarge"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torus
