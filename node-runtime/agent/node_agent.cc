@@ -6,6 +6,15 @@
 namespace torus::agent {
 namespace {
 
+std::string joinInts(const std::vector<int>& values) {
+  std::string text;
+  for (const int value : values) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(value);
+  }
+  return text;
+}
+
 void logDiscovery(const discovery::Discovery& found) {
   const topology::Node& node = found.node;
   const int healthy = node.healthyDevices().size();
@@ -22,14 +31,8 @@ void logDiscovery(const discovery::Discovery& found) {
     }
     TORUS_LOG(Debug, Discovery, "device", {"device", device.index},
               {"cores", node.coresOfDevice(device.index).toRangeString()},
-              {"connected",
-               [&] {
-                 std::string text;
-                 for (const int d : device.connected)
-                   text += (text.empty() ? "" : ",") + std::to_string(d);
-                 return text;
-               }()},
-              {"numa", device.numaNode.value_or(-1)}, {"serial", device.serialNumber});
+              {"connected", joinInts(device.connected)}, {"numa", device.numaNode.value_or(-1)},
+              {"serial", device.serialNumber});
   }
   for (const std::string& finding : found.findings) {
     TORUS_LOG(Warn, Discovery, "node report differs from what was expected", {"finding", finding});

@@ -18,6 +18,8 @@ struct Case {
   int lnc;
 };
 
+void PrintTo(const Case& c, std::ostream* out) { *out << c.type << " lnc=" << c.lnc; }
+
 std::vector<Case> everyTypeAndLnc() {
   std::vector<Case> cases;
   for (const auto& type : topology::allInstanceTypes()) {

@@ -1,0 +1,72 @@
+#include "device-plugin/assignments.h"
+
+#include <algorithm>
+
+namespace torus::plugin {
+
+topology::CoreSet coresInUse(const topology::Node& node, const Assignments& assignments) {
+  topology::CoreSet cores;
+  for (const auto& [kind, ids] : assignments.held)
+    cores |= coresOfIds(kind, node, ids);
+  return cores;
+}
+
+topology::CoreSet blockedIds(ResourceKind kind, const topology::Node& node,
+                             const Assignments& assignments) {
+  // What the other resources hold, as cores.
+  topology::CoreSet others;
+  for (const auto& [holder, ids] : assignments.held) {
+    const bool sameCounting = countsDevices(holder) == countsDevices(kind);
+    if (holder != kind && !sameCounting) others |= coresOfIds(holder, node, ids);
+    // neuron and neurondevice are aliases: each blocks the other's devices as well.
+    if (holder != kind && sameCounting) others |= coresOfIds(holder, node, ids);
+  }
+  if (!countsDevices(kind)) return others & node.allCores();
+  return node.devicesOfCores(others);
+}
+
+void AssignmentTracker::replaceFromKubelet(Assignments listed, Clock::time_point now) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    const Assignments before = currentLocked(now);
+    // An allocation kubelet lists is tracked through kubelet from now on; one it never lists
+    // within the grace period belonged to a container that never started.
+    std::erase_if(pending_, [&](const Pending& p) {
+      const auto it = listed.held.find(p.kind);
+      const bool seen = it != listed.held.end() && p.ids.isSubsetOf(it->second);
+      return seen || now - p.at > grace_;
+    });
+    listed_ = std::move(listed);
+    changed = !(currentLocked(now) == before);
+  }
+  if (changed) notifier_.notify();
+}
+
+void AssignmentTracker::recordAllocate(ResourceKind kind, const topology::CoreSet& ids,
+                                       Clock::time_point now) {
+  bool changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    const Assignments before = currentLocked(now);
+    pending_.push_back({kind, ids, now});
+    changed = !(currentLocked(now) == before);
+  }
+  if (changed) notifier_.notify();
+}
+
+Assignments AssignmentTracker::current(Clock::time_point now) const {
+  std::lock_guard lock(mutex_);
+  return currentLocked(now);
+}
+
+Assignments AssignmentTracker::currentLocked(Clock::time_point now) const {
+  Assignments result = listed_;
+  for (const Pending& p : pending_) {
+    if (now - p.at <= grace_) result.held[p.kind] |= p.ids;
+  }
+  std::erase_if(result.held, [](const auto& entry) { return entry.second.empty(); });
+  return result;
+}
+
+}  // namespace torus::plugin

@@ -1,0 +1,64 @@
+// Cross-resource accounting. Cores and devices are two views of the same chips, but kubelet
+// counts aws.amazon.com/neuron and aws.amazon.com/neuroncore separately and never tells a plugin
+// when a pod ends. So: a device handed out whole makes its cores unavailable as neuroncore, and a
+// device with any core in use is unavailable as neuron. The plugin reports such ids Unhealthy
+// (kubelet then neither counts nor assigns them) and gives them back when the holder is gone.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "common/base/change_notifier.h"
+#include "common/topology/core_set.h"
+#include "common/topology/node.h"
+#include "device-plugin/resource_kind.h"
+
+namespace torus::plugin {
+
+// What is held right now, per resource kind, in that kind's ids.
+struct Assignments {
+  std::map<ResourceKind, topology::CoreSet> held;
+  bool operator==(const Assignments&) const = default;
+};
+
+// Every core some container holds, whichever resource it came through.
+topology::CoreSet coresInUse(const topology::Node& node, const Assignments& assignments);
+// Ids of `kind` that another resource's holders make unavailable.
+topology::CoreSet blockedIds(ResourceKind kind, const topology::Node& node,
+                             const Assignments& assignments);
+
+// Thread-safe: kubelet's pod-resources view plus our own recent Allocate calls, which kubelet
+// may not list yet; those expire if kubelet never lists them (the pod failed admission).
+class AssignmentTracker {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit AssignmentTracker(std::chrono::milliseconds allocateGrace = std::chrono::minutes(2))
+      : grace_(allocateGrace) {}
+
+  // Replaces what kubelet reports holding (the answer of one pod-resources List).
+  void replaceFromKubelet(Assignments listed, Clock::time_point now = Clock::now());
+  void recordAllocate(ResourceKind kind, const topology::CoreSet& ids,
+                      Clock::time_point now = Clock::now());
+  Assignments current(Clock::time_point now = Clock::now()) const;
+  ChangeNotifier::Subscription onChange(std::function<void()> notify) {
+    return notifier_.subscribe(std::move(notify));
+  }
+
+ private:
+  struct Pending {
+    ResourceKind kind;
+    topology::CoreSet ids;
+    Clock::time_point at;
+  };
+  Assignments currentLocked(Clock::time_point now) const;
+
+  const std::chrono::milliseconds grace_;
+  mutable std::mutex mutex_;
+  Assignments listed_;
+  std::vector<Pending> pending_;
+  ChangeNotifier notifier_;
+};
+
+}  // namespace torus::plugin
