@@ -66,6 +66,11 @@ topology::CoreSet allIds(ResourceKind kind, const topology::Node& node) {
   return countsDevices(kind) ? node.allDevices() : node.allCores();
 }
 
+topology::CoreSet healthyIds(ResourceKind kind, const topology::Node& node) {
+  const topology::DeviceSet healthy = node.healthyDevices();
+  return countsDevices(kind) ? healthy : node.coresOfDevices(healthy);
+}
+
 topology::CoreSet coresOfIds(ResourceKind kind, const topology::Node& node,
                              const topology::CoreSet& ids) {
   return countsDevices(kind) ? node.coresOfDevices(ids) : ids & node.allCores();

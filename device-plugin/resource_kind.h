@@ -30,6 +30,8 @@ Result<std::vector<ResourceKind>> parseResourceList(std::string_view text);
 
 // All ids of this kind on the node, as a set of numbers (core ids or device indices).
 topology::CoreSet allIds(ResourceKind kind, const topology::Node& node);
+// Ids whose device is healthy.
+topology::CoreSet healthyIds(ResourceKind kind, const topology::Node& node);
 // The global logical cores behind a set of ids of this kind.
 topology::CoreSet coresOfIds(ResourceKind kind, const topology::Node& node,
                              const topology::CoreSet& ids);

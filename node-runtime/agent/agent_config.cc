@@ -11,6 +11,26 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   "where to serve /healthz (and /metrics); port 0 picks a free port",
                   &config->metricsAddr);
   node_source::addNodeSourceSettings(table, &config->node);
+  table.addSwitch("device-plugin", "TORUS_DEVICE_PLUGIN", "devicePlugin",
+                  "serve kubelet's device plugin API for the resources below",
+                  &config->devicePlugin);
+  table.addString("device-plugin-dir", "TORUS_DEVICE_PLUGIN_DIR", "devicePluginDir", "DIR",
+                  "kubelet's device-plugin directory (holds kubelet.sock and our sockets)",
+                  &config->plugin.pluginDir);
+  table.add({"resources", "TORUS_RESOURCES", "resources", "LIST", "neuroncore,neuron",
+             "resources to advertise: neuroncore, neuron, neurondevice (legacy alias of neuron)",
+             [config](std::string_view value) -> Result<void> {
+               auto kinds = plugin::parseResourceList(value);
+               if (!kinds) return std::move(kinds).error();
+               config->plugin.resources = std::move(*kinds);
+               return okResult();
+             }});
+  table.addString("pod-resources-socket", "TORUS_POD_RESOURCES_SOCKET", "podResourcesSocket",
+                  "PATH", "kubelet's pod-resources socket, read to learn which ids containers hold",
+                  &config->plugin.podResourcesSocket);
+  table.addDurationMillis("health-interval", "TORUS_HEALTH_INTERVAL", "healthInterval",
+                          "how often device health is re-read from sysfs",
+                          &config->healthIntervalMs);
   config::addLogSettings(table, &config->log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",

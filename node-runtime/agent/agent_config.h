@@ -1,10 +1,13 @@
 // AgentConfig: everything neuron-node-agent can be told, and the one table that declares it.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "common/base/log.h"
 #include "common/config/settings.h"
+#include "device-plugin/plugin_manager.h"
 #include "node-runtime/node_source/node_source.h"
 
 namespace torus::agent {
@@ -13,6 +16,9 @@ struct AgentConfig {
   std::string configFile;
   std::string metricsAddr = "0.0.0.0:9400";
   node_source::NodeSourceOptions node;
+  bool devicePlugin = true;
+  plugin::DevicePluginOptions plugin;
+  std::int64_t healthIntervalMs = 500;
   log::Settings log;
   bool printConfigReference = false;
   bool version = false;

@@ -56,8 +56,29 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   if (!found) return std::move(found).error();
   logDiscovery(*found);
   auto agent = std::make_unique<NodeAgent>(std::move(*prepared), std::move(*found));
+  if (config.healthIntervalMs < 50) {
+    return makeError(ErrorCode::kInvalidArgument, "--health-interval must be at least 50ms, got " +
+                                                      std::to_string(config.healthIntervalMs) +
+                                                      "ms");
+  }
+  agent->monitor_ = std::make_unique<runtime::NodeMonitor>(
+      agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_.node,
+      std::chrono::milliseconds(config.healthIntervalMs));
+  if (config.devicePlugin) {
+    TORUS_RETURN_IF_ERROR(agent->startDevicePlugin(config), "starting the device plugin");
+  } else {
+    TORUS_LOG(Warn, Plugin,
+              "device plugin disabled (--device-plugin=false); kubelet will not see "
+              "Neuron resources from this agent");
+  }
   TORUS_RETURN_IF_ERROR(agent->serveHttp(config.metricsAddr), "serving --metrics-addr");
   return agent;
+}
+
+Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config) {
+  view_ = std::make_unique<PluginNodeView>(*monitor_, runtime::ResetPolicy{});
+  plugins_ = std::make_unique<plugin::DevicePluginManager>(config.plugin, *view_);
+  return plugins_->start();
 }
 
 Result<void> NodeAgent::serveHttp(const std::string& address) {
@@ -78,6 +99,9 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
 }
 
 void NodeAgent::stop() {
+  plugins_.reset();
+  view_.reset();
+  monitor_.reset();
   if (http_) {
     http_->stop();
     http_.reset();

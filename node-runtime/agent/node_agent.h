@@ -1,15 +1,18 @@
-// NodeAgent: the long-running process on every Neuron node. Today it discovers the node (real or
-// simulated), reports what it found, and serves /healthz; the device plugin, runtime, health
-// and monitor attach here as they land. main.cc only parses config and waits for a signal.
+// NodeAgent: the long-running process on every Neuron node. It discovers the node (real or
+// simulated), keeps its health fresh (NodeMonitor), serves kubelet's device plugin API for the
+// configured resources, and serves /healthz. main.cc only parses config and waits for a signal.
 #pragma once
 
 #include <memory>
 
 #include "common/base/result.h"
 #include "common/http/http_server.h"
+#include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/agent_config.h"
+#include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/node_source/node_source.h"
+#include "node-runtime/runtime/node_monitor.h"
 
 namespace torus::agent {
 
@@ -23,14 +26,20 @@ class NodeAgent {
   NodeAgent& operator=(const NodeAgent&) = delete;
 
   int httpPort() const { return http_ ? http_->port() : 0; }
+  runtime::NodeMonitor& monitor() { return *monitor_; }
   const discovery::Discovery& discovery() const { return discovery_; }
   void stop();
 
  private:
   Result<void> serveHttp(const std::string& address);
+  Result<void> startDevicePlugin(const AgentConfig& config);
 
   node_source::PreparedNode prepared_;
   discovery::Discovery discovery_;
+  // Declared in dependency order: destroyed plugins first, then the view, then the monitor.
+  std::unique_ptr<runtime::NodeMonitor> monitor_;
+  std::unique_ptr<PluginNodeView> view_;
+  std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<http::HttpServer> http_;
 };
 

@@ -18,7 +18,9 @@ struct Case {
   int lnc;
 };
 
-void PrintTo(const Case& c, std::ostream* out) { *out << c.type << " lnc=" << c.lnc; }
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.type << " lnc=" << c.lnc;
+}
 
 std::vector<Case> everyTypeAndLnc() {
   std::vector<Case> cases;

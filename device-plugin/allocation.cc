@@ -1,0 +1,72 @@
+#include "device-plugin/allocation.h"
+
+#include "common/base/strings.h"
+
+namespace torus::plugin {
+
+std::vector<AdvertisedDevice> advertisedDevices(ResourceKind kind, const topology::Node& node,
+                                                const topology::CoreSet& blocked) {
+  std::vector<AdvertisedDevice> devices;
+  allIds(kind, node).forEach([&](int id) {
+    const int deviceIndex = countsDevices(kind) ? id : node.deviceOfCore(id);
+    const topology::Device& device = node.devices[static_cast<std::size_t>(deviceIndex)];
+    AdvertisedDevice entry{std::to_string(id), true, device.numaNode, ""};
+    if (!device.health.healthy) {
+      entry.healthy = false;
+      entry.unhealthyReason = "neuron" + std::to_string(deviceIndex) + ": " + device.health.reason;
+    } else if (blocked.contains(id)) {
+      entry.healthy = false;
+      entry.unhealthyReason = "held through another resource";
+    }
+    devices.push_back(std::move(entry));
+  });
+  return devices;
+}
+
+std::string visibleCoresText(const topology::CoreSet& cores) {
+  if (cores.size() > 1 && cores.isContiguous()) {
+    return std::to_string(cores.first()) + "-" + std::to_string(cores.last());
+  }
+  return cores.toListString();
+}
+
+Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology::Node& node,
+                                              const std::string& devRoot,
+                                              const std::vector<std::string>& ids,
+                                              const topology::CoreSet& blocked) {
+  auto parsed = parseIds(kind, node, ids);
+  if (!parsed) return std::move(parsed).error();
+  if (parsed->empty()) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     std::string(resourceName(kind)) + ": a container request with no ids");
+  }
+  std::vector<std::string> unavailable;
+  parsed->forEach([&](int id) {
+    const int deviceIndex = countsDevices(kind) ? id : node.deviceOfCore(id);
+    const topology::Device& device = node.devices[static_cast<std::size_t>(deviceIndex)];
+    if (!device.health.healthy) {
+      unavailable.push_back(std::to_string(id) + " (neuron" + std::to_string(deviceIndex) +
+                            " unhealthy: " + device.health.reason + ")");
+    } else if (blocked.contains(id)) {
+      unavailable.push_back(std::to_string(id) + " (held through another resource)");
+    }
+  });
+  if (!unavailable.empty()) {
+    return makeError(
+        ErrorCode::kInvalidArgument,
+        std::string(resourceName(kind)) + ": ids not available: " + joinStrings(unavailable, ", "));
+  }
+  ContainerAllocation allocation;
+  allocation.cores = coresOfIds(kind, node, *parsed);
+  node.devicesOfCores(allocation.cores).forEach([&](int device) {
+    const std::string name = "neuron" + std::to_string(device);
+    allocation.deviceNodes.push_back({devRoot + "/" + name, "/dev/" + name});
+  });
+  allocation.env["NEURON_RT_VISIBLE_CORES"] = visibleCoresText(allocation.cores);
+  if (node.catalog != nullptr && node.catalog->maxLnc > 1) {
+    allocation.env["NEURON_LOGICAL_NC_CONFIG"] = std::to_string(node.lnc);
+  }
+  return allocation;
+}
+
+}  // namespace torus::plugin

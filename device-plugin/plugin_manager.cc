@@ -1,0 +1,192 @@
+#include "device-plugin/plugin_manager.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "common/base/log.h"
+#include "common/base/unique_fd.h"
+#include "device-plugin/kubelet_registration.h"
+
+namespace torus::plugin {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::string_view kKubeletSocket = "kubelet.sock";
+
+bool isSocket(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+}  // namespace
+
+DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& node)
+    : options_(std::move(options)), node_(node) {}
+
+DevicePluginManager::~DevicePluginManager() {
+  stop();
+}
+
+Result<void> DevicePluginManager::start() {
+  poller_ = std::make_unique<PodResourcesPoller>(options_.podResourcesSocket,
+                                                 options_.podResourcesInterval, node_, tracker_);
+  std::error_code ec;
+  if (std::filesystem::is_directory(options_.pluginDir, ec)) {
+    TORUS_RETURN_IF_ERROR(restartServers(), "starting the device plugin");
+  } else {
+    TORUS_LOG(Warn, Plugin, "device-plugin directory missing; waiting for kubelet to create it",
+              {"dir", options_.pluginDir});
+  }
+  watcher_ = std::jthread([this](std::stop_token stop) { watch(stop); });
+  return okResult();
+}
+
+void DevicePluginManager::stop() {
+  if (watcher_.joinable()) {
+    watcher_.request_stop();
+    watcher_.join();
+  }
+  std::lock_guard lock(mutex_);
+  servers_.clear();
+  poller_.reset();
+}
+
+int DevicePluginManager::registrations() const {
+  std::lock_guard lock(mutex_);
+  return registrations_;
+}
+
+Result<void> DevicePluginManager::restartServers() {
+  std::lock_guard lock(mutex_);
+  servers_.clear();  // stops them and removes their sockets
+  for (const ResourceKind kind : options_.resources) {
+    auto service = std::make_unique<PluginService>(kind, node_, tracker_, [this] {
+      if (poller_) poller_->poke();
+    });
+    auto server =
+        PluginServer::start(options_.pluginDir + "/" + socketName(kind), std::move(service));
+    if (!server) return std::move(server).error();
+    servers_.push_back(std::move(*server));
+  }
+  TORUS_LOG(Info, Plugin, "serving device plugins", {"dir", options_.pluginDir},
+            {"resources", static_cast<int>(options_.resources.size())});
+  return okResult();
+}
+
+bool DevicePluginManager::registerAll() {
+  const std::string kubelet = options_.pluginDir + "/" + std::string(kKubeletSocket);
+  if (!isSocket(kubelet)) {
+    // The directory watch notices kubelet.sock appearing; no need to knock until then.
+    TORUS_LOG(Debug, Plugin, "kubelet.sock not present yet", {"path", kubelet});
+    return false;
+  }
+  const auto started = Clock::now();
+  for (const ResourceKind kind : options_.resources) {
+    auto registered =
+        registerWithKubelet(kubelet, socketName(kind), kind, options_.registerTimeout);
+    if (!registered) {
+      TORUS_LOG(Warn, Plugin, "kubelet registration failed", {"resource", resourceName(kind)},
+                {"error", registered.error().message});
+      return false;
+    }
+    TORUS_LOG(Info, Plugin, "registered with kubelet", {"resource", resourceName(kind)},
+              {"endpoint", socketName(kind)},
+              {"elapsed_ms",
+               static_cast<std::int64_t>(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)
+                       .count())});
+  }
+  std::lock_guard lock(mutex_);
+  ++registrations_;
+  return true;
+}
+
+void DevicePluginManager::watch(std::stop_token stop) {
+  UniqueFd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  int watch = -1;
+  bool needRegister = true;
+  auto backoff = std::chrono::milliseconds(1000);
+  Clock::time_point nextAttempt = Clock::now();
+  const auto restart = [&](const char* why) {
+    TORUS_LOG(Info, Plugin, why, {"dir", options_.pluginDir});
+    if (auto restarted = restartServers(); !restarted) {
+      TORUS_LOG(Error, Plugin, "cannot restart device plugin servers",
+                {"error", restarted.error().message});
+    }
+    needRegister = true;
+    backoff = std::chrono::milliseconds(1000);
+    nextAttempt = Clock::now();
+  };
+
+  while (!stop.stop_requested()) {
+    if (watch < 0 && inotify) {
+      watch =
+          ::inotify_add_watch(inotify.get(), options_.pluginDir.c_str(),
+                              IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF);
+      if (watch >= 0) {
+        bool serving = false;
+        {
+          std::lock_guard lock(mutex_);
+          serving = !servers_.empty();
+        }
+        if (!serving) restart("device-plugin directory appeared; serving");
+      }
+    }
+    if (needRegister && Clock::now() >= nextAttempt) {
+      if (registerAll()) {
+        needRegister = false;
+      } else {
+        nextAttempt = Clock::now() + backoff;
+        TORUS_LOG(Warn, Plugin, "not registered with kubelet yet; retrying",
+                  {"kubelet_socket", options_.pluginDir + "/" + std::string(kKubeletSocket)},
+                  {"retry_ms", static_cast<std::int64_t>(backoff.count())});
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+      }
+    }
+    auto waitMs = std::chrono::milliseconds(500);
+    if (needRegister) {
+      waitMs = std::clamp(
+          std::chrono::duration_cast<std::chrono::milliseconds>(nextAttempt - Clock::now()),
+          std::chrono::milliseconds(0), waitMs);
+    }
+    pollfd descriptor{inotify.get(), POLLIN, 0};
+    if (::poll(&descriptor, 1, static_cast<int>(waitMs.count())) <= 0) continue;
+    alignas(inotify_event) char buffer[4096];
+    const ssize_t length = ::read(inotify.get(), buffer, sizeof(buffer));
+    bool kubeletRestarted = false;
+    bool ownSocketRemoved = false;
+    for (ssize_t offset = 0; offset < length;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + offset);
+      offset += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      const std::string name = event->len > 0 ? event->name : "";
+      if ((event->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) != 0) {
+        watch = -1;
+        TORUS_LOG(Warn, Plugin, "device-plugin directory removed; waiting for it to return",
+                  {"dir", options_.pluginDir});
+        continue;
+      }
+      if ((event->mask & (IN_CREATE | IN_MOVED_TO)) != 0 && name == kKubeletSocket) {
+        kubeletRestarted = true;
+      }
+      if ((event->mask & IN_DELETE) != 0) {
+        for (const ResourceKind kind : options_.resources) {
+          // Our own restarts delete and recreate the socket; only a socket still missing counts.
+          if (name == socketName(kind) && !isSocket(options_.pluginDir + "/" + name)) {
+            ownSocketRemoved = true;
+          }
+        }
+      }
+    }
+    if (kubeletRestarted) {
+      restart("kubelet.sock re-created (kubelet restarted); restarting and re-registering");
+    } else if (ownSocketRemoved) {
+      restart("our plugin socket was removed; restarting and re-registering");
+    }
+  }
+}
+
+}  // namespace torus::plugin

@@ -1,0 +1,61 @@
+// DevicePluginManager: runs one PluginServer per enabled resource, registers each with kubelet,
+// and keeps them registered: when kubelet restarts it wipes the device-plugin directory and
+// creates a new kubelet.sock, so an inotify watch on the directory restarts our servers and
+// registers again; while kubelet is away, registration is retried with backoff (1 s .. 30 s).
+// Nothing but our own sockets is ever written into the directory.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/base/result.h"
+#include "device-plugin/assignments.h"
+#include "device-plugin/node_view.h"
+#include "device-plugin/plugin_server.h"
+#include "device-plugin/pod_resources_poller.h"
+#include "device-plugin/resource_kind.h"
+
+namespace torus::plugin {
+
+struct DevicePluginOptions {
+  std::string pluginDir = "/var/lib/kubelet/device-plugins";
+  std::vector<ResourceKind> resources{ResourceKind::kNeuronCore, ResourceKind::kNeuron};
+  std::string podResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  std::chrono::milliseconds podResourcesInterval{2000};
+  std::chrono::milliseconds registerTimeout{5000};
+};
+
+class DevicePluginManager {
+ public:
+  DevicePluginManager(DevicePluginOptions options, NodeView& node);
+  ~DevicePluginManager();
+  DevicePluginManager(const DevicePluginManager&) = delete;
+  DevicePluginManager& operator=(const DevicePluginManager&) = delete;
+
+  // Starts serving and the watch; registration happens in the background (kubelet may be away).
+  Result<void> start();
+  void stop();
+  // How many times every resource has been registered (tests and metrics).
+  int registrations() const;
+
+ private:
+  void watch(std::stop_token stop);
+  Result<void> restartServers();
+  bool registerAll();
+
+  const DevicePluginOptions options_;
+  NodeView& node_;
+  AssignmentTracker tracker_;
+  std::unique_ptr<PodResourcesPoller> poller_;
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<PluginServer>> servers_;
+  int registrations_ = 0;
+  std::jthread watcher_;
+};
+
+}  // namespace torus::plugin

@@ -1,0 +1,222 @@
+#include "device-plugin/plugin_service.h"
+
+#include <chrono>
+
+#include "common/base/log.h"
+#include "common/base/strings.h"
+#include "common/topology/placement.h"
+#include "device-plugin/allocation.h"
+
+namespace torus::plugin {
+namespace {
+
+grpc::Status toStatus(const Error& error) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (error.code) {
+    case ErrorCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case ErrorCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case ErrorCode::kAlreadyExists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+    case ErrorCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case ErrorCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case ErrorCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case ErrorCode::kDeadlineExceeded:
+      code = grpc::StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case ErrorCode::kAborted:
+      code = grpc::StatusCode::ABORTED;
+      break;
+    case ErrorCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case ErrorCode::kInternal:
+      code = grpc::StatusCode::INTERNAL;
+      break;
+  }
+  return {code, error.message};
+}
+
+std::vector<std::string> toStrings(const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace
+
+PluginService::PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
+                             std::function<void()> afterAllocate)
+    : kind_(kind),
+      node_(node),
+      assignments_(assignments),
+      afterAllocate_(std::move(afterAllocate)) {
+  nodeSubscription_ = node_.onChange([this] { changed(); });
+  assignmentSubscription_ = assignments_.onChange([this] { changed(); });
+}
+
+PluginService::~PluginService() {
+  stopStreams();
+}
+
+void PluginService::changed() {
+  std::lock_guard lock(mutex_);
+  ++version_;
+  wake_.notify_all();
+}
+
+void PluginService::stopStreams() {
+  std::lock_guard lock(mutex_);
+  stopping_ = true;
+  wake_.notify_all();
+}
+
+grpc::Status PluginService::GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                                   v1beta1::DevicePluginOptions* response) {
+  response->set_pre_start_required(true);
+  response->set_get_preferred_allocation_available(true);
+  return grpc::Status::OK;
+}
+
+v1beta1::ListAndWatchResponse PluginService::deviceList(std::string* summary) const {
+  const NodeSnapshot snapshot = node_.snapshot();
+  const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
+  v1beta1::ListAndWatchResponse response;
+  topology::CoreSet unhealthy;
+  for (const AdvertisedDevice& device : advertisedDevices(kind_, snapshot.node, blocked)) {
+    v1beta1::Device* out = response.add_devices();
+    out->set_id(device.id);
+    out->set_health(device.healthy ? "Healthy" : "Unhealthy");
+    if (device.numaNode) out->mutable_topology()->add_nodes()->set_id(*device.numaNode);
+    if (!device.healthy) unhealthy.insert(std::stoi(device.id));
+  }
+  *summary = "devices=" + std::to_string(response.devices_size()) +
+             " unhealthy=" + (unhealthy.empty() ? "none" : unhealthy.toRangeString());
+  return response;
+}
+
+grpc::Status PluginService::ListAndWatch(
+    grpc::ServerContext* context, const v1beta1::Empty*,
+    grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
+  std::string lastSent;
+  std::uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      seen = version_;
+    }
+    std::string summary;
+    const v1beta1::ListAndWatchResponse list = deviceList(&summary);
+    std::string encoded = list.SerializeAsString();
+    if (encoded != lastSent) {
+      if (!writer->Write(list)) {
+        TORUS_LOG(Info, Plugin, "ListAndWatch stream closed by kubelet",
+                  {"resource", resourceName(kind_)});
+        return grpc::Status::OK;
+      }
+      TORUS_LOG(Info, Plugin, "sent device list", {"resource", resourceName(kind_)},
+                {"summary", summary});
+      lastSent = std::move(encoded);
+    }
+    std::unique_lock lock(mutex_);
+    // Waking once a second notices a kubelet that went away without closing the stream.
+    wake_.wait_for(lock, std::chrono::seconds(1),
+                   [&] { return stopping_ || version_ != seen || context->IsCancelled(); });
+    if (stopping_ || context->IsCancelled()) return grpc::Status::OK;
+  }
+}
+
+grpc::Status PluginService::GetPreferredAllocation(
+    grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
+    v1beta1::PreferredAllocationResponse* response) {
+  const NodeSnapshot snapshot = node_.snapshot();
+  const topology::Node& node = snapshot.node;
+  const topology::CoreSet usable =
+      healthyIds(kind_, node) - blockedIds(kind_, node, assignments_.current());
+  for (const auto& container : request->container_requests()) {
+    auto available = parseIds(kind_, node, toStrings(container.available_deviceids()));
+    if (!available) return toStatus(available.error());
+    auto required = parseIds(kind_, node, toStrings(container.must_include_deviceids()));
+    if (!required) return toStatus(required.error());
+    auto chosen = topology::choosePlacement(
+        node, {unitOf(kind_), container.allocation_size(), *available & usable, *required});
+    if (!chosen) {
+      TORUS_LOG(Warn, Plugin, "no preferred allocation", {"resource", resourceName(kind_)},
+                {"size", container.allocation_size()}, {"error", chosen.error().message});
+      return toStatus(chosen.error());
+    }
+    auto* out = response->add_container_responses();
+    for (const std::string& id : formatIds(*chosen))
+      out->add_deviceids(id);
+    TORUS_LOG(Debug, Plugin, "preferred allocation", {"resource", resourceName(kind_)},
+              {"size", container.allocation_size()}, {"ids", chosen->toRangeString()});
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
+                                     v1beta1::AllocateResponse* response) {
+  const NodeSnapshot snapshot = node_.snapshot();
+  const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
+  topology::CoreSet granted;
+  for (const auto& container : request->container_requests()) {
+    auto allocation = allocateContainer(kind_, snapshot.node, snapshot.devRoot,
+                                        toStrings(container.devices_ids()), blocked);
+    if (!allocation) {
+      TORUS_LOG(Warn, Plugin, "Allocate refused", {"resource", resourceName(kind_)},
+                {"error", allocation.error().message});
+      return toStatus(allocation.error());
+    }
+    auto* out = response->add_container_responses();
+    for (const DeviceNode& device : allocation->deviceNodes) {
+      auto* spec = out->add_devices();
+      spec->set_host_path(device.hostPath);
+      spec->set_container_path(device.containerPath);
+      spec->set_permissions("rw");
+    }
+    for (const auto& [name, value] : allocation->env)
+      (*out->mutable_envs())[name] = value;
+    granted |= *parseIds(kind_, snapshot.node, toStrings(container.devices_ids()));
+    TORUS_LOG(Info, Plugin, "allocated", {"resource", resourceName(kind_)},
+              {"ids", granted.toRangeString()},
+              {"visible_cores", allocation->env["NEURON_RT_VISIBLE_CORES"]},
+              {"device_nodes", static_cast<int>(allocation->deviceNodes.size())});
+  }
+  assignments_.recordAllocate(kind_, granted);
+  if (afterAllocate_) afterAllocate_();
+  return grpc::Status::OK;
+}
+
+grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
+                                              const v1beta1::PreStartContainerRequest* request,
+                                              v1beta1::PreStartContainerResponse*) {
+  const NodeSnapshot snapshot = node_.snapshot();
+  auto ids = parseIds(kind_, snapshot.node, toStrings(request->devices_ids()));
+  if (!ids) return toStatus(ids.error());
+  const topology::CoreSet cores = coresOfIds(kind_, snapshot.node, *ids);
+  const topology::CoreSet elsewhere = coresInUse(snapshot.node, assignments_.current()) - cores;
+  const auto started = std::chrono::steady_clock::now();
+  auto prepared = node_.prepareCores(cores, elsewhere);
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::steady_clock::now() - started)
+                           .count();
+  if (!prepared) {
+    TORUS_LOG(Error, Plugin, "PreStartContainer failed; the container will not start",
+              {"resource", resourceName(kind_)}, {"cores", cores.toRangeString()},
+              {"error", prepared.error().message});
+    return toStatus(prepared.error());
+  }
+  TORUS_LOG(Info, Plugin, "cores prepared for container start", {"resource", resourceName(kind_)},
+            {"cores", cores.toRangeString()}, {"elapsed_ms", static_cast<std::int64_t>(elapsed)});
+  return grpc::Status::OK;
+}
+
+}  // namespace torus::plugin

@@ -1,0 +1,59 @@
+// PluginService: kubelet's DevicePlugin gRPC service (v1beta1) for one resource. It translates
+// between protobuf and the pure functions of allocation.h / placement.h, and maps errors to gRPC
+// status codes; every decision is made elsewhere. Bad requests get INVALID_ARGUMENT naming the
+// ids, and the service keeps serving.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+
+#include "device-plugin/assignments.h"
+#include "device-plugin/node_view.h"
+#include "device-plugin/resource_kind.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+
+namespace torus::plugin {
+
+class PluginService final : public v1beta1::DevicePlugin::Service {
+ public:
+  // `afterAllocate` runs after each successful Allocate (the agent re-reads pod-resources then).
+  PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
+                std::function<void()> afterAllocate);
+  ~PluginService() override;
+
+  // Ends every open ListAndWatch stream; call before shutting the gRPC server down.
+  void stopStreams();
+
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
+                                      v1beta1::DevicePluginOptions* response) override;
+  grpc::Status ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty* request,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override;
+  grpc::Status GetPreferredAllocation(grpc::ServerContext* context,
+                                      const v1beta1::PreferredAllocationRequest* request,
+                                      v1beta1::PreferredAllocationResponse* response) override;
+  grpc::Status Allocate(grpc::ServerContext* context, const v1beta1::AllocateRequest* request,
+                        v1beta1::AllocateResponse* response) override;
+  grpc::Status PreStartContainer(grpc::ServerContext* context,
+                                 const v1beta1::PreStartContainerRequest* request,
+                                 v1beta1::PreStartContainerResponse* response) override;
+
+ private:
+  void changed();
+  v1beta1::ListAndWatchResponse deviceList(std::string* summary) const;
+
+  const ResourceKind kind_;
+  NodeView& node_;
+  AssignmentTracker& assignments_;
+  std::function<void()> afterAllocate_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::uint64_t version_ = 0;
+  bool stopping_ = false;
+  ChangeNotifier::Subscription nodeSubscription_;
+  ChangeNotifier::Subscription assignmentSubscription_;
+};
+
+}  // namespace torus::plugin

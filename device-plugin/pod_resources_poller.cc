@@ -1,0 +1,94 @@
+#include "device-plugin/pod_resources_poller.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/base/log.h"
+#include "podresources/v1/api.grpc.pb.h"
+
+namespace torus::plugin {
+namespace {
+
+constexpr ResourceKind kKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeuron,
+                                   ResourceKind::kNeuronDevice};
+
+}  // namespace
+
+Result<Assignments> listAssignments(const std::string& socket, const topology::Node& node,
+                                    std::chrono::milliseconds timeout) {
+  auto channel = grpc::CreateChannel("unix://" + socket, grpc::InsecureChannelCredentials());
+  auto stub = v1::PodResourcesLister::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1::ListPodResourcesResponse response;
+  const grpc::Status status = stub->List(&context, v1::ListPodResourcesRequest(), &response);
+  if (!status.ok()) {
+    return makeError(ErrorCode::kUnavailable,
+                     "pod-resources List at " + socket + ": " + status.error_message());
+  }
+  Assignments assignments;
+  for (const auto& pod : response.pod_resources()) {
+    for (const auto& container : pod.containers()) {
+      for (const auto& devices : container.devices()) {
+        for (const ResourceKind kind : kKinds) {
+          if (devices.resource_name() != resourceName(kind)) continue;
+          std::vector<std::string> ids(devices.device_ids().begin(), devices.device_ids().end());
+          auto parsed = parseIds(kind, node, ids);
+          if (!parsed) {
+            // Ids from before an LNC change or another plugin's numbering: not ours to track.
+            TORUS_LOG(Warn, Plugin, "ignoring ids kubelet lists for a container",
+                      {"pod", pod.namespace_() + "/" + pod.name()}, {"container", container.name()},
+                      {"error", parsed.error().message});
+            continue;
+          }
+          assignments.held[kind] |= *parsed;
+        }
+      }
+    }
+  }
+  return assignments;
+}
+
+PodResourcesPoller::PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,
+                                       NodeView& node, AssignmentTracker& tracker)
+    : socket_(std::move(socket)),
+      interval_(interval),
+      node_(node),
+      tracker_(tracker),
+      thread_([this](std::stop_token stop) { run(stop); }) {}
+
+PodResourcesPoller::~PodResourcesPoller() {
+  thread_.request_stop();
+  wake_.notify_all();
+}
+
+void PodResourcesPoller::poke() {
+  std::lock_guard lock(mutex_);
+  poked_ = true;
+  wake_.notify_all();
+}
+
+void PodResourcesPoller::run(std::stop_token stop) {
+  bool reachable = true;
+  while (!stop.stop_requested()) {
+    auto listed = listAssignments(socket_, node_.snapshot().node, std::chrono::seconds(5));
+    if (listed) {
+      if (!reachable) {
+        TORUS_LOG(Info, Plugin, "pod-resources API reachable again", {"socket", socket_});
+      }
+      reachable = true;
+      tracker_.replaceFromKubelet(std::move(*listed));
+    } else if (reachable) {
+      reachable = false;
+      TORUS_LOG(Warn, Plugin,
+                "cannot read kubelet's pod-resources; cross-resource accounting uses only this "
+                "agent's own Allocate calls until it answers",
+                {"error", listed.error().message},
+                {"retry_ms", static_cast<int>(interval_.count())});
+    }
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, stop, interval_, [&] { return poked_; });
+    poked_ = false;
+  }
+}
+
+}  // namespace torus::plugin

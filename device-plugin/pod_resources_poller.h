@@ -1,0 +1,46 @@
+// PodResourcesPoller: asks kubelet's pod-resources API (List) which of our ids containers hold,
+// every interval and whenever poke() is called (after each Allocate), and feeds the answer to the
+// AssignmentTracker. When the socket is missing it logs one WARN and keeps trying; the tracker
+// then only knows our own recent Allocate calls.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/base/result.h"
+#include "device-plugin/assignments.h"
+#include "device-plugin/node_view.h"
+
+namespace torus::plugin {
+
+// One List call: what each of our resources has handed to running containers.
+Result<Assignments> listAssignments(const std::string& socket, const topology::Node& node,
+                                    std::chrono::milliseconds timeout);
+
+class PodResourcesPoller {
+ public:
+  PodResourcesPoller(std::string socket, std::chrono::milliseconds interval, NodeView& node,
+                     AssignmentTracker& tracker);
+  ~PodResourcesPoller();
+  PodResourcesPoller(const PodResourcesPoller&) = delete;
+  PodResourcesPoller& operator=(const PodResourcesPoller&) = delete;
+
+  void poke();
+
+ private:
+  void run(std::stop_token stop);
+
+  const std::string socket_;
+  const std::chrono::milliseconds interval_;
+  NodeView& node_;
+  AssignmentTracker& tracker_;
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool poked_ = false;
+  std::jthread thread_;
+};
+
+}  // namespace torus::plugin

@@ -1,0 +1,28 @@
+// PluginNodeView: the device plugin's window onto the node — the NodeMonitor's model and the
+// runtime's device reset — so device-plugin/ never touches sysfs itself.
+#pragma once
+
+#include "device-plugin/node_view.h"
+#include "node-runtime/runtime/core_reset.h"
+#include "node-runtime/runtime/node_monitor.h"
+
+namespace torus::agent {
+
+class PluginNodeView final : public plugin::NodeView {
+ public:
+  PluginNodeView(runtime::NodeMonitor& monitor, runtime::ResetPolicy policy)
+      : monitor_(monitor), policy_(std::move(policy)) {}
+
+  plugin::NodeSnapshot snapshot() const override;
+  ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
+    return monitor_.onChange(std::move(notify));
+  }
+  Result<void> prepareCores(const topology::CoreSet& cores,
+                            const topology::CoreSet& inUseElsewhere) override;
+
+ private:
+  runtime::NodeMonitor& monitor_;
+  const runtime::ResetPolicy policy_;
+};
+
+}  // namespace torus::agent

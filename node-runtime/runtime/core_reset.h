@@ -1,0 +1,39 @@
+// Device reset with the Neuron driver's semantics: writing neuronN/reset resets every core of the
+// device, but the driver silently ignores the write while any process has the device open, and
+// the reset itself runs asynchronously (reset reads 0 while it runs, then 1 READY or 2 INVALID).
+// So: find who holds the device (/proc/*/fd), retry a bounded number of times while someone does,
+// write, then wait for READY — and fail with an error naming the holder, the device or the state.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/topology/node.h"
+#include "node-runtime/discovery/discovery_roots.h"
+
+namespace torus::runtime {
+
+struct ResetPolicy {
+  int attempts = 5;  // tries while the device is held open
+  std::chrono::milliseconds retryDelay{200};
+  std::chrono::milliseconds readyTimeout{10'000};  // for the driver's async reset to finish
+  std::string procRoot = "/proc";
+};
+
+struct DeviceHolder {
+  int pid = 0;
+  std::string command;
+};
+
+// Processes that have `deviceNode` open.
+std::vector<DeviceHolder> findHolders(const std::string& procRoot, const std::string& deviceNode);
+
+Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
+                         const ResetPolicy& policy);
+// Resets each device in turn; the first failure stops and is returned.
+Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
+                          const topology::DeviceSet& devices, const ResetPolicy& policy);
+
+}  // namespace torus::runtime

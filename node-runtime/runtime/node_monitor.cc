@@ -1,0 +1,102 @@
+#include "node-runtime/runtime/node_monitor.h"
+
+#include "common/base/log.h"
+
+namespace torus::runtime {
+namespace {
+
+bool sameNode(const topology::Node& a, const topology::Node& b) {
+  if (a.deviceCount() != b.deviceCount() || a.lnc != b.lnc) return false;
+  for (std::size_t i = 0; i < a.devices.size(); ++i) {
+    const topology::Device& x = a.devices[i];
+    const topology::Device& y = b.devices[i];
+    if (x.health.healthy != y.health.healthy || x.health.reason != y.health.reason ||
+        x.connected != y.connected) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void logTransitions(const topology::Node& before, const topology::Node& after) {
+  for (std::size_t i = 0; i < after.devices.size() && i < before.devices.size(); ++i) {
+    const auto& was = before.devices[i].health;
+    const auto& now = after.devices[i].health;
+    if (was.healthy && !now.healthy) {
+      TORUS_LOG(Warn, Health, "device unhealthy", {"device", static_cast<int>(i)},
+                {"reason", now.reason});
+    } else if (!was.healthy && now.healthy) {
+      TORUS_LOG(Info, Health, "device healthy again", {"device", static_cast<int>(i)},
+                {"previous_reason", was.reason});
+    } else if (!now.healthy && was.reason != now.reason) {
+      TORUS_LOG(Warn, Health, "device still unhealthy, new reason", {"device", static_cast<int>(i)},
+                {"reason", now.reason});
+    }
+  }
+}
+
+}  // namespace
+
+NodeMonitor::NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
+                         topology::Node initial, std::chrono::milliseconds interval)
+    : roots_(std::move(roots)),
+      options_(std::move(options)),
+      interval_(interval),
+      node_(std::move(initial)) {
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+NodeMonitor::~NodeMonitor() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+topology::Node NodeMonitor::node() const {
+  std::lock_guard lock(mutex_);
+  return node_;
+}
+
+std::uint64_t NodeMonitor::generation() const {
+  std::lock_guard lock(mutex_);
+  return generation_;
+}
+
+bool NodeMonitor::refresh() {
+  std::lock_guard refreshing(refreshMutex_);
+  auto found = discovery::discoverNode(roots_, options_);
+  topology::Node next;
+  {
+    std::lock_guard lock(mutex_);
+    if (found) {
+      next = std::move(found->node);
+    } else {
+      // The driver vanished or its class directory is unreadable: keep the last model, but take
+      // every device out of service with the reason until discovery works again.
+      next = node_;
+      for (auto& device : next.devices) {
+        device.health =
+            topology::DeviceHealth::unhealthy("discovery failed: " + found.error().message);
+      }
+    }
+    if (sameNode(node_, next)) return false;
+    logTransitions(node_, next);
+    node_ = std::move(next);
+    ++generation_;
+  }
+  notifier_.notify();
+  return true;
+}
+
+void NodeMonitor::run(std::stop_token stop) {
+  std::mutex sleepMutex;
+  std::condition_variable_any sleeper;
+  while (!stop.stop_requested()) {
+    std::unique_lock lock(sleepMutex);
+    if (sleeper.wait_for(lock, stop, interval_, [] { return false; })) break;
+    lock.unlock();
+    if (stop.stop_requested()) break;
+    refresh();
+  }
+}
+
+}  // namespace torus::runtime

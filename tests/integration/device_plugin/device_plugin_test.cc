@@ -1,0 +1,337 @@
+// The device plugin end to end over real unix sockets: the agent's pieces (NodeMonitor over a
+// simulated tree, the plugin manager) against a kubelet stand-in speaking v1beta1.
+#include <filesystem>
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+#include "common/base/unique_fd.h"
+#include "device-plugin/plugin_manager.h"
+#include "node-runtime/agent/plugin_node_view.h"
+#include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/simulator/sim_tree.h"
+#include "tests/integration/device_plugin/fake_kubelet.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr const char* kCores = "aws.amazon.com/neuroncore";
+constexpr const char* kDevices = "aws.amazon.com/neuron";
+
+class DevicePluginTest : public ::testing::Test {
+ protected:
+  void start(const std::string& type, std::optional<int> lnc = std::nullopt,
+             std::vector<plugin::ResourceKind> resources = {plugin::ResourceKind::kNeuronCore,
+                                                            plugin::ResourceKind::kNeuron}) {
+    auto dir = TempDir::create("dp");
+    ASSERT_TRUE(dir.ok());
+    dir_.emplace(std::move(*dir));
+    pluginDir_ = (dir_->path() / "plugins").string();
+    fs::create_directories(pluginDir_);
+    simulator::SimulationSpec spec;
+    spec.instanceType = type;
+    spec.lnc = lnc;
+    auto tree = simulator::writeSimulatedTree(spec, dir_->path() / "node");
+    ASSERT_TRUE(tree.ok()) << tree.error().message;
+    roots_ = tree->roots();
+    auto found = discovery::discoverNode(roots_, {});
+    ASSERT_TRUE(found.ok());
+    kubelet_ =
+        std::make_unique<FakeKubelet>(pluginDir_, (dir_->path() / "pod-resources.sock").string());
+    kubelet_->start();
+    monitor_ = std::make_unique<runtime::NodeMonitor>(roots_, discovery::DiscoveryOptions{},
+                                                      found->node, 100ms);
+    runtime::ResetPolicy policy;
+    policy.attempts = 3;
+    policy.retryDelay = 50ms;
+    view_ = std::make_unique<agent::PluginNodeView>(*monitor_, policy);
+    plugin::DevicePluginOptions options;
+    options.pluginDir = pluginDir_;
+    options.resources = std::move(resources);
+    options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
+    options.podResourcesInterval = 100ms;
+    manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
+    ASSERT_TRUE(manager_->start().ok());
+    for (const plugin::ResourceKind kind : options.resources) {
+      ASSERT_TRUE(kubelet_->waitForRegistration(std::string(plugin::resourceName(kind)), 1, 5s));
+    }
+  }
+
+  void TearDown() override {
+    manager_.reset();
+    view_.reset();
+    monitor_.reset();
+    kubelet_.reset();
+  }
+
+  fs::path deviceDir(int device) const {
+    return roots_.sys / "devices" / "virtual" / "neuron_device" /
+           ("neuron" + std::to_string(device));
+  }
+
+  grpc::Status allocate(const std::string& resource,
+                        std::vector<std::vector<std::string>> containers,
+                        v1beta1::AllocateResponse* response) {
+    auto client = kubelet_->pluginClient(resource);
+    v1beta1::AllocateRequest request;
+    for (const auto& ids : containers) {
+      auto* container = request.add_container_requests();
+      for (const auto& id : ids)
+        container->add_devices_ids(id);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    return client->Allocate(&context, request, response);
+  }
+
+  std::string preferred(const std::string& resource, int size, std::vector<std::string> available,
+                        std::vector<std::string> mustInclude = {}) {
+    auto client = kubelet_->pluginClient(resource);
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    for (const auto& id : available)
+      container->add_available_deviceids(id);
+    for (const auto& id : mustInclude)
+      container->add_must_include_deviceids(id);
+    container->set_allocation_size(size);
+    v1beta1::PreferredAllocationResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    const grpc::Status status = client->GetPreferredAllocation(&context, request, &response);
+    if (!status.ok()) return "error: " + status.error_message();
+    std::string ids;
+    for (const auto& id : response.container_responses(0).deviceids()) {
+      ids += (ids.empty() ? "" : ",") + id;
+    }
+    return ids;
+  }
+
+  static std::vector<std::string> range(int first, int count) {
+    std::vector<std::string> ids;
+    for (int id = first; id < first + count; ++id)
+      ids.push_back(std::to_string(id));
+    return ids;
+  }
+
+  std::optional<TempDir> dir_;
+  std::string pluginDir_;
+  discovery::DiscoveryRoots roots_;
+  std::unique_ptr<FakeKubelet> kubelet_;
+  std::unique_ptr<runtime::NodeMonitor> monitor_;
+  std::unique_ptr<agent::PluginNodeView> view_;
+  std::unique_ptr<plugin::DevicePluginManager> manager_;
+};
+
+struct CountCase {
+  std::string type;
+  std::optional<int> lnc;
+  int cores;
+  int devices;
+};
+
+TEST_F(DevicePluginTest, RegistersBothResourcesWithTheCatalogCounts) {
+  const std::vector<CountCase> cases = {{"trn2.48xlarge", 2, 64, 16},
+                                        {"trn2.48xlarge", 1, 128, 16},
+                                        {"trn1.32xlarge", std::nullopt, 32, 16},
+                                        {"inf2.48xlarge", std::nullopt, 24, 12}};
+  for (const CountCase& c : cases) {
+    SCOPED_TRACE(c.type + " lnc=" + std::to_string(c.lnc.value_or(0)));
+    start(c.type, c.lnc);
+    ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
+    ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+    const auto request = kubelet_->lastRegistration(kCores);
+    EXPECT_EQ(request.version(), "v1beta1");
+    EXPECT_EQ(request.endpoint(), "torus-neuroncore.sock");
+    EXPECT_TRUE(request.options().pre_start_required());
+    EXPECT_TRUE(request.options().get_preferred_allocation_available());
+    ASSERT_TRUE(kubelet_->waitForDevices(
+        kCores, [&](const auto& d) { return static_cast<int>(d.size()) == c.cores; }, 5s));
+    ASSERT_TRUE(kubelet_->waitForDevices(
+        kDevices, [&](const auto& d) { return static_cast<int>(d.size()) == c.devices; }, 5s));
+    EXPECT_EQ(kubelet_->healthyCount(kCores), c.cores);
+    TearDown();
+  }
+}
+
+TEST_F(DevicePluginTest, OnlyOurSocketsAreWrittenIntoThePluginDirectory) {
+  start("inf2.xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(pluginDir_)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"kubelet.sock", "torus-neuron.sock",
+                                             "torus-neuroncore.sock"}));
+}
+
+TEST_F(DevicePluginTest, PreferredAllocationFollowsTheTopology) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  EXPECT_EQ(preferred(kCores, 4, range(0, 64)), "0,1,2,3");
+  EXPECT_EQ(preferred(kCores, 16, range(0, 64)), "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15");
+  EXPECT_EQ(preferred(kDevices, 8, range(0, 16)), "0,1,2,3,4,5,6,7");
+  EXPECT_EQ(preferred(kCores, 4, range(0, 64), {"9"}), "8,9,10,11");
+  // kubelet lists the free ids in any order.
+  EXPECT_EQ(preferred(kDevices, 4, {"15", "3", "14", "12", "2", "13"}), "12,13,14,15");
+  EXPECT_EQ(preferred(kDevices, 7, range(0, 16)),
+            "error: placement: instance type trn2.48xlarge does not support requests for 7 "
+            "devices (allowed: 1, 4, 8, 16)");
+  EXPECT_NE(preferred(kCores, 2, {"0", "banana"}).find("unknown ids \"banana\""),
+            std::string::npos);
+}
+
+TEST_F(DevicePluginTest, PreferredAllocationOnAnInf2RingIsAContiguousRun) {
+  start("inf2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  EXPECT_EQ(preferred(kDevices, 3, {"11", "0", "1", "5", "6", "7", "9"}), "5,6,7");
+}
+
+TEST_F(DevicePluginTest, AllocateGivesDeviceNodesAndEnvAndRejectsBadIds) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(allocate(kCores, {{"4", "5", "6", "7"}, {"8", "9"}}, &response).ok());
+  ASSERT_EQ(response.container_responses_size(), 2);
+  const auto& first = response.container_responses(0);
+  ASSERT_EQ(first.devices_size(), 1);
+  EXPECT_EQ(first.devices(0).container_path(), "/dev/neuron1");
+  EXPECT_EQ(first.devices(0).host_path(), (roots_.dev / "neuron1").string());
+  EXPECT_EQ(first.devices(0).permissions(), "rw");
+  EXPECT_EQ(first.envs().at("NEURON_RT_VISIBLE_CORES"), "4-7");
+  EXPECT_EQ(first.envs().at("NEURON_LOGICAL_NC_CONFIG"), "2");
+  EXPECT_EQ(response.container_responses(1).envs().at("NEURON_RT_VISIBLE_CORES"), "8-9");
+
+  v1beta1::AllocateResponse devices;
+  ASSERT_TRUE(allocate(kDevices, {{"12", "13"}}, &devices).ok());
+  EXPECT_EQ(devices.container_responses(0).devices_size(), 2);
+  EXPECT_EQ(devices.container_responses(0).envs().at("NEURON_RT_VISIBLE_CORES"), "48-55");
+
+  v1beta1::AllocateResponse bad;
+  grpc::Status status = allocate(kCores, {{"3", "3", "999", "x"}}, &bad);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "aws.amazon.com/neuroncore: unknown ids \"999\", \"x\" (this node has 0-63); "
+            "duplicate ids 3");
+  v1beta1::AllocateResponse good;
+  EXPECT_TRUE(allocate(kCores, {{"60"}}, &good).ok()) << "the server keeps serving";
+}
+
+TEST_F(DevicePluginTest, InfTypesGetNoLncVariable) {
+  start("inf2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(allocate(kDevices, {{"2", "3"}}, &response).ok());
+  EXPECT_EQ(response.container_responses(0).envs().count("NEURON_LOGICAL_NC_CONFIG"), 0U);
+  EXPECT_EQ(response.container_responses(0).envs().at("NEURON_RT_VISIBLE_CORES"), "4-7");
+}
+
+TEST_F(DevicePluginTest, AWholeDeviceBlocksItsCoresUntilThePodIsGone) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(allocate(kDevices, {{"0"}}, &response).ok());
+  kubelet_->setAssignments({{kDevices, {"0"}}});
+  const auto coresZeroToThreeUnhealthy = [](const std::map<std::string, SeenDevice>& d) {
+    return d.size() == 64 && d.at("0").health == "Unhealthy" && d.at("3").health == "Unhealthy" &&
+           d.at("4").health == "Healthy";
+  };
+  ASSERT_TRUE(kubelet_->waitForDevices(kCores, coresZeroToThreeUnhealthy, 2s));
+  EXPECT_NE(preferred(kCores, 4, range(0, 64)), "0,1,2,3");
+  v1beta1::AllocateResponse refused;
+  EXPECT_EQ(allocate(kCores, {{"1"}}, &refused).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  kubelet_->setAssignments({});  // the pod is gone
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& d) { return d.size() == 64 && d.at("0").health == "Healthy"; }, 2s));
+}
+
+TEST_F(DevicePluginTest, AnyCoreInUseBlocksItsDevice) {
+  start("trn1.32xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  kubelet_->setAssignments({{kCores, {"5"}}});
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.size() == 16 && d.at("2").health == "Unhealthy"; },
+      2s));
+  EXPECT_EQ(kubelet_->healthyCount(kDevices), 15);
+  EXPECT_EQ(preferred(kDevices, 4, range(0, 16)), "4,5,6,7");
+  kubelet_->setAssignments({});
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.size() == 16 && d.at("2").health == "Healthy"; }, 2s));
+}
+
+TEST_F(DevicePluginTest, ReRegistersWithinTwoSecondsAfterKubeletRestarts) {
+  start("inf2.24xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  kubelet_->stopAndWipe();  // deletes our sockets too, as kubelet's CleanupPluginDirectory does
+  const auto restarted = std::chrono::steady_clock::now();
+  kubelet_->start();
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 2, 2s));
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 2, 2s));
+  EXPECT_LT(std::chrono::steady_clock::now() - restarted, 2s);
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& d) { return d.size() == 12; }, 2s));
+}
+
+TEST_F(DevicePluginTest, HealthFollowsTheSimulatorFaultsAndRecovers) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.size() == 16; }, 2s));
+  // Device node removed: Unhealthy within a second, back when it returns.
+  const fs::path node = roots_.deviceNode(5);
+  fs::rename(node, node.string() + ".away");
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.at("5").health == "Unhealthy"; }, 1s));
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& d) { return d.at("20").health == "Unhealthy"; }, 1s));
+  fs::rename(node.string() + ".away", node);
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.at("5").health == "Healthy"; }, 1s));
+  // Uncorrected ECC raised, then cleared (the counters are write-to-clear).
+  const fs::path ecc = deviceDir(9) / "stats" / "hardware" / "mem_ecc_uncorrected";
+  ASSERT_TRUE(writeFile(ecc, "2\n").ok());
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.at("9").health == "Unhealthy"; }, 1s));
+  ASSERT_TRUE(writeFile(ecc, "0\n").ok());
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.at("9").health == "Healthy"; }, 1s));
+}
+
+TEST_F(DevicePluginTest, PreStartResetsAndRefusesWhileTheDeviceIsOpen) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
+  auto client = kubelet_->pluginClient(kCores);
+  const auto preStart = [&](std::vector<std::string> ids) {
+    v1beta1::PreStartContainerRequest request;
+    for (const auto& id : ids)
+      request.add_devices_ids(id);
+    v1beta1::PreStartContainerResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 30s);
+    return client->PreStartContainer(&context, request, &response);
+  };
+  ASSERT_TRUE(writeFile(deviceDir(1) / "reset", "0\n").ok());  // mark, to see the reset written
+  EXPECT_TRUE(preStart({"4", "5", "6", "7"}).ok());
+  EXPECT_EQ(*readSmallFile(deviceDir(1) / "reset"), "1\n");
+  {
+    UniqueFd holder(::open(roots_.deviceNode(2).c_str(), O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(holder.valid());
+    const grpc::Status refused = preStart({"8"});
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(refused.error_message().find("is still open by pid " + std::to_string(::getpid())),
+              std::string::npos)
+        << refused.error_message();
+  }
+  EXPECT_TRUE(preStart({"8"}).ok()) << "released: the reset goes through";
+}
+
+}  // namespace
+}  // namespace torus::testing
