@@ -29,7 +29,6 @@ void AssignmentTracker::replaceFromKubelet(Assignments listed, Clock::time_point
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
-    const Assignments before = currentLocked(now);
     // An allocation kubelet lists is tracked through kubelet from now on; one it never lists
     // within the grace period belonged to a container that never started.
     std::erase_if(pending_, [&](const Pending& p) {
@@ -38,7 +37,7 @@ void AssignmentTracker::replaceFromKubelet(Assignments listed, Clock::time_point
       return seen || now - p.at > grace_;
     });
     listed_ = std::move(listed);
-    changed = !(currentLocked(now) == before);
+    changed = publishLocked(now);
   }
   if (changed) notifier_.notify();
 }
@@ -48,9 +47,8 @@ void AssignmentTracker::recordAllocate(ResourceKind kind, const topology::CoreSe
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
-    const Assignments before = currentLocked(now);
     pending_.push_back({kind, ids, now});
-    changed = !(currentLocked(now) == before);
+    changed = publishLocked(now);
   }
   if (changed) notifier_.notify();
 }
@@ -58,6 +56,15 @@ void AssignmentTracker::recordAllocate(ResourceKind kind, const topology::CoreSe
 Assignments AssignmentTracker::current(Clock::time_point now) const {
   std::lock_guard lock(mutex_);
   return currentLocked(now);
+}
+
+bool AssignmentTracker::publishLocked(Clock::time_point now) {
+  // Compared with what subscribers last heard, so a pending allocation that silently expired
+  // between two kubelet answers is announced too.
+  Assignments latest = currentLocked(now);
+  if (latest == published_) return false;
+  published_ = std::move(latest);
+  return true;
 }
 
 Assignments AssignmentTracker::currentLocked(Clock::time_point now) const {

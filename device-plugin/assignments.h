@@ -34,7 +34,7 @@ topology::CoreSet blockedIds(ResourceKind kind, const topology::Node& node,
 class AssignmentTracker {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit AssignmentTracker(std::chrono::milliseconds allocateGrace = std::chrono::minutes(2))
+  explicit AssignmentTracker(std::chrono::milliseconds allocateGrace = std::chrono::seconds(30))
       : grace_(allocateGrace) {}
 
   // Replaces what kubelet reports holding (the answer of one pod-resources List).
@@ -53,10 +53,12 @@ class AssignmentTracker {
     Clock::time_point at;
   };
   Assignments currentLocked(Clock::time_point now) const;
+  bool publishLocked(Clock::time_point now);
 
   const std::chrono::milliseconds grace_;
   mutable std::mutex mutex_;
   Assignments listed_;
+  Assignments published_;
   std::vector<Pending> pending_;
   ChangeNotifier notifier_;
 };

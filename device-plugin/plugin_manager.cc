@@ -25,7 +25,7 @@ bool isSocket(const std::string& path) {
 }  // namespace
 
 DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& node)
-    : options_(std::move(options)), node_(node) {}
+    : options_(std::move(options)), node_(node), tracker_(options_.allocateGrace) {}
 
 DevicePluginManager::~DevicePluginManager() {
   stop();

@@ -28,6 +28,8 @@ struct DevicePluginOptions {
   std::string podResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::chrono::milliseconds podResourcesInterval{2000};
   std::chrono::milliseconds registerTimeout{5000};
+  // How long our own Allocate counts as held while kubelet's pod-resources does not list it yet.
+  std::chrono::milliseconds allocateGrace{30'000};
 };
 
 class DevicePluginManager {

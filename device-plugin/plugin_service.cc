@@ -127,8 +127,8 @@ grpc::Status PluginService::ListAndWatch(
       lastSent = std::move(encoded);
     }
     std::unique_lock lock(mutex_);
-    // Waking once a second notices a kubelet that went away without closing the stream.
-    wake_.wait_for(lock, std::chrono::seconds(1),
+    // Waking every few seconds notices a kubelet that went away without closing the stream.
+    wake_.wait_for(lock, std::chrono::seconds(5),
                    [&] { return stopping_ || version_ != seen || context->IsCancelled(); });
     if (stopping_ || context->IsCancelled()) return grpc::Status::OK;
   }

@@ -8,6 +8,7 @@
 namespace torus::plugin {
 namespace {
 
+constexpr std::chrono::milliseconds kAfterPokeDelay{200};
 constexpr ResourceKind kKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeuron,
                                    ResourceKind::kNeuronDevice};
 
@@ -86,7 +87,11 @@ void PodResourcesPoller::run(std::stop_token stop) {
                 {"retry_ms", static_cast<int>(interval_.count())});
     }
     std::unique_lock lock(mutex_);
-    wake_.wait_for(lock, stop, interval_, [&] { return poked_; });
+    if (wake_.wait_for(lock, stop, interval_, [&] { return poked_; })) {
+      // After an Allocate, kubelet records the assignment once the call has returned; asking at
+      // once would race it, and a burst of Allocate calls needs one List, not one each.
+      wake_.wait_for(lock, stop, kAfterPokeDelay, [] { return false; });
+    }
     poked_ = false;
   }
 }

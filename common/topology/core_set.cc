@@ -1,5 +1,7 @@
 #include "common/topology/core_set.h"
 
+#include <algorithm>
+
 #include "common/base/check.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"

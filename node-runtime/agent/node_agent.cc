@@ -62,7 +62,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
                                                       "ms");
   }
   agent->monitor_ = std::make_unique<runtime::NodeMonitor>(
-      agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_.node,
+      agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_,
       std::chrono::milliseconds(config.healthIntervalMs));
   if (config.devicePlugin) {
     TORUS_RETURN_IF_ERROR(agent->startDevicePlugin(config), "starting the device plugin");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include <sys/stat.h>
+
 #include "common/base/parse.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 
@@ -61,6 +63,46 @@ Result<std::vector<int>> listDeviceIndices(const DiscoveryRoots& roots) {
   return indices;
 }
 
+VolatileHealthFiles volatileHealthFiles(const DiscoveryRoots& roots, int index) {
+  const fs::path base = roots.neuronClass() / ("neuron" + std::to_string(index));
+  VolatileHealthFiles files;
+  files.reset = (base / "reset").string();
+  for (const char* counter : kUncorrectedCounters) {
+    files.eccCounters.emplace_back(counter, (base / "stats" / "hardware" / counter).string());
+  }
+  files.deviceNode = roots.deviceNode(index).string();
+  return files;
+}
+
+std::vector<std::string> probeVolatileHealth(const VolatileHealthFiles& files) {
+  std::vector<std::string> problems;
+  if (auto state = readParsed(files.reset, "reset", parseResetState)) {
+    if (*state == 2) problems.push_back("reset: device state is INVALID (2) after a reset");
+  } else {
+    problems.push_back(state.error().message);
+  }
+  for (const auto& [counter, path] : files.eccCounters) {
+    auto text = readAttribute(path);
+    if (!text) {
+      if (text.error().code == ErrorCode::kNotFound) continue;  // no such counter on inf1
+      problems.push_back(text.error().message);
+      continue;
+    }
+    auto value = parseCounter(*text);
+    if (!value) {
+      problems.push_back(counter + ": " + value.error().message + " (" + path + ")");
+    } else if (*value > 0) {
+      problems.push_back("stats/hardware/" + counter + " is " + std::to_string(*value) +
+                         " (uncorrected ECC errors)");
+    }
+  }
+  struct stat info {};
+  if (::stat(files.deviceNode.c_str(), &info) != 0) {
+    problems.push_back("device node " + files.deviceNode + " is missing");
+  }
+  return problems;
+}
+
 DeviceFacts scanDevice(const DiscoveryRoots& roots, int index) {
   DeviceFacts facts;
   facts.index = index;
@@ -93,28 +135,7 @@ DeviceFacts scanDevice(const DiscoveryRoots& roots, int index) {
       problems.push_back(serial.error().message);
     }
   }
-  if (auto state = readParsed(base / "reset", "reset", parseResetState)) {
-    facts.resetState = *state;
-    if (*state == 2) problems.push_back("reset: device state is INVALID (2) after a reset");
-  } else {
-    problems.push_back(state.error().message);
-  }
-  for (const char* counter : kUncorrectedCounters) {
-    const fs::path path = base / "stats" / "hardware" / counter;
-    if (!fs::exists(path, ec)) continue;
-    auto value = readParsed(path, counter, parseCounter);
-    if (!value) {
-      problems.push_back(value.error().message);
-    } else if (*value > 0) {
-      problems.push_back("stats/hardware/" + std::string(counter) + " is " +
-                         std::to_string(*value) + " (uncorrected ECC errors)");
-    }
-  }
-  const fs::path node = roots.deviceNode(index);
-  facts.deviceNodePresent = fs::exists(node, ec);
-  if (!facts.deviceNodePresent) {
-    problems.push_back("device node " + node.string() + " is missing");
-  }
+  facts.volatileProblems = probeVolatileHealth(volatileHealthFiles(roots, index));
   readPciIdentity(base, facts);
   return facts;
 }

@@ -26,14 +26,26 @@ struct DeviceFacts {
   std::string deviceName;  // info/architecture/device_name
   std::string serialNumber;
   std::optional<int> resetState;
-  bool deviceNodePresent = false;
   std::optional<int> numaNode;
   std::string pciBdf;
-  std::vector<std::string> problems;  // each one makes the device unhealthy
+  // Each problem makes the device unhealthy. Static ones come from attributes that describe the
+  // device; volatile ones (ECC counters, reset state, the device node) can change at any time and
+  // are re-probed often and cheaply (probeVolatileHealth).
+  std::vector<std::string> problems;
+  std::vector<std::string> volatileProblems;
 };
 
 // The neuronN entries of the class directory in numeric order (neuron10 after neuron9).
 Result<std::vector<int>> listDeviceIndices(const DiscoveryRoots& roots);
 DeviceFacts scanDevice(const DiscoveryRoots& roots, int index);
+// The files behind the health signals that change while the node runs, resolved once so that a
+// probe is only a handful of reads per device.
+struct VolatileHealthFiles {
+  std::string reset;
+  std::vector<std::pair<std::string, std::string>> eccCounters;  // name, path
+  std::string deviceNode;
+};
+VolatileHealthFiles volatileHealthFiles(const DiscoveryRoots& roots, int index);
+std::vector<std::string> probeVolatileHealth(const VolatileHealthFiles& files);
 
 }  // namespace torus::discovery

@@ -170,9 +170,10 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
                                 ", which this node does not have");
       }
     }
-    if (!fact.problems.empty()) {
-      device.health = topology::DeviceHealth::unhealthy(joinStrings(fact.problems, "; "));
-    }
+    discovery.staticProblems.push_back(fact.problems);
+    std::vector<std::string> all = fact.problems;
+    all.insert(all.end(), fact.volatileProblems.begin(), fact.volatileProblems.end());
+    if (!all.empty()) device.health = topology::DeviceHealth::unhealthy(joinStrings(all, "; "));
     node.devices.push_back(std::move(device));
   }
 

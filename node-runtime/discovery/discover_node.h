@@ -27,6 +27,9 @@ struct Discovery {
   std::string lncSource;              // where the LNC came from, for the startup log
   std::string instanceTypeSource;     // "dmi", "override", "inferred from ..."
   std::vector<std::string> findings;  // node-level problems, each a complete sentence
+  // Per device, the problems found in its descriptive attributes, without the volatile ones
+  // (device_scan.h); NodeMonitor combines them with frequent volatile probes.
+  std::vector<std::vector<std::string>> staticProblems;
 };
 
 Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptions& options);

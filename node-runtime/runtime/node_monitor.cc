@@ -1,6 +1,10 @@
 #include "node-runtime/runtime/node_monitor.h"
 
+#include <algorithm>
+
 #include "common/base/log.h"
+#include "common/base/strings.h"
+#include "node-runtime/discovery/device_scan.h"
 
 namespace torus::runtime {
 namespace {
@@ -38,11 +42,15 @@ void logTransitions(const topology::Node& before, const topology::Node& after) {
 }  // namespace
 
 NodeMonitor::NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
-                         topology::Node initial, std::chrono::milliseconds interval)
+                         const discovery::Discovery& initial, std::chrono::milliseconds interval)
     : roots_(std::move(roots)),
       options_(std::move(options)),
       interval_(interval),
-      node_(std::move(initial)) {
+      node_(initial.node),
+      staticProblems_(initial.staticProblems) {
+  for (const topology::Device& device : node_.devices) {
+    healthFiles_.push_back(discovery::volatileHealthFiles(roots_, device.index));
+  }
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
@@ -65,19 +73,48 @@ bool NodeMonitor::refresh() {
   std::lock_guard refreshing(refreshMutex_);
   auto found = discovery::discoverNode(roots_, options_);
   topology::Node next;
+  if (found) {
+    {
+      std::lock_guard lock(mutex_);
+      staticProblems_ = found->staticProblems;
+    }
+    next = std::move(found->node);
+  } else {
+    // The driver vanished or its class directory is unreadable: keep the last model, but take
+    // every device out of service with the reason until discovery works again.
+    next = node();
+    for (auto& device : next.devices) {
+      device.health =
+          topology::DeviceHealth::unhealthy("discovery failed: " + found.error().message);
+    }
+  }
+  return publish(std::move(next));
+}
+
+bool NodeMonitor::refreshHealth() {
+  std::lock_guard refreshing(refreshMutex_);
+  topology::Node next = node();
+  std::vector<std::vector<std::string>> staticProblems;
   {
     std::lock_guard lock(mutex_);
-    if (found) {
-      next = std::move(found->node);
-    } else {
-      // The driver vanished or its class directory is unreadable: keep the last model, but take
-      // every device out of service with the reason until discovery works again.
-      next = node_;
-      for (auto& device : next.devices) {
-        device.health =
-            topology::DeviceHealth::unhealthy("discovery failed: " + found.error().message);
-      }
-    }
+    staticProblems = staticProblems_;
+  }
+  const std::size_t probed =
+      std::min({next.devices.size(), staticProblems.size(), healthFiles_.size()});
+  for (std::size_t i = 0; i < probed; ++i) {
+    // A device with static problems stays as the last full pass described it.
+    if (!staticProblems[i].empty()) continue;
+    const std::vector<std::string> problems = discovery::probeVolatileHealth(healthFiles_[i]);
+    next.devices[i].health = problems.empty()
+                                 ? topology::DeviceHealth{}
+                                 : topology::DeviceHealth::unhealthy(joinStrings(problems, "; "));
+  }
+  return publish(std::move(next));
+}
+
+bool NodeMonitor::publish(topology::Node next) {
+  {
+    std::lock_guard lock(mutex_);
     if (sameNode(node_, next)) return false;
     logTransitions(node_, next);
     node_ = std::move(next);
@@ -90,12 +127,16 @@ bool NodeMonitor::refresh() {
 void NodeMonitor::run(std::stop_token stop) {
   std::mutex sleepMutex;
   std::condition_variable_any sleeper;
-  while (!stop.stop_requested()) {
+  for (int pass = 1; !stop.stop_requested(); ++pass) {
     std::unique_lock lock(sleepMutex);
     if (sleeper.wait_for(lock, stop, interval_, [] { return false; })) break;
     lock.unlock();
     if (stop.stop_requested()) break;
-    refresh();
+    if (pass % kFullPassEvery == 0) {
+      refresh();
+    } else {
+      refreshHealth();
+    }
   }
 }
 

@@ -1,7 +1,9 @@
-// NodeMonitor: keeps the current node model fresh. It re-runs discovery every interval (sysfs
-// attributes cannot be watched with inotify on a real node), and when a device's health or the
-// node changes it swaps the snapshot, logs each transition with its reason, and notifies
-// subscribers — so a device returns to Healthy as soon as its cause clears.
+// NodeMonitor: keeps the current node model fresh. Sysfs attributes cannot be watched with
+// inotify on a real node, so it polls: every interval it re-probes the volatile health signals
+// (ECC counters, reset state, device nodes: a few reads per device), and every kFullPassEvery
+// intervals it re-runs the whole discovery. When a device's health or the node changes it swaps
+// the snapshot, logs each transition with its reason, and notifies subscribers — so a device
+// returns to Healthy as soon as its cause clears.
 #pragma once
 
 #include <chrono>
@@ -12,14 +14,17 @@
 
 #include "common/base/change_notifier.h"
 #include "common/topology/node.h"
+#include "node-runtime/discovery/device_scan.h"
 #include "node-runtime/discovery/discover_node.h"
 
 namespace torus::runtime {
 
 class NodeMonitor {
  public:
+  static constexpr int kFullPassEvery = 20;
+
   NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
-              topology::Node initial, std::chrono::milliseconds interval);
+              const discovery::Discovery& initial, std::chrono::milliseconds interval);
   ~NodeMonitor();
   NodeMonitor(const NodeMonitor&) = delete;
   NodeMonitor& operator=(const NodeMonitor&) = delete;
@@ -30,17 +35,22 @@ class NodeMonitor {
   ChangeNotifier::Subscription onChange(std::function<void()> notify) {
     return notifier_.subscribe(std::move(notify));
   }
-  // Re-reads now (tests, and after a reset); returns whether anything changed.
+  // Re-runs discovery now; returns whether anything changed.
   bool refresh();
+  // Re-probes only the volatile health signals; returns whether anything changed.
+  bool refreshHealth();
 
  private:
   void run(std::stop_token stop);
+  bool publish(topology::Node next);
 
   const discovery::DiscoveryRoots roots_;
   const discovery::DiscoveryOptions options_;
   const std::chrono::milliseconds interval_;
   mutable std::mutex mutex_;
   topology::Node node_;
+  std::vector<std::vector<std::string>> staticProblems_;
+  std::vector<discovery::VolatileHealthFiles> healthFiles_;  // per device, resolved once
   std::uint64_t generation_ = 1;
   ChangeNotifier notifier_;
   std::mutex refreshMutex_;

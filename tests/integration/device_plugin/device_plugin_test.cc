@@ -46,8 +46,8 @@ class DevicePluginTest : public ::testing::Test {
     kubelet_ =
         std::make_unique<FakeKubelet>(pluginDir_, (dir_->path() / "pod-resources.sock").string());
     kubelet_->start();
-    monitor_ = std::make_unique<runtime::NodeMonitor>(roots_, discovery::DiscoveryOptions{},
-                                                      found->node, 100ms);
+    monitor_ = std::make_unique<runtime::NodeMonitor>(roots_, discovery::DiscoveryOptions{}, *found,
+                                                      100ms);
     runtime::ResetPolicy policy;
     policy.attempts = 3;
     policy.retryDelay = 50ms;
@@ -57,6 +57,7 @@ class DevicePluginTest : public ::testing::Test {
     options.resources = std::move(resources);
     options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
     options.podResourcesInterval = 100ms;
+    options.allocateGrace = 500ms;
     manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
     ASSERT_TRUE(manager_->start().ok());
     for (const plugin::ResourceKind kind : options.resources) {
@@ -236,9 +237,10 @@ TEST_F(DevicePluginTest, InfTypesGetNoLncVariable) {
 TEST_F(DevicePluginTest, AWholeDeviceBlocksItsCoresUntilThePodIsGone) {
   start("trn2.48xlarge");
   ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  // kubelet records the assignment as it admits the pod, so pod-resources lists it from then on.
+  kubelet_->setAssignments({{kDevices, {"0"}}});
   v1beta1::AllocateResponse response;
   ASSERT_TRUE(allocate(kDevices, {{"0"}}, &response).ok());
-  kubelet_->setAssignments({{kDevices, {"0"}}});
   const auto coresZeroToThreeUnhealthy = [](const std::map<std::string, SeenDevice>& d) {
     return d.size() == 64 && d.at("0").health == "Unhealthy" && d.at("3").health == "Unhealthy" &&
            d.at("4").health == "Healthy";

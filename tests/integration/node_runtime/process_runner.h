@@ -38,6 +38,7 @@ class BackgroundProcess {
   std::string stderrText() const;
   void signal(int signal);
   std::optional<int> waitExit(std::chrono::milliseconds timeout);
+  pid_t pid() const { return pid_; }
 
  private:
   TempDir dir_;

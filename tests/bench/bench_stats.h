@@ -1,0 +1,46 @@
+// Latency statistics for our benchmarks: min / p50 / p99 over collected samples.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace torus::bench {
+
+struct LatencySummary {
+  double minUs = 0;
+  double p50Us = 0;
+  double p99Us = 0;
+};
+
+inline LatencySummary summarize(std::vector<double> samplesUs) {
+  std::sort(samplesUs.begin(), samplesUs.end());
+  const auto at = [&](double quantile) {
+    const auto index =
+        static_cast<std::size_t>(quantile * static_cast<double>(samplesUs.size() - 1));
+    return samplesUs[index];
+  };
+  return {samplesUs.front(), at(0.50), at(0.99)};
+}
+
+template <typename Call>
+std::vector<double> timeCalls(int count, Call call) {
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    samples.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  return samples;
+}
+
+inline void printRow(const char* name, const LatencySummary& s, const LatencySummary& baseline) {
+  std::printf("%-26s %10.1f %10.1f %10.1f %12.1f %10.2f\n", name, s.minUs, s.p50Us, s.p99Us,
+              baseline.p99Us, s.p99Us / baseline.p99Us);
+}
+
+}  // namespace torus::bench

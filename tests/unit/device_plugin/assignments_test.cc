@@ -1,0 +1,88 @@
+#include "device-plugin/assignments.h"
+
+#include <gtest/gtest.h>
+
+#include "device-plugin/allocation.h"
+
+namespace torus::plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using topology::CoreSet;
+
+CoreSet ids(const char* text) {
+  return *CoreSet::parse(text);
+}
+
+TEST(Assignments, DevicesBlockTheirCoresAndCoresBlockTheirDevice) {
+  const topology::Node node = *topology::catalogNode("trn2.48xlarge");  // 4 cores per device
+  Assignments held;
+  held.held[ResourceKind::kNeuron] = ids("1");
+  held.held[ResourceKind::kNeuronCore] = ids("17");  // device 4
+  EXPECT_EQ(blockedIds(ResourceKind::kNeuronCore, node, held).toRangeString(), "4-7");
+  EXPECT_EQ(blockedIds(ResourceKind::kNeuron, node, held).toRangeString(), "4");
+  EXPECT_EQ(blockedIds(ResourceKind::kNeuronDevice, node, held).toRangeString(), "1,4");
+  EXPECT_EQ(coresInUse(node, held).toRangeString(), "4-7,17");
+}
+
+TEST(AssignmentTracker, OwnAllocationsCountUntilKubeletListsThemOrTheyExpire) {
+  AssignmentTracker tracker(10s);
+  const auto t0 = AssignmentTracker::Clock::now();
+  int notifications = 0;
+  auto subscription = tracker.onChange([&] { ++notifications; });
+  tracker.recordAllocate(ResourceKind::kNeuron, ids("2"), t0);
+  EXPECT_EQ(tracker.current(t0).held[ResourceKind::kNeuron], ids("2"));
+  EXPECT_EQ(notifications, 1);
+  // kubelet lists it: tracked through kubelet from now on; when kubelet drops it, it is free.
+  Assignments listed;
+  listed.held[ResourceKind::kNeuron] = ids("2");
+  tracker.replaceFromKubelet(listed, t0 + 1s);
+  EXPECT_EQ(notifications, 1);  // nothing changed
+  tracker.replaceFromKubelet({}, t0 + 2s);
+  EXPECT_TRUE(tracker.current(t0 + 2s).held.empty());
+  EXPECT_EQ(notifications, 2);
+  // Never listed: held for the grace period only.
+  tracker.recordAllocate(ResourceKind::kNeuronCore, ids("0-3"), t0 + 3s);
+  tracker.replaceFromKubelet({}, t0 + 5s);
+  EXPECT_FALSE(tracker.current(t0 + 5s).held.empty());
+  tracker.replaceFromKubelet({}, t0 + 14s);
+  EXPECT_TRUE(tracker.current(t0 + 14s).held.empty());
+}
+
+TEST(Allocation, VisibleCoresAndDeviceNodes) {
+  const topology::Node node = *topology::catalogNode("inf1.24xlarge");  // 4 cores per device
+  auto allocation = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"51", "52"}, {});
+  ASSERT_TRUE(allocation.ok());
+  ASSERT_EQ(allocation->deviceNodes.size(), 2U);  // cores 51 and 52 live on two devices
+  EXPECT_EQ(allocation->deviceNodes[0].containerPath, "/dev/neuron12");
+  EXPECT_EQ(allocation->deviceNodes[1].containerPath, "/dev/neuron13");
+  EXPECT_EQ(allocation->env.at("NEURON_RT_VISIBLE_CORES"), "51-52");
+  EXPECT_EQ(visibleCoresText(ids("0,2")), "0,2");
+  EXPECT_EQ(visibleCoresText(ids("7")), "7");
+}
+
+TEST(Allocation, UnhealthyAndBlockedIdsAreRefusedByName) {
+  topology::Node node = *topology::catalogNode("trn1.32xlarge");
+  node.devices[3].health = topology::DeviceHealth::unhealthy("device node /dev/neuron3 is missing");
+  auto unhealthy = allocateContainer(ResourceKind::kNeuron, node, "/dev", {"3"}, {});
+  ASSERT_FALSE(unhealthy.ok());
+  EXPECT_EQ(unhealthy.error().message,
+            "aws.amazon.com/neuron: ids not available: 3 (neuron3 unhealthy: device node "
+            "/dev/neuron3 is missing)");
+  auto blocked = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"0"}, ids("0-1"));
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_NE(blocked.error().message.find("held through another resource"), std::string::npos);
+  EXPECT_FALSE(allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {}, {}).ok());
+  EXPECT_FALSE(allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"07"}, {}).ok());
+}
+
+TEST(ResourceKind, ParsesListsAndRejectsUnknownNames) {
+  EXPECT_EQ(parseResourceList("neuroncore, aws.amazon.com/neuron")->size(), 2U);
+  EXPECT_FALSE(parseResourceList("neuroncore,gpu").ok());
+  EXPECT_FALSE(parseResourceList("neuron,neuron").ok());
+  EXPECT_FALSE(parseResourceList("").ok());
+  EXPECT_EQ(socketName(ResourceKind::kNeuronDevice), "torus-neurondevice.sock");
+}
+
+}  // namespace
+}  // namespace torus::plugin
