@@ -36,7 +36,7 @@ Result<void> DevicePluginManager::start() {
                                                  options_.podResourcesInterval, node_, tracker_);
   std::error_code ec;
   if (std::filesystem::is_directory(options_.pluginDir, ec)) {
-    TORUS_RETURN_IF_ERROR(restartServers(), "starting the device plugin");
+    TORUS_RETURN_IF_ERROR(restartServers(), "serving");
   } else {
     TORUS_LOG(Warn, Plugin, "device-plugin directory missing; waiting for kubelet to create it",
               {"dir", options_.pluginDir});

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device-plugin/unix_address.h"
+
 namespace torus::plugin {
 
 Result<std::unique_ptr<PluginServer>> PluginServer::start(const std::string& socketPath,
@@ -23,7 +25,7 @@ Result<std::unique_ptr<PluginServer>> PluginServer::start(const std::string& soc
     ::unlink(socketPath.c_str());
   }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + socketPath, grpc::InsecureServerCredentials());
+  builder.AddListeningPort(unixAddress(socketPath), grpc::InsecureServerCredentials());
   builder.RegisterService(service.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {

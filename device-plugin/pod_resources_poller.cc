@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/base/log.h"
+#include "device-plugin/unix_address.h"
 #include "podresources/v1/api.grpc.pb.h"
 
 namespace torus::plugin {
@@ -14,10 +15,22 @@ constexpr ResourceKind kKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeu
 
 }  // namespace
 
-Result<Assignments> listAssignments(const std::string& socket, const topology::Node& node,
-                                    std::chrono::milliseconds timeout) {
-  auto channel = grpc::CreateChannel("unix://" + socket, grpc::InsecureChannelCredentials());
-  auto stub = v1::PodResourcesLister::NewStub(channel);
+struct PodResourcesClient::Stub {
+  std::unique_ptr<v1::PodResourcesLister::Stub> stub;
+};
+
+PodResourcesClient::PodResourcesClient(std::string socket)
+    : socket_(std::move(socket)), stub_(std::make_unique<Stub>()) {
+  stub_->stub = v1::PodResourcesLister::NewStub(
+      grpc::CreateChannel(unixAddress(socket_), grpc::InsecureChannelCredentials()));
+}
+
+PodResourcesClient::~PodResourcesClient() = default;
+
+Result<Assignments> PodResourcesClient::list(const topology::Node& node,
+                                             std::chrono::milliseconds timeout) {
+  const std::string& socket = socket_;
+  auto& stub = stub_->stub;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   v1::ListPodResourcesResponse response;
@@ -51,7 +64,7 @@ Result<Assignments> listAssignments(const std::string& socket, const topology::N
 
 PodResourcesPoller::PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,
                                        NodeView& node, AssignmentTracker& tracker)
-    : socket_(std::move(socket)),
+    : client_(std::move(socket)),
       interval_(interval),
       node_(node),
       tracker_(tracker),
@@ -71,10 +84,10 @@ void PodResourcesPoller::poke() {
 void PodResourcesPoller::run(std::stop_token stop) {
   bool reachable = true;
   while (!stop.stop_requested()) {
-    auto listed = listAssignments(socket_, node_.snapshot().node, std::chrono::seconds(5));
+    auto listed = client_.list(node_.snapshot().node, std::chrono::seconds(5));
     if (listed) {
       if (!reachable) {
-        TORUS_LOG(Info, Plugin, "pod-resources API reachable again", {"socket", socket_});
+        TORUS_LOG(Info, Plugin, "pod-resources API reachable again");
       }
       reachable = true;
       tracker_.replaceFromKubelet(std::move(*listed));

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,9 +17,19 @@
 
 namespace torus::plugin {
 
-// One List call: what each of our resources has handed to running containers.
-Result<Assignments> listAssignments(const std::string& socket, const topology::Node& node,
-                                    std::chrono::milliseconds timeout);
+// A client of kubelet's pod-resources socket; the channel is made once and reconnects by itself.
+class PodResourcesClient {
+ public:
+  explicit PodResourcesClient(std::string socket);
+  ~PodResourcesClient();
+  // One List call: what each of our resources has handed to running containers.
+  Result<Assignments> list(const topology::Node& node, std::chrono::milliseconds timeout);
+
+ private:
+  struct Stub;
+  std::string socket_;
+  std::unique_ptr<Stub> stub_;
+};
 
 class PodResourcesPoller {
  public:
@@ -33,7 +44,7 @@ class PodResourcesPoller {
  private:
   void run(std::stop_token stop);
 
-  const std::string socket_;
+  PodResourcesClient client_;
   const std::chrono::milliseconds interval_;
   NodeView& node_;
   AssignmentTracker& tracker_;

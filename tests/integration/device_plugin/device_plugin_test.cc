@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "common/base/file_io.h"
@@ -15,6 +16,7 @@
 #include "node-runtime/runtime/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
+#include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
 namespace {
@@ -333,6 +335,35 @@ TEST_F(DevicePluginTest, PreStartResetsAndRefusesWhileTheDeviceIsOpen) {
         << refused.error_message();
   }
   EXPECT_TRUE(preStart({"8"}).ok()) << "released: the reset goes through";
+}
+
+}  // namespace
+}  // namespace torus::testing
+
+namespace torus::testing {
+namespace {
+
+// The binary as an operator runs it: one flag pointing at kubelet's directory is all it takes.
+TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
+  auto dir = TempDir::create("agent-dp");
+  ASSERT_TRUE(dir.ok());
+  const std::string plugins = (dir->path() / "plugins").string();
+  fs::create_directories(plugins);
+  FakeKubelet kubelet(plugins, (dir->path() / "pod-resources.sock").string());
+  kubelet.start();
+  BackgroundProcess agent(
+      {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+       "--device-plugin-dir=" + plugins, "--metrics-addr=127.0.0.1:0",
+       "--pod-resources-socket=" + (dir->path() / "pod-resources.sock").string()});
+  ASSERT_TRUE(kubelet.waitForRegistration(kCores, 1, 20s)) << agent.stderrText();
+  ASSERT_TRUE(kubelet.waitForRegistration(kDevices, 1, 5s)) << agent.stderrText();
+  EXPECT_TRUE(kubelet.waitForDevices(
+      kCores, [](const auto& d) { return d.size() == 64; }, 5s));
+  EXPECT_TRUE(kubelet.waitForDevices(
+      kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
+  EXPECT_FALSE(fs::exists(plugins + "/torus-neuroncore.sock")) << "sockets are removed on exit";
 }
 
 }  // namespace
