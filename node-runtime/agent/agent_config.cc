@@ -35,7 +35,6 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",
                   &config->printConfigReference);
-  table.addSwitch("version", "", "", "print the version and exit", &config->version);
 }
 
 }  // namespace torus::agent

@@ -21,7 +21,6 @@ struct AgentConfig {
   std::int64_t healthIntervalMs = 500;
   log::Settings log;
   bool printConfigReference = false;
-  bool version = false;
 };
 
 void registerAgentSettings(config::SettingTable& table, AgentConfig* config);

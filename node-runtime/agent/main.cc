@@ -9,6 +9,7 @@
 #include "common/base/log.h"
 #include "common/base/shutdown_signal.h"
 #include "common/base/version.h"
+#include "common/config/command_line.h"
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/node_agent.h"
 
@@ -31,29 +32,11 @@ int main(int argc, char** argv) {
   torus::config::SettingTable table("neuron-node-agent");
   torus::agent::registerAgentSettings(table, &config);
 
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = table.parse(args, torus::config::processEnvironment());
-  if (!parsed) {
-    std::fprintf(stderr, "neuron-node-agent: %s\n", parsed.error().message.c_str());
-    return 2;
-  }
-  if (parsed->helpRequested) {
-    std::fputs(table.helpText(kUsage, kDescription).c_str(), stdout);
-    return 0;
-  }
-  if (config.version) {
-    std::printf("neuron-node-agent %.*s\n", static_cast<int>(torus::versionString().size()),
-                torus::versionString().data());
-    return 0;
-  }
+  const torus::config::CommandInfo info{"neuron-node-agent", kUsage, kDescription, "config"};
+  if (auto exitCode = torus::config::parseCommandLine(table, info, argc, argv)) return *exitCode;
   if (config.printConfigReference) {
     std::fputs(table.markdownReference().c_str(), stdout);
     return 0;
-  }
-  if (!parsed->positional.empty()) {
-    std::fprintf(stderr, "neuron-node-agent: unexpected argument \"%s\" (see --help)\n",
-                 parsed->positional.front().c_str());
-    return 2;
   }
   torus::log::configure(config.log);
   TORUS_LOG(Info, Agent, "starting neuron-node-agent", {"version", torus::versionString()});

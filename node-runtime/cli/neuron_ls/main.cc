@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/base/log.h"
-#include "common/base/version.h"
+#include "common/config/command_line.h"
 #include "common/config/log_settings.h"
 #include "common/config/settings.h"
 #include "node-runtime/cli/neuron_ls/neuron_ls_render.h"
@@ -29,7 +29,6 @@ constexpr const char* kDescription =
 struct Options {
   bool json = false;
   bool topology = false;
-  bool version = false;
   torus::node_source::NodeSourceOptions source;
   torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
 };
@@ -42,30 +41,11 @@ int main(int argc, char** argv) {
   table.addSwitch("json", "", "", "print JSON (neuron-ls -j keys) instead of a table",
                   &options.json);
   table.addSwitch("topology", "", "", "draw the NeuronLink ring or torus", &options.topology);
-  table.addSwitch("version", "", "", "print the version and exit", &options.version);
   torus::node_source::addNodeSourceSettings(table, &options.source);
   torus::config::addLogSettings(table, &options.log);
 
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = table.parse(args, torus::config::processEnvironment(), "");
-  if (!parsed) {
-    std::fprintf(stderr, "neuron-ls: %s\n", parsed.error().message.c_str());
-    return 2;
-  }
-  if (parsed->helpRequested) {
-    std::fputs(table.helpText(kUsage, kDescription).c_str(), stdout);
-    return 0;
-  }
-  if (options.version) {
-    std::printf("neuron-ls %.*s\n", static_cast<int>(torus::versionString().size()),
-                torus::versionString().data());
-    return 0;
-  }
-  if (!parsed->positional.empty()) {
-    std::fprintf(stderr, "neuron-ls: unexpected argument \"%s\" (see --help)\n",
-                 parsed->positional.front().c_str());
-    return 2;
-  }
+  const torus::config::CommandInfo info{"neuron-ls", kUsage, kDescription, ""};
+  if (auto exitCode = torus::config::parseCommandLine(table, info, argc, argv)) return *exitCode;
   torus::log::configure(options.log);
 
   auto prepared = torus::node_source::prepareNode(options.source);
