@@ -15,11 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 
 int portFromLog(const std::string& log) {
-  const std::size_t line = log.find("\"serving HTTP\"");
-  if (line == std::string::npos) return -1;
-  const std::size_t port = log.find(" port=", line);
-  if (port == std::string::npos) return -1;
-  return std::atoi(log.c_str() + port + 6);
+  return loggedPort(log, "\"serving HTTP\"");
 }
 
 TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {

@@ -120,7 +120,9 @@ std::optional<int> BackgroundProcess::waitExit(std::chrono::milliseconds timeout
   return exitCode_;
 }
 
-std::optional<std::string> httpGet(int port, const std::string& path) {
+namespace {
+
+std::optional<std::string> httpExchange(int port, const std::string& request) {
   UniqueFd socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -131,9 +133,12 @@ std::optional<std::string> httpGet(int port, const std::string& path) {
   if (::connect(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     return std::nullopt;
   }
-  const std::string request =
-      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (::send(socket.get(), request.data(), request.size(), MSG_NOSIGNAL) < 0) return std::nullopt;
+  for (std::size_t sent = 0; sent < request.size();) {
+    const ssize_t count =
+        ::send(socket.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (count <= 0) break;  // the server may answer and close before reading everything
+    sent += static_cast<std::size_t>(count);
+  }
   std::string response;
   char buffer[4096];
   while (true) {
@@ -145,6 +150,28 @@ std::optional<std::string> httpGet(int port, const std::string& path) {
   const std::size_t bodyStart = response.find("\r\n\r\n");
   if (space == std::string::npos || bodyStart == std::string::npos) return std::nullopt;
   return response.substr(space + 1, 3) + " " + response.substr(bodyStart + 4);
+}
+
+}  // namespace
+
+std::optional<std::string> httpGet(int port, const std::string& path) {
+  return httpExchange(port,
+                      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+}
+
+std::optional<std::string> httpPost(int port, const std::string& path, const std::string& body) {
+  return httpExchange(port, "POST " + path +
+                                " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                                "Content-Type: application/json\r\nContent-Length: " +
+                                std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+int loggedPort(const std::string& log, const std::string& marker) {
+  const std::size_t line = log.find(marker);
+  if (line == std::string::npos) return -1;
+  const std::size_t port = log.find(" port=", line);
+  if (port == std::string::npos) return -1;
+  return std::atoi(log.c_str() + port + 6);
 }
 
 }  // namespace torus::testing

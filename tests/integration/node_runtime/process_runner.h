@@ -48,5 +48,10 @@ class BackgroundProcess {
 
 // GET http://127.0.0.1:<port><path>; returns "<status> <body>" or nullopt when it cannot connect.
 std::optional<std::string> httpGet(int port, const std::string& path);
+// POST with a JSON body; the same answer shape. A server may stop reading a body it refuses.
+std::optional<std::string> httpPost(int port, const std::string& path, const std::string& body);
+
+// The port a server logged ("... port=NNN") after `marker`; -1 when not there.
+int loggedPort(const std::string& log, const std::string& marker);
 
 }  // namespace torus::testing

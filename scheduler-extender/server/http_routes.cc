@@ -1,0 +1,143 @@
+#include "scheduler-extender/server/http_routes.h"
+
+#include <chrono>
+
+#include "common/base/log.h"
+#include "scheduler-extender/server/extender_json.h"
+#include "scheduler-extender/verbs/verbs.h"
+
+namespace torus::extender {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+http::Response json(std::string body) {
+  return {200, "application/json", std::move(body)};
+}
+
+// Runs one verb: times it, counts it, and turns a thrown exception into an error answer.
+template <typename Handle>
+http::Response serve(ExtenderContext context, const std::string& verb, const http::Request& request,
+                     Handle handle) {
+  const auto started = Clock::now();
+  bool ok = true;
+  http::Response response;
+  try {
+    response = handle(request.body, ok);
+  } catch (const std::exception& error) {
+    ok = false;
+    TORUS_LOG(Error, Extender, "verb failed unexpectedly", {"verb", verb}, {"error", error.what()});
+    response = {500, "text/plain", std::string("internal error: ") + error.what() + "\n"};
+  }
+  context.metrics.record(verb, ok, Clock::now() - started);
+  return response;
+}
+
+void learnNodes(ExtenderContext& context, const ExtenderArgs& args) {
+  if (!context.learnNodesFromRequests || !args.fullNodes) return;
+  for (const NodeInfo& node : args.nodes) {
+    if (node.instanceType.empty() || context.state.hasNode(node.name)) continue;
+    if (auto added = context.state.upsertNode(node.name, node.instanceType); added) {
+      TORUS_LOG(Info, Extender, "learned node from request", {"node", node.name},
+                {"instance_type", node.instanceType});
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context) {
+  std::vector<http::Route> routes;
+  routes.push_back(
+      {"POST", urlPrefix + "/filter", [context](const http::Request& request) mutable {
+         return serve(context, "filter", request, [&](const std::string& body, bool& ok) {
+           auto args = parseExtenderArgs(body);
+           if (!args) {
+             ok = false;
+             TORUS_LOG(Warn, Extender, "bad filter request", {"error", args.error().message});
+             FilterResult result;
+             result.error = args.error().message;
+             return json(filterResultJson(result, "", false));
+           }
+           learnNodes(context, *args);
+           context.pods.remember(args->pod);
+           const FilterResult result = filter(context.state, args->pod, args->nodeNames);
+           TORUS_LOG(Debug, Extender, "filter", {"pod", args->pod.key()},
+                     {"count", args->pod.count},
+                     {"nodes", static_cast<int>(args->nodeNames.size())},
+                     {"passed", static_cast<int>(result.nodeNames.size())});
+           return json(filterResultJson(result, body, args->fullNodes));
+         });
+       }});
+  routes.push_back(
+      {"POST", urlPrefix + "/prioritize", [context](const http::Request& request) mutable {
+         return serve(context, "prioritize", request, [&](const std::string& body, bool& ok) {
+           auto args = parseExtenderArgs(body);
+           if (!args) {
+             // Prioritize has no error field; kube-scheduler ignores a failed prioritize, so say
+             // why with a status it logs.
+             ok = false;
+             TORUS_LOG(Warn, Extender, "bad prioritize request", {"error", args.error().message});
+             return http::Response{400, "text/plain", args.error().message + "\n"};
+           }
+           learnNodes(context, *args);
+           context.pods.remember(args->pod);
+           return json(prioritiesJson(prioritize(context.state, args->pod, args->nodeNames)));
+         });
+       }});
+  routes.push_back(
+      {"POST", urlPrefix + "/bind", [context](const http::Request& request) mutable {
+         return serve(context, "bind", request, [&](const std::string& body, bool& ok) {
+           auto args = parseBindingArgs(body);
+           if (!args) {
+             ok = false;
+             TORUS_LOG(Warn, Extender, "bad bind request", {"error", args.error().message});
+             return json(bindingResultJson(args.error().message));
+           }
+           const auto pod = context.pods.find(args->podUid);
+           if (!pod) {
+             ok = false;
+             const std::string message = "pod " + args->podNamespace + "/" + args->podName +
+                                         " (uid " + args->podUid +
+                                         ") was not seen in filter; kube-scheduler will retry it";
+             TORUS_LOG(Warn, Extender, "bind for an unknown pod", {"error", message});
+             return json(bindingResultJson(message));
+           }
+           auto allocation = bindPod(context.state, *pod, args->node);
+           if (!allocation) {
+             ok = false;
+             TORUS_LOG(Warn, Extender, "bind refused", {"pod", pod->key()}, {"node", args->node},
+                       {"error", allocation.error().message});
+             return json(bindingResultJson(allocation.error().message));
+           }
+           TORUS_LOG(Info, Extender, "bound", {"pod", pod->key()}, {"node", args->node},
+                     {"resource", pod->resourceName}, {"ids", allocation->ids.toRangeString()});
+           return json(bindingResultJson(""));
+         });
+       }});
+  routes.push_back(
+      {"POST", urlPrefix + "/preempt", [context](const http::Request& request) mutable {
+         return serve(context, "preempt", request, [&](const std::string& body, bool& ok) {
+           auto args = parsePreemptionArgs(body);
+           if (!args) {
+             ok = false;
+             TORUS_LOG(Warn, Extender, "bad preempt request", {"error", args.error().message});
+             return http::Response{400, "text/plain", args.error().message + "\n"};
+           }
+           context.pods.remember(args->pod);
+           return json(
+               preemptionResultJson(preempt(context.state, args->pod, args->victimUidsByNode),
+                                    args->pdbViolationsByNode));
+         });
+       }});
+  routes.push_back({"GET", "/healthz", [](const http::Request&) {
+                      return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
+                    }});
+  routes.push_back(
+      {"GET", "/metrics", [context](const http::Request&) {
+         return http::Response{200, "text/plain; version=0.0.4", context.metrics.prometheusText()};
+       }});
+  return routes;
+}
+
+}  // namespace torus::extender

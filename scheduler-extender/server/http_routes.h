@@ -1,0 +1,28 @@
+// The extender's HTTP surface: POST <prefix>/filter, /prioritize, /bind, /preempt, plus GET
+// /healthz and /metrics. Bad requests are answered with the verb's Error field naming what was
+// wrong (HTTP 200, so kube-scheduler shows our message rather than a bare status code), and the
+// server keeps serving.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/http/http_server.h"
+#include "scheduler-extender/server/verb_metrics.h"
+#include "scheduler-extender/state/cluster_state.h"
+#include "scheduler-extender/state/pod_cache.h"
+
+namespace torus::extender {
+
+struct ExtenderContext {
+  ClusterState& state;
+  PodCache& pods;
+  VerbMetrics& metrics;
+  // nodeCacheCapable: false sends whole Nodes; when true, their instance-type labels teach the
+  // extender about nodes it has not seen.
+  bool learnNodesFromRequests = true;
+};
+
+std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context);
+
+}  // namespace torus::extender

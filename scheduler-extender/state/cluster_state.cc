@@ -1,0 +1,132 @@
+#include "scheduler-extender/state/cluster_state.h"
+
+#include "common/topology/allowed_shapes.h"
+
+namespace torus::extender {
+
+topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) {
+  if (unit == topology::AllocationUnit::kCore) return node.freeCores;
+  topology::DeviceSet devices;
+  for (int device = 0; device < node.model.deviceCount(); ++device) {
+    if (node.model.coresOfDevice(device).isSubsetOf(node.freeCores)) devices.insert(device);
+  }
+  return devices;
+}
+
+Result<void> ClusterState::upsertNode(const std::string& name, const std::string& instanceType,
+                                      int lnc) {
+  auto model = topology::catalogNode(instanceType, lnc);
+  if (!model) return std::move(model).error().withContext("node " + name);
+  auto shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(*model));
+  std::lock_guard lock(mutex_);
+  NodeEntry& entry = nodes_[name];
+  entry.model = std::move(*model);
+  entry.shapes = std::move(shapes);
+  return okResult();
+}
+
+bool ClusterState::hasNode(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  return nodes_.count(name) != 0;
+}
+
+std::optional<NodeState> ClusterState::node(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  const topology::Node& model = it->second.model;
+  return NodeState{name, model,
+                   model.coresOfDevices(model.healthyDevices()) - it->second.usedCores};
+}
+
+std::vector<std::string> ClusterState::nodeNames() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : nodes_)
+    names.push_back(name);
+  return names;
+}
+
+Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodDemand& pod) {
+  std::lock_guard lock(mutex_);
+  if (const auto held = allocations_.find(pod.uid); held != allocations_.end()) {
+    if (held->second.node == nodeName) return held->second;  // a retried bind
+    return makeError(ErrorCode::kAlreadyExists,
+                     "pod " + pod.key() + " already holds cores on " + held->second.node);
+  }
+  const auto it = nodes_.find(nodeName);
+  if (it == nodes_.end()) {
+    return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
+  }
+  NodeEntry& entry = it->second;
+  const NodeState view{nodeName, entry.model,
+                       entry.model.coresOfDevices(entry.model.healthyDevices()) - entry.usedCores};
+  auto chosen =
+      topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
+  if (!chosen) return std::move(chosen).error().withContext("node " + nodeName);
+  Allocation allocation{
+      nodeName,
+      pod.key(),
+      pod.uid,
+      pod.unit,
+      *chosen,
+      pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen)};
+  entry.usedCores |= allocation.cores;
+  allocations_[pod.uid] = allocation;
+  return allocation;
+}
+
+Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
+                                                   const PodDemand& pod, bool withScore) const {
+  std::lock_guard lock(mutex_);
+  const auto it = nodes_.find(nodeName);
+  if (it == nodes_.end()) {
+    return makeError(ErrorCode::kNotFound, "not a Neuron node known to the extender");
+  }
+  const NodeEntry& entry = it->second;
+  const NodeState view{nodeName, entry.model,
+                       entry.model.coresOfDevices(entry.model.healthyDevices()) - entry.usedCores};
+  auto chosen =
+      topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
+  if (!chosen) return std::move(chosen).error();
+  Trial trial{*chosen, 0};
+  if (withScore) {
+    const topology::CoreSet cores =
+        pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen);
+    const topology::CoreSet freeAfter = view.freeCores - cores;
+    const int total = entry.model.logicalCoreCount();
+    const double used = total == 0 ? 0 : 1.0 - static_cast<double>(freeAfter.size()) / total;
+    const double shapes = topology::freeShapeScore(entry.model, *entry.shapes, freeAfter);
+    // Best fit first (fill partly used nodes), then keep the biggest shapes free.
+    trial.score = static_cast<int>(10.0 * (0.6 * used + 0.4 * shapes) + 0.5);
+  }
+  return trial;
+}
+
+bool ClusterState::release(const std::string& podUid) {
+  std::lock_guard lock(mutex_);
+  const auto it = allocations_.find(podUid);
+  if (it == allocations_.end()) return false;
+  const auto node = nodes_.find(it->second.node);
+  if (node != nodes_.end()) node->second.usedCores -= it->second.cores;
+  allocations_.erase(it);
+  return true;
+}
+
+std::optional<Allocation> ClusterState::allocationOf(const std::string& podUid) const {
+  std::lock_guard lock(mutex_);
+  const auto it = allocations_.find(podUid);
+  if (it == allocations_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<Allocation> ClusterState::allocationsOn(const std::string& node) const {
+  std::lock_guard lock(mutex_);
+  std::vector<Allocation> result;
+  for (const auto& [uid, allocation] : allocations_) {
+    if (allocation.node == node) result.push_back(allocation);
+  }
+  return result;
+}
+
+}  // namespace torus::extender

@@ -1,0 +1,80 @@
+// ClusterState: the extender's view of every Neuron node — its model (from the catalog by
+// instance type) and which pod holds which cores — and the one place where cores are handed out.
+//
+// Thread-safe: kube-scheduler calls filter and prioritize in parallel and may retry bind; reserve()
+// checks and records under one lock, so concurrent binds never hand out a core twice, and a
+// repeated bind of the same pod returns the set it already holds.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/topology/core_set.h"
+#include "common/topology/fragmentation.h"
+#include "common/topology/node.h"
+#include "scheduler-extender/state/pod_demand.h"
+
+namespace torus::extender {
+
+struct Allocation {
+  std::string node;
+  std::string podKey;  // namespace/name
+  std::string podUid;
+  topology::AllocationUnit unit;
+  topology::CoreSet ids;    // core ids or device indices, as handed to the pod
+  topology::CoreSet cores;  // the cores they cover
+};
+
+// A node as the verbs see it: model, free cores, and who holds the rest.
+struct NodeState {
+  std::string name;
+  topology::Node model;
+  topology::CoreSet freeCores;
+};
+
+class ClusterState {
+ public:
+  // Adds or replaces a node of a catalog instance type (lnc 0 = the type's default).
+  Result<void> upsertNode(const std::string& name, const std::string& instanceType, int lnc = 0);
+  bool hasNode(const std::string& name) const;
+  std::optional<NodeState> node(const std::string& name) const;
+  std::vector<std::string> nodeNames() const;
+
+  // What placing the pod on the node would give, without recording it: the ids, and a 0..10
+  // score (best fit: fuller nodes and larger free shapes left score higher). Errors say why the
+  // node cannot take the pod: InvalidArgument = never (shape), ResourceExhausted = not now,
+  // NotFound = not a Neuron node we know.
+  struct Trial {
+    topology::CoreSet ids;
+    int score = 0;
+  };
+  Result<Trial> tryPlace(const std::string& node, const PodDemand& pod, bool withScore) const;
+
+  // Chooses and records a placement for the pod on the node, or returns the one it already has.
+  Result<Allocation> reserve(const std::string& node, const PodDemand& pod);
+  // Frees what the pod holds (pod deleted or finished); false when it held nothing.
+  bool release(const std::string& podUid);
+  std::optional<Allocation> allocationOf(const std::string& podUid) const;
+  std::vector<Allocation> allocationsOn(const std::string& node) const;
+
+ private:
+  struct NodeEntry {
+    topology::Node model;
+    std::shared_ptr<const topology::ShapeCatalog> shapes;
+    topology::CoreSet usedCores;
+  };
+
+  mutable std::mutex mutex_;
+  std::map<std::string, NodeEntry> nodes_;
+  std::map<std::string, Allocation> allocations_;  // by pod UID
+};
+
+// Ids of `unit` free on the node (whole free devices, or free cores).
+topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit);
+
+}  // namespace torus::extender

@@ -1,0 +1,25 @@
+// PodDemand: what a pod asks of the Neuron resources, summed the way kube-scheduler sums them
+// (containers add up; an init container runs alone, so the pod needs the larger of the two).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "common/topology/placement.h"
+
+namespace torus::extender {
+
+struct PodDemand {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  topology::AllocationUnit unit = topology::AllocationUnit::kCore;
+  int count = 0;             // 0: the pod asks for no Neuron resource
+  std::string resourceName;  // the resource it asked through
+  std::map<std::string, std::string> annotations;
+
+  bool wantsNeuron() const { return count > 0; }
+  std::string key() const { return namespace_ + "/" + name; }
+};
+
+}  // namespace torus::extender

@@ -1,0 +1,30 @@
+// The extender's verbs as pure functions of a ClusterState: filter, prioritize, bind, preempt.
+// The HTTP layer parses, calls one of these and serialises; nothing here knows about JSON.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "scheduler-extender/server/extender_json.h"
+#include "scheduler-extender/state/cluster_state.h"
+
+namespace torus::extender {
+
+// Nodes where a valid set exists now pass; "never on this node type" (an unsupported shape, more
+// than the node has) is FailedAndUnresolvable so preemption does not try; "not now" is Failed.
+FilterResult filter(const ClusterState& state, const PodDemand& pod,
+                    const std::vector<std::string>& nodeNames);
+
+std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand& pod,
+                                     const std::vector<std::string>& nodeNames);
+
+// Picks and records the exact ids; idempotent for a retried bind of the same pod and node.
+Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node);
+
+// Keeps only the nodes whose victims, once gone, really free a valid set for the pod.
+std::map<std::string, std::vector<std::string>> preempt(
+    const ClusterState& state, const PodDemand& pod,
+    const std::map<std::string, std::vector<std::string>>& victimsByNode);
+
+}  // namespace torus::extender

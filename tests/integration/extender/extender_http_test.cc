@@ -1,0 +1,130 @@
+// neuron-scheduler-extender as kube-scheduler meets it: the binary on a simulated cluster, real
+// HTTP on loopback, the exact JSON kube-scheduler sends (captured), and bad input of every kind —
+// after each of which the server still answers the next good request.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "common/base/file_io.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+std::string capture(const std::string& name) {
+  return *readSmallFile(std::string(TORUS_SOURCE_DIR) + "/tests/fixtures/captures/" + name,
+                        1 << 20);
+}
+
+// The captured requests name nodes fake-trn-node-1/2; point them at the simulated cluster's.
+std::string onSimulatedNodes(std::string body) {
+  for (const auto& [from, to] : {std::pair{"fake-trn-node-1", "sim-trn1.32xlarge-0"},
+                                 std::pair{"fake-trn-node-2", "sim-trn1.32xlarge-1"}}) {
+    for (std::size_t at = body.find(from); at != std::string::npos; at = body.find(from, at)) {
+      body.replace(at, std::strlen(from), to);
+    }
+  }
+  return body;
+}
+
+class ExtenderBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    extender_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        binaryPath("neuron-scheduler-extender"),
+        "--simulate-cluster=trn1.32xlarge:2,inf2.48xlarge:1", "--listen=127.0.0.1:0",
+        "--url-prefix=/neuron", "--max-body-mib=8"});
+    const auto log = extender_->waitForStderr("\"serving\"", 10s);
+    ASSERT_TRUE(log.has_value()) << extender_->stderrText();
+    port_ = loggedPort(*log, "\"serving\"");
+    ASSERT_GT(port_, 0);
+  }
+  void TearDown() override {
+    extender_->signal(SIGTERM);
+    EXPECT_EQ(extender_->waitExit(10s), std::optional<int>(0));
+  }
+  json post(const std::string& verb, const std::string& body) {
+    const auto reply = httpPost(port_, "/neuron/" + verb, body);
+    EXPECT_TRUE(reply.has_value());
+    EXPECT_EQ(reply->substr(0, 3), "200") << *reply;
+    return json::parse(reply->substr(4), nullptr, false);
+  }
+  std::unique_ptr<BackgroundProcess> extender_;
+  int port_ = 0;
+};
+
+TEST_F(ExtenderBinaryTest, FilterPrioritizeBindWithCapturedRequests) {
+  const json filtered =
+      post("filter", onSimulatedNodes(capture("nodecachecapable-filter.request.json")));
+  EXPECT_EQ(filtered["NodeNames"], json({"sim-trn1.32xlarge-0", "sim-trn1.32xlarge-1"}));
+  EXPECT_EQ(filtered["Error"], "");
+  const json scores =
+      post("prioritize", onSimulatedNodes(capture("nodecachecapable-prioritize.request.json")));
+  ASSERT_EQ(scores.size(), 2U);
+  EXPECT_EQ(scores[0]["Host"], "sim-trn1.32xlarge-0");
+  // Bind the pod the filter saw (same UID), twice: the retry gets the same answer.
+  const json request = json::parse(capture("nodecachecapable-filter.request.json"));
+  const json binding = {{"PodName", request["Pod"]["metadata"]["name"]},
+                        {"PodNamespace", "default"},
+                        {"PodUID", request["Pod"]["metadata"]["uid"]},
+                        {"Node", "sim-trn1.32xlarge-1"}};
+  EXPECT_EQ(post("bind", binding.dump())["Error"], "");
+  EXPECT_EQ(post("bind", binding.dump())["Error"], "");
+  const auto metrics = httpGet(port_, "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_NE(metrics->find("torus_extender_requests_total{verb=\"bind\",result=\"ok\"} 2"),
+            std::string::npos)
+      << *metrics;
+}
+
+TEST_F(ExtenderBinaryTest, FullNodeListModeReturnsNodes) {
+  const json filtered = post("filter", onSimulatedNodes(capture("filter.request.json")));
+  EXPECT_TRUE(filtered["NodeNames"].is_null());
+  EXPECT_EQ(filtered["Nodes"]["items"].size(), 2U);
+}
+
+TEST_F(ExtenderBinaryTest, BadInputGetsAClearErrorAndTheServerKeepsServing) {
+  const std::string good = onSimulatedNodes(capture("nodecachecapable-filter.request.json"));
+  const std::pair<std::string, std::string> cases[] = {
+      {"{not json", "request body: not valid JSON"},
+      {R"({"Pod":null,"NodeNames":[]})", "Pod: missing"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{}},"NodeNames":{"a":1}})",
+       "NodeNames: expected a list, got object"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuron":"-1"}}}]}},"NodeNames":[]})",
+       "expected a whole number"},
+  };
+  for (const auto& [body, message] : cases) {
+    const json reply = post("filter", body);
+    EXPECT_NE(reply["Error"].get<std::string>().find(message), std::string::npos) << reply.dump();
+    EXPECT_EQ(post("filter", good)["NodeNames"].size(), 2U);
+  }
+  EXPECT_NE(
+      post("bind", R"({"PodName":"x","PodNamespace":"d","PodUID":"nope","Node":"n"})")["Error"]
+          .get<std::string>()
+          .find("was not seen in filter"),
+      std::string::npos);
+  const std::string huge(50 * 1024 * 1024, ' ');
+  const auto refused = httpPost(port_, "/neuron/filter", huge);
+  if (refused) {
+    EXPECT_EQ(refused->substr(0, 3), "413");
+  }
+  EXPECT_EQ(post("filter", good)["NodeNames"].size(), 2U);
+  EXPECT_EQ(httpGet(port_, "/healthz"), std::optional<std::string>("200 ok\n"));
+}
+
+TEST(ExtenderBinary, BadFlagsExitTwoWithTheReason) {
+  const ProcessResult bad = runProcess({binaryPath("neuron-scheduler-extender"),
+                                        "--simulate-cluster=trn9.huge:3", "--listen=127.0.0.1:0"});
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("expected TYPE:COUNT with a catalog instance type"), std::string::npos)
+      << bad.err;
+  const ProcessResult help = runProcess({binaryPath("neuron-scheduler-extender"), "--help"});
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.out.find("--simulate-cluster=TYPE:N,..."), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torus::testing

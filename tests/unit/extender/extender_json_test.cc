@@ -1,0 +1,136 @@
+#include "scheduler-extender/server/extender_json.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/base/file_io.h"
+
+namespace torus::extender {
+namespace {
+
+// Requests captured from a real kube-scheduler (tests/fixtures/captures/README.md).
+std::string capture(const std::string& name) {
+  auto text =
+      readSmallFile(std::string(TORUS_SOURCE_DIR) + "/tests/fixtures/captures/" + name, 1 << 20);
+  EXPECT_TRUE(text.ok()) << name;
+  return text.ok() ? *text : "";
+}
+
+TEST(ExtenderJson, ParsesKubeSchedulersNodeCacheRequest) {
+  auto args = parseExtenderArgs(capture("nodecachecapable-filter.request.json"));
+  ASSERT_TRUE(args.ok()) << args.error().message;
+  EXPECT_FALSE(args->fullNodes);
+  EXPECT_EQ(args->nodeNames, (std::vector<std::string>{"fake-trn-node-1", "fake-trn-node-2"}));
+  EXPECT_EQ(args->pod.resourceName, "aws.amazon.com/neuroncore");
+  EXPECT_EQ(args->pod.count, 2);
+  EXPECT_EQ(args->pod.unit, topology::AllocationUnit::kCore);
+  EXPECT_FALSE(args->pod.uid.empty());
+}
+
+TEST(ExtenderJson, ParsesTheFullNodeListWithInstanceTypes) {
+  auto args = parseExtenderArgs(capture("filter.request.json"));
+  ASSERT_TRUE(args.ok()) << args.error().message;
+  EXPECT_TRUE(args->fullNodes);
+  ASSERT_EQ(args->nodes.size(), 2U);
+  EXPECT_EQ(args->nodes[0].instanceType, "trn1.32xlarge");
+  auto real = parseExtenderArgs(capture("filter-real-kubelet-node.request.json"));
+  ASSERT_TRUE(real.ok()) << real.error().message;
+}
+
+TEST(ExtenderJson, TopLevelKeysAreCaseInsensitiveLikeGo) {
+  auto args = parseExtenderArgs(
+      R"({"pod":{"metadata":{"name":"p","uid":"u"},"spec":{"containers":[{"resources":)"
+      R"({"limits":{"aws.amazon.com/neuron":"4"}}}]}},"nodenames":["a"]})");
+  ASSERT_TRUE(args.ok()) << args.error().message;
+  EXPECT_EQ(args->pod.count, 4);
+  EXPECT_EQ(args->pod.unit, topology::AllocationUnit::kDevice);
+  EXPECT_EQ(args->pod.namespace_, "default");
+  auto binding = parseBindingArgs(R"({"podname":"p","PODNAMESPACE":"ns","PodUid":"u","node":"n"})");
+  ASSERT_TRUE(binding.ok()) << binding.error().message;
+  EXPECT_EQ(binding->node, "n");
+}
+
+TEST(ExtenderJson, ContainersAddUpAndInitContainersTakeTheMax) {
+  auto args = parseExtenderArgs(R"({"Pod":{"metadata":{"name":"p"},"spec":{
+      "initContainers":[{"resources":{"requests":{"aws.amazon.com/neuroncore":"6"}}}],
+      "containers":[{"resources":{"requests":{"aws.amazon.com/neuroncore":2}}},
+                    {"resources":{"limits":{"aws.amazon.com/neuroncore":"3"}}}]}},
+      "NodeNames":[]})");
+  ASSERT_TRUE(args.ok()) << args.error().message;
+  EXPECT_EQ(args->pod.count, 6);
+  auto plain = parseExtenderArgs(
+      R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{}]}},"NodeNames":["a"]})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->pod.wantsNeuron());
+}
+
+TEST(ExtenderJson, BadInputNamesTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{", "request body: not valid JSON"},
+      {"[]", "request body: expected an object, got array"},
+      {R"({"NodeNames":["a"]})", "Pod: missing"},
+      {R"({"Pod":7,"NodeNames":[]})", "Pod: expected a Pod object, got number"},
+      {R"({"Pod":{"spec":{}},"NodeNames":[]})", "Pod.metadata: missing"},
+      {R"({"Pod":{"metadata":{"name":5},"spec":{}},"NodeNames":[]})",
+       "Pod.metadata.name: expected a string, got number"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{}}})", "NodeNames: missing"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{}},"NodeNames":"a"})",
+       "NodeNames: expected a list, got string"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{}},"NodeNames":[1]})",
+       "NodeNames[0]: expected a string, got number"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuroncore":"1.5"}}}]}},"NodeNames":[]})",
+       "Pod.spec.containers[0].resources.limits[\"aws.amazon.com/neuroncore\"]: expected a whole "
+       "number"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuroncore":"1","aws.amazon.com/neuron":"1"}}}]}},"NodeNames":[]})",
+       "a pod can take Neuron cores or whole devices, not both"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":{}}},"NodeNames":[]})",
+       "Pod.spec.containers: expected a list, got object"},
+  };
+  for (const auto& [body, message] : cases) {
+    auto args = parseExtenderArgs(body);
+    ASSERT_FALSE(args.ok()) << body;
+    EXPECT_NE(args.error().message.find(message), std::string::npos)
+        << body << " -> " << args.error().message;
+  }
+  EXPECT_NE(parseBindingArgs(R"({"PodName":"p"})").error().message.find("PodNamespace: missing"),
+            std::string::npos);
+  EXPECT_NE(parseBindingArgs(R"({"PodName":1,"PodNamespace":"n","PodUID":"u","Node":"x"})")
+                .error()
+                .message.find("PodName: expected a string"),
+            std::string::npos);
+}
+
+TEST(ExtenderJson, RepliesWithCapitalisedKeys) {
+  FilterResult result;
+  result.nodeNames = {"a"};
+  result.failed["b"] = "full";
+  const auto reply = nlohmann::json::parse(filterResultJson(result, "", false));
+  EXPECT_EQ(reply["NodeNames"], nlohmann::json({"a"}));
+  EXPECT_EQ(reply["FailedNodes"]["b"], "full");
+  EXPECT_TRUE(reply["Nodes"].is_null());
+  EXPECT_EQ(nlohmann::json::parse(prioritiesJson({{"a", 7}}))[0]["Score"], 7);
+  const auto preempt = nlohmann::json::parse(preemptionResultJson({{"n", {"u1"}}}, {{"n", 2}}));
+  EXPECT_EQ(preempt["NodeNameToMetaVictims"]["n"]["Pods"][0]["UID"], "u1");
+  EXPECT_EQ(preempt["NodeNameToMetaVictims"]["n"]["NumPDBViolations"], 2);
+}
+
+TEST(ExtenderJson, FullNodeModeReturnsTheKeptNodeObjects) {
+  const std::string body = capture("filter.request.json");
+  FilterResult result;
+  result.nodeNames = {"fake-trn-node-1"};
+  const auto reply = nlohmann::json::parse(filterResultJson(result, body, true));
+  ASSERT_EQ(reply["Nodes"]["items"].size(), 1U);
+  EXPECT_EQ(reply["Nodes"]["items"][0]["metadata"]["name"], "fake-trn-node-1");
+}
+
+TEST(ExtenderJson, PreemptionVictimsInBothForms) {
+  auto meta = parsePreemptionArgs(capture("nodecachecapable-preempt.request.json"));
+  ASSERT_TRUE(meta.ok()) << meta.error().message;
+  EXPECT_EQ(meta->victimUidsByNode.size(), 2U);
+  auto full = parsePreemptionArgs(capture("preempt.request.json"));
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_FALSE(full->victimUidsByNode.empty());
+}
+
+}  // namespace
+}  // namespace torus::extender

@@ -1,0 +1,162 @@
+#include "scheduler-extender/verbs/verbs.h"
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/topology/allowed_shapes.h"
+#include "common/topology/neuronlink_graph.h"
+#include "scheduler-extender/state/simulated_cluster.h"
+
+namespace torus::extender {
+namespace {
+
+PodDemand pod(const std::string& uid, topology::AllocationUnit unit, int count) {
+  PodDemand demand;
+  demand.name = "pod-" + uid;
+  demand.namespace_ = "default";
+  demand.uid = uid;
+  demand.unit = unit;
+  demand.count = count;
+  demand.resourceName = unit == topology::AllocationUnit::kCore ? "aws.amazon.com/neuroncore"
+                                                                : "aws.amazon.com/neuron";
+  return demand;
+}
+
+constexpr auto kCore = topology::AllocationUnit::kCore;
+constexpr auto kDevice = topology::AllocationUnit::kDevice;
+
+TEST(Filter, UnsupportedShapesAreUnresolvableAndFullNodesMerelyFailed) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("trn", "trn1.32xlarge").ok());
+  ASSERT_TRUE(state.upsertNode("inf", "inf2.48xlarge").ok());
+  const FilterResult seven = filter(state, pod("a", kDevice, 7), {"trn", "inf", "ghost"});
+  EXPECT_EQ(seven.nodeNames, (std::vector<std::string>{"inf"}));
+  EXPECT_NE(seven.failedAndUnresolvable.at("trn").find("does not support requests for 7 devices"),
+            std::string::npos);
+  EXPECT_EQ(seven.failed.at("ghost"), "not a Neuron node known to the extender");
+  ASSERT_TRUE(bindPod(state, pod("b", kDevice, 16), "trn").ok());
+  const FilterResult full = filter(state, pod("c", kDevice, 4), {"trn"});
+  EXPECT_TRUE(full.nodeNames.empty());
+  EXPECT_EQ(full.failed.count("trn"), 1U);
+  EXPECT_EQ(filter(state, PodDemand{}, {"trn"}).nodeNames.size(), 1U) << "not our pod: all pass";
+}
+
+TEST(Prioritize, PrefersThePartlyUsedNode) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("empty", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.upsertNode("busy", "trn2.48xlarge").ok());
+  ASSERT_TRUE(bindPod(state, pod("x", kCore, 32), "busy").ok());
+  const auto scores = prioritize(state, pod("y", kCore, 4), {"empty", "busy"});
+  ASSERT_EQ(scores.size(), 2U);
+  EXPECT_GT(scores[1].score, scores[0].score);
+  for (const HostPriority& p : scores) {
+    EXPECT_GE(p.score, 0);
+    EXPECT_LE(p.score, 10);
+  }
+}
+
+TEST(Bind, IsIdempotentAndFreesOnRelease) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  auto first = bindPod(state, pod("p", kCore, 4), "n");
+  ASSERT_TRUE(first.ok());
+  auto again = bindPod(state, pod("p", kCore, 4), "n");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->ids, first->ids);
+  EXPECT_EQ(state.allocationsOn("n").size(), 1U);
+  EXPECT_EQ(bindPod(state, pod("p", kCore, 4), "other").error().code, ErrorCode::kAlreadyExists);
+  EXPECT_TRUE(state.release("p"));
+  EXPECT_TRUE(state.allocationsOn("n").empty());
+  EXPECT_EQ(state.node("n")->freeCores.size(), 64);
+}
+
+TEST(Bind, ConcurrentBindsNeverHandOutACoreTwice) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge", 1).ok());  // 128 cores
+  std::vector<std::jthread> threads;
+  std::atomic<int> bound{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 125; ++i) {
+        const int count = 1 + (i % 3);
+        if (bindPod(state, pod(std::to_string(t * 1000 + i), kCore, count), "n").ok()) ++bound;
+      }
+    });
+  }
+  threads.clear();
+  topology::CoreSet seen;
+  int total = 0;
+  for (const Allocation& allocation : state.allocationsOn("n")) {
+    EXPECT_FALSE(seen.intersects(allocation.cores)) << allocation.podKey;
+    seen |= allocation.cores;
+    total += allocation.cores.size();
+    EXPECT_TRUE(allocation.cores.isContiguous());
+  }
+  EXPECT_EQ(seen.size(), total);
+  EXPECT_EQ(static_cast<int>(state.allocationsOn("n").size()), bound.load());
+  EXPECT_LE(total, 128);
+}
+
+TEST(Preempt, KeepsOnlyVictimSetsThatFreeAValidShape) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn1.32xlarge").ok());
+  ASSERT_TRUE(bindPod(state, pod("row0", kDevice, 4), "n").ok());  // 0-3
+  ASSERT_TRUE(bindPod(state, pod("row1", kDevice, 4), "n").ok());  // 4-7 (or an aligned row)
+  ASSERT_TRUE(bindPod(state, pod("rest", kDevice, 8), "n").ok());  // the other two rows
+  const PodDemand wants8 = pod("new", kDevice, 8);
+  // Evicting one row frees 4 devices: not enough for 8, so the extender declines that node.
+  EXPECT_TRUE(preempt(state, wants8, {{"n", {"row0"}}}).empty());
+  const auto accepted = preempt(state, wants8, {{"n", {"row0", "row1"}}});
+  ASSERT_EQ(accepted.count("n"), 1U);
+  EXPECT_TRUE(preempt(state, wants8, {{"unknown", {"row0"}}}).empty());
+}
+
+// Exhaustively on small nodes: filter passes exactly when some allowed, connected, free set
+// exists, whatever the mix of pods already bound.
+TEST(Filter, PassesIffAValidSetExistsOnSmallNodes) {
+  for (const char* type : {"inf1.6xlarge", "inf2.24xlarge"}) {
+    const topology::Node model = *topology::catalogNode(type);
+    const auto graph = topology::NeuronLinkGraph::fromNode(model);
+    const int devices = model.deviceCount();
+    for (int mask = 0; mask < (1 << devices); ++mask) {
+      ClusterState state;
+      ASSERT_TRUE(state.upsertNode("n", type).ok());
+      // Fill the node with one-device pods, then let the ones on the devices to free leave.
+      for (int d = 0; d < devices; ++d) {
+        ASSERT_TRUE(bindPod(state, pod("s" + std::to_string(d), kDevice, 1), "n").ok());
+      }
+      for (const Allocation& allocation : state.allocationsOn("n")) {
+        if ((mask >> allocation.ids.first()) & 1) state.release(allocation.podUid);
+      }
+      topology::DeviceSet free;
+      for (int d = 0; d < devices; ++d) {
+        if ((mask >> d) & 1) free.insert(d);
+      }
+      for (int count = 1; count <= devices; ++count) {
+        bool exists = false;
+        for (const auto& set : topology::allowedDeviceSets(topology::shapeRulesOf(model), count)) {
+          exists = exists || (set.isSubsetOf(free) && graph.isConnected(set));
+        }
+        const bool passed = !filter(state, pod("q", kDevice, count), {"n"}).nodeNames.empty();
+        ASSERT_EQ(passed, exists) << type << " free=" << free.toRangeString() << " count=" << count;
+      }
+    }
+  }
+}
+
+TEST(SimulatedCluster, ParsesTypesAndNamesNodes) {
+  auto spec = parseSimulatedCluster("trn2.48xlarge:3, inf2.48xlarge:2");
+  ASSERT_TRUE(spec.ok());
+  ClusterState state;
+  EXPECT_EQ(*addSimulatedNodes(state, *spec), 5);
+  EXPECT_TRUE(state.hasNode("sim-trn2.48xlarge-2"));
+  EXPECT_TRUE(state.hasNode("sim-inf2.48xlarge-0"));
+  EXPECT_FALSE(parseSimulatedCluster("trn9:3").ok());
+  EXPECT_FALSE(parseSimulatedCluster("trn2.48xlarge:0").ok());
+  EXPECT_FALSE(parseSimulatedCluster("").ok());
+}
+
+}  // namespace
+}  // namespace torus::extender
