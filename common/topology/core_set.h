@@ -50,7 +50,7 @@ class CoreSet {
   CoreSet operator-(const CoreSet& other) const;
   CoreSet& operator|=(const CoreSet& other);
   CoreSet& operator-=(const CoreSet& other);
-  bool operator==(const CoreSet& other) const = default;
+  auto operator<=>(const CoreSet& other) const = default;  // ordered, so sets can key a map
 
   template <typename Visit>
   void forEach(Visit visit) const {

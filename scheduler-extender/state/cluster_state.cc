@@ -1,5 +1,8 @@
 #include "scheduler-extender/state/cluster_state.h"
 
+#include <map>
+#include <tuple>
+
 #include "common/topology/allowed_shapes.h"
 
 namespace torus::extender {
@@ -83,7 +86,47 @@ Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
   if (it == nodes_.end()) {
     return makeError(ErrorCode::kNotFound, "not a Neuron node known to the extender");
   }
-  const NodeEntry& entry = it->second;
+  return tryPlaceLocked(nodeName, it->second, pod, withScore);
+}
+
+std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
+    const std::vector<std::string>& nodes, const PodDemand& pod, bool withScore) const {
+  struct Key {
+    const topology::InstanceType* type;
+    int lnc;
+    topology::CoreSet healthy;
+    topology::CoreSet used;
+    bool operator<(const Key& other) const {
+      return std::tie(type, lnc, healthy, used) <
+             std::tie(other.type, other.lnc, other.healthy, other.used);
+    }
+  };
+  std::vector<Result<Trial>> results;
+  results.reserve(nodes.size());
+  std::map<Key, Result<Trial>> memo;
+  std::lock_guard lock(mutex_);
+  for (const std::string& name : nodes) {
+    const auto it = nodes_.find(name);
+    if (it == nodes_.end()) {
+      results.emplace_back(
+          makeError(ErrorCode::kNotFound, "not a Neuron node known to the extender"));
+      continue;
+    }
+    const NodeEntry& entry = it->second;
+    Key key{entry.model.catalog, entry.model.lnc, entry.model.healthyDevices(), entry.usedCores};
+    auto found = memo.find(key);
+    if (found == memo.end()) {
+      found = memo.emplace(key, tryPlaceLocked(name, entry, pod, withScore)).first;
+    }
+    results.push_back(found->second);
+  }
+  return results;
+}
+
+Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const std::string& nodeName,
+                                                         const NodeEntry& entry,
+                                                         const PodDemand& pod,
+                                                         bool withScore) const {
   const NodeState view{nodeName, entry.model,
                        entry.model.coresOfDevices(entry.model.healthyDevices()) - entry.usedCores};
   auto chosen =
@@ -101,6 +144,36 @@ Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
     trial.score = static_cast<int>(10.0 * (0.6 * used + 0.4 * shapes) + 0.5);
   }
   return trial;
+}
+
+Result<Allocation> ClusterState::record(const std::string& nodeName, const PodDemand& pod,
+                                        const topology::CoreSet& ids) {
+  std::lock_guard lock(mutex_);
+  if (allocations_.count(pod.uid) != 0) {
+    return makeError(ErrorCode::kAlreadyExists, "pod " + pod.key() + " already holds cores");
+  }
+  const auto it = nodes_.find(nodeName);
+  if (it == nodes_.end()) {
+    return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
+  }
+  NodeEntry& entry = it->second;
+  const topology::CoreSet cores =
+      pod.unit == topology::AllocationUnit::kCore ? ids : entry.model.coresOfDevices(ids);
+  const topology::CoreSet valid = pod.unit == topology::AllocationUnit::kCore
+                                      ? entry.model.allCores()
+                                      : entry.model.allDevices();
+  if (ids.empty() || !ids.isSubsetOf(valid)) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "ids " + ids.toRangeString() + " do not exist on " + nodeName);
+  }
+  if (cores.intersects(entry.usedCores)) {
+    return makeError(ErrorCode::kAborted, "cores " + (cores & entry.usedCores).toRangeString() +
+                                              " on " + nodeName + " are already held");
+  }
+  Allocation allocation{nodeName, pod.key(), pod.uid, pod.unit, ids, cores};
+  entry.usedCores |= cores;
+  allocations_[pod.uid] = allocation;
+  return allocation;
 }
 
 bool ClusterState::release(const std::string& podUid) {

@@ -54,9 +54,18 @@ class ClusterState {
     int score = 0;
   };
   Result<Trial> tryPlace(const std::string& node, const PodDemand& pod, bool withScore) const;
+  // tryPlace for many nodes under one lock. Nodes of the same type with the same free ids get
+  // the same answer, so each distinct (type, LNC, health, free ids) is computed once per call —
+  // in a large cluster most nodes are empty or full, so 5,000 nodes cost a handful of placements.
+  std::vector<Result<Trial>> tryPlaceMany(const std::vector<std::string>& nodes,
+                                          const PodDemand& pod, bool withScore) const;
 
   // Chooses and records a placement for the pod on the node, or returns the one it already has.
   Result<Allocation> reserve(const std::string& node, const PodDemand& pod);
+  // Records an allocation decided elsewhere (a pod's AWS_NEURON_IDS annotation, another policy):
+  // the ids must exist on the node and be free.
+  Result<Allocation> record(const std::string& node, const PodDemand& pod,
+                            const topology::CoreSet& ids);
   // Frees what the pod holds (pod deleted or finished); false when it held nothing.
   bool release(const std::string& podUid);
   std::optional<Allocation> allocationOf(const std::string& podUid) const;
@@ -68,6 +77,9 @@ class ClusterState {
     std::shared_ptr<const topology::ShapeCatalog> shapes;
     topology::CoreSet usedCores;
   };
+
+  Result<Trial> tryPlaceLocked(const std::string& name, const NodeEntry& entry,
+                               const PodDemand& pod, bool withScore) const;
 
   mutable std::mutex mutex_;
   std::map<std::string, NodeEntry> nodes_;

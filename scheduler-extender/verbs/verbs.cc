@@ -5,12 +5,14 @@ namespace torus::extender {
 FilterResult filter(const ClusterState& state, const PodDemand& pod,
                     const std::vector<std::string>& nodeNames) {
   FilterResult result;
-  for (const std::string& name : nodeNames) {
-    if (!pod.wantsNeuron()) {
-      result.nodeNames.push_back(name);
-      continue;
-    }
-    auto trial = state.tryPlace(name, pod, false);
+  if (!pod.wantsNeuron()) {
+    result.nodeNames = nodeNames;
+    return result;
+  }
+  const auto trials = state.tryPlaceMany(nodeNames, pod, false);
+  for (std::size_t i = 0; i < nodeNames.size(); ++i) {
+    const std::string& name = nodeNames[i];
+    const auto& trial = trials[i];
     if (trial) {
       result.nodeNames.push_back(name);
     } else if (trial.error().code == ErrorCode::kResourceExhausted ||
@@ -26,12 +28,14 @@ FilterResult filter(const ClusterState& state, const PodDemand& pod,
 std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand& pod,
                                      const std::vector<std::string>& nodeNames) {
   std::vector<HostPriority> priorities;
-  for (const std::string& name : nodeNames) {
-    int score = 0;
-    if (pod.wantsNeuron()) {
-      if (auto trial = state.tryPlace(name, pod, true)) score = trial->score;
-    }
-    priorities.push_back({name, score});
+  if (!pod.wantsNeuron()) {
+    for (const std::string& name : nodeNames)
+      priorities.push_back({name, 0});
+    return priorities;
+  }
+  const auto trials = state.tryPlaceMany(nodeNames, pod, true);
+  for (std::size_t i = 0; i < nodeNames.size(); ++i) {
+    priorities.push_back({nodeNames[i], trials[i] ? trials[i]->score : 0});
   }
   return priorities;
 }
