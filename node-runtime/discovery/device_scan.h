@@ -25,7 +25,6 @@ struct DeviceFacts {
   std::string familyName;  // info/architecture/instance_type ("Trn2")
   std::string deviceName;  // info/architecture/device_name
   std::string serialNumber;
-  std::optional<int> resetState;
   std::optional<int> numaNode;
   std::string pciBdf;
   // Each problem makes the device unhealthy. Static ones come from attributes that describe the

@@ -33,12 +33,16 @@ const json* field(const json& object, std::string_view name) {
   return nullptr;
 }
 
-Result<json> parseBody(std::string_view body) {
+// Every request body is one JSON object.
+Result<json> parseObject(std::string_view body) {
+  json root;
   try {
-    return json::parse(body.begin(), body.end());
+    root = json::parse(body.begin(), body.end());
   } catch (const json::parse_error& error) {
     return bad("request body", std::string("not valid JSON (") + error.what() + ")");
   }
+  if (!root.is_object()) return bad("request body", "expected an object, got " + typeName(root));
+  return root;
 }
 
 Result<std::string> stringAt(const json& object, std::string_view key, const std::string& path,
@@ -175,9 +179,8 @@ std::string instanceTypeOf(const json& node) {
 }  // namespace
 
 Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
-  auto root = parseBody(body);
+  auto root = parseObject(body);
   if (!root) return std::move(root).error();
-  if (!root->is_object()) return bad("request body", "expected an object, got " + typeName(*root));
   ExtenderArgs args;
   auto pod = parsePod(field(*root, "Pod"), "Pod");
   if (!pod) return std::move(pod).error();
@@ -219,9 +222,8 @@ Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
 }
 
 Result<BindingArgs> parseBindingArgs(std::string_view body) {
-  auto root = parseBody(body);
+  auto root = parseObject(body);
   if (!root) return std::move(root).error();
-  if (!root->is_object()) return bad("request body", "expected an object, got " + typeName(*root));
   BindingArgs args;
   const std::pair<const char*, std::string*> fields[] = {{"PodName", &args.podName},
                                                          {"PodNamespace", &args.podNamespace},
@@ -238,9 +240,8 @@ Result<BindingArgs> parseBindingArgs(std::string_view body) {
 }
 
 Result<PreemptionArgs> parsePreemptionArgs(std::string_view body) {
-  auto root = parseBody(body);
+  auto root = parseObject(body);
   if (!root) return std::move(root).error();
-  if (!root->is_object()) return bad("request body", "expected an object, got " + typeName(*root));
   PreemptionArgs args;
   auto pod = parsePod(field(*root, "Pod"), "Pod");
   if (!pod) return std::move(pod).error();
@@ -310,12 +311,21 @@ std::string filterResultJson(const FilterResult& result, std::string_view reques
   return out.dump();
 }
 
+// Written by hand: a list of 5,000 {Host, Score} objects through the JSON DOM costs several
+// milliseconds of allocations, most of the prioritize budget.
 std::string prioritiesJson(const std::vector<HostPriority>& priorities) {
-  json out = json::array();
+  std::string out = "[";
+  out.reserve(priorities.size() * 48);
   for (const HostPriority& priority : priorities) {
-    out.push_back({{"Host", priority.host}, {"Score", priority.score}});
+    if (out.size() > 1) out += ',';
+    out += "{\"Host\":";
+    out += quoteJsonString(priority.host);
+    out += ",\"Score\":";
+    out += std::to_string(priority.score);
+    out += '}';
   }
-  return out.dump();
+  out += ']';
+  return out;
 }
 
 std::string bindingResultJson(const std::string& error) {

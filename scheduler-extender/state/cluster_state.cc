@@ -1,7 +1,9 @@
 #include "scheduler-extender/state/cluster_state.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
-#include <tuple>
+#include <unordered_map>
 
 #include "common/topology/allowed_shapes.h"
 
@@ -96,14 +98,19 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
     int lnc;
     topology::CoreSet healthy;
     topology::CoreSet used;
-    bool operator<(const Key& other) const {
-      return std::tie(type, lnc, healthy, used) <
-             std::tie(other.type, other.lnc, other.healthy, other.used);
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& key) const {
+      std::size_t hash = std::hash<const void*>()(key.type) ^ static_cast<std::size_t>(key.lnc);
+      key.used.forEach(
+          [&](int id) { hash = hash * 1099511628211ULL ^ static_cast<std::size_t>(id); });
+      return hash ^ static_cast<std::size_t>(key.healthy.size()) << 1;
     }
   };
   std::vector<Result<Trial>> results;
   results.reserve(nodes.size());
-  std::map<Key, Result<Trial>> memo;
+  std::unordered_map<Key, Result<Trial>, KeyHash> memo;
   std::lock_guard lock(mutex_);
   for (const std::string& name : nodes) {
     const auto it = nodes_.find(name);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/base/result.h"
@@ -82,7 +83,7 @@ class ClusterState {
                                const PodDemand& pod, bool withScore) const;
 
   mutable std::mutex mutex_;
-  std::map<std::string, NodeEntry> nodes_;
+  std::unordered_map<std::string, NodeEntry> nodes_;
   std::map<std::string, Allocation> allocations_;  // by pod UID
 };
 
