@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -124,6 +125,43 @@ TEST(ExtenderBinary, BadFlagsExitTwoWithTheReason) {
   const ProcessResult help = runProcess({binaryPath("neuron-scheduler-extender"), "--help"});
   EXPECT_EQ(help.exitCode, 0);
   EXPECT_NE(help.out.find("--simulate-cluster=TYPE:N,..."), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torus::testing
+
+namespace torus::testing {
+namespace {
+
+TEST(ExtenderBinary, ServesHttpsWithTheGivenCertificate) {
+  auto dir = TempDir::create("extender-tls");
+  ASSERT_TRUE(dir.ok());
+  const std::string cert = (dir->path() / "tls.crt").string();
+  const std::string key = (dir->path() / "tls.key").string();
+  const ProcessResult made =
+      runProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                  "-subj", "/CN=127.0.0.1", "-keyout", key, "-out", cert});
+  ASSERT_EQ(made.exitCode, 0) << made.err;
+  BackgroundProcess extender({binaryPath("neuron-scheduler-extender"),
+                              "--simulate-cluster=inf2.xlarge:1", "--listen=127.0.0.1:0",
+                              "--tls-cert-file=" + cert, "--tls-key-file=" + key});
+  const auto log = extender.waitForStderr("\"serving\"", 10s);
+  ASSERT_TRUE(log.has_value()) << extender.stderrText();
+  EXPECT_NE(log->find("tls=true"), std::string::npos);
+  const int port = loggedPort(*log, "\"serving\"");
+  const ProcessResult https =
+      runProcess({"/usr/bin/curl", "-sS", "--max-time", "5", "--cacert", cert,
+                  "https://127.0.0.1:" + std::to_string(port) + "/healthz"});
+  EXPECT_EQ(https.exitCode, 0) << https.err;
+  EXPECT_EQ(https.out, "ok\n");
+  extender.signal(SIGTERM);
+  EXPECT_EQ(extender.waitExit(10s), std::optional<int>(0));
+  const ProcessResult missingKey = runProcess(
+      {binaryPath("neuron-scheduler-extender"), "--listen=127.0.0.1:0", "--tls-cert-file=" + cert});
+  EXPECT_EQ(missingKey.exitCode, 1);
+  EXPECT_NE(missingKey.err.find("TLS needs both a certificate file and a key file"),
+            std::string::npos)
+      << missingKey.err;
 }
 
 }  // namespace
