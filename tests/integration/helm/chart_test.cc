@@ -24,8 +24,8 @@ const std::vector<Variant> kVariants = {
     {"defaults", {}},
     {"LNC 1 and the legacy resource",
      {"nodeAgent.lnc=1", "nodeAgent.resources={neuroncore,neuron,neurondevice}"}},
-    {"PodMonitor on", {"nodeAgent.serviceMonitor.enabled=true"}},
-    {"agent only", {"extender.enabled=false", "scheduler.enabled=false"}},
+    {"with the extender and neuron-scheduler", {"extender.enabled=true", "scheduler.enabled=true"}},
+    {"no hostPID (resets cannot see other containers)", {"nodeAgent.hostPID=false"}},
 };
 
 std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
@@ -88,7 +88,7 @@ TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
 }
 
 TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
-  const auto objects = render(kVariants[0]);
+  const auto objects = render(kVariants[2]);
   std::string service;
   YAML::Node config;
   for (const YAML::Node& object : objects) {

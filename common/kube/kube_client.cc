@@ -1,0 +1,157 @@
+#include "common/kube/kube_client.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "common/base/strings.h"
+
+namespace torus::kube {
+namespace {
+
+using nlohmann::json;
+
+Error statusError(int status, const std::string& method, const std::string& path,
+                  const std::string& body) {
+  std::string message = method + " " + path + ": HTTP " + std::to_string(status);
+  const json parsed = json::parse(body, nullptr, false);
+  if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
+    message += ": " + parsed["message"].get<std::string>();
+  }
+  ErrorCode code = ErrorCode::kInternal;
+  if (status == 404)
+    code = ErrorCode::kNotFound;
+  else if (status == 409)
+    code = ErrorCode::kAborted;
+  else if (status == 410)
+    code = ErrorCode::kFailedPrecondition;
+  else if (status == 401 || status == 403)
+    code = ErrorCode::kPermissionDenied;
+  else if (status == 400 || status == 422)
+    code = ErrorCode::kInvalidArgument;
+  else if (status == 429 || status >= 500)
+    code = ErrorCode::kUnavailable;
+  return makeError(code, message);
+}
+
+Result<json> parseReply(const std::string& method, const std::string& path,
+                        const httplib::Result& reply) {
+  if (!reply) {
+    return makeError(ErrorCode::kUnavailable,
+                     method + " " + path + ": " + httplib::to_string(reply.error()));
+  }
+  if (reply->status < 200 || reply->status >= 300) {
+    return statusError(reply->status, method, path, reply->body);
+  }
+  json body = json::parse(reply->body, nullptr, false);
+  if (body.is_discarded()) {
+    return makeError(ErrorCode::kInternal, method + " " + path + ": the reply is not JSON");
+  }
+  return body;
+}
+
+}  // namespace
+
+struct KubeClient::Transport {
+  std::unique_ptr<httplib::Client> client;
+  httplib::Headers headers;
+};
+
+KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
+    : config_(std::move(config)), transport_(std::make_unique<Transport>()) {
+  if (!config_.clientCertFile.empty() && !config_.clientKeyFile.empty()) {
+    transport_->client = std::make_unique<httplib::Client>(config_.server, config_.clientCertFile,
+                                                           config_.clientKeyFile);
+  } else {
+    transport_->client = std::make_unique<httplib::Client>(config_.server);
+  }
+  httplib::Client& client = *transport_->client;
+  if (!config_.caFile.empty()) client.set_ca_cert_path(config_.caFile.c_str());
+  client.enable_server_certificate_verification(!config_.insecureSkipTlsVerify);
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
+  client.set_connection_timeout(seconds, 0);
+  client.set_read_timeout(seconds, 0);
+  client.set_write_timeout(seconds, 0);
+  transport_->headers = {{"Accept", "application/json"}, {"User-Agent", "torus/0.1"}};
+  if (!config_.token.empty()) {
+    transport_->headers.emplace("Authorization", "Bearer " + config_.token);
+  }
+}
+
+KubeClient::~KubeClient() = default;
+
+Result<json> KubeClient::get(const std::string& path) {
+  return parseReply("GET", path, transport_->client->Get(path, transport_->headers));
+}
+
+Result<json> KubeClient::create(const std::string& path, const json& body) {
+  return parseReply(
+      "POST", path,
+      transport_->client->Post(path, transport_->headers, body.dump(), "application/json"));
+}
+
+Result<json> KubeClient::mergePatch(const std::string& path, const json& patch) {
+  return parseReply("PATCH", path,
+                    transport_->client->Patch(path, transport_->headers, patch.dump(),
+                                              "application/merge-patch+json"));
+}
+
+Result<void> KubeClient::watch(const std::string& path, const std::string& resourceVersion,
+                               const std::function<void(const WatchEvent&)>& onEvent,
+                               std::stop_token stop) {
+  const std::string target = path + (path.find('?') == std::string::npos ? "?" : "&") +
+                             "watch=1&allowWatchBookmarks=true&resourceVersion=" + resourceVersion;
+  std::string pending;
+  std::optional<Error> failure;
+  int status = 0;
+  std::string errorBody;
+  auto reply = transport_->client->Get(
+      target, transport_->headers,
+      [&](const httplib::Response& response) {
+        status = response.status;
+        return true;
+      },
+      [&](const char* data, std::size_t length) {
+        if (status < 200 || status >= 300) {
+          errorBody.append(data, length);
+          return true;
+        }
+        pending.append(data, length);
+        for (std::size_t newline; (newline = pending.find('\n')) != std::string::npos;) {
+          const std::string line = pending.substr(0, newline);
+          pending.erase(0, newline + 1);
+          if (trim(line).empty()) continue;
+          json event = json::parse(line, nullptr, false);
+          if (!event.is_object() || !event.contains("type") || !event["type"].is_string()) {
+            failure = makeError(ErrorCode::kInternal, "watch " + path + ": malformed event " +
+                                                          quoteJsonString(clipForMessage(line)));
+            return false;
+          }
+          const std::string type = event["type"].get<std::string>();
+          if (type == "ERROR") {
+            const json& object = event["object"];
+            const int code = object.is_object() ? object.value("code", 0) : 0;
+            failure = statusError(code == 0 ? 500 : code, "WATCH", path, object.dump());
+            return false;
+          }
+          onEvent({type, std::make_shared<const json>(std::move(event["object"]))});
+        }
+        return !stop.stop_requested();
+      });
+  if (failure) return *failure;
+  if (status != 0 && (status < 200 || status >= 300)) {
+    return statusError(status, "WATCH", path, errorBody);
+  }
+  if (!reply && !stop.stop_requested() && reply.error() != httplib::Error::Canceled) {
+    return makeError(ErrorCode::kUnavailable,
+                     "WATCH " + path + ": " + httplib::to_string(reply.error()));
+  }
+  return okResult();
+}
+
+json annotationPatch(const std::string& key, const std::optional<std::string>& value) {
+  json patch;
+  patch["metadata"]["annotations"][key] = value ? json(*value) : json(nullptr);
+  return patch;
+}
+
+}  // namespace torus::kube

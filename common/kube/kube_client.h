@@ -1,0 +1,60 @@
+// KubeClient: the few Kubernetes API calls Torus makes — get, list, watch (with resourceVersion;
+// 410 Gone is reported so the caller re-lists), JSON merge-patch, and create (Bindings, Events)
+// — over HTTPS with a bearer token or a client certificate. Bodies are nlohmann::json values.
+//
+// Errors carry the HTTP status mapped to our codes and the API server's own message:
+// 404 NotFound, 409 Aborted (conflict: re-read and retry), 410 FailedPrecondition (watch too
+// old: re-list), 401/403 PermissionDenied, 422 InvalidArgument, 429/5xx and transport failures
+// Unavailable. Nothing throws.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/base/result.h"
+#include "common/kube/kube_config.h"
+
+namespace torus::kube {
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK
+  std::shared_ptr<const nlohmann::json> object;
+};
+
+class KubeClient {
+ public:
+  explicit KubeClient(KubeConfig config,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  ~KubeClient();
+  KubeClient(const KubeClient&) = delete;
+  KubeClient& operator=(const KubeClient&) = delete;
+
+  Result<nlohmann::json> get(const std::string& path);
+  Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body);
+  // application/merge-patch+json: only the keys in `patch` change; an annotation map is never
+  // replaced wholesale.
+  Result<nlohmann::json> mergePatch(const std::string& path, const nlohmann::json& patch);
+  // Streams watch events of `path` (a collection) from `resourceVersion` until the server ends
+  // the stream (Ok), `stop` is requested (Ok), or an error; ERROR events with code 410 become a
+  // FailedPrecondition error so the caller re-lists.
+  Result<void> watch(const std::string& path, const std::string& resourceVersion,
+                     const std::function<void(const WatchEvent&)>& onEvent,
+                     std::stop_token stop = {});
+
+  const KubeConfig& config() const { return config_; }
+
+ private:
+  struct Transport;
+  KubeConfig config_;
+  std::unique_ptr<Transport> transport_;
+};
+
+// Escapes a JSON merge-patch that sets one annotation (value) or removes it (nullopt).
+nlohmann::json annotationPatch(const std::string& key, const std::optional<std::string>& value);
+
+}  // namespace torus::kube
