@@ -89,9 +89,9 @@ Result<KubeConfig> loadKubeconfig(const std::filesystem::path& path, std::string
       context.empty() ? scalar(root, "current-context") : std::string(context);
   if (contextName.empty()) return bad(where, "no current-context and no context given");
   const YAML::Node ctx = findNamed(root["contexts"], contextName, "context");
-  if (!ctx) return bad(where, "context " + quoteJsonString(contextName) + " not found");
+  if (!ctx.IsMap()) return bad(where, "context " + quoteJsonString(contextName) + " not found");
   const YAML::Node cluster = findNamed(root["clusters"], scalar(ctx, "cluster"), "cluster");
-  if (!cluster)
+  if (!cluster.IsMap())
     return bad(where, "cluster " + quoteJsonString(scalar(ctx, "cluster")) + " not found");
   const YAML::Node user = findNamed(root["users"], scalar(ctx, "user"), "user");
 
@@ -105,7 +105,7 @@ Result<KubeConfig> loadKubeconfig(const std::filesystem::path& path, std::string
     if (!file) return std::move(file).error().withContext(where);
     config.caFile = *file;
   }
-  if (user) {
+  if (user.IsMap()) {
     if (user["exec"] || user["auth-provider"]) {
       return bad(where, "user " + quoteJsonString(scalar(ctx, "user")) +
                             " uses an exec or auth-provider plugin, which is not supported; "

@@ -1,0 +1,188 @@
+// The Kubernetes client against an API-server stand-in speaking the REST wire format over real
+// HTTP on loopback: auth header, errors with the server's message, merge-patch content type,
+// create, and watch streams (events, 410 Gone), plus kubeconfig and in-cluster loading.
+#include "common/kube/kube_client.h"
+
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+
+namespace torus::kube {
+namespace {
+
+using nlohmann::json;
+
+class FakeApiServer {
+ public:
+  FakeApiServer() {
+    server_.Get(
+        "/api/v1/nodes/n1", [this](const httplib::Request& request, httplib::Response& response) {
+          lastAuthorization_ = request.get_header_value("Authorization");
+          response.set_content(R"({"kind":"Node","metadata":{"name":"n1"}})", "application/json");
+        });
+    server_.Get("/api/v1/nodes/missing", [](const httplib::Request&, httplib::Response& response) {
+      response.status = 404;
+      response.set_content(
+          R"({"kind":"Status","message":"nodes \"missing\" not found","code":404})",
+          "application/json");
+    });
+    server_.Patch("/api/v1/namespaces/default/pods/p",
+                  [this](const httplib::Request& request, httplib::Response& response) {
+                    lastContentType_ = request.get_header_value("Content-Type");
+                    lastBody_ = request.body;
+                    response.set_content(R"({"kind":"Pod"})", "application/json");
+                  });
+    server_.Post("/api/v1/namespaces/default/pods/p/binding",
+                 [this](const httplib::Request& request, httplib::Response& response) {
+                   lastBody_ = request.body;
+                   response.status = 201;
+                   response.set_content(R"({"kind":"Status","status":"Success"})",
+                                        "application/json");
+                 });
+    server_.Get("/api/v1/pods", [](const httplib::Request& request, httplib::Response& response) {
+      if (request.get_param_value("resourceVersion") == "1") {
+        response.set_content(
+            "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"message\":\"too "
+            "old "
+            "resource version: 1 (500)\"}}\n",
+            "application/json");
+        return;
+      }
+      response.set_content(
+          "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"
+          "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n\n"
+          "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n",
+          "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::jthread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~FakeApiServer() { server_.stop(); }
+
+  KubeConfig config() const {
+    KubeConfig config;
+    config.server = "http://127.0.0.1:" + std::to_string(port_);
+    config.token = "secret-token";
+    return config;
+  }
+
+  httplib::Server server_;
+  int port_ = 0;
+  std::jthread thread_;
+  std::string lastAuthorization_;
+  std::string lastContentType_;
+  std::string lastBody_;
+};
+
+TEST(KubeClient, GetSendsTheTokenAndErrorsCarryTheServersMessage) {
+  FakeApiServer api;
+  KubeClient client(api.config());
+  auto node = client.get("/api/v1/nodes/n1");
+  ASSERT_TRUE(node.ok()) << node.error().message;
+  EXPECT_EQ((*node)["metadata"]["name"], "n1");
+  EXPECT_EQ(api.lastAuthorization_, "Bearer secret-token");
+  auto missing = client.get("/api/v1/nodes/missing");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(missing.error().message,
+            "GET /api/v1/nodes/missing: HTTP 404: nodes \"missing\" not found");
+}
+
+TEST(KubeClient, MergePatchSetsOneAnnotationAndCreatePosts) {
+  FakeApiServer api;
+  KubeClient client(api.config());
+  ASSERT_TRUE(client
+                  .mergePatch("/api/v1/namespaces/default/pods/p",
+                              annotationPatch("AWS_NEURON_IDS", "0,1,2,3"))
+                  .ok());
+  EXPECT_EQ(api.lastContentType_, "application/merge-patch+json");
+  EXPECT_EQ(json::parse(api.lastBody_),
+            json::parse(R"({"metadata":{"annotations":{"AWS_NEURON_IDS":"0,1,2,3"}}})"));
+  EXPECT_EQ(json::parse(annotationPatch("X", std::nullopt).dump()),
+            json::parse(R"({"metadata":{"annotations":{"X":null}}})"));
+  const json binding = {{"apiVersion", "v1"},
+                        {"kind", "Binding"},
+                        {"metadata", {{"name", "p"}}},
+                        {"target", {{"kind", "Node"}, {"name", "n1"}}}};
+  ASSERT_TRUE(client.create("/api/v1/namespaces/default/pods/p/binding", binding).ok());
+  EXPECT_EQ(json::parse(api.lastBody_)["target"]["name"], "n1");
+}
+
+TEST(KubeClient, WatchDeliversEventsAndReportsGone) {
+  FakeApiServer api;
+  KubeClient client(api.config());
+  std::vector<std::string> types;
+  auto watched = client.watch("/api/v1/pods", "7", [&](const WatchEvent& event) {
+    types.push_back(event.type);
+    EXPECT_EQ((*event.object)["metadata"]["name"], "a");
+  });
+  ASSERT_TRUE(watched.ok()) << watched.error().message;
+  EXPECT_EQ(types, (std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"}));
+  auto gone = client.watch("/api/v1/pods", "1", [](const WatchEvent&) {});
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(gone.error().message.find("too old resource version"), std::string::npos);
+}
+
+TEST(KubeClient, AnUnreachableServerIsUnavailable) {
+  KubeConfig config;
+  config.server = "http://127.0.0.1:1";
+  KubeClient client(config, std::chrono::seconds(2));
+  auto reply = client.get("/api/v1/nodes");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.error().code, ErrorCode::kUnavailable);
+}
+
+TEST(KubeConfigLoading, ReadsTheCurrentContextAndMaterialisesInlineData) {
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  const auto path = dir->path() / "config";
+  // "LS0tCg==" is base64 for "---\n".
+  ASSERT_TRUE(writeFile(path, R"(apiVersion: v1
+kind: Config
+current-context: prod
+contexts:
+  - name: prod
+    context: {cluster: c1, user: u1}
+  - name: other
+    context: {cluster: c1, user: plugin}
+clusters:
+  - name: c1
+    cluster: {server: "https://10.0.0.1:6443", certificate-authority-data: LS0tCg==}
+users:
+  - name: u1
+    user: {token: abc}
+  - name: plugin
+    user: {exec: {command: aws}}
+)")
+                  .ok());
+  auto config = loadKubeconfig(path);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->server, "https://10.0.0.1:6443");
+  EXPECT_EQ(config->token, "abc");
+  EXPECT_EQ(*readSmallFile(config->caFile), "---\n");
+  auto plugin = loadKubeconfig(path, "other");
+  ASSERT_FALSE(plugin.ok());
+  EXPECT_NE(plugin.error().message.find("exec or auth-provider plugin"), std::string::npos);
+  EXPECT_NE(loadKubeconfig(path, "nope").error().message.find("context \"nope\" not found"),
+            std::string::npos);
+  EXPECT_FALSE(loadKubeconfig(dir->path() / "absent").ok());
+  EXPECT_FALSE(decodeBase64("not base64!").ok());
+}
+
+TEST(KubeConfigLoading, InClusterNeedsTheServiceEnvironment) {
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  auto config = inClusterConfig("/nonexistent");
+  ASSERT_FALSE(config.ok());
+  EXPECT_NE(config.error().message.find("pass --kubeconfig"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace torus::kube
