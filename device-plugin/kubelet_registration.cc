@@ -11,7 +11,7 @@ Result<void> registerWithKubelet(const std::string& kubeletSocket, const std::st
                                  ResourceKind kind, std::chrono::milliseconds timeout) {
   auto channel =
       grpc::CreateChannel(unixAddress(kubeletSocket), grpc::InsecureChannelCredentials());
-  auto stub = v1beta1::Registration::NewStub(channel);
+  auto registration = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest request;
   request.set_version("v1beta1");
   request.set_endpoint(endpoint);
@@ -21,7 +21,7 @@ Result<void> registerWithKubelet(const std::string& kubeletSocket, const std::st
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   v1beta1::Empty response;
-  const grpc::Status status = stub->Register(&context, request, &response);
+  const grpc::Status status = registration->Register(&context, request, &response);
   if (!status.ok()) {
     return makeError(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
                          ? ErrorCode::kDeadlineExceeded

@@ -15,13 +15,13 @@ constexpr ResourceKind kKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeu
 
 }  // namespace
 
-struct PodResourcesClient::Stub {
-  std::unique_ptr<v1::PodResourcesLister::Stub> stub;
+struct PodResourcesClient::Lister {
+  std::unique_ptr<v1::PodResourcesLister::Stub> rpc;
 };
 
 PodResourcesClient::PodResourcesClient(std::string socket)
-    : socket_(std::move(socket)), stub_(std::make_unique<Stub>()) {
-  stub_->stub = v1::PodResourcesLister::NewStub(
+    : socket_(std::move(socket)), lister_(std::make_unique<Lister>()) {
+  lister_->rpc = v1::PodResourcesLister::NewStub(
       grpc::CreateChannel(unixAddress(socket_), grpc::InsecureChannelCredentials()));
 }
 
@@ -29,15 +29,14 @@ PodResourcesClient::~PodResourcesClient() = default;
 
 Result<Assignments> PodResourcesClient::list(const topology::Node& node,
                                              std::chrono::milliseconds timeout) {
-  const std::string& socket = socket_;
-  auto& stub = stub_->stub;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   v1::ListPodResourcesResponse response;
-  const grpc::Status status = stub->List(&context, v1::ListPodResourcesRequest(), &response);
+  const grpc::Status status =
+      lister_->rpc->List(&context, v1::ListPodResourcesRequest(), &response);
   if (!status.ok()) {
     return makeError(ErrorCode::kUnavailable,
-                     "pod-resources List at " + socket + ": " + status.error_message());
+                     "pod-resources List at " + socket_ + ": " + status.error_message());
   }
   Assignments assignments;
   for (const auto& pod : response.pod_resources()) {

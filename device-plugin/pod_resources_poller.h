@@ -26,9 +26,9 @@ class PodResourcesClient {
   Result<Assignments> list(const topology::Node& node, std::chrono::milliseconds timeout);
 
  private:
-  struct Stub;
+  struct Lister;
   std::string socket_;
-  std::unique_ptr<Stub> stub_;
+  std::unique_ptr<Lister> lister_;
 };
 
 class PodResourcesPoller {
