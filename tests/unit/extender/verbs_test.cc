@@ -1,6 +1,7 @@
 #include "scheduler-extender/verbs/verbs.h"
 
 #include <atomic>
+#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -156,6 +157,42 @@ TEST(SimulatedCluster, ParsesTypesAndNamesNodes) {
   EXPECT_FALSE(parseSimulatedCluster("trn9:3").ok());
   EXPECT_FALSE(parseSimulatedCluster("trn2.48xlarge:0").ok());
   EXPECT_FALSE(parseSimulatedCluster("").ok());
+}
+
+}  // namespace
+}  // namespace torus::extender
+
+namespace torus::extender {
+namespace {
+
+// The per-request memo must never change an answer: many nodes at once give exactly what each
+// node gives alone, on a cluster churned into many different free sets.
+TEST(ClusterState, PlacingManyNodesAtOnceMatchesOneByOne) {
+  ClusterState state;
+  ASSERT_TRUE(addSimulatedNodes(state, {{"trn2.48xlarge", 40}, {"inf2.48xlarge", 20}}).ok());
+  const std::vector<std::string> nodes = state.nodeNames();
+  std::mt19937 random(5);
+  for (int i = 0; i < 400; ++i) {
+    const bool devices = random() % 3 == 0;
+    const int count = devices ? 1 << (random() % 3) : 1 + static_cast<int>(random() % 12);
+    (void)bindPod(state, pod(std::to_string(i), devices ? kDevice : kCore, count),
+                  nodes[random() % nodes.size()]);
+    if (random() % 4 == 0) state.release(std::to_string(random() % (i + 1)));
+  }
+  for (const PodDemand& demand :
+       {pod("q1", kCore, 4), pod("q2", kDevice, 4), pod("q3", kCore, 9)}) {
+    const auto many = state.tryPlaceMany(nodes, demand, true);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto one = state.tryPlace(nodes[i], demand, true);
+      ASSERT_EQ(one.ok(), many[i].ok()) << nodes[i];
+      if (one.ok()) {
+        EXPECT_EQ(one->ids, many[i]->ids) << nodes[i];
+        EXPECT_EQ(one->score, many[i]->score) << nodes[i];
+      } else {
+        EXPECT_EQ(one.error().message, many[i].error().message);
+      }
+    }
+  }
 }
 
 }  // namespace
