@@ -118,6 +118,26 @@ TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
   EXPECT_EQ(managed, (std::set<std::string>{"aws.amazon.com/neuron", "aws.amazon.com/neuroncore"}));
 }
 
+TEST(DeployManifests, SelfManagedSchedulerConfigNamesOurVerbsAndResources) {
+  const YAML::Node config = YAML::LoadFile(std::string(TORUS_SOURCE_DIR) +
+                                           "/deploy/self-managed/kube-scheduler-config.yaml");
+  EXPECT_EQ(config["kind"].as<std::string>(), "KubeSchedulerConfiguration");
+  const YAML::Node extender = config["extenders"][0];
+  EXPECT_EQ(extender["urlPrefix"].as<std::string>(), "http://127.0.0.1:32700");
+  EXPECT_EQ(extender["filterVerb"].as<std::string>(), "filter");
+  EXPECT_FALSE(extender["bindVerb"]) << "no bind until the extender binds through the API";
+  EXPECT_EQ(extender["managedResources"].size(), 2U);
+  const YAML::Node service =
+      YAML::LoadFile(std::string(TORUS_SOURCE_DIR) + "/deploy/self-managed/extender-nodeport.yaml");
+  EXPECT_EQ(service["spec"]["ports"][0]["nodePort"].as<int>(), 32700);
+  for (const char* example : {"one-core", "four-cores", "one-device", "sixteen-devices"}) {
+    const YAML::Node pod =
+        YAML::LoadFile(std::string(TORUS_SOURCE_DIR) + "/deploy/examples/" + example + ".yaml");
+    EXPECT_EQ(pod["kind"].as<std::string>(), "Pod") << example;
+    EXPECT_TRUE(pod["spec"]["containers"][0]["resources"]["limits"]) << example;
+  }
+}
+
 TEST(HelmChart, DeployManifestsMatchTheChart) {
   const ProcessResult rendered =
       runProcess({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system"});
