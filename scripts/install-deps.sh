@@ -29,12 +29,6 @@ if [[ "$(id -u)" != 0 ]]; then
   sudo_cmd=(sudo)
 fi
 
-# npm fetches the helm binary the chart tests use (scripts/get-helm.sh); the machine image may
-# already have a newer one.
-if [[ "${1:-}" != "--runtime" ]] && ! command -v npm >/dev/null; then
-  packages+=(npm)
-fi
-
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
