@@ -49,6 +49,15 @@ NodeAgent::~NodeAgent() {
 }
 
 Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
+  // Settings that cannot work are refused before any tree is written or device read.
+  if (config.healthIntervalMs < 50) {
+    return makeError(ErrorCode::kInvalidArgument, "--health-interval must be at least 50ms, got " +
+                                                      std::to_string(config.healthIntervalMs) +
+                                                      "ms");
+  }
+  if (auto listen = http::parseListenAddress(config.metricsAddr); !listen) {
+    return std::move(listen).error().withContext("--metrics-addr");
+  }
   auto prepared = node_source::prepareNode(config.node);
   if (!prepared) return std::move(prepared).error().withContext("preparing the node");
   auto found =
@@ -56,11 +65,6 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   if (!found) return std::move(found).error();
   logDiscovery(*found);
   auto agent = std::make_unique<NodeAgent>(std::move(*prepared), std::move(*found));
-  if (config.healthIntervalMs < 50) {
-    return makeError(ErrorCode::kInvalidArgument, "--health-interval must be at least 50ms, got " +
-                                                      std::to_string(config.healthIntervalMs) +
-                                                      "ms");
-  }
   agent->monitor_ = std::make_unique<runtime::NodeMonitor>(
       agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_,
       std::chrono::milliseconds(config.healthIntervalMs));

@@ -83,6 +83,18 @@ TEST(NodeAgent, StartupFailuresExitNonZeroWithTheReason) {
       << badAddress.err;
 }
 
+TEST(NodeAgent, RefusesAHealthIntervalItCannotKeep) {
+  const ProcessResult tooFast =
+      runProcess({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
+                  "--health-interval=10ms", "--metrics-addr=127.0.0.1:0"});
+  EXPECT_EQ(tooFast.exitCode, 1);
+  EXPECT_NE(tooFast.err.find("--health-interval must be at least 50ms, got 10ms"),
+            std::string::npos)
+      << tooFast.err;
+  EXPECT_EQ(tooFast.err.find("wrote simulated driver tree"), std::string::npos)
+      << "refused before doing any work";
+}
+
 TEST(NodeAgent, ConfigReferenceMatchesDocs) {
   const ProcessResult reference =
       runProcess({binaryPath("neuron-node-agent"), "--print-config-reference"});
