@@ -107,7 +107,7 @@ bool DevicePluginManager::registerAll() {
 
 void DevicePluginManager::watch(std::stop_token stop) {
   UniqueFd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  int watch = -1;
+  int directoryWatch = -1;  // inotify watch of the plugin directory; -1 while it is gone
   bool needRegister = true;
   auto backoff = std::chrono::milliseconds(1000);
   Clock::time_point nextAttempt = Clock::now();
@@ -123,11 +123,11 @@ void DevicePluginManager::watch(std::stop_token stop) {
   };
 
   while (!stop.stop_requested()) {
-    if (watch < 0 && inotify) {
-      watch =
+    if (directoryWatch < 0 && inotify) {
+      directoryWatch =
           ::inotify_add_watch(inotify.get(), options_.pluginDir.c_str(),
                               IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF);
-      if (watch >= 0) {
+      if (directoryWatch >= 0) {
         bool serving = false;
         {
           std::lock_guard lock(mutex_);
@@ -164,9 +164,15 @@ void DevicePluginManager::watch(std::stop_token stop) {
       offset += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
       const std::string name = event->len > 0 ? event->name : "";
       if ((event->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) != 0) {
-        watch = -1;
-        TORUS_LOG(Warn, Plugin, "device-plugin directory removed; waiting for it to return",
-                  {"dir", options_.pluginDir});
+        if (directoryWatch >= 0) {
+          ::inotify_rm_watch(inotify.get(), directoryWatch);
+          directoryWatch = -1;
+          // Our sockets went with the directory; serve afresh once it is back.
+          std::lock_guard lock(mutex_);
+          servers_.clear();
+          TORUS_LOG(Warn, Plugin, "device-plugin directory removed; waiting for it to return",
+                    {"dir", options_.pluginDir});
+        }
         continue;
       }
       if ((event->mask & (IN_CREATE | IN_MOVED_TO)) != 0 && name == kKubeletSocket) {

@@ -1,6 +1,7 @@
 // The device plugin end to end over real unix sockets: the agent's pieces (NodeMonitor over a
 // simulated tree, the plugin manager) against a kubelet stand-in speaking v1beta1.
 #include <filesystem>
+#include <thread>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -282,6 +283,18 @@ TEST_F(DevicePluginTest, ReRegistersWithinTwoSecondsAfterKubeletRestarts) {
   EXPECT_LT(std::chrono::steady_clock::now() - restarted, 2s);
   ASSERT_TRUE(kubelet_->waitForDevices(
       kCores, [](const auto& d) { return d.size() == 12; }, 2s));
+}
+
+TEST_F(DevicePluginTest, ReRegistersWhenTheWholeDirectoryIsRecreated) {
+  start("inf2.xlarge");
+  kubelet_->stopAndWipe();
+  fs::remove_all(pluginDir_);
+  std::this_thread::sleep_for(200ms);  // the agent notices the directory is gone
+  fs::create_directories(pluginDir_);
+  kubelet_->start();
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 2, 5s));
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 2, 5s));
+  EXPECT_TRUE(fs::exists(pluginDir_ + "/torus-neuroncore.sock"));
 }
 
 TEST_F(DevicePluginTest, HealthFollowsTheSimulatorFaultsAndRecovers) {
