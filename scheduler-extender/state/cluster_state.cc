@@ -148,9 +148,8 @@ Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const std::string& node
     const double used = total == 0 ? 0 : 1.0 - static_cast<double>(freeAfter.size()) / total;
     // What this placement costs the node in free shapes, not how many it has left: judging the
     // shapes left would prefer empty nodes and spread small pods over every big hole.
-    const double loss =
-        topology::freeShapeScore(entry.model, *entry.shapes, view.freeCores) -
-        topology::freeShapeScore(entry.model, *entry.shapes, freeAfter);
+    const double loss = topology::freeShapeScore(entry.model, *entry.shapes, view.freeCores) -
+                        topology::freeShapeScore(entry.model, *entry.shapes, freeAfter);
     // Best fit (fill partly used nodes) and break as few large shapes as possible.
     trial.score = static_cast<int>(10.0 * (0.5 * used + 0.5 * (1.0 - loss)) + 0.5);
   }
