@@ -55,11 +55,6 @@ void DevicePluginManager::stop() {
   poller_.reset();
 }
 
-int DevicePluginManager::registrations() const {
-  std::lock_guard lock(mutex_);
-  return registrations_;
-}
-
 Result<void> DevicePluginManager::restartServers() {
   std::lock_guard lock(mutex_);
   servers_.clear();  // stops them and removes their sockets
@@ -100,8 +95,6 @@ bool DevicePluginManager::registerAll() {
                    std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)
                        .count())});
   }
-  std::lock_guard lock(mutex_);
-  ++registrations_;
   return true;
 }
 

@@ -42,8 +42,6 @@ class DevicePluginManager {
   // Starts serving and the watch; registration happens in the background (kubelet may be away).
   Result<void> start();
   void stop();
-  // How many times every resource has been registered (tests and metrics).
-  int registrations() const;
 
  private:
   void watch(std::stop_token stop);
@@ -56,7 +54,6 @@ class DevicePluginManager {
   std::unique_ptr<PodResourcesPoller> poller_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<PluginServer>> servers_;
-  int registrations_ = 0;
   std::jthread watcher_;
 };
 

@@ -23,7 +23,8 @@ void logDiscovery(const discovery::Discovery& found) {
             {"cores", node.logicalCoreCount()}, {"lnc", node.lnc}, {"lnc_source", found.lncSource},
             {"interconnect", topology::interconnectName(node.interconnect)},
             {"memory_gib", static_cast<double>(node.memoryBytes()) / (1024.0 * 1024 * 1024)},
-            {"ultraserver_node", node.ultraServer ? node.ultraServer->nodeId4 : -1});
+            {"ultraserver_node", node.ultraServer ? node.ultraServer->nodeId4 : -1},
+            {"instance_type_source", found.instanceTypeSource});
   for (const topology::Device& device : node.devices) {
     if (!device.health.healthy) {
       TORUS_LOG(Warn, Discovery, "device unhealthy; it will not be offered to workloads",

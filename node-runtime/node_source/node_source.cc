@@ -98,8 +98,6 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
             {"character_devices", tree->characterDevices},
             {"faults", static_cast<int>(options.faults.size())});
   prepared.roots = tree->roots();
-  prepared.simulatedRoot = root.string();
-  prepared.simulatedCharacterDevices = tree->characterDevices;
   return prepared;
 }
 

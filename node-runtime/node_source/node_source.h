@@ -35,8 +35,6 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
 class PreparedNode {
  public:
   discovery::DiscoveryRoots roots;
-  std::string simulatedRoot;  // non-empty when simulated
-  bool simulatedCharacterDevices = false;
 
   PreparedNode() = default;
   PreparedNode(PreparedNode&&) = default;

@@ -33,6 +33,13 @@ http::Response serve(ExtenderContext context, const std::string& verb, const htt
   return response;
 }
 
+// A request kube-scheduler sent that we cannot parse: counted as an error and logged once here;
+// each verb then answers in its own format.
+void rejectBadRequest(bool& ok, const char* verb, const Error& error) {
+  ok = false;
+  TORUS_LOG(Warn, Extender, "bad request", {"verb", verb}, {"error", error.message});
+}
+
 void learnNodes(ExtenderContext& context, const ExtenderArgs& args) {
   if (!context.learnNodesFromRequests || !args.fullNodes) return;
   for (const NodeInfo& node : args.nodes) {
@@ -53,8 +60,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
          return serve(context, "filter", request, [&](const std::string& body, bool& ok) {
            auto args = parseExtenderArgs(body);
            if (!args) {
-             ok = false;
-             TORUS_LOG(Warn, Extender, "bad filter request", {"error", args.error().message});
+             rejectBadRequest(ok, "filter", args.error());
              FilterResult result;
              result.error = args.error().message;
              return json(filterResultJson(result, "", false));
@@ -76,8 +82,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
            if (!args) {
              // Prioritize has no error field; kube-scheduler ignores a failed prioritize, so say
              // why with a status it logs.
-             ok = false;
-             TORUS_LOG(Warn, Extender, "bad prioritize request", {"error", args.error().message});
+             rejectBadRequest(ok, "prioritize", args.error());
              return http::Response{400, "text/plain", args.error().message + "\n"};
            }
            learnNodes(context, *args);
@@ -90,8 +95,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
          return serve(context, "bind", request, [&](const std::string& body, bool& ok) {
            auto args = parseBindingArgs(body);
            if (!args) {
-             ok = false;
-             TORUS_LOG(Warn, Extender, "bad bind request", {"error", args.error().message});
+             rejectBadRequest(ok, "bind", args.error());
              return json(bindingResultJson(args.error().message));
            }
            const auto pod = context.pods.find(args->podUid);
@@ -120,8 +124,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
          return serve(context, "preempt", request, [&](const std::string& body, bool& ok) {
            auto args = parsePreemptionArgs(body);
            if (!args) {
-             ok = false;
-             TORUS_LOG(Warn, Extender, "bad preempt request", {"error", args.error().message});
+             rejectBadRequest(ok, "preempt", args.error());
              return http::Response{400, "text/plain", args.error().message + "\n"};
            }
            context.pods.remember(args->pod);
