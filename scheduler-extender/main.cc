@@ -1,7 +1,9 @@
 // neuron-scheduler-extender: kube-scheduler's HTTP extender for Neuron resources. Parses its
 // settings, builds the cluster state, serves the verbs, and stops in order on SIGTERM/SIGINT.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "common/base/log.h"
@@ -10,6 +12,9 @@
 #include "common/config/command_line.h"
 #include "common/config/log_settings.h"
 #include "common/http/http_server.h"
+#include "common/kube/kube_config.h"
+#include "scheduler-extender/kube/api_binder.h"
+#include "scheduler-extender/kube/cluster_sync.h"
 #include "scheduler-extender/server/http_routes.h"
 #include "scheduler-extender/state/simulated_cluster.h"
 
@@ -20,18 +25,23 @@ constexpr const char* kDescription =
     "kube-scheduler extender for aws.amazon.com/neuron and aws.amazon.com/neuroncore: filter,\n"
     "prioritize, bind and preempt along the NeuronLink topology (POST <prefix>/filter, ...,\n"
     "GET /healthz, /metrics).\n\n"
-    "Nodes come from --simulate-cluster, or from the NodeLists kube-scheduler sends when the\n"
-    "extender is configured with nodeCacheCapable: false. Reading nodes and pods from the\n"
-    "Kubernetes API is not built yet; until it is, bind records allocations in memory only.\n\n"
+    "In a cluster, nodes and pods are listed and watched through the Kubernetes API (in-cluster\n"
+    "service account, or --kubeconfig): which pod holds which cores is read from the pods'\n"
+    "AWS_NEURON_IDS annotations, and bind writes those annotations and then the Binding.\n"
+    "With --simulate-cluster the same API is served over an in-memory cluster instead.\n"
+    "GET /readyz answers 200 once nodes and pods have been listed.\n\n"
     "Examples:\n"
     "  neuron-scheduler-extender --simulate-cluster=trn2.48xlarge:256,inf2.48xlarge:64\n"
-    "  neuron-scheduler-extender --listen=127.0.0.1:12345 --url-prefix=/neuron";
+    "  neuron-scheduler-extender --kubeconfig=$HOME/.kube/config --listen=127.0.0.1:12345";
 
 struct ExtenderConfig {
   std::string configFile;
   std::string listen = "0.0.0.0:12345";
   std::string urlPrefix;
   std::string simulateCluster;
+  std::string kubeconfig;
+  std::string kubeContext;
+  int assumeTtlSeconds = 300;
   std::string tlsCertFile;
   std::string tlsKeyFile;
   int maxBodyMiB = 16;
@@ -54,6 +64,14 @@ int main(int argc, char** argv) {
   table.addString("simulate-cluster", "TORUS_SIMULATE_CLUSTER", "simulateCluster", "TYPE:N,...",
                   "serve an in-memory cluster of catalog nodes named sim-<type>-<index>",
                   &config.simulateCluster);
+  table.addString("kubeconfig", "KUBECONFIG", "kubeconfig", "FILE",
+                  "reach the API with this kubeconfig (default: in-cluster service account)",
+                  &config.kubeconfig);
+  table.addString("kube-context", "TORUS_KUBE_CONTEXT", "kubeContext", "NAME",
+                  "kubeconfig context to use (default: its current-context)", &config.kubeContext);
+  table.addInt("assume-ttl", "TORUS_ASSUME_TTL", "assumeTtlSeconds", "SECONDS",
+               "how long a bind may go unseen on its pod before its cores are given back", 5, 86400,
+               &config.assumeTtlSeconds);
   table.addString("tls-cert-file", "TORUS_TLS_CERT_FILE", "tlsCertFile", "FILE",
                   "serve HTTPS with this certificate (with --tls-key-file)", &config.tlsCertFile);
   table.addString("tls-key-file", "TORUS_TLS_KEY_FILE", "tlsKeyFile", "FILE",
@@ -76,7 +94,21 @@ int main(int argc, char** argv) {
   while (!config.urlPrefix.empty() && config.urlPrefix.back() == '/')
     config.urlPrefix.pop_back();
 
+  // Flags are checked before the cluster is reached, so a typo is reported as one.
+  auto address = torus::http::parseListenAddress(config.listen);
+  if (!address) {
+    TORUS_LOG(Error, Extender, "bad --listen", {"error", address.error().message});
+    return 2;
+  }
+  if (config.tlsCertFile.empty() != config.tlsKeyFile.empty()) {
+    TORUS_LOG(Error, Extender,
+              "TLS needs both a certificate file and a key file (--tls-cert-file, --tls-key-file)");
+    return 2;
+  }
+
   torus::extender::ClusterState state;
+  std::unique_ptr<torus::extender::ClusterSync> sync;
+  std::unique_ptr<torus::extender::ApiBinder> binder;
   if (!config.simulateCluster.empty()) {
     auto spec = torus::extender::parseSimulatedCluster(config.simulateCluster);
     auto added =
@@ -87,21 +119,35 @@ int main(int argc, char** argv) {
       return 2;
     }
     TORUS_LOG(Info, Extender, "simulated cluster ready", {"nodes", *added});
+  } else {
+    auto kube = config.kubeconfig.empty()
+                    ? torus::kube::inClusterConfig()
+                    : torus::kube::loadKubeconfig(config.kubeconfig, config.kubeContext);
+    if (!kube) {
+      TORUS_LOG(Error, Extender,
+                "no cluster to serve: pass --kubeconfig, run in a pod, or use --simulate-cluster",
+                {"error", kube.error().message});
+      return 2;
+    }
+    TORUS_LOG(Info, Extender, "using the Kubernetes API", {"server", kube->server});
+    torus::extender::SyncOptions syncOptions;
+    syncOptions.assumeTtl = std::chrono::seconds(config.assumeTtlSeconds);
+    sync = std::make_unique<torus::extender::ClusterSync>(*kube, state, syncOptions);
+    binder = std::make_unique<torus::extender::ApiBinder>(*kube);
   }
   torus::extender::PodCache pods;
   torus::extender::VerbMetrics metrics;
-  auto address = torus::http::parseListenAddress(config.listen);
-  if (!address) {
-    TORUS_LOG(Error, Extender, "bad --listen", {"error", address.error().message});
-    return 2;
-  }
   torus::http::ServerOptions options;
   options.address = *address;
   options.maxBodyBytes = static_cast<std::size_t>(config.maxBodyMiB) * 1024 * 1024;
   options.tlsCertFile = config.tlsCertFile;
   options.tlsKeyFile = config.tlsKeyFile;
+  torus::extender::ExtenderContext context{state, pods, metrics};
+  context.learnNodesFromRequests = sync == nullptr;
+  context.binder = binder.get();
+  if (sync) context.ready = [&sync] { return sync->hasSynced(); };
   auto server = torus::http::HttpServer::start(
-      options, torus::extender::extenderRoutes(config.urlPrefix, {state, pods, metrics, true}));
+      options, torus::extender::extenderRoutes(config.urlPrefix, context));
   if (!server) {
     TORUS_LOG(Error, Extender, "cannot serve", {"error", server.error().message});
     return 1;
@@ -112,6 +158,7 @@ int main(int argc, char** argv) {
   const int signal = shutdown.wait();
   TORUS_LOG(Info, Extender, "shutting down", {"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"});
   (*server)->stop();
+  sync.reset();
   TORUS_LOG(Info, Extender, "stopped");
   return 0;
 }

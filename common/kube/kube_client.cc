@@ -79,6 +79,10 @@ KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
 
 KubeClient::~KubeClient() = default;
 
+void KubeClient::cancel() {
+  transport_->client->stop();
+}
+
 Result<json> KubeClient::get(const std::string& path) {
   return parseReply("GET", path, transport_->client->Get(path, transport_->headers));
 }

@@ -46,6 +46,10 @@ class KubeClient {
                      const std::function<void(const WatchEvent&)>& onEvent,
                      std::stop_token stop = {});
 
+  // Aborts the request in flight (a watch blocked reading), from another thread. Calls made after
+  // it run normally; a caller that stops must also stop issuing new ones.
+  void cancel();
+
   const KubeConfig& config() const { return config_; }
 
  private:

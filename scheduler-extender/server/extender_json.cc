@@ -6,6 +6,7 @@
 
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/kube/neuron_annotations.h"
 
 namespace torus::extender {
 namespace {
@@ -164,19 +165,23 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   return demand;
 }
 
+}  // namespace
+
+Result<PodDemand> parsePodObject(const json& pod, const std::string& path) {
+  return parsePod(&pod, path);
+}
+
 std::string instanceTypeOf(const json& node) {
   const auto metadata = node.find("metadata");
   if (metadata == node.end() || !metadata->is_object()) return "";
   const auto labels = metadata->find("labels");
   if (labels == metadata->end() || !labels->is_object()) return "";
-  for (const char* key : {"node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type"}) {
+  for (const char* key : {kube::kInstanceTypeLabel, kube::kBetaInstanceTypeLabel}) {
     const auto label = labels->find(key);
     if (label != labels->end() && label->is_string()) return label->get<std::string>();
   }
   return "";
 }
-
-}  // namespace
 
 Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
   auto root = parseObject(body);

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/base/result.h"
 #include "scheduler-extender/state/pod_demand.h"
 
@@ -54,6 +56,12 @@ struct HostPriority {
   std::string host;
   int score = 0;  // 0..10
 };
+
+// A Pod object, as kube-scheduler embeds it or the API server returns it; `path` prefixes the
+// field names in errors.
+Result<PodDemand> parsePodObject(const nlohmann::json& pod, const std::string& path = "Pod");
+// The node's instance-type label (the GA key, else the beta one); empty when it has neither.
+std::string instanceTypeOf(const nlohmann::json& node);
 
 Result<ExtenderArgs> parseExtenderArgs(std::string_view body);
 Result<BindingArgs> parseBindingArgs(std::string_view body);

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "scheduler-extender/server/extender_json.h"
+#include "scheduler-extender/server/state_json.h"
 #include "scheduler-extender/verbs/verbs.h"
 
 namespace torus::extender {
@@ -49,6 +50,26 @@ void learnNodes(ExtenderContext& context, const ExtenderArgs& args) {
                 {"instance_type", node.instanceType});
     }
   }
+}
+
+// Bind carries only the pod's name and UID: its demand comes from filter, or from the API when
+// filter ran before this extender did (a restart between the two).
+Result<PodDemand> findPod(ExtenderContext& context, const BindingArgs& args) {
+  if (auto cached = context.pods.find(args.podUid)) return *cached;
+  const std::string key = args.podNamespace + "/" + args.podName;
+  if (context.binder == nullptr) {
+    return makeError(ErrorCode::kNotFound, "pod " + key + " (uid " + args.podUid +
+                                               ") was not seen in filter; kube-scheduler will "
+                                               "retry it");
+  }
+  auto fetched = context.binder->fetchPod(args.podNamespace, args.podName);
+  if (!fetched) return std::move(fetched).error().withContext("looking up pod " + key);
+  if (fetched->uid != args.podUid) {
+    return makeError(ErrorCode::kNotFound, "pod " + key + " now has uid " + fetched->uid +
+                                               ", not " + args.podUid + "; it was replaced");
+  }
+  context.pods.remember(*fetched);
+  return fetched;
 }
 
 }  // namespace
@@ -98,16 +119,13 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              rejectBadRequest(ok, "bind", args.error());
              return json(bindingResultJson(args.error().message));
            }
-           const auto pod = context.pods.find(args->podUid);
+           auto pod = findPod(context, *args);
            if (!pod) {
              ok = false;
-             const std::string message = "pod " + args->podNamespace + "/" + args->podName +
-                                         " (uid " + args->podUid +
-                                         ") was not seen in filter; kube-scheduler will retry it";
-             TORUS_LOG(Warn, Extender, "bind for an unknown pod", {"error", message});
-             return json(bindingResultJson(message));
+             TORUS_LOG(Warn, Extender, "bind for an unknown pod", {"error", pod.error().message});
+             return json(bindingResultJson(pod.error().message));
            }
-           auto allocation = bindPod(context.state, *pod, args->node);
+           auto allocation = bindPod(context.state, *pod, args->node, context.binder);
            if (!allocation) {
              ok = false;
              TORUS_LOG(Warn, Extender, "bind refused", {"pod", pod->key()}, {"node", args->node},
@@ -134,6 +152,16 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
          });
        }});
   routes.push_back({"GET", "/healthz", [](const http::Request&) {
+                      return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
+                    }});
+  routes.push_back({"GET", "/state", [context](const http::Request&) {
+                      return json(clusterStateJson(context.state));
+                    }});
+  routes.push_back({"GET", "/readyz", [context](const http::Request&) {
+                      if (context.ready && !context.ready()) {
+                        return http::Response{503, "text/plain; charset=utf-8",
+                                              "not ready: nodes and pods not listed yet\n"};
+                      }
                       return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
                     }});
   routes.push_back(

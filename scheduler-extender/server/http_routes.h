@@ -4,6 +4,7 @@
 // server keeps serving.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "scheduler-extender/server/verb_metrics.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_cache.h"
+#include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
 
@@ -21,6 +23,10 @@ struct ExtenderContext {
   // nodeCacheCapable: false sends whole Nodes; when true, their instance-type labels teach the
   // extender about nodes it has not seen.
   bool learnNodesFromRequests = true;
+  // Where binds go besides the state (the Kubernetes API); nullptr in a simulated cluster.
+  PodBinder* binder = nullptr;
+  // /readyz: true once the state reflects the cluster; unset means always ready.
+  std::function<bool()> ready = nullptr;
 };
 
 std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context);

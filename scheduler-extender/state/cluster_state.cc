@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/topology/allowed_shapes.h"
 
@@ -18,16 +19,45 @@ topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) 
   return devices;
 }
 
-Result<void> ClusterState::upsertNode(const std::string& name, const std::string& instanceType,
-                                      int lnc) {
+Result<int> ClusterState::upsertNode(const std::string& name, const std::string& instanceType,
+                                     int lnc, const topology::DeviceSet& unhealthy) {
   auto model = topology::catalogNode(instanceType, lnc);
   if (!model) return std::move(model).error().withContext("node " + name);
-  auto shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(*model));
+  unhealthy.forEach([&](int device) {
+    if (device < model->deviceCount()) {
+      model->devices[static_cast<std::size_t>(device)].health =
+          topology::DeviceHealth::unhealthy("reported unhealthy by the node agent");
+    }
+  });
   std::lock_guard lock(mutex_);
+  int dropped = 0;
+  auto it = nodes_.find(name);
+  if (it != nodes_.end() && it->second.model.catalog == model->catalog &&
+      it->second.model.lnc == model->lnc) {
+    it->second.model = std::move(*model);  // only health can differ
+    return dropped;
+  }
+  if (it != nodes_.end()) dropped = dropAllocationsLocked(name);
+  auto shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(*model));
   NodeEntry& entry = nodes_[name];
   entry.model = std::move(*model);
   entry.shapes = std::move(shapes);
-  return okResult();
+  entry.usedCores = {};
+  return dropped;
+}
+
+int ClusterState::removeNode(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const int dropped = dropAllocationsLocked(name);
+  nodes_.erase(name);
+  return dropped;
+}
+
+int ClusterState::dropAllocationsLocked(const std::string& node) {
+  const auto before = allocations_.size();
+  std::erase_if(allocations_, [&](const auto& entry) { return entry.second.node == node; });
+  if (const auto it = nodes_.find(node); it != nodes_.end()) it->second.usedCores = {};
+  return static_cast<int>(before - allocations_.size());
 }
 
 bool ClusterState::hasNode(const std::string& name) const {
@@ -76,6 +106,11 @@ Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodD
       pod.unit,
       *chosen,
       pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen)};
+  allocation.assumed = true;
+  allocation.decidedAt = std::chrono::steady_clock::now();
+  allocation.allocTimeNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
   entry.usedCores |= allocation.cores;
   allocations_[pod.uid] = allocation;
   return allocation;
@@ -162,13 +197,16 @@ Result<Allocation> ClusterState::record(const std::string& nodeName, const PodDe
   if (allocations_.count(pod.uid) != 0) {
     return makeError(ErrorCode::kAlreadyExists, "pod " + pod.key() + " already holds cores");
   }
+  return recordLocked(nodeName, pod, ids);
+}
+
+Result<Allocation> ClusterState::recordLocked(const std::string& nodeName, const PodDemand& pod,
+                                              const topology::CoreSet& ids) {
   const auto it = nodes_.find(nodeName);
   if (it == nodes_.end()) {
     return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
   }
   NodeEntry& entry = it->second;
-  const topology::CoreSet cores =
-      pod.unit == topology::AllocationUnit::kCore ? ids : entry.model.coresOfDevices(ids);
   const topology::CoreSet valid = pod.unit == topology::AllocationUnit::kCore
                                       ? entry.model.allCores()
                                       : entry.model.allDevices();
@@ -176,6 +214,8 @@ Result<Allocation> ClusterState::record(const std::string& nodeName, const PodDe
     return makeError(ErrorCode::kInvalidArgument,
                      "ids " + ids.toRangeString() + " do not exist on " + nodeName);
   }
+  const topology::CoreSet cores =
+      pod.unit == topology::AllocationUnit::kCore ? ids : entry.model.coresOfDevices(ids);
   if (cores.intersects(entry.usedCores)) {
     return makeError(ErrorCode::kAborted, "cores " + (cores & entry.usedCores).toRangeString() +
                                               " on " + nodeName + " are already held");
@@ -186,13 +226,60 @@ Result<Allocation> ClusterState::record(const std::string& nodeName, const PodDe
   return allocation;
 }
 
+Result<Allocation> ClusterState::observe(const std::string& nodeName, const PodDemand& pod,
+                                         const topology::CoreSet& ids) {
+  std::lock_guard lock(mutex_);
+  if (const auto held = allocations_.find(pod.uid); held != allocations_.end()) {
+    if (held->second.node == nodeName && held->second.ids == ids && held->second.unit == pod.unit) {
+      held->second.assumed = false;
+      return held->second;
+    }
+    releaseLocked(held);  // the pod's annotation is the truth; our guess was superseded
+  }
+  return recordLocked(nodeName, pod, ids);
+}
+
+std::vector<Allocation> ClusterState::expireAssumptions(std::chrono::steady_clock::time_point now,
+                                                        std::chrono::steady_clock::duration ttl) {
+  std::lock_guard lock(mutex_);
+  std::vector<Allocation> expired;
+  for (auto it = allocations_.begin(); it != allocations_.end();) {
+    const auto next = std::next(it);
+    if (it->second.assumed && now - it->second.decidedAt > ttl) {
+      expired.push_back(it->second);
+      releaseLocked(it);
+    }
+    it = next;
+  }
+  return expired;
+}
+
+int ClusterState::retainObserved(const std::vector<std::string>& podUids) {
+  const std::unordered_set<std::string> listed(podUids.begin(), podUids.end());
+  std::lock_guard lock(mutex_);
+  int dropped = 0;
+  for (auto it = allocations_.begin(); it != allocations_.end();) {
+    const auto next = std::next(it);
+    if (!it->second.assumed && listed.count(it->first) == 0) {
+      releaseLocked(it);
+      ++dropped;
+    }
+    it = next;
+  }
+  return dropped;
+}
+
+void ClusterState::releaseLocked(std::map<std::string, Allocation>::iterator it) {
+  const auto node = nodes_.find(it->second.node);
+  if (node != nodes_.end()) node->second.usedCores -= it->second.cores;
+  allocations_.erase(it);
+}
+
 bool ClusterState::release(const std::string& podUid) {
   std::lock_guard lock(mutex_);
   const auto it = allocations_.find(podUid);
   if (it == allocations_.end()) return false;
-  const auto node = nodes_.find(it->second.node);
-  if (node != nodes_.end()) node->second.usedCores -= it->second.cores;
-  allocations_.erase(it);
+  releaseLocked(it);
   return true;
 }
 
@@ -209,6 +296,15 @@ std::vector<Allocation> ClusterState::allocationsOn(const std::string& node) con
   for (const auto& [uid, allocation] : allocations_) {
     if (allocation.node == node) result.push_back(allocation);
   }
+  return result;
+}
+
+std::vector<Allocation> ClusterState::allocations() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Allocation> result;
+  result.reserve(allocations_.size());
+  for (const auto& [uid, allocation] : allocations_)
+    result.push_back(allocation);
   return result;
 }
 

@@ -6,6 +6,8 @@
 // repeated bind of the same pod returns the set it already holds.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +31,11 @@ struct Allocation {
   topology::AllocationUnit unit;
   topology::CoreSet ids;    // core ids or device indices, as handed to the pod
   topology::CoreSet cores;  // the cores they cover
+  // Decided by our bind but not yet seen on the pod through the API: held so no one else gets
+  // these cores meanwhile, and dropped if the pod never shows up bound (see expireAssumptions).
+  bool assumed = false;
+  std::chrono::steady_clock::time_point decidedAt{};
+  std::int64_t allocTimeNs = 0;  // NEURON_ALLOC_TIME, the same on every retry of one bind
 };
 
 // A node as the verbs see it: model, free cores, and who holds the rest.
@@ -40,8 +47,13 @@ struct NodeState {
 
 class ClusterState {
  public:
-  // Adds or replaces a node of a catalog instance type (lnc 0 = the type's default).
-  Result<void> upsertNode(const std::string& name, const std::string& instanceType, int lnc = 0);
+  // Adds or updates a node of a catalog instance type (lnc 0 = the type's default) with the given
+  // devices out of service. Allocations on it stay unless its LNC changed (ids then mean other
+  // cores), in which case they are dropped and counted in the result.
+  Result<int> upsertNode(const std::string& name, const std::string& instanceType, int lnc = 0,
+                         const topology::DeviceSet& unhealthy = {});
+  // Forgets the node and every allocation on it; returns how many allocations went.
+  int removeNode(const std::string& name);
   bool hasNode(const std::string& name) const;
   std::optional<NodeState> node(const std::string& name) const;
   std::vector<std::string> nodeNames() const;
@@ -67,10 +79,22 @@ class ClusterState {
   // the ids must exist on the node and be free.
   Result<Allocation> record(const std::string& node, const PodDemand& pod,
                             const topology::CoreSet& ids);
+  // What the API says the pod holds (bound to `node` with these ids): confirms an assumption
+  // that matches, replaces one that does not, records it otherwise.
+  Result<Allocation> observe(const std::string& node, const PodDemand& pod,
+                             const topology::CoreSet& ids);
+  // Drops assumptions older than `ttl` (the bind never reached the API, or the pod went while we
+  // were not watching) and returns them.
+  std::vector<Allocation> expireAssumptions(std::chrono::steady_clock::time_point now,
+                                            std::chrono::steady_clock::duration ttl);
+  // After a full re-list: drops confirmed allocations of pods no longer listed (assumptions are
+  // kept; they expire on their own). Returns how many went.
+  int retainObserved(const std::vector<std::string>& podUids);
   // Frees what the pod holds (pod deleted or finished); false when it held nothing.
   bool release(const std::string& podUid);
   std::optional<Allocation> allocationOf(const std::string& podUid) const;
   std::vector<Allocation> allocationsOn(const std::string& node) const;
+  std::vector<Allocation> allocations() const;  // all, by pod UID
 
  private:
   struct NodeEntry {
@@ -79,6 +103,10 @@ class ClusterState {
     topology::CoreSet usedCores;
   };
 
+  Result<Allocation> recordLocked(const std::string& node, const PodDemand& pod,
+                                  const topology::CoreSet& ids);
+  void releaseLocked(std::map<std::string, Allocation>::iterator it);
+  int dropAllocationsLocked(const std::string& node);
   Result<Trial> tryPlaceLocked(const std::string& name, const NodeEntry& entry,
                                const PodDemand& pod, bool withScore) const;
 

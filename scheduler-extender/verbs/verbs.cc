@@ -40,12 +40,20 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
   return priorities;
 }
 
-Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node) {
+Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
+                           PodBinder* binder) {
   if (!pod.wantsNeuron()) {
     return makeError(ErrorCode::kFailedPrecondition,
                      "pod " + pod.key() + " asks for no Neuron resource; nothing to bind here");
   }
-  return state.reserve(node, pod);
+  auto allocation = state.reserve(node, pod);
+  if (!allocation || binder == nullptr) return allocation;
+  if (auto handedOff = binder->bind(pod, *allocation); !handedOff) {
+    // Only a decision not yet seen on the pod is ours to take back.
+    if (allocation->assumed) state.release(pod.uid);
+    return std::move(handedOff).error();
+  }
+  return allocation;
 }
 
 std::map<std::string, std::vector<std::string>> preempt(

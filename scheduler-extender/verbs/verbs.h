@@ -8,6 +8,7 @@
 
 #include "scheduler-extender/server/extender_json.h"
 #include "scheduler-extender/state/cluster_state.h"
+#include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
 
@@ -19,8 +20,10 @@ FilterResult filter(const ClusterState& state, const PodDemand& pod,
 std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand& pod,
                                      const std::vector<std::string>& nodeNames);
 
-// Picks and records the exact ids; idempotent for a retried bind of the same pod and node.
-Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node);
+// Picks and records the exact ids and hands them to `binder` (when there is one); idempotent for
+// a retried bind of the same pod and node. A failed hand-off gives the ids back.
+Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
+                           PodBinder* binder = nullptr);
 
 // Keeps only the nodes whose victims, once gone, really free a valid set for the pod.
 std::map<std::string, std::vector<std::string>> preempt(

@@ -158,7 +158,7 @@ TEST(ExtenderBinary, ServesHttpsWithTheGivenCertificate) {
   EXPECT_EQ(extender.waitExit(10s), std::optional<int>(0));
   const ProcessResult missingKey = runProcess(
       {binaryPath("neuron-scheduler-extender"), "--listen=127.0.0.1:0", "--tls-cert-file=" + cert});
-  EXPECT_EQ(missingKey.exitCode, 1);
+  EXPECT_EQ(missingKey.exitCode, 2);
   EXPECT_NE(missingKey.err.find("TLS needs both a certificate file and a key file"),
             std::string::npos)
       << missingKey.err;

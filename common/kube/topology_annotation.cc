@@ -1,0 +1,118 @@
+#include "common/kube/topology_annotation.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/strings.h"
+
+namespace torus::kube {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxDevices = 64;
+constexpr int kMaxCoresPerDevice = 16;
+
+Error bad(const std::string& field, const std::string& why) {
+  return makeError(ErrorCode::kInvalidArgument,
+                   std::string("annotation torus.dev/topology: ") + field + ": " + why);
+}
+
+Result<int> intField(const json& root, const char* key, int low, int high) {
+  const auto it = root.find(key);
+  if (it == root.end()) return bad(key, "missing");
+  if (!it->is_number_integer())
+    return bad(key, std::string("expected a number, got ") + it->type_name());
+  const auto value = it->get<std::int64_t>();
+  if (value < low || value > high) {
+    return bad(key, "expected " + std::to_string(low) + ".." + std::to_string(high) + ", got " +
+                        std::to_string(value));
+  }
+  return static_cast<int>(value);
+}
+
+Result<std::vector<int>> deviceList(const json& value, const std::string& field, int devices) {
+  if (!value.is_array())
+    return bad(field, std::string("expected a list, got ") + value.type_name());
+  std::vector<int> result;
+  for (const json& item : value) {
+    if (!item.is_number_integer() || item.get<std::int64_t>() < 0 ||
+        item.get<std::int64_t>() >= devices) {
+      return bad(field, "expected device indices 0.." + std::to_string(devices - 1) + ", got " +
+                            std::string(clipForMessage(item.dump())));
+    }
+    result.push_back(item.get<int>());
+  }
+  return result;
+}
+
+}  // namespace
+
+TopologySummary summarizeTopology(const topology::Node& node) {
+  TopologySummary summary;
+  summary.instanceType = node.instanceType;
+  summary.lnc = node.lnc;
+  summary.deviceCount = node.deviceCount();
+  summary.coresPerDevice = node.logicalCoresPerDevice();
+  for (const topology::Device& device : node.devices) {
+    summary.links.push_back(device.connected);
+  }
+  summary.unhealthy = node.allDevices() - node.healthyDevices();
+  return summary;
+}
+
+std::string formatTopologyAnnotation(const TopologySummary& summary) {
+  json unhealthy = json::array();
+  summary.unhealthy.forEach([&](int device) { unhealthy.push_back(device); });
+  const json root = {{"v", 1},
+                     {"instanceType", summary.instanceType},
+                     {"lnc", summary.lnc},
+                     {"devices", summary.deviceCount},
+                     {"coresPerDevice", summary.coresPerDevice},
+                     {"links", summary.links},
+                     {"unhealthy", unhealthy}};
+  return root.dump();
+}
+
+Result<TopologySummary> parseTopologyAnnotation(std::string_view text) {
+  const json root = json::parse(text.begin(), text.end(), nullptr, false);
+  if (root.is_discarded())
+    return bad("value", "not valid JSON: " + quoteJsonString(clipForMessage(text)));
+  if (!root.is_object())
+    return bad("value", std::string("expected an object, got ") + root.type_name());
+  auto version = intField(root, "v", 1, 1);
+  if (!version) return std::move(version).error();
+  TopologySummary summary;
+  if (const auto type = root.find("instanceType"); type != root.end()) {
+    if (!type->is_string()) return bad("instanceType", "expected a string");
+    summary.instanceType = type->get<std::string>();
+  }
+  auto lnc = intField(root, "lnc", 1, 8);
+  auto devices = intField(root, "devices", 0, kMaxDevices);
+  auto cores = intField(root, "coresPerDevice", 0, kMaxCoresPerDevice);
+  for (auto* field : {&lnc, &devices, &cores}) {
+    if (!*field) return std::move(*field).error();
+  }
+  summary.lnc = *lnc;
+  summary.deviceCount = *devices;
+  summary.coresPerDevice = *cores;
+  if (const auto links = root.find("links"); links != root.end()) {
+    if (!links->is_array() || static_cast<int>(links->size()) != summary.deviceCount) {
+      return bad("links",
+                 "expected one list per device (" + std::to_string(summary.deviceCount) + ")");
+    }
+    for (std::size_t i = 0; i < links->size(); ++i) {
+      auto neighbours =
+          deviceList((*links)[i], "links[" + std::to_string(i) + "]", summary.deviceCount);
+      if (!neighbours) return std::move(neighbours).error();
+      summary.links.push_back(std::move(*neighbours));
+    }
+  }
+  if (const auto unhealthy = root.find("unhealthy"); unhealthy != root.end()) {
+    auto list = deviceList(*unhealthy, "unhealthy", summary.deviceCount);
+    if (!list) return std::move(list).error();
+    summary.unhealthy = topology::DeviceSet::fromIds(*list);
+  }
+  return summary;
+}
+
+}  // namespace torus::kube

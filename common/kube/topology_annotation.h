@@ -1,0 +1,35 @@
+// The node annotation torus.dev/topology: what the agent discovered, in compact JSON, so the
+// extender schedules against the node as it is (LNC, unhealthy devices) rather than as the
+// catalog predicts it.
+//
+//   {"v":1,"instanceType":"trn2.48xlarge","lnc":2,"devices":16,"coresPerDevice":4,
+//    "links":[[12,1,3,4],...],"unhealthy":[5]}
+//
+// "coresPerDevice" counts logical cores (physical / LNC); "links" lists each device's NeuronLink
+// neighbours in the driver's order.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/topology/node.h"
+
+namespace torus::kube {
+
+struct TopologySummary {
+  std::string instanceType;
+  int lnc = 1;
+  int deviceCount = 0;
+  int coresPerDevice = 0;
+  std::vector<std::vector<int>> links;
+  topology::DeviceSet unhealthy;
+};
+
+TopologySummary summarizeTopology(const topology::Node& node);
+std::string formatTopologyAnnotation(const TopologySummary& summary);
+// Errors name the field and what was wrong with it.
+Result<TopologySummary> parseTopologyAnnotation(std::string_view text);
+
+}  // namespace torus::kube

@@ -1,0 +1,122 @@
+#include "scheduler-extender/kube/api_binder.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/log.h"
+#include "common/kube/neuron_annotations.h"
+#include "scheduler-extender/server/extender_json.h"
+
+namespace torus::extender {
+namespace {
+
+using nlohmann::json;
+
+std::string podPath(const std::string& podNamespace, const std::string& name) {
+  return "/api/v1/namespaces/" + podNamespace + "/pods/" + name;
+}
+
+// RFC 3339 in UTC, as Event timestamps are written.
+std::string nowRfc3339() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string nodeNameOf(const json& pod) {
+  const auto spec = pod.find("spec");
+  if (spec == pod.end() || !spec->is_object()) return "";
+  const auto node = spec->find("nodeName");
+  return node != spec->end() && node->is_string() ? node->get<std::string>() : "";
+}
+
+}  // namespace
+
+ApiBinder::ApiBinder(const kube::KubeConfig& config) : config_(config) {}
+
+Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
+  json patch;
+  patch["metadata"]["uid"] = pod.uid;  // refuse to annotate a newer pod of the same name
+  json& annotations = patch["metadata"]["annotations"];
+  annotations[kube::kNeuronIdsAnnotation] = allocation.ids.toListString();
+  annotations[kube::kAllocTimeAnnotation] = std::to_string(allocation.allocTimeNs);
+  annotations[kube::kAllocatedAnnotation] = "false";
+  annotations[kube::kResourceTypeAnnotation] = pod.resourceName;
+  kube::KubeClient client(config_);
+  if (auto patched = client.mergePatch(podPath(pod.namespace_, pod.name), patch); !patched) {
+    postEvent(pod, false, "NeuronBindFailed",
+              "could not record Neuron ids on the pod: " + patched.error().message);
+    return std::move(patched).error().withContext("annotating pod " + pod.key());
+  }
+  if (auto bound = postBinding(pod, allocation.node); !bound) {
+    postEvent(pod, false, "NeuronBindFailed", bound.error().message);
+    return bound;
+  }
+  postEvent(pod, true, "NeuronAllocated",
+            "assigned " + pod.resourceName + " " + allocation.ids.toRangeString() + " on node " +
+                allocation.node);
+  return okResult();
+}
+
+Result<void> ApiBinder::postBinding(const PodDemand& pod, const std::string& node) {
+  const json binding = {
+      {"apiVersion", "v1"},
+      {"kind", "Binding"},
+      {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_}, {"uid", pod.uid}}},
+      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  kube::KubeClient client(config_);
+  auto created = client.create(podPath(pod.namespace_, pod.name) + "/binding", binding);
+  if (created) return okResult();
+  if (created.error().code == ErrorCode::kAborted) {
+    // 409: already bound. If to this node, an earlier try of this bind got through.
+    auto current = client.get(podPath(pod.namespace_, pod.name));
+    if (current && nodeNameOf(*current) == node) {
+      return okResult();
+    }
+  }
+  return std::move(created).error().withContext("binding pod " + pod.key() + " to " + node);
+}
+
+Result<PodDemand> ApiBinder::fetchPod(const std::string& podNamespace, const std::string& name) {
+  kube::KubeClient client(config_);
+  auto pod = client.get(podPath(podNamespace, name));
+  if (!pod) return std::move(pod).error();
+  return parsePodObject(*pod, "pod " + podNamespace + "/" + name);
+}
+
+void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& reason,
+                          const std::string& message) {
+  const std::string now = nowRfc3339();
+  const json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", pod.name + "."}, {"namespace", pod.namespace_}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"name", pod.name},
+        {"namespace", pod.namespace_},
+        {"uid", pod.uid}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", normal ? "Normal" : "Warning"},
+      {"source", {{"component", "neuron-scheduler-extender"}}},
+      {"reportingComponent", "neuron-scheduler-extender"},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  kube::KubeClient client(config_);
+  if (auto created = client.create("/api/v1/namespaces/" + pod.namespace_ + "/events", event);
+      !created) {
+    // An event is a courtesy; the bind stands without it.
+    TORUS_LOG(Warn, Extender, "could not post event", {"pod", pod.key()}, {"reason", reason},
+              {"error", created.error().message});
+  }
+}
+
+}  // namespace torus::extender

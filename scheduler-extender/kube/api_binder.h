@@ -1,0 +1,34 @@
+// ApiBinder: carries a bind decision to the cluster. First the pod's annotations (AWS_NEURON_IDS,
+// NEURON_ALLOC_TIME, NEURON_ALLOCATED=false, NEURON_RESOURCE_TYPE — one JSON merge-patch that
+// sets only these keys and is pinned to the pod's UID), then the Binding, so the node's plugin
+// always finds the ids once the pod lands. An Event on the pod says what was assigned, or why not.
+//
+// Retries are safe: the same allocation gives the same patch, and a Binding refused because the
+// pod is already on that very node counts as done.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/kube/kube_client.h"
+#include "scheduler-extender/verbs/pod_binder.h"
+
+namespace torus::extender {
+
+class ApiBinder final : public PodBinder {
+ public:
+  explicit ApiBinder(const kube::KubeConfig& config);
+
+  Result<void> bind(const PodDemand& pod, const Allocation& allocation) override;
+  Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) override;
+
+ private:
+  Result<void> postBinding(const PodDemand& pod, const std::string& node);
+  void postEvent(const PodDemand& pod, bool normal, const std::string& reason,
+                 const std::string& message);
+
+  // One connection per request: binds arrive in parallel and a client serialises its requests.
+  kube::KubeConfig config_;
+};
+
+}  // namespace torus::extender

@@ -1,0 +1,42 @@
+// Nodes and Pods as the Kubernetes API returns them, reduced to what the extender's state needs.
+// Pure parsing: every error names the object and the field.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/base/result.h"
+#include "common/topology/core_set.h"
+#include "scheduler-extender/state/pod_demand.h"
+
+namespace torus::extender {
+
+struct NodeRecord {
+  std::string name;
+  std::string instanceType;  // the instance-type label, or the topology annotation's
+  int lnc = 0;               // 0: the type's default
+  topology::DeviceSet unhealthy;
+  // The agent's torus.dev/topology annotation was present but unusable (the catalog is used).
+  std::string topologyProblem;
+};
+
+Result<NodeRecord> parseNodeRecord(const nlohmann::json& node);
+
+struct PodRecord {
+  PodDemand demand;
+  std::string nodeName;                          // spec.nodeName; empty while pending
+  std::string phase;                             // status.phase
+  std::optional<topology::CoreSet> assignedIds;  // AWS_NEURON_IDS
+  std::string idsProblem;                        // the annotation was present but unreadable
+
+  // Succeeded and Failed pods have released their devices (kubelet frees them at that point).
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+  // Bound to a node, still running or about to, and asking for Neuron resources.
+  bool holdsNeuron() const { return demand.wantsNeuron() && !nodeName.empty() && !finished(); }
+};
+
+Result<PodRecord> parsePodRecord(const nlohmann::json& pod);
+
+}  // namespace torus::extender

@@ -1,0 +1,24 @@
+// PodBinder: where a bind decision goes besides our own state — the Kubernetes API in a real
+// cluster (annotations, Binding, Event), nowhere in a simulated one.
+#pragma once
+
+#include <string>
+
+#include "common/base/result.h"
+#include "scheduler-extender/state/cluster_state.h"
+#include "scheduler-extender/state/pod_demand.h"
+
+namespace torus::extender {
+
+class PodBinder {
+ public:
+  virtual ~PodBinder() = default;
+  // Hands the decided ids to the node and binds the pod; an error means the pod is not bound
+  // (the reservation is then released by the caller).
+  virtual Result<void> bind(const PodDemand& pod, const Allocation& allocation) = 0;
+  // The pod's demand when filter never showed it to us (e.g. the extender restarted between
+  // kube-scheduler's filter and bind).
+  virtual Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) = 0;
+};
+
+}  // namespace torus::extender

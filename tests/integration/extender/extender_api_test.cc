@@ -1,0 +1,305 @@
+// neuron-scheduler-extender against a Kubernetes API stand-in (real HTTP on loopback, the list /
+// watch / merge-patch / binding wire format): bind writes the annotations and then the Binding,
+// state is rebuilt from pods after a restart, deleting a pod frees its cores, a watch ended with
+// 410 Gone is healed by a re-list, and a failed bind gives its cores back.
+#include <functional>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "common/base/temp_dir.h"
+#include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+constexpr const char* kCores = "aws.amazon.com/neuroncore";
+constexpr const char* kDevices = "aws.amazon.com/neuron";
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+class ExtenderApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("extender-api");
+    ASSERT_TRUE(dir.ok());
+    dir_ = std::make_unique<TempDir>(std::move(*dir));
+    kubeconfig_ = (dir_->path() / "kubeconfig").string();
+    api_.writeKubeconfig(kubeconfig_);
+    api_.put("nodes", makeNode("trn-a", "trn2.48xlarge"));
+    api_.put("nodes", makeNode("trn-b", "trn2.48xlarge"));
+    api_.put("nodes", makeNode("cpu-1", "m5.large"));
+    startExtender();
+  }
+  void TearDown() override { stopExtender(); }
+
+  void startExtender() {
+    extender_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        binaryPath("neuron-scheduler-extender"), "--kubeconfig=" + kubeconfig_,
+        "--listen=127.0.0.1:0", "--log-level=debug"});
+    const auto log = extender_->waitForStderr("\"serving\"", 10s);
+    ASSERT_TRUE(log.has_value()) << extender_->stderrText();
+    port_ = loggedPort(*log, "\"serving\"");
+    ASSERT_TRUE(eventually([&] {
+      const auto ready = httpGet(port_, "/readyz");
+      return ready && ready->substr(0, 3) == "200";
+    })) << extender_->stderrText();
+  }
+  void stopExtender() {
+    if (!extender_) return;
+    extender_->signal(SIGTERM);
+    EXPECT_EQ(extender_->waitExit(10s), std::optional<int>(0)) << extender_->stderrText();
+    extender_.reset();
+  }
+
+  json post(const std::string& verb, const json& body) {
+    const auto reply = httpPost(port_, "/" + verb, body.dump());
+    EXPECT_TRUE(reply.has_value());
+    if (!reply) return {};
+    EXPECT_EQ(reply->substr(0, 3), "200") << *reply;
+    return json::parse(reply->substr(4), nullptr, false);
+  }
+  json state() {
+    const auto reply = httpGet(port_, "/state");
+    EXPECT_TRUE(reply.has_value());
+    return reply ? json::parse(reply->substr(4), nullptr, false) : json();
+  }
+  json allocationOf(const std::string& pod) {
+    const json now = state();
+    for (const json& allocation : now["allocations"]) {
+      if (allocation["pod"] == pod) return allocation;
+    }
+    return nullptr;
+  }
+  std::string freeCores(const std::string& node) {
+    const json now = state();
+    for (const json& entry : now["nodes"]) {
+      if (entry["name"] == node) return entry["freeCores"];
+    }
+    return "?";
+  }
+
+  // kube-scheduler's path for one pod: filter over both nodes, then bind to `node`.
+  json schedule(const std::string& name, const std::string& resource, int count,
+                const std::string& node) {
+    api_.put("pods", makePod("ml", name, resource, count));
+    const json pod = *api_.get("pods", "ml/" + name);
+    const json filtered = post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a", "trn-b"}}});
+    EXPECT_EQ(filtered["Error"], "");
+    return post("bind", {{"PodName", name},
+                         {"PodNamespace", "ml"},
+                         {"PodUID", pod["metadata"]["uid"]},
+                         {"Node", node}});
+  }
+
+  FakeApiServer api_;
+  std::unique_ptr<TempDir> dir_;
+  std::string kubeconfig_;
+  std::unique_ptr<BackgroundProcess> extender_;
+  int port_ = 0;
+};
+
+TEST_F(ExtenderApiTest, BindWritesTheAnnotationsThenTheBinding) {
+  ASSERT_EQ(schedule("train-0", kCores, 4, "trn-a")["Error"], "");
+  const json pod = *api_.get("pods", "ml/train-0");
+  EXPECT_EQ(pod["spec"]["nodeName"], "trn-a");
+  const json& annotations = pod["metadata"]["annotations"];
+  EXPECT_EQ(annotations["AWS_NEURON_IDS"], "0,1,2,3");  // one whole device at LNC 2
+  EXPECT_EQ(annotations["NEURON_ALLOCATED"], "false");
+  EXPECT_EQ(annotations["NEURON_RESOURCE_TYPE"], kCores);
+  EXPECT_GT(std::stoll(annotations["NEURON_ALLOC_TIME"].get<std::string>()),
+            1'600'000'000'000'000'000LL);
+  EXPECT_EQ(annotations["example.com/owner"], "team-a");  // someone else's key survives
+
+  // The writes, in order: one merge-patch touching only our keys (pinned to the UID), then the
+  // Binding, then an Event.
+  std::vector<FakeApiServer::Write> writes = api_.writes();
+  ASSERT_GE(writes.size(), 3U);
+  EXPECT_EQ(writes[0].method, "PATCH");
+  EXPECT_EQ(writes[0].contentType, "application/merge-patch+json");
+  EXPECT_EQ(writes[0].body["metadata"]["uid"], pod["metadata"]["uid"]);
+  EXPECT_EQ(writes[0].body["metadata"]["annotations"].size(), 4U);
+  EXPECT_EQ(writes[0].body["metadata"].size(), 2U);
+  EXPECT_EQ(writes[0].body.size(), 1U);
+  EXPECT_EQ(writes[1].path, "/api/v1/namespaces/ml/pods/train-0/binding");
+  EXPECT_EQ(writes[1].body["target"]["name"], "trn-a");
+  EXPECT_EQ(writes[1].body["metadata"]["uid"], pod["metadata"]["uid"]);
+  ASSERT_TRUE(eventually([&] { return !api_.events().empty(); }));
+  EXPECT_EQ(api_.events()[0]["reason"], "NeuronAllocated");
+  EXPECT_EQ(api_.events()[0]["involvedObject"]["name"], "train-0");
+
+  // The watch confirms the assumption; a retried bind changes nothing and still succeeds.
+  ASSERT_TRUE(eventually([&] { return allocationOf("ml/train-0")["assumed"] == false; }))
+      << state().dump();
+  EXPECT_EQ(post("bind", {{"PodName", "train-0"},
+                          {"PodNamespace", "ml"},
+                          {"PodUID", pod["metadata"]["uid"]},
+                          {"Node", "trn-a"}})["Error"],
+            "");
+  EXPECT_EQ(api_.get("pods", "ml/train-0")->at("metadata").at("annotations").at("AWS_NEURON_IDS"),
+            "0,1,2,3");
+  EXPECT_EQ(freeCores("trn-a"), "4-63");
+}
+
+TEST_F(ExtenderApiTest, RestartRebuildsTheSameStateFromPods) {
+  ASSERT_EQ(schedule("a", kCores, 4, "trn-a")["Error"], "");
+  ASSERT_EQ(schedule("b", kDevices, 4, "trn-a")["Error"], "");
+  ASSERT_EQ(schedule("c", kCores, 16, "trn-b")["Error"], "");
+  ASSERT_TRUE(eventually([&] {
+    const json now = state();
+    for (const json& allocation : now["allocations"]) {
+      if (allocation["assumed"] == true) return false;
+    }
+    return true;
+  }));
+  const json before = state();
+  ASSERT_EQ(before["allocations"].size(), 3U);
+  stopExtender();
+  startExtender();
+  json after = state();
+  // UIDs and ids must match exactly; the order is by UID in both.
+  EXPECT_EQ(after, before);
+  // And the rebuilt state is used: a pod needing all of trn-a's free devices gets the rest only.
+  EXPECT_EQ(freeCores("trn-a"), before["nodes"][0]["freeCores"]);
+}
+
+TEST_F(ExtenderApiTest, DeletingAPodFreesItsCores) {
+  ASSERT_EQ(schedule("whole", kDevices, 16, "trn-a")["Error"], "");
+  ASSERT_TRUE(eventually([&] { return freeCores("trn-a") == ""; }));
+  const json full =
+      post("filter", {{"Pod", makePod("ml", "next", kDevices, 16)}, {"NodeNames", {"trn-a"}}});
+  EXPECT_TRUE(full["FailedNodes"].contains("trn-a")) << full.dump();
+  api_.remove("pods", "ml/whole");
+  ASSERT_TRUE(eventually([&] { return freeCores("trn-a") == "0-63"; }));
+  api_.put("pods", makePod("ml", "next", kDevices, 16));
+  const json again =
+      post("filter", {{"Pod", *api_.get("pods", "ml/next")}, {"NodeNames", {"trn-a"}}});
+  EXPECT_EQ(again["NodeNames"], json({"trn-a"}));
+}
+
+TEST_F(ExtenderApiTest, FinishedPodsGiveTheirCoresBack) {
+  ASSERT_EQ(schedule("job", kCores, 8, "trn-b")["Error"], "");
+  ASSERT_TRUE(eventually([&] { return freeCores("trn-b") == "8-63"; }));
+  json pod = *api_.get("pods", "ml/job");
+  pod["status"]["phase"] = "Succeeded";
+  api_.put("pods", pod);
+  EXPECT_TRUE(eventually([&] { return freeCores("trn-b") == "0-63"; }));
+}
+
+TEST_F(ExtenderApiTest, AWatchEndedWithGoneIsHealedByARelist) {
+  ASSERT_EQ(schedule("lost", kCores, 4, "trn-a")["Error"], "");
+  ASSERT_TRUE(eventually([&] { return allocationOf("ml/lost")["assumed"] == false; }));
+  const int podLists = api_.lists("pods");
+  // The pod goes while no event says so; only a list can tell.
+  api_.removeSilently("pods", "ml/lost");
+  api_.expireWatches();
+  ASSERT_TRUE(eventually([&] { return api_.lists("pods") > podLists; }));
+  EXPECT_TRUE(eventually([&] { return allocationOf("ml/lost").is_null(); }));
+  EXPECT_EQ(freeCores("trn-a"), "0-63");
+  EXPECT_NE(extender_->stderrText().find("watch expired; listing again"), std::string::npos);
+  // Watching resumes after the re-list: new pods are still seen.
+  ASSERT_EQ(schedule("after", kCores, 4, "trn-a")["Error"], "");
+  EXPECT_TRUE(eventually([&] { return allocationOf("ml/after")["assumed"] == false; }));
+}
+
+TEST_F(ExtenderApiTest, AFailedBindingGivesTheCoresBackAndSaysWhy) {
+  api_.failNext("POST", "/binding", 500);
+  const json answer = schedule("unlucky", kDevices, 8, "trn-a");
+  EXPECT_NE(answer["Error"].get<std::string>().find("injected failure"), std::string::npos)
+      << answer.dump();
+  EXPECT_TRUE(allocationOf("ml/unlucky").is_null());
+  EXPECT_EQ(freeCores("trn-a"), "0-63");
+  ASSERT_TRUE(eventually([&] { return !api_.events().empty(); }));
+  EXPECT_EQ(api_.events().back()["type"], "Warning");
+  EXPECT_EQ(api_.events().back()["reason"], "NeuronBindFailed");
+  // kube-scheduler retries; this time it goes through.
+  const json pod = *api_.get("pods", "ml/unlucky");
+  EXPECT_EQ(post("bind", {{"PodName", "unlucky"},
+                          {"PodNamespace", "ml"},
+                          {"PodUID", pod["metadata"]["uid"]},
+                          {"Node", "trn-a"}})["Error"],
+            "");
+  EXPECT_EQ(api_.get("pods", "ml/unlucky")->at("spec").at("nodeName"), "trn-a");
+}
+
+TEST_F(ExtenderApiTest, BindAfterARestartLooksThePodUp) {
+  api_.put("pods", makePod("ml", "early", kCores, 2));
+  const json pod = *api_.get("pods", "ml/early");
+  // filter ran on an earlier extender; this one has never seen the pod.
+  EXPECT_EQ(post("bind", {{"PodName", "early"},
+                          {"PodNamespace", "ml"},
+                          {"PodUID", pod["metadata"]["uid"]},
+                          {"Node", "trn-b"}})["Error"],
+            "");
+  EXPECT_EQ(api_.get("pods", "ml/early")->at("metadata").at("annotations").at("AWS_NEURON_IDS"),
+            "0,1");
+  // A bind naming a UID the pod no longer has is refused.
+  api_.put("pods", makePod("ml", "replaced", kCores, 2));
+  const json refused = post("bind", {{"PodName", "replaced"},
+                                     {"PodNamespace", "ml"},
+                                     {"PodUID", "uid-of-an-older-pod"},
+                                     {"Node", "trn-b"}});
+  EXPECT_NE(refused["Error"].get<std::string>().find("it was replaced"), std::string::npos);
+}
+
+TEST_F(ExtenderApiTest, PodsWithConflictingIdsNeverDoubleAllocate) {
+  // Two pods that claim the same cores on one node (e.g. written by another tool): the first
+  // one seen keeps them and the conflict is logged, not silently merged.
+  for (const char* name : {"first", "second"}) {
+    json pod = makePod("ml", name, kCores, 4);
+    pod["spec"]["nodeName"] = "trn-b";
+    pod["status"]["phase"] = "Running";
+    pod["metadata"]["annotations"]["AWS_NEURON_IDS"] = "0,1,2,3";
+    api_.put("pods", pod);
+  }
+  ASSERT_TRUE(eventually([&] {
+    return extender_->stderrText().find("conflict with the cluster state") != std::string::npos;
+  }));
+  EXPECT_EQ(freeCores("trn-b"), "4-63");
+  EXPECT_FALSE(allocationOf("ml/first").is_null());
+  EXPECT_TRUE(allocationOf("ml/second").is_null());
+}
+
+TEST_F(ExtenderApiTest, NodesFollowTheApi) {
+  json nodes = state()["nodes"];
+  ASSERT_EQ(nodes.size(), 2U);  // cpu-1 is not a Neuron node
+  // The agent's topology annotation: LNC 1 and device 3 out of service.
+  json node = *api_.get("nodes", "trn-b");
+  node["metadata"]["annotations"]["torus.dev/topology"] =
+      R"({"v":1,"instanceType":"trn2.48xlarge","lnc":1,"devices":16,"coresPerDevice":8,"unhealthy":[3]})";
+  api_.put("nodes", node);
+  ASSERT_TRUE(eventually([&] { return state()["nodes"][1]["lnc"] == 1; }));
+  EXPECT_EQ(state()["nodes"][1]["unhealthyDevices"], "3");
+  EXPECT_EQ(freeCores("trn-b"), "0-23,32-127");
+  // A garbled annotation is reported and the catalog is used instead.
+  node["metadata"]["annotations"]["torus.dev/topology"] = "{not json";
+  api_.put("nodes", node);
+  ASSERT_TRUE(eventually([&] { return state()["nodes"][1]["lnc"] == 2; }));
+  EXPECT_NE(extender_->stderrText().find("annotation torus.dev/topology"), std::string::npos);
+  api_.remove("nodes", "trn-b");
+  EXPECT_TRUE(eventually([&] { return state()["nodes"].size() == 1U; }));
+}
+
+TEST(ExtenderApiStartup, NoClusterIsAClearError) {
+  const ProcessResult result =
+      runProcess({binaryPath("neuron-scheduler-extender"), "--kubeconfig=/nonexistent/kubeconfig",
+                  "--listen=127.0.0.1:0"});
+  EXPECT_EQ(result.exitCode, 2);
+  EXPECT_NE(result.err.find("no cluster to serve"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("/nonexistent/kubeconfig"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace torus::testing

@@ -1,0 +1,109 @@
+// A stand-in for the Kubernetes API server, over real HTTP on loopback, speaking its wire format
+// for what Torus uses: list and watch of nodes and pods (resourceVersions, bookmarks-free event
+// streams, 410 Gone for a compacted history), GET of one object, JSON merge-patch (with the UID
+// precondition), pods/binding and events. Tests change objects through it, inject failures, and
+// read back every write the client made.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace torus::testing {
+
+class FakeApiServer {
+ public:
+  FakeApiServer();
+  ~FakeApiServer();
+  FakeApiServer(const FakeApiServer&) = delete;
+  FakeApiServer& operator=(const FakeApiServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // A kubeconfig (token auth) pointing here, written to `path`.
+  void writeKubeconfig(const std::string& path) const;
+
+  // collection: "nodes" or "pods". Adds or replaces the object (a UID and a resourceVersion are
+  // assigned) and tells the watchers.
+  void put(const std::string& collection, nlohmann::json object);
+  void remove(const std::string& collection, const std::string& key);
+  // Removes without telling the watchers: a missed event, healed only by a re-list.
+  void removeSilently(const std::string& collection, const std::string& key);
+  // Key: "namespace/name" for pods, "name" for nodes.
+  std::optional<nlohmann::json> get(const std::string& collection, const std::string& key) const;
+  // Ends every open watch with 410 Gone and forgets the history: clients must list again.
+  void expireWatches();
+  // The next request whose method matches and whose path contains `pathPart` gets `status`.
+  void failNext(const std::string& method, const std::string& pathPart, int status);
+
+  struct Write {
+    std::string method;
+    std::string path;
+    std::string contentType;
+    nlohmann::json body;
+  };
+  std::vector<Write> writes() const;
+  std::vector<nlohmann::json> events() const;
+  int lists(const std::string& collection) const;
+  int openWatches() const;
+
+ private:
+  struct Change {
+    std::uint64_t version;
+    std::string collection;
+    std::string type;
+    nlohmann::json object;
+  };
+
+  void handleList(const std::string& collection, const httplib::Request& request,
+                  httplib::Response& response);
+  void handleWatch(const std::string& collection, std::uint64_t from, httplib::Response& response);
+  void handlePatch(const std::string& collection, const std::string& key,
+                   const httplib::Request& request, httplib::Response& response);
+  void handleBinding(const std::string& key, const httplib::Request& request,
+                     httplib::Response& response);
+  bool injectedFailure(const httplib::Request& request, httplib::Response& response);
+  void recordWrite(const httplib::Request& request);
+  // With mutex_ held.
+  void changeLocked(const std::string& collection, const std::string& type, nlohmann::json object);
+
+  httplib::Server server_;
+  int port_ = 0;
+  std::jthread thread_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::uint64_t version_ = 100;
+  std::uint64_t compactedBefore_ = 0;  // watches from an older version get 410
+  std::uint64_t expiry_ = 0;           // bumped by expireWatches()
+  std::uint64_t uids_ = 0;
+  std::map<std::string, std::map<std::string, nlohmann::json>> objects_;
+  std::vector<Change> history_;
+  std::vector<Write> writes_;
+  std::vector<nlohmann::json> events_;
+  std::map<std::string, int> lists_;
+  int openWatches_ = 0;
+  struct Failure {
+    std::string method;
+    std::string pathPart;
+    int status;
+  };
+  std::vector<Failure> failures_;
+};
+
+// Minimal objects as the API server returns them.
+nlohmann::json makeNode(const std::string& name, const std::string& instanceType);
+// A pod asking `count` of `resource` ("aws.amazon.com/neuroncore" or "aws.amazon.com/neuron").
+nlohmann::json makePod(const std::string& ns, const std::string& name, const std::string& resource,
+                       int count);
+
+}  // namespace torus::testing

@@ -1,0 +1,144 @@
+// ClusterState as the API sync drives it: assumptions confirmed, replaced, expired; re-lists
+// dropping pods that went unseen; node updates that keep or drop allocations; and bind handing
+// off to a PodBinder, giving the ids back when the hand-off fails.
+#include "scheduler-extender/state/cluster_state.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler-extender/verbs/verbs.h"
+
+namespace torus::extender {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr auto kCore = topology::AllocationUnit::kCore;
+constexpr auto kDevice = topology::AllocationUnit::kDevice;
+
+PodDemand pod(const std::string& uid, topology::AllocationUnit unit, int count) {
+  PodDemand demand;
+  demand.name = "pod-" + uid;
+  demand.namespace_ = "ml";
+  demand.uid = uid;
+  demand.unit = unit;
+  demand.count = count;
+  demand.resourceName = unit == kCore ? "aws.amazon.com/neuroncore" : "aws.amazon.com/neuron";
+  return demand;
+}
+
+topology::CoreSet ids(std::string_view text) {
+  return *topology::CoreSet::parse(text);
+}
+
+TEST(ClusterState, ObserveConfirmsAMatchingAssumption) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  auto reserved = state.reserve("n", pod("a", kCore, 4));
+  ASSERT_TRUE(reserved.ok());
+  EXPECT_TRUE(reserved->assumed);
+  EXPECT_GT(reserved->allocTimeNs, 0);
+  auto observed = state.observe("n", pod("a", kCore, 4), reserved->ids);
+  ASSERT_TRUE(observed.ok());
+  EXPECT_FALSE(observed->assumed);
+  EXPECT_FALSE(state.allocationOf("a")->assumed);
+  // Confirmed allocations do not expire.
+  EXPECT_TRUE(state.expireAssumptions(std::chrono::steady_clock::now() + 1h, 1min).empty());
+}
+
+TEST(ClusterState, TheAnnotationWinsOverADifferentGuess) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.reserve("n", pod("a", kCore, 4)).ok());  // 0-3
+  auto observed = state.observe("n", pod("a", kCore, 4), ids("8-11"));
+  ASSERT_TRUE(observed.ok());
+  EXPECT_EQ(state.allocationOf("a")->ids, ids("8-11"));
+  EXPECT_EQ(state.node("n")->freeCores, ids("0-7,12-63"));
+}
+
+TEST(ClusterState, ConflictingObservationsAreRefused) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.observe("n", pod("a", kCore, 4), ids("0-3")).ok());
+  auto clash = state.observe("n", pod("b", kCore, 4), ids("2-5"));
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.error().code, ErrorCode::kAborted);
+  EXPECT_NE(clash.error().message.find("cores 2-3 on n are already held"), std::string::npos);
+  auto missing = state.observe("n", pod("c", kDevice, 1), ids("16"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(state.node("n")->freeCores, ids("4-63"));
+}
+
+TEST(ClusterState, OldAssumptionsExpireAndFreeTheirCores) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.reserve("n", pod("a", kDevice, 4)).ok());
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_TRUE(state.expireAssumptions(now, 1min).empty());
+  const auto expired = state.expireAssumptions(now + 2min, 1min);
+  ASSERT_EQ(expired.size(), 1U);
+  EXPECT_EQ(expired[0].podUid, "a");
+  EXPECT_EQ(state.node("n")->freeCores, ids("0-63"));
+}
+
+TEST(ClusterState, ARelistDropsConfirmedPodsNoLongerListedButKeepsAssumptions) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.observe("n", pod("gone", kCore, 4), ids("0-3")).ok());
+  ASSERT_TRUE(state.observe("n", pod("kept", kCore, 4), ids("4-7")).ok());
+  ASSERT_TRUE(state.reserve("n", pod("binding", kCore, 4)).ok());
+  EXPECT_EQ(state.retainObserved({"kept"}), 1);
+  EXPECT_FALSE(state.allocationOf("gone"));
+  EXPECT_TRUE(state.allocationOf("kept"));
+  EXPECT_TRUE(state.allocationOf("binding"));
+}
+
+TEST(ClusterState, NodeUpdatesKeepAllocationsUnlessTheLncChanges) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.observe("n", pod("a", kCore, 4), ids("0-3")).ok());
+  auto health = state.upsertNode("n", "trn2.48xlarge", 2, ids("5"));
+  ASSERT_TRUE(health.ok());
+  EXPECT_EQ(*health, 0);
+  EXPECT_EQ(state.node("n")->freeCores, ids("4-19,24-63"));  // device 5 = cores 20-23
+  auto lnc = state.upsertNode("n", "trn2.48xlarge", 1);
+  ASSERT_TRUE(lnc.ok());
+  EXPECT_EQ(*lnc, 1);
+  EXPECT_FALSE(state.allocationOf("a"));
+  EXPECT_EQ(state.node("n")->freeCores, ids("0-127"));
+  EXPECT_EQ(state.removeNode("n"), 0);
+  EXPECT_FALSE(state.hasNode("n"));
+}
+
+class RecordingBinder : public PodBinder {
+ public:
+  Result<void> bind(const PodDemand& demand, const Allocation& allocation) override {
+    bound.push_back(demand.uid + "@" + allocation.node + ":" + allocation.ids.toRangeString());
+    if (fail) return makeError(ErrorCode::kUnavailable, "API down");
+    return okResult();
+  }
+  Result<PodDemand> fetchPod(const std::string&, const std::string&) override {
+    return makeError(ErrorCode::kNotFound, "not used");
+  }
+  std::vector<std::string> bound;
+  bool fail = false;
+};
+
+TEST(BindPod, HandsTheIdsToTheBinderAndTakesThemBackOnFailure) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  RecordingBinder binder;
+  binder.fail = true;
+  auto failed = bindPod(state, pod("a", kDevice, 4), "n", &binder);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error().message, "API down");
+  EXPECT_FALSE(state.allocationOf("a"));
+  EXPECT_EQ(state.node("n")->freeCores, ids("0-63"));
+  binder.fail = false;
+  ASSERT_TRUE(bindPod(state, pod("a", kDevice, 4), "n", &binder).ok());
+  ASSERT_TRUE(bindPod(state, pod("a", kDevice, 4), "n", &binder).ok());  // a retry
+  EXPECT_EQ(binder.bound.size(), 3U);
+  EXPECT_EQ(binder.bound[1], binder.bound[2]) << "a retry hands over the same ids";
+}
+
+}  // namespace
+}  // namespace torus::extender

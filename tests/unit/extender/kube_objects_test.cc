@@ -1,0 +1,126 @@
+// Nodes and pods as the API returns them, and the torus.dev/topology annotation: what is read,
+// and a clear complaint (never a crash) for each kind of bad value.
+#include "scheduler-extender/kube/kube_objects.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/kube/topology_annotation.h"
+
+namespace torus::extender {
+namespace {
+
+using nlohmann::json;
+
+json node(const json& labels, const json& annotations = json::object()) {
+  return {{"metadata", {{"name", "n1"}, {"labels", labels}, {"annotations", annotations}}}};
+}
+
+TEST(NodeRecord, ReadsTypeLncAndUnhealthyDevices) {
+  auto plain = parseNodeRecord(node({{"node.kubernetes.io/instance-type", "trn1.32xlarge"}}));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->instanceType, "trn1.32xlarge");
+  EXPECT_EQ(plain->lnc, 0);
+  auto beta = parseNodeRecord(node({{"beta.kubernetes.io/instance-type", "inf2.xlarge"}}));
+  EXPECT_EQ(beta->instanceType, "inf2.xlarge");
+  auto labelled = parseNodeRecord(
+      node({{"node.kubernetes.io/instance-type", "trn2.48xlarge"}, {"torus.dev/lnc", "1"}}));
+  EXPECT_EQ(labelled->lnc, 1);
+  auto annotated = parseNodeRecord(
+      node({{"node.kubernetes.io/instance-type", "trn2.48xlarge"}},
+           {{"torus.dev/topology",
+             R"({"v":1,"lnc":2,"devices":16,"coresPerDevice":4,"unhealthy":[2,7]})"}}));
+  ASSERT_TRUE(annotated.ok());
+  EXPECT_EQ(annotated->lnc, 2);
+  EXPECT_EQ(annotated->unhealthy.toRangeString(), "2,7");
+  EXPECT_TRUE(annotated->topologyProblem.empty());
+}
+
+TEST(NodeRecord, BadMetadataIsNamedAndTheCatalogStillServes) {
+  EXPECT_FALSE(parseNodeRecord(json::object()).ok());
+  EXPECT_FALSE(parseNodeRecord(json::array()).ok());
+  auto badLnc = parseNodeRecord(
+      node({{"node.kubernetes.io/instance-type", "trn2.48xlarge"}, {"torus.dev/lnc", "four"}}));
+  ASSERT_TRUE(badLnc.ok());
+  EXPECT_EQ(badLnc->lnc, 0);
+  EXPECT_NE(badLnc->topologyProblem.find("torus.dev/lnc"), std::string::npos);
+  auto badAnnotation = parseNodeRecord(node({{"node.kubernetes.io/instance-type", "trn2.48xlarge"}},
+                                            {{"torus.dev/topology", "[1,2"}}));
+  ASSERT_TRUE(badAnnotation.ok());
+  EXPECT_NE(badAnnotation->topologyProblem.find("not valid JSON"), std::string::npos);
+}
+
+TEST(TopologyAnnotation, RoundTripsANode) {
+  auto model = topology::catalogNode("trn2.48xlarge");
+  ASSERT_TRUE(model.ok());
+  model->devices[3].health = topology::DeviceHealth::unhealthy("ecc");
+  const kube::TopologySummary summary = kube::summarizeTopology(*model);
+  const std::string text = kube::formatTopologyAnnotation(summary);
+  auto parsed = kube::parseTopologyAnnotation(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(parsed->instanceType, "trn2.48xlarge");
+  EXPECT_EQ(parsed->lnc, 2);
+  EXPECT_EQ(parsed->deviceCount, 16);
+  EXPECT_EQ(parsed->coresPerDevice, 4);
+  EXPECT_EQ(parsed->links, summary.links);
+  EXPECT_EQ(parsed->unhealthy.toRangeString(), "3");
+  EXPECT_LT(text.size(), 600U) << "compact: annotations share a 256 KiB budget";
+}
+
+TEST(TopologyAnnotation, EachBadValueIsNamed) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "not valid JSON"},
+      {"[]", "expected an object"},
+      {R"({"lnc":2,"devices":16,"coresPerDevice":4})", "v: missing"},
+      {R"({"v":2,"lnc":2,"devices":16,"coresPerDevice":4})", "v: expected 1..1"},
+      {R"({"v":1,"lnc":"2","devices":16,"coresPerDevice":4})", "lnc: expected a number"},
+      {R"({"v":1,"lnc":2,"devices":65,"coresPerDevice":4})", "devices: expected 0..64"},
+      {R"({"v":1,"lnc":2,"devices":2,"coresPerDevice":4,"links":[[1]]})", "links: expected one"},
+      {R"({"v":1,"lnc":2,"devices":2,"coresPerDevice":4,"links":[[1],[5]]})",
+       "links[1]: expected device indices 0..1, got 5"},
+      {R"({"v":1,"lnc":2,"devices":2,"coresPerDevice":4,"unhealthy":[-1]})", "unhealthy:"},
+  };
+  for (const auto& [text, expected] : cases) {
+    auto parsed = kube::parseTopologyAnnotation(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_NE(parsed.error().message.find(expected), std::string::npos)
+        << text << " -> " << parsed.error().message;
+  }
+}
+
+json boundPod(const std::string& ids, const std::string& phase) {
+  const json resources = {{"aws.amazon.com/neuroncore", "4"}};
+  return {
+      {"metadata",
+       {{"name", "p"},
+        {"namespace", "ml"},
+        {"uid", "u1"},
+        {"annotations", {{"AWS_NEURON_IDS", ids}}}}},
+      {"spec",
+       {{"nodeName", "n1"},
+        {"containers", json::array({{{"name", "c"}, {"resources", {{"limits", resources}}}}})}}},
+      {"status", {{"phase", phase}}}};
+}
+
+TEST(PodRecord, ReadsTheHandOffAndWhetherThePodStillHoldsIt) {
+  auto running = parsePodRecord(boundPod("4,5,6,7", "Running"));
+  ASSERT_TRUE(running.ok());
+  EXPECT_EQ(running->nodeName, "n1");
+  EXPECT_TRUE(running->holdsNeuron());
+  EXPECT_EQ(running->assignedIds->toRangeString(), "4-7");
+  EXPECT_EQ(running->demand.count, 4);
+  EXPECT_FALSE(parsePodRecord(boundPod("4,5,6,7", "Succeeded"))->holdsNeuron());
+  EXPECT_FALSE(parsePodRecord(boundPod("4,5,6,7", "Failed"))->holdsNeuron());
+  auto garbled = parsePodRecord(boundPod("four", "Running"));
+  ASSERT_TRUE(garbled.ok());
+  EXPECT_FALSE(garbled->assignedIds);
+  EXPECT_NE(garbled->idsProblem.find("AWS_NEURON_IDS=\"four\""), std::string::npos);
+  json badQuantity = boundPod("0", "Running");
+  badQuantity["spec"]["containers"][0]["resources"]["limits"]["aws.amazon.com/neuroncore"] = "1.5";
+  auto refused = parsePodRecord(badQuantity);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("pod ml/p"), std::string::npos) << refused.error().message;
+}
+
+}  // namespace
+}  // namespace torus::extender
