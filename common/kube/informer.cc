@@ -88,8 +88,8 @@ void Informer::run(std::stop_token stop) {
             if (const std::string seen = resourceVersionOf(*event.object); !seen.empty()) {
               version = seen;
             }
-            TORUS_LOG(Debug, Kube, "watch event", {"collection", collection_},
-                      {"type", event.type}, {"resource_version", version});
+            TORUS_LOG(Debug, Kube, "watch event", {"collection", collection_}, {"type", event.type},
+                      {"resource_version", version});
             if (event.type != "BOOKMARK") handlers_.onEvent(event);
             backoff = options_.minBackoff;
           },
