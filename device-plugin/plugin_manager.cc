@@ -24,8 +24,12 @@ bool isSocket(const std::string& path) {
 
 }  // namespace
 
-DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& node)
-    : options_(std::move(options)), node_(node), tracker_(options_.allocateGrace) {}
+DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& node,
+                                         SchedulerHandoff* handoff)
+    : options_(std::move(options)),
+      node_(node),
+      handoff_(handoff),
+      tracker_(options_.allocateGrace) {}
 
 DevicePluginManager::~DevicePluginManager() {
   stop();
@@ -59,9 +63,12 @@ Result<void> DevicePluginManager::restartServers() {
   std::lock_guard lock(mutex_);
   servers_.clear();  // stops them and removes their sockets
   for (const ResourceKind kind : options_.resources) {
-    auto service = std::make_unique<PluginService>(kind, node_, tracker_, [this] {
-      if (poller_) poller_->poke();
-    });
+    auto service = std::make_unique<PluginService>(
+        kind, node_, tracker_,
+        [this] {
+          if (poller_) poller_->poke();
+        },
+        handoff_);
     auto server =
         PluginServer::start(options_.pluginDir + "/" + socketName(kind), std::move(service));
     if (!server) return std::move(server).error();

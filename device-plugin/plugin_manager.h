@@ -19,6 +19,7 @@
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pod_resources_poller.h"
 #include "device-plugin/resource_kind.h"
+#include "device-plugin/scheduler_handoff.h"
 
 namespace torus::plugin {
 
@@ -34,7 +35,9 @@ struct DevicePluginOptions {
 
 class DevicePluginManager {
  public:
-  DevicePluginManager(DevicePluginOptions options, NodeView& node);
+  // `handoff` (may be null) gives the scheduler extender's choices to GetPreferredAllocation.
+  DevicePluginManager(DevicePluginOptions options, NodeView& node,
+                      SchedulerHandoff* handoff = nullptr);
   ~DevicePluginManager();
   DevicePluginManager(const DevicePluginManager&) = delete;
   DevicePluginManager& operator=(const DevicePluginManager&) = delete;
@@ -50,6 +53,7 @@ class DevicePluginManager {
 
   const DevicePluginOptions options_;
   NodeView& node_;
+  SchedulerHandoff* handoff_;
   AssignmentTracker tracker_;
   std::unique_ptr<PodResourcesPoller> poller_;
   mutable std::mutex mutex_;

@@ -54,11 +54,12 @@ std::vector<std::string> toStrings(const google::protobuf::RepeatedPtrField<std:
 }  // namespace
 
 PluginService::PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
-                             std::function<void()> afterAllocate)
+                             std::function<void()> afterAllocate, SchedulerHandoff* handoff)
     : kind_(kind),
       node_(node),
       assignments_(assignments),
-      afterAllocate_(std::move(afterAllocate)) {
+      afterAllocate_(std::move(afterAllocate)),
+      handoff_(handoff) {
   nodeSubscription_ = node_.onChange([this] { changed(); });
   assignmentSubscription_ = assignments_.onChange([this] { changed(); });
 }
@@ -146,8 +147,20 @@ grpc::Status PluginService::GetPreferredAllocation(
     if (!available) return toStatus(available.error());
     auto required = parseIds(kind_, node, toStrings(container.must_include_deviceids()));
     if (!required) return toStatus(required.error());
+    const topology::CoreSet candidates = *available & usable;
+    if (handoff_ != nullptr) {
+      if (auto promised =
+              handoff_->promisedIds(kind_, container.allocation_size(), candidates, *required)) {
+        auto* out = response->add_container_responses();
+        for (const std::string& id : formatIds(*promised))
+          out->add_deviceids(id);
+        TORUS_LOG(Info, Plugin, "preferred allocation from the scheduler extender",
+                  {"resource", resourceName(kind_)}, {"ids", promised->toRangeString()});
+        continue;
+      }
+    }
     auto chosen = topology::choosePlacement(
-        node, {unitOf(kind_), container.allocation_size(), *available & usable, *required});
+        node, {unitOf(kind_), container.allocation_size(), candidates, *required});
     if (!chosen) {
       TORUS_LOG(Warn, Plugin, "no preferred allocation", {"resource", resourceName(kind_)},
                 {"size", container.allocation_size()}, {"error", chosen.error().message});
@@ -184,7 +197,10 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
     }
     for (const auto& [name, value] : allocation->env)
       (*out->mutable_envs())[name] = value;
-    granted |= *parseIds(kind_, snapshot.node, toStrings(container.devices_ids()));
+    const topology::CoreSet ids =
+        *parseIds(kind_, snapshot.node, toStrings(container.devices_ids()));
+    if (handoff_ != nullptr) handoff_->allocated(kind_, ids);
+    granted |= ids;
     TORUS_LOG(Info, Plugin, "allocated", {"resource", resourceName(kind_)},
               {"ids", granted.toRangeString()},
               {"visible_cores", allocation->env["NEURON_RT_VISIBLE_CORES"]},

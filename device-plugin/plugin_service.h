@@ -12,6 +12,7 @@
 #include "device-plugin/assignments.h"
 #include "device-plugin/node_view.h"
 #include "device-plugin/resource_kind.h"
+#include "device-plugin/scheduler_handoff.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace torus::plugin {
@@ -19,8 +20,9 @@ namespace torus::plugin {
 class PluginService final : public v1beta1::DevicePlugin::Service {
  public:
   // `afterAllocate` runs after each successful Allocate (the agent re-reads pod-resources then).
+  // `handoff` (may be null) supplies the scheduler extender's choices.
   PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
-                std::function<void()> afterAllocate);
+                std::function<void()> afterAllocate, SchedulerHandoff* handoff = nullptr);
   ~PluginService() override;
 
   // Ends every open ListAndWatch stream; call before shutting the gRPC server down.
@@ -47,6 +49,7 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
   NodeView& node_;
   AssignmentTracker& assignments_;
   std::function<void()> afterAllocate_;
+  SchedulerHandoff* handoff_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -42,6 +42,7 @@ struct ExtenderConfig {
   std::string kubeconfig;
   std::string kubeContext;
   int assumeTtlSeconds = 300;
+  bool printConfigReference = false;
   std::string tlsCertFile;
   std::string tlsKeyFile;
   int maxBodyMiB = 16;
@@ -79,9 +80,16 @@ int main(int argc, char** argv) {
   table.addInt("max-body-mib", "TORUS_MAX_BODY_MIB", "maxBodyMiB", "MIB",
                "largest request body accepted; larger ones get 413", 1, 1024, &config.maxBodyMiB);
   torus::config::addLogSettings(table, &config.log);
+  table.addSwitch("print-config-reference", "", "",
+                  "print the settings reference as Markdown (docs/config.md) and exit",
+                  &config.printConfigReference);
   const torus::config::CommandInfo info{"neuron-scheduler-extender", kUsage, kDescription,
                                         "config"};
   if (auto exitCode = torus::config::parseCommandLine(table, info, argc, argv)) return *exitCode;
+  if (config.printConfigReference) {
+    std::fputs(table.markdownReference().c_str(), stdout);
+    return 0;
+  }
 
   torus::log::configure(config.log);
   TORUS_LOG(Info, Extender, "starting neuron-scheduler-extender",

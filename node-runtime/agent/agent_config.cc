@@ -31,6 +31,13 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
   table.addDurationMillis("health-interval", "TORUS_HEALTH_INTERVAL", "healthInterval",
                           "how often device health is re-read from sysfs",
                           &config->healthIntervalMs);
+  table.addString("kubeconfig", "KUBECONFIG", "kubeconfig", "FILE",
+                  "reach the Kubernetes API with this kubeconfig (default: the in-cluster service "
+                  "account when running in a pod; without either, the scheduler extender's "
+                  "choices are not read)",
+                  &config->kubeconfig);
+  table.addString("node-name", "NODE_NAME", "nodeName", "NAME",
+                  "this node's Kubernetes name, to watch the pods bound to it", &config->nodeName);
   config::addLogSettings(table, &config->log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",

@@ -19,6 +19,10 @@ struct AgentConfig {
   bool devicePlugin = true;
   plugin::DevicePluginOptions plugin;
   std::int64_t healthIntervalMs = 500;
+  // The Kubernetes API, to read the scheduler extender's hand-off on this node's pods: a
+  // kubeconfig file, else the in-cluster service account when there is one.
+  std::string kubeconfig;
+  std::string nodeName;
   log::Settings log;
   bool printConfigReference = false;
 };

@@ -1,6 +1,9 @@
 #include "node-runtime/agent/node_agent.h"
 
+#include <cstdlib>
+
 #include "common/base/log.h"
+#include "common/kube/kube_config.h"
 #include "common/topology/instance_catalog.h"
 
 namespace torus::agent {
@@ -80,9 +83,46 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   return agent;
 }
 
+namespace {
+
+// The API is optional for the agent: without it the plugin places ids itself. Asked for
+// explicitly (--kubeconfig) it must work; found implicitly (in a pod) it is used when it can be.
+Result<std::optional<kube::KubeConfig>> kubeConfigOf(const AgentConfig& config) {
+  if (!config.kubeconfig.empty()) {
+    auto loaded = kube::loadKubeconfig(config.kubeconfig);
+    if (!loaded) return std::move(loaded).error().withContext("--kubeconfig");
+    return std::optional<kube::KubeConfig>(std::move(*loaded));
+  }
+  if (std::getenv("KUBERNETES_SERVICE_HOST") == nullptr) return std::optional<kube::KubeConfig>();
+  auto inCluster = kube::inClusterConfig();
+  if (!inCluster) {
+    TORUS_LOG(Warn, Agent,
+              "in a pod without API access; the scheduler extender's choices are not read",
+              {"error", inCluster.error().message});
+    return std::optional<kube::KubeConfig>();
+  }
+  return std::optional<kube::KubeConfig>(std::move(*inCluster));
+}
+
+}  // namespace
+
 Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config) {
   view_ = std::make_unique<PluginNodeView>(*monitor_, runtime::ResetPolicy{});
-  plugins_ = std::make_unique<plugin::DevicePluginManager>(config.plugin, *view_);
+  auto kube = kubeConfigOf(config);
+  if (!kube) return std::move(kube).error();
+  if (!*kube) {
+    TORUS_LOG(Info, Agent,
+              "no Kubernetes API configured: placing ids without the scheduler extender's "
+              "hand-off (AWS_NEURON_IDS)");
+  } else if (config.nodeName.empty()) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--node-name (or NODE_NAME) is needed to read this node's pods from the API");
+  } else {
+    handoff_ = std::make_unique<PodAnnotationHandoff>(**kube, config.nodeName);
+    TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", (*kube)->server},
+              {"node", config.nodeName});
+  }
+  plugins_ = std::make_unique<plugin::DevicePluginManager>(config.plugin, *view_, handoff_.get());
   return plugins_->start();
 }
 
@@ -105,6 +145,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
 
 void NodeAgent::stop() {
   plugins_.reset();
+  handoff_.reset();
   view_.reset();
   monitor_.reset();
   if (http_) {

@@ -10,6 +10,7 @@
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/plugin_node_view.h"
+#include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/node_source/node_source.h"
 #include "node-runtime/runtime/node_monitor.h"
@@ -39,6 +40,7 @@ class NodeAgent {
   // Declared in dependency order: destroyed plugins first, then the view, then the monitor.
   std::unique_ptr<runtime::NodeMonitor> monitor_;
   std::unique_ptr<PluginNodeView> view_;
+  std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<http::HttpServer> http_;
 };

@@ -13,10 +13,12 @@
 #include "common/base/unique_fd.h"
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/plugin_node_view.h"
+#include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/runtime/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
+#include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -61,7 +63,7 @@ class DevicePluginTest : public ::testing::Test {
     options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
     options.podResourcesInterval = 100ms;
     options.allocateGrace = 500ms;
-    manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
+    manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_, handoff_.get());
     ASSERT_TRUE(manager_->start().ok());
     for (const plugin::ResourceKind kind : options.resources) {
       ASSERT_TRUE(kubelet_->waitForRegistration(std::string(plugin::resourceName(kind)), 1, 5s));
@@ -70,6 +72,7 @@ class DevicePluginTest : public ::testing::Test {
 
   void TearDown() override {
     manager_.reset();
+    handoff_.reset();
     view_.reset();
     monitor_.reset();
     kubelet_.reset();
@@ -130,6 +133,7 @@ class DevicePluginTest : public ::testing::Test {
   std::unique_ptr<FakeKubelet> kubelet_;
   std::unique_ptr<runtime::NodeMonitor> monitor_;
   std::unique_ptr<agent::PluginNodeView> view_;
+  std::unique_ptr<agent::PodAnnotationHandoff> handoff_;  // set before start() to use it
   std::unique_ptr<plugin::DevicePluginManager> manager_;
 };
 
@@ -377,6 +381,86 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
   EXPECT_FALSE(fs::exists(plugins + "/torus-neuroncore.sock")) << "sockets are removed on exit";
+}
+
+// A pod bound to `node` carrying the scheduler extender's hand-off.
+nlohmann::json promisedPod(const std::string& name, const std::string& node, const std::string& ids,
+                           const std::string& type, const std::string& time) {
+  nlohmann::json pod = makePod("ml", name, type.empty() ? kDevices : type, 4);
+  pod["spec"]["nodeName"] = node;
+  auto& annotations = pod["metadata"]["annotations"];
+  annotations["AWS_NEURON_IDS"] = ids;
+  annotations["NEURON_ALLOC_TIME"] = time;
+  annotations["NEURON_ALLOCATED"] = "false";
+  if (!type.empty()) annotations["NEURON_RESOURCE_TYPE"] = type;
+  return pod;
+}
+
+TEST_F(DevicePluginTest, FollowsTheSchedulerExtendersHandOffAndMarksItAllocated) {
+  FakeApiServer api;
+  api.put("pods", promisedPod("cores", "node-a", "8,9,10,11", kCores, "1700000000000000002"));
+  api.put("pods", promisedPod("devices", "node-a", "4,5,6,7", "", "1700000000000000001"));
+  api.put("pods", promisedPod("elsewhere", "node-b", "0,1,2,3", kCores, "1600000000000000000"));
+  kube::KubeConfig config;
+  config.server = api.url();
+  handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, "node-a");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(handoff_->hasSynced());
+  start("trn2.48xlarge");
+
+  // Our own placement would pick 0-3; the extender's choice wins (node-b's pod is not ours).
+  EXPECT_EQ(preferred(kCores, 4, range(0, 64)), "8,9,10,11");
+  EXPECT_EQ(preferred(kDevices, 4, range(0, 16)), "4,5,6,7");
+  // A promise that does not fit what kubelet offers is not forced on it.
+  std::vector<std::string> withoutFive = range(0, 16);
+  withoutFive.erase(withoutFive.begin() + 5);
+  EXPECT_EQ(preferred(kDevices, 4, withoutFive), "0,1,2,3");
+  EXPECT_EQ(preferred(kCores, 2, range(0, 64)), "0,1") << "no promise of that size";
+
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(allocate(kCores, {{"8", "9", "10", "11"}}, &response).ok());
+  std::optional<nlohmann::json> pod;
+  const auto patched = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < patched) {
+    pod = api.get("pods", "ml/cores");
+    if (pod && pod->at("metadata").at("annotations").at("NEURON_ALLOCATED") == "true") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(pod);
+  EXPECT_EQ(pod->at("metadata").at("annotations").at("NEURON_ALLOCATED"), "true");
+  const auto writes = api.writes();
+  ASSERT_EQ(writes.size(), 1U);
+  EXPECT_EQ(writes[0].contentType, "application/merge-patch+json");
+  EXPECT_EQ(writes[0].body, (nlohmann::json{{"metadata",
+                                             {{"uid", pod->at("metadata").at("uid")},
+                                              {"annotations", {{"NEURON_ALLOCATED", "true"}}}}}}));
+  // The promise is used up: the next 4-core container gets our own placement.
+  std::vector<std::string> rest = range(0, 8);
+  for (const std::string& id : range(12, 52))
+    rest.push_back(id);
+  EXPECT_EQ(preferred(kCores, 4, rest), "0,1,2,3");
+}
+
+TEST(NodeAgentBinary, AnUnusableKubeconfigOrNoNodeNameIsAClearError) {
+  auto dir = TempDir::create("agent-kube");
+  ASSERT_TRUE(dir.ok());
+  const std::string plugins = (dir->path() / "plugins").string();
+  fs::create_directories(plugins);
+  const ProcessResult missing = runProcess(
+      {binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge", "--metrics-addr=127.0.0.1:0",
+       "--device-plugin-dir=" + plugins, "--kubeconfig=/nonexistent/kubeconfig"});
+  EXPECT_NE(missing.exitCode, 0);
+  EXPECT_NE(missing.err.find("--kubeconfig"), std::string::npos) << missing.err;
+  FakeApiServer api;
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  const ProcessResult nameless = runProcess(
+      {binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge", "--metrics-addr=127.0.0.1:0",
+       "--device-plugin-dir=" + plugins, "--kubeconfig=" + kubeconfig, "--node-name="});
+  EXPECT_NE(nameless.exitCode, 0);
+  EXPECT_NE(nameless.err.find("NODE_NAME"), std::string::npos) << nameless.err;
 }
 
 }  // namespace

@@ -164,5 +164,16 @@ TEST(ExtenderBinary, ServesHttpsWithTheGivenCertificate) {
       << missingKey.err;
 }
 
+TEST(ExtenderBinary, ConfigReferenceMatchesDocs) {
+  const ProcessResult reference =
+      runProcess({binaryPath("neuron-scheduler-extender"), "--print-config-reference"});
+  ASSERT_EQ(reference.exitCode, 0);
+  auto docs = readSmallFile(std::string(TORUS_SOURCE_DIR) + "/docs/config.md", 1 << 20);
+  ASSERT_TRUE(docs.ok()) << docs.error().message;
+  EXPECT_NE(docs->find(reference.out), std::string::npos)
+      << "docs/config.md is out of date; regenerate the table with "
+         "build/bin/neuron-scheduler-extender --print-config-reference";
+}
+
 }  // namespace
 }  // namespace torus::testing

@@ -24,7 +24,8 @@ const std::vector<Variant> kVariants = {
     {"defaults", {}},
     {"LNC 1 and the legacy resource",
      {"nodeAgent.lnc=1", "nodeAgent.resources={neuroncore,neuron,neurondevice}"}},
-    {"with the extender and neuron-scheduler", {"extender.enabled=true", "scheduler.enabled=true"}},
+    {"without the extender and neuron-scheduler",
+     {"extender.enabled=false", "scheduler.enabled=false"}},
     {"no hostPID (resets cannot see other containers)", {"nodeAgent.hostPID=false"}},
 };
 
@@ -88,7 +89,7 @@ TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
 }
 
 TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
-  const auto objects = render(kVariants[2]);
+  const auto objects = render(kVariants[0]);  // the defaults include both
   std::string service;
   YAML::Node config;
   for (const YAML::Node& object : objects) {
@@ -125,7 +126,8 @@ TEST(DeployManifests, SelfManagedSchedulerConfigNamesOurVerbsAndResources) {
   const YAML::Node extender = config["extenders"][0];
   EXPECT_EQ(extender["urlPrefix"].as<std::string>(), "http://127.0.0.1:32700");
   EXPECT_EQ(extender["filterVerb"].as<std::string>(), "filter");
-  EXPECT_FALSE(extender["bindVerb"]) << "no bind until the extender binds through the API";
+  EXPECT_EQ(extender["bindVerb"].as<std::string>(), "bind");
+  EXPECT_TRUE(extender["nodeCacheCapable"].as<bool>());
   EXPECT_EQ(extender["managedResources"].size(), 2U);
   const YAML::Node service =
       YAML::LoadFile(std::string(TORUS_SOURCE_DIR) + "/deploy/self-managed/extender-nodeport.yaml");

@@ -13,6 +13,13 @@ std::string keyOf(const std::string& collection, const json& object) {
   return collection == "pods" ? metadata.value("namespace", "default") + "/" + name : name;
 }
 
+// fieldSelector=spec.nodeName=NAME, the one selector Torus uses; empty matches everything.
+bool onNode(const json& object, const std::string& nodeName) {
+  if (nodeName.empty()) return true;
+  const auto spec = object.find("spec");
+  return spec != object.end() && spec->value("nodeName", "") == nodeName;
+}
+
 void status(httplib::Response& response, int code, const std::string& reason,
             const std::string& message) {
   response.status = code;
@@ -197,6 +204,15 @@ int FakeApiServer::openWatches() const {
 void FakeApiServer::handleList(const std::string& collection, const httplib::Request& request,
                                httplib::Response& response) {
   if (injectedFailure(request, response)) return;
+  std::string nodeName;
+  if (const std::string selector = request.get_param_value("fieldSelector"); !selector.empty()) {
+    constexpr std::string_view kNodeField = "spec.nodeName=";
+    if (selector.rfind(kNodeField, 0) != 0) {
+      status(response, 400, "BadRequest", "unsupported field selector " + selector);
+      return;
+    }
+    nodeName = selector.substr(kNodeField.size());
+  }
   if (request.get_param_value("watch") == "1") {
     std::uint64_t from = 0;
     try {
@@ -205,14 +221,15 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
       status(response, 400, "BadRequest", "resourceVersion must be a number");
       return;
     }
-    handleWatch(collection, from, response);
+    handleWatch(collection, from, nodeName, response);
     return;
   }
   std::lock_guard lock(mutex_);
   ++lists_[collection];
   json items = json::array();
-  for (const auto& [key, object] : objects_[collection])
-    items.push_back(object);
+  for (const auto& [key, object] : objects_[collection]) {
+    if (onNode(object, nodeName)) items.push_back(object);
+  }
   const json list = {{"kind", collection == "pods" ? "PodList" : "NodeList"},
                      {"apiVersion", "v1"},
                      {"metadata", {{"resourceVersion", std::to_string(version_)}}},
@@ -221,7 +238,7 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
 }
 
 void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t from,
-                                httplib::Response& response) {
+                                const std::string& nodeName, httplib::Response& response) {
   std::uint64_t expiry = 0;
   {
     std::lock_guard lock(mutex_);
@@ -241,8 +258,8 @@ void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t fro
   };
   response.set_chunked_content_provider(
       "application/json",
-      [this, collection, cursor = from, expiry, gone](std::size_t,
-                                                      httplib::DataSink& sink) mutable {
+      [this, collection, nodeName, cursor = from, expiry, gone](std::size_t,
+                                                                httplib::DataSink& sink) mutable {
         std::unique_lock lock(mutex_);
         if (cursor < compactedBefore_ - (compactedBefore_ > 0 ? 1 : 0) || expiry != expiry_) {
           const std::string line = gone(cursor);
@@ -264,6 +281,7 @@ void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t fro
         if (expiry != expiry_) return true;  // answered with 410 on the next call
         for (const Change& change : history_) {
           if (change.version <= cursor || change.collection != collection) continue;
+          if (!onNode(change.object, nodeName)) continue;
           lines += json{{"type", change.type}, {"object", change.object}}.dump() + "\n";
         }
         if (!history_.empty()) cursor = std::max(cursor, history_.back().version);

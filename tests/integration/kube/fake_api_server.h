@@ -1,8 +1,8 @@
 // A stand-in for the Kubernetes API server, over real HTTP on loopback, speaking its wire format
 // for what Torus uses: list and watch of nodes and pods (resourceVersions, bookmarks-free event
-// streams, 410 Gone for a compacted history), GET of one object, JSON merge-patch (with the UID
-// precondition), pods/binding and events. Tests change objects through it, inject failures, and
-// read back every write the client made.
+// streams, 410 Gone for a compacted history, fieldSelector spec.nodeName=NAME), GET of one object,
+// JSON merge-patch (with the UID precondition), pods/binding and events. Tests change objects
+// through it, inject failures, and read back every write the client made.
 #pragma once
 
 #include <condition_variable>
@@ -65,7 +65,8 @@ class FakeApiServer {
 
   void handleList(const std::string& collection, const httplib::Request& request,
                   httplib::Response& response);
-  void handleWatch(const std::string& collection, std::uint64_t from, httplib::Response& response);
+  void handleWatch(const std::string& collection, std::uint64_t from, const std::string& nodeName,
+                   httplib::Response& response);
   void handlePatch(const std::string& collection, const std::string& key,
                    const httplib::Request& request, httplib::Response& response);
   void handleBinding(const std::string& key, const httplib::Request& request,

@@ -1,0 +1,64 @@
+// PodAnnotationHandoff: the device plugin's view of what the scheduler extender decided. It
+// watches the pods bound to this node (fieldSelector spec.nodeName) and keeps their promises
+// (AWS_NEURON_IDS, NEURON_ALLOC_TIME, NEURON_RESOURCE_TYPE, NEURON_ALLOCATED); after kubelet
+// allocates promised ids it sets NEURON_ALLOCATED=true on that pod — one merge-patch of that key
+// alone, pinned to the pod's UID, sent from a background thread so Allocate never waits on the
+// API server.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/kube/informer.h"
+#include "common/kube/kube_config.h"
+#include "device-plugin/scheduler_handoff.h"
+
+namespace torus::agent {
+
+// A pod as the API returns it -> its promise; nullopt when it carries none (or a finished pod).
+std::optional<plugin::PromisedPod> promiseOfPod(const nlohmann::json& pod);
+
+class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
+ public:
+  PodAnnotationHandoff(const kube::KubeConfig& config, const std::string& nodeName,
+                       kube::InformerOptions options = {});
+  ~PodAnnotationHandoff() override;
+
+  std::optional<topology::CoreSet> promisedIds(plugin::ResourceKind kind, int size,
+                                               const topology::CoreSet& available,
+                                               const topology::CoreSet& mustInclude) override;
+  void allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) override;
+
+  bool hasSynced() const { return informer_->hasSynced(); }
+
+ private:
+  struct Patch {
+    std::string path;
+    std::string uid;
+    std::string key;
+  };
+  void applyList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
+  void applyEvent(const kube::WatchEvent& event);
+  void keepLocked(const nlohmann::json& pod);
+  void patchLoop(std::stop_token stop);
+
+  kube::KubeConfig config_;
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::map<std::string, plugin::PromisedPod> promises_;  // by UID
+  std::map<std::string, std::string> paths_;             // UID -> API path of the pod
+  std::set<std::string> handedOut_;                      // allocated here, before the API shows it
+  std::deque<Patch> patches_;
+  std::jthread patcher_;
+  std::unique_ptr<kube::Informer> informer_;  // last: its thread calls into the rest
+};
+
+}  // namespace torus::agent
