@@ -22,7 +22,7 @@ FROM debian:bookworm-slim
 ARG SOURCE_URL=""
 LABEL org.opencontainers.image.source="${SOURCE_URL}" \
       org.opencontainers.image.title="torus" \
-      org.opencontainers.image.description="Kubernetes node stack for AWS Neuron: node agent and neuron-ls" \
+      org.opencontainers.image.description="Kubernetes node stack for AWS Neuron: node agent, scheduler extender, neuron-ls, kubectl-neuron" \
       org.opencontainers.image.licenses="Apache-2.0"
 
 COPY scripts/install-deps.sh /tmp/install-deps.sh

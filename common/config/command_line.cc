@@ -7,7 +7,7 @@
 namespace torus::config {
 
 std::optional<int> parseCommandLine(SettingTable& table, const CommandInfo& info, int argc,
-                                    char** argv) {
+                                    char** argv, std::vector<std::string>* positional) {
   bool version = false;
   table.addSwitch("version", "", "", "print the version and exit", &version);
   const std::vector<std::string> args(argv + 1, argv + argc);
@@ -26,7 +26,9 @@ std::optional<int> parseCommandLine(SettingTable& table, const CommandInfo& info
                 versionString().data());
     return 0;
   }
-  if (!parsed->positional.empty()) {
+  if (positional != nullptr) {
+    *positional = parsed->positional;
+  } else if (!parsed->positional.empty()) {
     std::fprintf(stderr, "%s: unexpected argument \"%s\" (see --help)\n", program.c_str(),
                  parsed->positional.front().c_str());
     return 2;

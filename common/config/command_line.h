@@ -20,8 +20,9 @@ struct CommandInfo {
 };
 
 // Adds --version to `table`, parses argv, and handles help, version and stray arguments.
-// Returns the exit code when the program should stop now, nullopt when it should run.
+// Returns the exit code when the program should stop now, nullopt when it should run. With
+// `positional`, arguments that are not flags (subcommands) are handed back instead of refused.
 std::optional<int> parseCommandLine(SettingTable& table, const CommandInfo& info, int argc,
-                                    char** argv);
+                                    char** argv, std::vector<std::string>* positional = nullptr);
 
 }  // namespace torus::config

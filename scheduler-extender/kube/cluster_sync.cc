@@ -1,44 +1,24 @@
 #include "scheduler-extender/kube/cluster_sync.h"
 
 #include <condition_variable>
-#include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
 
 namespace torus::extender {
-namespace {
-
-using nlohmann::json;
-
-std::string objectName(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "?";
-  return metadata->value("namespace", std::string()) +
-         (metadata->contains("namespace") ? "/" : "") + metadata->value("name", std::string("?"));
-}
-
-std::string uidOf(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto uid = metadata->find("uid");
-  return uid != metadata->end() && uid->is_string() ? uid->get<std::string>() : "";
-}
-
-}  // namespace
 
 ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, SyncOptions options)
-    : state_(state), options_(options) {
+    : state_(state), options_(options), mirror_(state) {
   nodes_ = std::make_unique<kube::Informer>(
       config, "/api/v1/nodes",
-      kube::InformerHandlers{[this](const auto& items) { applyNodeList(items); },
-                             [this](const kube::WatchEvent& event) { applyNodeEvent(event); }},
+      kube::InformerHandlers{
+          [this](const auto& items) { mirror_.applyNodeList(items); },
+          [this](const kube::WatchEvent& event) { mirror_.applyNodeEvent(event); }},
       options_.informer);
   pods_ = std::make_unique<kube::Informer>(
       config, "/api/v1/pods",
-      kube::InformerHandlers{[this](const auto& items) { applyPodList(items); },
-                             [this](const kube::WatchEvent& event) { applyPodEvent(event); }},
+      kube::InformerHandlers{
+          [this](const auto& items) { mirror_.applyPodList(items); },
+          [this](const kube::WatchEvent& event) { mirror_.applyPodEvent(event); }},
       options_.informer);
   expirer_ = std::jthread([this](std::stop_token stop) { expireLoop(stop); });
 }
@@ -51,158 +31,6 @@ ClusterSync::~ClusterSync() {
 
 bool ClusterSync::hasSynced() const {
   return nodes_->hasSynced() && pods_->hasSynced();
-}
-
-void ClusterSync::upsertNode(const json& object) {
-  auto record = parseNodeRecord(object);
-  if (!record) {
-    TORUS_LOG(Warn, Extender, "ignoring node", {"error", record.error().message});
-    return;
-  }
-  if (!record->topologyProblem.empty()) {
-    TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
-              {"node", record->name}, {"error", record->topologyProblem});
-  }
-  if (record->instanceType.empty() || !topology::findInstanceType(record->instanceType)) {
-    if (state_.hasNode(record->name)) state_.removeNode(record->name);
-    return;  // not a Neuron node
-  }
-  const bool known = state_.hasNode(record->name);
-  auto dropped =
-      state_.upsertNode(record->name, record->instanceType, record->lnc, record->unhealthy);
-  if (!dropped) {
-    TORUS_LOG(Warn, Extender, "ignoring node", {"node", record->name},
-              {"error", dropped.error().message});
-    return;
-  }
-  if (*dropped > 0) {
-    TORUS_LOG(Warn, Extender, "node LNC changed; its allocations are re-read from pods",
-              {"node", record->name}, {"dropped", *dropped});
-  }
-  if (!known) {
-    TORUS_LOG(Info, Extender, "node added", {"node", record->name},
-              {"instance_type", record->instanceType}, {"lnc", record->lnc},
-              {"unhealthy_devices", record->unhealthy.toRangeString()});
-  }
-  adoptWaitingPods(record->name);
-}
-
-void ClusterSync::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
-  std::set<std::string> listed;
-  for (const auto& item : items) {
-    listed.insert(objectName(*item));
-    upsertNode(*item);
-  }
-  for (const std::string& name : state_.nodeNames()) {
-    if (listed.count(name) == 0) {
-      TORUS_LOG(Info, Extender, "node gone", {"node", name},
-                {"allocations_dropped", state_.removeNode(name)});
-    }
-  }
-}
-
-void ClusterSync::applyNodeEvent(const kube::WatchEvent& event) {
-  if (event.type == "DELETED") {
-    const std::string name = objectName(*event.object);
-    if (state_.hasNode(name)) {
-      TORUS_LOG(Info, Extender, "node deleted", {"node", name},
-                {"allocations_dropped", state_.removeNode(name)});
-    }
-    return;
-  }
-  upsertNode(*event.object);
-}
-
-std::optional<std::string> ClusterSync::applyPod(const json& object) {
-  auto record = parsePodRecord(object);
-  if (!record) {
-    TORUS_LOG(Warn, Extender, "ignoring pod", {"error", record.error().message});
-    return std::nullopt;
-  }
-  const PodDemand& pod = record->demand;
-  if (!record->holdsNeuron()) {
-    if (state_.allocationOf(pod.uid) && (record->finished() || !pod.wantsNeuron())) {
-      state_.release(pod.uid);
-      TORUS_LOG(Info, Extender, "released", {"pod", pod.key()}, {"phase", record->phase});
-    }
-    return std::nullopt;
-  }
-  if (!record->assignedIds) {
-    // Bound by another scheduler: the node's plugin picks the ids and we cannot see them.
-    TORUS_LOG(Debug, Extender, "bound pod without Neuron ids; not tracked", {"pod", pod.key()},
-              {"node", record->nodeName}, {"problem", record->idsProblem});
-    return std::nullopt;
-  }
-  if (!state_.hasNode(record->nodeName)) {
-    std::lock_guard lock(waitingMutex_);
-    waitingForNode_[pod.uid] = *record;
-    return pod.uid;
-  }
-  auto observed = state_.observe(record->nodeName, pod, *record->assignedIds);
-  if (!observed) {
-    TORUS_LOG(Error, Extender, "pod's Neuron ids conflict with the cluster state",
-              {"pod", pod.key()}, {"node", record->nodeName},
-              {"ids", record->assignedIds->toRangeString()}, {"error", observed.error().message});
-    return std::nullopt;
-  }
-  return pod.uid;
-}
-
-void ClusterSync::forgetPod(const json& object) {
-  const std::string uid = uidOf(object);
-  {
-    std::lock_guard lock(waitingMutex_);
-    waitingForNode_.erase(uid);
-  }
-  if (const auto held = state_.allocationOf(uid); held && state_.release(uid)) {
-    TORUS_LOG(Info, Extender, "released", {"pod", held->podKey}, {"node", held->node},
-              {"ids", held->ids.toRangeString()});
-  }
-}
-
-void ClusterSync::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
-  std::vector<std::string> holding;
-  for (const auto& item : items) {
-    if (auto uid = applyPod(*item)) holding.push_back(std::move(*uid));
-  }
-  {
-    std::lock_guard lock(waitingMutex_);
-    const std::set<std::string> listed(holding.begin(), holding.end());
-    std::erase_if(waitingForNode_,
-                  [&](const auto& entry) { return listed.count(entry.first) == 0; });
-  }
-  if (const int dropped = state_.retainObserved(holding); dropped > 0) {
-    TORUS_LOG(Info, Extender, "released allocations of pods that are gone", {"count", dropped});
-  }
-}
-
-void ClusterSync::applyPodEvent(const kube::WatchEvent& event) {
-  if (event.type == "DELETED") {
-    forgetPod(*event.object);
-  } else {
-    applyPod(*event.object);
-  }
-}
-
-void ClusterSync::adoptWaitingPods(const std::string& node) {
-  std::vector<PodRecord> ready;
-  {
-    std::lock_guard lock(waitingMutex_);
-    for (auto it = waitingForNode_.begin(); it != waitingForNode_.end();) {
-      if (it->second.nodeName == node) {
-        ready.push_back(std::move(it->second));
-        it = waitingForNode_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
-  for (const PodRecord& record : ready) {
-    if (auto observed = state_.observe(node, record.demand, *record.assignedIds); !observed) {
-      TORUS_LOG(Error, Extender, "pod's Neuron ids conflict with the cluster state",
-                {"pod", record.demand.key()}, {"node", node}, {"error", observed.error().message});
-    }
-  }
 }
 
 void ClusterSync::expireLoop(std::stop_token stop) {

@@ -137,6 +137,7 @@ TEST(DeployManifests, SelfManagedSchedulerConfigNamesOurVerbsAndResources) {
         YAML::LoadFile(std::string(TORUS_SOURCE_DIR) + "/deploy/examples/" + example + ".yaml");
     EXPECT_EQ(pod["kind"].as<std::string>(), "Pod") << example;
     EXPECT_TRUE(pod["spec"]["containers"][0]["resources"]["limits"]) << example;
+    EXPECT_EQ(pod["spec"]["schedulerName"].as<std::string>(), "neuron-scheduler") << example;
   }
 }
 

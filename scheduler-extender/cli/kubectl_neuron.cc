@@ -1,0 +1,99 @@
+// kubectl-neuron: a kubectl plugin (`kubectl neuron ...`) that shows Neuron capacity as the
+// scheduler extender sees it — read from the Kubernetes API with the caller's kubeconfig.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/base/log.h"
+#include "common/config/command_line.h"
+#include "common/config/log_settings.h"
+#include "common/kube/kube_client.h"
+#include "common/kube/kube_config.h"
+#include "scheduler-extender/cli/kubectl_neuron_render.h"
+
+namespace {
+
+constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods [flags]";
+constexpr const char* kDescription =
+    "Neuron capacity on the cluster, as the Torus scheduler extender sees it: which cores and\n"
+    "devices each pod holds (the pods' AWS_NEURON_IDS), what is free, and the largest shape\n"
+    "a new pod could still get along NeuronLink.\n\n"
+    "  nodes        one line per Neuron node: cores used, devices free, largest free shape, "
+    "health\n"
+    "  node NAME    the node's NeuronLink ring or torus, each device marked with its pod\n"
+    "  pods         pods that ask for Neuron resources: node, request, ids, cores\n\n"
+    "Reads the API with --kubeconfig, else $KUBECONFIG, else ~/.kube/config.\n\n"
+    "Examples:\n"
+    "  kubectl neuron nodes\n"
+    "  kubectl neuron node ip-10-0-1-23.ec2.internal\n"
+    "  kubectl neuron pods --namespace=ml --json";
+
+struct Options {
+  std::string kubeconfig;
+  std::string context;
+  std::string namespace_;
+  bool json = false;
+  torus::log::Settings log;
+};
+
+std::string defaultKubeconfig() {
+  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
+    const std::string paths(env);
+    return paths.substr(0, paths.find(':'));  // kubectl merges a list; we read the first file
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "") + "/.kube/config";
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "kubectl-neuron: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  options.log.level = torus::log::Level::kWarn;  // a CLI prints results, not progress
+  torus::config::SettingTable table("kubectl-neuron");
+  table.addString("kubeconfig", "", "", "FILE",
+                  "kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)",
+                  &options.kubeconfig);
+  table.addString("context", "", "", "NAME", "kubeconfig context (default: its current-context)",
+                  &options.context);
+  table.addString("namespace", "", "", "NAME", "pods: only this namespace (default: all)",
+                  &options.namespace_);
+  table.addSwitch("json", "", "", "print JSON instead of tables", &options.json);
+  torus::config::addLogSettings(table, &options.log);
+  const torus::config::CommandInfo info{"kubectl-neuron", kUsage, kDescription, ""};
+  std::vector<std::string> args;
+  if (auto exitCode = torus::config::parseCommandLine(table, info, argc, argv, &args)) {
+    return *exitCode;
+  }
+  torus::log::configure(options.log);
+  const std::string command = args.empty() ? "" : args.front();
+  const bool known = (command == "nodes" || command == "pods") && args.size() == 1;
+  if (!known && !(command == "node" && args.size() == 2)) {
+    std::fprintf(stderr, "kubectl-neuron: expected one of: nodes, node NAME, pods (see --help)\n");
+    return 2;
+  }
+  const std::string path = options.kubeconfig.empty() ? defaultKubeconfig() : options.kubeconfig;
+  auto config = torus::kube::loadKubeconfig(path, options.context);
+  if (!config) return fail(config.error().message);
+  torus::kube::KubeClient client(*config);
+  auto snapshot = torus::extender::loadClusterSnapshot(client);
+  if (!snapshot) return fail(snapshot.error().message);
+  std::string out;
+  if (command == "nodes") {
+    out = torus::extender::renderNodes(**snapshot, options.json);
+  } else if (command == "pods") {
+    out = torus::extender::renderPods(**snapshot, options.namespace_, options.json);
+  } else {
+    auto drawn = torus::extender::renderNode(**snapshot, args[1], options.json);
+    if (!drawn) return fail(drawn.error().message);
+    out = std::move(*drawn);
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}

@@ -1,0 +1,45 @@
+// ClusterMirror: applies Kubernetes Node and Pod objects to a ClusterState — Neuron nodes (type,
+// LNC, unhealthy devices) and which bound pod holds which ids (AWS_NEURON_IDS). State is always
+// derived from pods, never from node usage maps. A list replaces what it lists, so whatever a
+// missed event left behind goes with the next list. Used by ClusterSync (list + watch) and by
+// kubectl-neuron (one list of each).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/kube/kube_client.h"
+#include "scheduler-extender/kube/kube_objects.h"
+#include "scheduler-extender/state/cluster_state.h"
+
+namespace torus::extender {
+
+class ClusterMirror {
+ public:
+  explicit ClusterMirror(ClusterState& state) : state_(state) {}
+
+  void applyNodeList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
+  void applyNodeEvent(const kube::WatchEvent& event);
+  void applyPodList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
+  void applyPodEvent(const kube::WatchEvent& event);
+
+ private:
+  void upsertNode(const nlohmann::json& object);
+  // Returns the pod's UID when it holds ids on a node.
+  std::optional<std::string> applyPod(const nlohmann::json& object);
+  void forgetPod(const nlohmann::json& object);
+  void adoptWaitingPods(const std::string& node);
+
+  ClusterState& state_;
+  // Pods seen bound to a node we do not know yet (nodes and pods are not listed in one order).
+  std::mutex waitingMutex_;
+  std::map<std::string, PodRecord> waitingForNode_;  // by UID
+};
+
+}  // namespace torus::extender
