@@ -185,8 +185,13 @@ Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const std::string& node
     // shapes left would prefer empty nodes and spread small pods over every big hole.
     const double loss = topology::freeShapeScore(entry.model, *entry.shapes, view.freeCores) -
                         topology::freeShapeScore(entry.model, *entry.shapes, freeAfter);
-    // Best fit (fill partly used nodes) and break as few large shapes as possible.
-    trial.score = static_cast<int>(10.0 * (0.5 * used + 0.5 * (1.0 - loss)) + 0.5);
+    // Node types differ in how many set sizes they can serve (trn2: 1, 4, 8 or 16 devices; an
+    // inf2 ring: any run). Filling the rigid ones first keeps the flexible ones for requests only
+    // they can take.
+    const double rigidity = 1.0 - static_cast<double>(entry.shapes->sizesLargestFirst().size()) /
+                                      std::max(1, entry.model.deviceCount());
+    // Best fit (fill partly used nodes), break as few large shapes as possible, rigid types first.
+    trial.score = static_cast<int>(10.0 * (0.3 * used + 0.3 * (1.0 - loss) + 0.4 * rigidity) + 0.5);
   }
   return trial;
 }
