@@ -99,6 +99,12 @@ Result<json> KubeClient::mergePatch(const std::string& path, const json& patch) 
                                               "application/merge-patch+json"));
 }
 
+Result<json> KubeClient::strategicMergePatch(const std::string& path, const json& patch) {
+  return parseReply("PATCH", path,
+                    transport_->client->Patch(path, transport_->headers, patch.dump(),
+                                              "application/strategic-merge-patch+json"));
+}
+
 Result<void> KubeClient::watch(const std::string& path, const std::string& resourceVersion,
                                const std::function<void(const WatchEvent&)>& onEvent,
                                std::stop_token stop) {

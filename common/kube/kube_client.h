@@ -39,6 +39,9 @@ class KubeClient {
   // application/merge-patch+json: only the keys in `patch` change; an annotation map is never
   // replaced wholesale.
   Result<nlohmann::json> mergePatch(const std::string& path, const nlohmann::json& patch);
+  // application/strategic-merge-patch+json: lists with a merge key (a node's conditions, by
+  // type) are merged item by item instead of replaced.
+  Result<nlohmann::json> strategicMergePatch(const std::string& path, const nlohmann::json& patch);
   // Streams watch events of `path` (a collection) from `resourceVersion` until the server ends
   // the stream (Ok), `stop` is requested (Ok), or an error; ERROR events with code 410 become a
   // FailedPrecondition error so the caller re-lists.

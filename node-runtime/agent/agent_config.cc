@@ -38,6 +38,10 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   &config->kubeconfig);
   table.addString("node-name", "NODE_NAME", "nodeName", "NAME",
                   "this node's Kubernetes name, to watch the pods bound to it", &config->nodeName);
+  table.addSwitch("publish-node", "TORUS_PUBLISH_NODE", "publishNode",
+                  "with API access, keep this node's torus.dev/ labels, topology annotation and "
+                  "NeuronHealthy condition current",
+                  &config->publishNode);
   config::addLogSettings(table, &config->log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",

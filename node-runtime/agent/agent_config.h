@@ -23,6 +23,7 @@ struct AgentConfig {
   // kubeconfig file, else the in-cluster service account when there is one.
   std::string kubeconfig;
   std::string nodeName;
+  bool publishNode = true;
   log::Settings log;
   bool printConfigReference = false;
 };

@@ -45,6 +45,29 @@ void logDiscovery(const discovery::Discovery& found) {
 
 }  // namespace
 
+namespace {
+
+// The API is optional for the agent: without it the plugin places ids itself. Asked for
+// explicitly (--kubeconfig) it must work; found implicitly (in a pod) it is used when it can be.
+Result<std::optional<kube::KubeConfig>> kubeConfigOf(const AgentConfig& config) {
+  if (!config.kubeconfig.empty()) {
+    auto loaded = kube::loadKubeconfig(config.kubeconfig);
+    if (!loaded) return std::move(loaded).error().withContext("--kubeconfig");
+    return std::optional<kube::KubeConfig>(std::move(*loaded));
+  }
+  if (std::getenv("KUBERNETES_SERVICE_HOST") == nullptr) return std::optional<kube::KubeConfig>();
+  auto inCluster = kube::inClusterConfig();
+  if (!inCluster) {
+    TORUS_LOG(Warn, Agent,
+              "in a pod without API access; the scheduler extender's choices are not read",
+              {"error", inCluster.error().message});
+    return std::optional<kube::KubeConfig>();
+  }
+  return std::optional<kube::KubeConfig>(std::move(*inCluster));
+}
+
+}  // namespace
+
 NodeAgent::NodeAgent(node_source::PreparedNode prepared, discovery::Discovery discovery)
     : prepared_(std::move(prepared)), discovery_(std::move(discovery)) {}
 
@@ -72,8 +95,24 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   agent->monitor_ = std::make_unique<runtime::NodeMonitor>(
       agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_,
       std::chrono::milliseconds(config.healthIntervalMs));
+  auto kube = kubeConfigOf(config);
+  if (!kube) return std::move(kube).error();
+  if (*kube && config.nodeName.empty()) {
+    return makeError(
+        ErrorCode::kInvalidArgument,
+        "--node-name (or NODE_NAME) is needed to use the Kubernetes API for this node");
+  }
+  if (!*kube) {
+    TORUS_LOG(Info, Agent,
+              "no Kubernetes API configured: ids are placed without the scheduler extender's "
+              "hand-off (AWS_NEURON_IDS) and the Node object is not labelled");
+  } else if (config.publishNode) {
+    agent->publisher_ = std::make_unique<NodePublisher>(**kube, config.nodeName, *agent->monitor_);
+    TORUS_LOG(Info, Agent, "publishing node labels, topology annotation and condition",
+              {"node", config.nodeName}, {"server", (*kube)->server});
+  }
   if (config.devicePlugin) {
-    TORUS_RETURN_IF_ERROR(agent->startDevicePlugin(config), "starting the device plugin");
+    TORUS_RETURN_IF_ERROR(agent->startDevicePlugin(config, *kube), "starting the device plugin");
   } else {
     TORUS_LOG(Warn, Plugin,
               "device plugin disabled (--device-plugin=false); kubelet will not see "
@@ -83,43 +122,12 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   return agent;
 }
 
-namespace {
-
-// The API is optional for the agent: without it the plugin places ids itself. Asked for
-// explicitly (--kubeconfig) it must work; found implicitly (in a pod) it is used when it can be.
-Result<std::optional<kube::KubeConfig>> kubeConfigOf(const AgentConfig& config) {
-  if (!config.kubeconfig.empty()) {
-    auto loaded = kube::loadKubeconfig(config.kubeconfig);
-    if (!loaded) return std::move(loaded).error().withContext("--kubeconfig");
-    return std::optional<kube::KubeConfig>(std::move(*loaded));
-  }
-  if (std::getenv("KUBERNETES_SERVICE_HOST") == nullptr) return std::optional<kube::KubeConfig>();
-  auto inCluster = kube::inClusterConfig();
-  if (!inCluster) {
-    TORUS_LOG(Warn, Agent,
-              "in a pod without API access; the scheduler extender's choices are not read",
-              {"error", inCluster.error().message});
-    return std::optional<kube::KubeConfig>();
-  }
-  return std::optional<kube::KubeConfig>(std::move(*inCluster));
-}
-
-}  // namespace
-
-Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config) {
+Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
+                                          const std::optional<kube::KubeConfig>& kube) {
   view_ = std::make_unique<PluginNodeView>(*monitor_, runtime::ResetPolicy{});
-  auto kube = kubeConfigOf(config);
-  if (!kube) return std::move(kube).error();
-  if (!*kube) {
-    TORUS_LOG(Info, Agent,
-              "no Kubernetes API configured: placing ids without the scheduler extender's "
-              "hand-off (AWS_NEURON_IDS)");
-  } else if (config.nodeName.empty()) {
-    return makeError(ErrorCode::kInvalidArgument,
-                     "--node-name (or NODE_NAME) is needed to read this node's pods from the API");
-  } else {
-    handoff_ = std::make_unique<PodAnnotationHandoff>(**kube, config.nodeName);
-    TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", (*kube)->server},
+  if (kube) {
+    handoff_ = std::make_unique<PodAnnotationHandoff>(*kube, config.nodeName);
+    TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", kube->server},
               {"node", config.nodeName});
   }
   plugins_ = std::make_unique<plugin::DevicePluginManager>(config.plugin, *view_, handoff_.get());
@@ -146,6 +154,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
 void NodeAgent::stop() {
   plugins_.reset();
   handoff_.reset();
+  publisher_.reset();
   view_.reset();
   monitor_.reset();
   if (http_) {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "common/base/result.h"
 #include "common/http/http_server.h"
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/agent_config.h"
+#include "node-runtime/agent/node_publisher.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
@@ -33,7 +35,8 @@ class NodeAgent {
 
  private:
   Result<void> serveHttp(const std::string& address);
-  Result<void> startDevicePlugin(const AgentConfig& config);
+  Result<void> startDevicePlugin(const AgentConfig& config,
+                                 const std::optional<kube::KubeConfig>& kube);
 
   node_source::PreparedNode prepared_;
   discovery::Discovery discovery_;
@@ -41,6 +44,7 @@ class NodeAgent {
   std::unique_ptr<runtime::NodeMonitor> monitor_;
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;
+  std::unique_ptr<NodePublisher> publisher_;
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<http::HttpServer> http_;
 };

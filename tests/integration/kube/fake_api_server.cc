@@ -53,6 +53,20 @@ FakeApiServer::FakeApiServer() {
         handlePatch("pods", std::string(request.matches[1]) + "/" + std::string(request.matches[2]),
                     request, response);
       });
+  server_.Get(R"(/api/v1/nodes/([^/]+))",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                if (injectedFailure(request, response)) return;
+                const std::string name = request.matches[1];
+                if (auto node = get("nodes", name)) {
+                  response.set_content(node->dump(), "application/json");
+                } else {
+                  status(response, 404, "NotFound", "nodes \"" + name + "\" not found");
+                }
+              });
+  server_.Patch(R"(/api/v1/nodes/([^/]+)/status)",
+                [this](const httplib::Request& request, httplib::Response& response) {
+                  handleStatusPatch(request.matches[1], request, response);
+                });
   server_.Patch(R"(/api/v1/nodes/([^/]+))",
                 [this](const httplib::Request& request, httplib::Response& response) {
                   handlePatch("nodes", request.matches[1], request, response);
@@ -328,6 +342,46 @@ void FakeApiServer::handlePatch(const std::string& collection, const std::string
   object.merge_patch(patch);
   changeLocked(collection, "MODIFIED", object);
   response.set_content(objects_[collection][key].dump(), "application/json");
+}
+
+void FakeApiServer::handleStatusPatch(const std::string& node, const httplib::Request& request,
+                                      httplib::Response& response) {
+  recordWrite(request);
+  if (injectedFailure(request, response)) return;
+  if (request.get_header_value("Content-Type") != "application/strategic-merge-patch+json") {
+    status(response, 415, "UnsupportedMediaType",
+           "node status is patched with application/strategic-merge-patch+json here");
+    return;
+  }
+  json patch = json::parse(request.body, nullptr, false);
+  if (!patch.is_object() || !patch.contains("status")) {
+    status(response, 400, "BadRequest", "expected a patch of status");
+    return;
+  }
+  std::lock_guard lock(mutex_);
+  const auto it = objects_["nodes"].find(node);
+  if (it == objects_["nodes"].end()) {
+    status(response, 404, "NotFound", "nodes \"" + node + "\" not found");
+    return;
+  }
+  json object = it->second;
+  // Conditions merge by type, as the strategic merge patch of NodeStatus does.
+  json& conditions = object["status"]["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  for (const json& condition : patch["status"].value("conditions", json::array())) {
+    bool replaced = false;
+    for (json& existing : conditions) {
+      if (existing.value("type", "") == condition.value("type", "")) {
+        existing.merge_patch(condition);
+        replaced = true;
+      }
+    }
+    if (!replaced) conditions.push_back(condition);
+  }
+  patch["status"].erase("conditions");
+  object["status"].merge_patch(patch["status"]);
+  changeLocked("nodes", "MODIFIED", object);
+  response.set_content(objects_["nodes"][node].dump(), "application/json");
 }
 
 void FakeApiServer::handleBinding(const std::string& key, const httplib::Request& request,

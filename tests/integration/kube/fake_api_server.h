@@ -69,6 +69,8 @@ class FakeApiServer {
                    httplib::Response& response);
   void handlePatch(const std::string& collection, const std::string& key,
                    const httplib::Request& request, httplib::Response& response);
+  void handleStatusPatch(const std::string& node, const httplib::Request& request,
+                         httplib::Response& response);
   void handleBinding(const std::string& key, const httplib::Request& request,
                      httplib::Response& response);
   bool injectedFailure(const httplib::Request& request, httplib::Response& response);

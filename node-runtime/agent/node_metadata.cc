@@ -1,0 +1,92 @@
+#include "node-runtime/agent/node_metadata.h"
+
+#include "common/kube/neuron_annotations.h"
+#include "common/kube/topology_annotation.h"
+
+namespace torus::agent {
+namespace {
+
+constexpr const char* kUltraServerPrefix = "neuron.amazonaws.com/ultraserver-";
+constexpr const char* kTorusPrefix = "torus.dev/";
+
+// The driver's ultraserver_mode values: 1=X4, 2=X2H, 3=X2V, 4=X1.
+std::string modeName(int mode) {
+  switch (mode) {
+    case 1:
+      return "X4";
+    case 2:
+      return "X2H";
+    case 3:
+      return "X2V";
+    case 4:
+      return "X1";
+    default:
+      return std::to_string(mode);
+  }
+}
+
+bool startsWith(const std::string& text, const char* prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+NodeMetadata nodeMetadata(const topology::Node& node) {
+  NodeMetadata metadata;
+  const topology::DeviceSet healthy = node.healthyDevices();
+  metadata.labels[kube::kLncLabel] = std::to_string(node.lnc);
+  if (!node.instanceType.empty()) metadata.labels["torus.dev/instance-type"] = node.instanceType;
+  metadata.labels["torus.dev/device-count"] = std::to_string(node.deviceCount());
+  metadata.labels["torus.dev/healthy-devices"] = std::to_string(healthy.size());
+  if (node.ultraServer) {
+    const topology::UltraServerPosition& position = *node.ultraServer;
+    std::string modes;
+    for (const int mode : position.supportedModes)
+      modes += (modes.empty() ? "" : "_") + modeName(mode);  // label values cannot hold ','
+    if (!modes.empty()) metadata.labels[std::string(kUltraServerPrefix) + "mode"] = modes;
+    if (!position.serverId2.empty()) {
+      metadata.labels[std::string(kUltraServerPrefix) + "server-id-2"] = position.serverId2;
+    }
+    if (!position.serverId4.empty()) {
+      metadata.labels[std::string(kUltraServerPrefix) + "server-id-4"] = position.serverId4;
+    }
+    if (position.nodeId2 >= 0) {
+      metadata.labels[std::string(kUltraServerPrefix) + "node-id-2"] =
+          std::to_string(position.nodeId2);
+    }
+    if (position.nodeId4 >= 0) {
+      metadata.labels[std::string(kUltraServerPrefix) + "node-id-4"] =
+          std::to_string(position.nodeId4);
+    }
+  }
+  metadata.annotations[kube::kTopologyAnnotation] =
+      kube::formatTopologyAnnotation(kube::summarizeTopology(node));
+  const topology::DeviceSet unhealthy = node.allDevices() - healthy;
+  if (node.deviceCount() == 0) {
+    metadata.healthy = false;
+    metadata.reason = "NoNeuronDevices";
+    metadata.message = "the driver reports no Neuron devices";
+  } else if (!unhealthy.empty()) {
+    metadata.healthy = false;
+    metadata.reason = "UnhealthyDevices";
+    metadata.message = "out of service:";
+    unhealthy.forEach([&](int device) {
+      metadata.message += " neuron" + std::to_string(device) + " (" +
+                          node.devices[static_cast<std::size_t>(device)].health.reason + ")";
+    });
+  } else {
+    metadata.reason = "AllDevicesHealthy";
+    metadata.message = std::to_string(node.deviceCount()) + " devices healthy";
+  }
+  return metadata;
+}
+
+bool ownedLabel(const std::string& key) {
+  return startsWith(key, kTorusPrefix) || startsWith(key, kUltraServerPrefix);
+}
+
+bool ownedAnnotation(const std::string& key) {
+  return startsWith(key, kTorusPrefix);
+}
+
+}  // namespace torus::agent

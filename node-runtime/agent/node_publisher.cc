@@ -1,0 +1,148 @@
+#include "node-runtime/agent/node_publisher.h"
+
+#include <chrono>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/log.h"
+
+namespace torus::agent {
+namespace {
+
+using nlohmann::json;
+
+std::string nowRfc3339() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// The keys of `wanted` that differ from `current`, and null for keys we own that went away.
+json changedKeys(const std::map<std::string, std::string>& current,
+                 const std::map<std::string, std::string>& wanted) {
+  json changes = json::object();
+  for (const auto& [key, value] : wanted) {
+    const auto it = current.find(key);
+    if (it == current.end() || it->second != value) changes[key] = value;
+  }
+  for (const auto& [key, value] : current) {
+    if (wanted.count(key) == 0) changes[key] = nullptr;
+  }
+  return changes;
+}
+
+}  // namespace
+
+NodePublisher::NodePublisher(const kube::KubeConfig& config, std::string nodeName,
+                             runtime::NodeMonitor& monitor)
+    : client_(config), nodeName_(std::move(nodeName)), monitor_(monitor) {
+  subscription_ = monitor_.onChange([this] {
+    std::lock_guard lock(mutex_);
+    dirty_ = true;
+    wake_.notify_all();
+  });
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+NodePublisher::~NodePublisher() {
+  subscription_ = {};
+  thread_.request_stop();
+  client_.cancel();
+}
+
+std::uint64_t NodePublisher::publishes() const {
+  std::lock_guard lock(mutex_);
+  return publishes_;
+}
+
+Result<void> NodePublisher::forgetStaleKeys() {
+  // Keys an earlier agent set (an UltraServer label, say) that may no longer apply: start from
+  // what the node carries, so the first patch also removes them.
+  auto node = client_.get("/api/v1/nodes/" + nodeName_);
+  if (!node) return std::move(node).error();
+  const auto collect = [](const json& object, const char* field,
+                          bool (*owned)(const std::string&)) {
+    std::map<std::string, std::string> keys;
+    const auto metadata = object.find("metadata");
+    if (metadata == object.end() || !metadata->contains(field)) return keys;
+    for (const auto& [key, value] : (*metadata)[field].items()) {
+      if (owned(key) && value.is_string()) keys[key] = value.get<std::string>();
+    }
+    return keys;
+  };
+  labels_ = collect(*node, "labels", ownedLabel);
+  annotations_ = collect(*node, "annotations", ownedAnnotation);
+  return okResult();
+}
+
+Result<void> NodePublisher::publish(const NodeMetadata& wanted) {
+  if (!stalesForgotten_) {
+    if (auto read = forgetStaleKeys(); !read) return read;
+    stalesForgotten_ = true;
+  }
+  const json labels = changedKeys(labels_, wanted.labels);
+  const json annotations = changedKeys(annotations_, wanted.annotations);
+  if (!labels.empty() || !annotations.empty()) {
+    json patch;
+    if (!labels.empty()) patch["metadata"]["labels"] = labels;
+    if (!annotations.empty()) patch["metadata"]["annotations"] = annotations;
+    if (auto patched = client_.mergePatch("/api/v1/nodes/" + nodeName_, patch); !patched) {
+      return std::move(patched).error();
+    }
+    labels_ = wanted.labels;
+    annotations_ = wanted.annotations;
+    TORUS_LOG(Info, Agent, "node labels and annotations published", {"node", nodeName_},
+              {"changed_keys", static_cast<int>(labels.size() + annotations.size())});
+  }
+  const std::pair<bool, std::string> condition{wanted.healthy, wanted.message};
+  if (condition_ != condition) {
+    const std::string now = nowRfc3339();
+    const json patch = {
+        {"status",
+         {{"conditions", json::array({{{"type", "NeuronHealthy"},
+                                       {"status", wanted.healthy ? "True" : "False"},
+                                       {"reason", wanted.reason},
+                                       {"message", wanted.message},
+                                       {"lastHeartbeatTime", now},
+                                       {"lastTransitionTime", now}}})}}}};
+    if (auto patched = client_.strategicMergePatch("/api/v1/nodes/" + nodeName_ + "/status", patch);
+        !patched) {
+      return std::move(patched).error();
+    }
+    condition_ = condition;
+    TORUS_LOG(Info, Agent, "node condition published", {"node", nodeName_},
+              {"NeuronHealthy", wanted.healthy}, {"reason", wanted.reason});
+  }
+  return okResult();
+}
+
+void NodePublisher::run(std::stop_token stop) {
+  std::chrono::milliseconds backoff(500);
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    wake_.wait(lock, stop, [&] { return dirty_; });
+    if (stop.stop_requested()) return;
+    dirty_ = false;
+    lock.unlock();
+    auto published = publish(nodeMetadata(monitor_.node()));
+    lock.lock();
+    if (published) {
+      ++publishes_;
+      backoff = std::chrono::milliseconds(500);
+      continue;
+    }
+    if (stop.stop_requested()) return;
+    TORUS_LOG(Warn, Agent, "could not publish node metadata", {"node", nodeName_},
+              {"error", published.error().message},
+              {"retry_in_ms", static_cast<std::int64_t>(backoff.count())});
+    dirty_ = true;
+    wake_.wait_for(lock, stop, backoff, [] { return false; });
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(30'000));
+  }
+}
+
+}  // namespace torus::agent

@@ -1,0 +1,140 @@
+// neuron-node-agent publishing its node through the API-server stand-in: labels and the
+// torus.dev/topology annotation as single-key merge patches (someone else's keys untouched, our
+// stale ones removed), the NeuronHealthy condition by strategic merge (other conditions kept),
+// and both following a device that leaves and rejoins service.
+#include <filesystem>
+#include <functional>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "common/base/temp_dir.h"
+#include "common/kube/topology_annotation.h"
+#include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+json conditionOf(const json& node, const std::string& type) {
+  for (const json& condition : node["status"].value("conditions", json::array())) {
+    if (condition.value("type", "") == type) return condition;
+  }
+  return nullptr;
+}
+
+TEST(NodePublisher, LabelsAnnotationAndConditionFollowTheDevices) {
+  FakeApiServer api;
+  auto dir = TempDir::create("publisher");
+  ASSERT_TRUE(dir.ok());
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  json node = makeNode("node-a", "trn2.48xlarge");
+  node["metadata"]["labels"]["team"] = "ml";
+  node["metadata"]["labels"]["neuron.amazonaws.com/ultraserver-mode"] = "X4";  // stale, ours
+  node["metadata"]["annotations"]["torus.dev/retired"] = "x";                  // stale, ours
+  node["metadata"]["annotations"]["owner"] = "someone";
+  node["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  api.put("nodes", node);
+
+  const fs::path sim = dir->path() / "sim";
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--simulate-dir=" + sim.string(), "--device-plugin=false",
+                           "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
+                           "--kubeconfig=" + kubeconfig, "--node-name=node-a"});
+  ASSERT_TRUE(eventually([&] {
+    return !conditionOf(*api.get("nodes", "node-a"), "NeuronHealthy").is_null();
+  })) << agent.stderrText();
+  json published = *api.get("nodes", "node-a");
+  const json& labels = published["metadata"]["labels"];
+  EXPECT_EQ(labels["torus.dev/lnc"], "2");
+  EXPECT_EQ(labels["torus.dev/instance-type"], "trn2.48xlarge");
+  EXPECT_EQ(labels["torus.dev/device-count"], "16");
+  EXPECT_EQ(labels["torus.dev/healthy-devices"], "16");
+  EXPECT_EQ(labels["team"], "ml");
+  EXPECT_FALSE(labels.contains("neuron.amazonaws.com/ultraserver-mode"));
+  const json& annotations = published["metadata"]["annotations"];
+  EXPECT_EQ(annotations["owner"], "someone");
+  EXPECT_FALSE(annotations.contains("torus.dev/retired"));
+  auto topology =
+      kube::parseTopologyAnnotation(annotations["torus.dev/topology"].get<std::string>());
+  ASSERT_TRUE(topology.ok()) << topology.error().message;
+  EXPECT_EQ(topology->deviceCount, 16);
+  EXPECT_EQ(topology->coresPerDevice, 4);
+  EXPECT_EQ(conditionOf(published, "NeuronHealthy")["status"], "True");
+  EXPECT_EQ(conditionOf(published, "Ready")["status"], "True");
+
+  // Every write touched single keys: no patch carried someone else's key or a whole map.
+  for (const FakeApiServer::Write& write : api.writes()) {
+    if (write.path == "/api/v1/nodes/node-a") {
+      EXPECT_EQ(write.contentType, "application/merge-patch+json");
+      EXPECT_FALSE(write.body["metadata"].value("labels", json::object()).contains("team"));
+      EXPECT_FALSE(write.body["metadata"].value("annotations", json::object()).contains("owner"));
+    } else {
+      EXPECT_EQ(write.path, "/api/v1/nodes/node-a/status");
+      EXPECT_EQ(write.contentType, "application/strategic-merge-patch+json");
+    }
+  }
+
+  // Device 5 leaves service (its device node disappears) and comes back.
+  const fs::path deviceNode = sim / "dev" / "neuron5";
+  fs::rename(deviceNode, deviceNode.string() + ".away");
+  ASSERT_TRUE(eventually([&] {
+    const json now = *api.get("nodes", "node-a");
+    return now["metadata"]["labels"]["torus.dev/healthy-devices"] == "15" &&
+           conditionOf(now, "NeuronHealthy")["status"] == "False";
+  })) << agent.stderrText();
+  published = *api.get("nodes", "node-a");
+  EXPECT_EQ(conditionOf(published, "NeuronHealthy")["reason"], "UnhealthyDevices");
+  EXPECT_NE(conditionOf(published, "NeuronHealthy")["message"].get<std::string>().find("neuron5"),
+            std::string::npos);
+  topology = kube::parseTopologyAnnotation(
+      published["metadata"]["annotations"]["torus.dev/topology"].get<std::string>());
+  ASSERT_TRUE(topology.ok());
+  EXPECT_EQ(topology->unhealthy.toRangeString(), "5");
+  fs::rename(deviceNode.string() + ".away", deviceNode);
+  EXPECT_TRUE(eventually([&] {
+    const json now = *api.get("nodes", "node-a");
+    return now["metadata"]["labels"]["torus.dev/healthy-devices"] == "16" &&
+           conditionOf(now, "NeuronHealthy")["status"] == "True";
+  })) << agent.stderrText();
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
+}
+
+TEST(NodePublisher, KeepsRetryingWhileTheApiServerFails) {
+  FakeApiServer api;
+  auto dir = TempDir::create("publisher-retry");
+  ASSERT_TRUE(dir.ok());
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  api.put("nodes", makeNode("node-b", "inf2.xlarge"));
+  api.failNext("GET", "/api/v1/nodes/node-b", 503);
+  api.failNext("PATCH", "/api/v1/nodes/node-b", 500);
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
+                           "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
+                           "--kubeconfig=" + kubeconfig, "--node-name=node-b"});
+  EXPECT_TRUE(eventually([&] {
+    return api.get("nodes", "node-b")->at("metadata").at("labels").contains("torus.dev/lnc");
+  })) << agent.stderrText();
+  EXPECT_NE(agent.stderrText().find("could not publish node metadata"), std::string::npos);
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
+}
+
+}  // namespace
+}  // namespace torus::testing
