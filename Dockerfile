@@ -11,7 +11,7 @@ FROM debian:bookworm AS build
 WORKDIR /src
 # Dependencies first, so editing the sources does not invalidate this layer.
 COPY scripts/install-deps.sh scripts/install-deps.sh
-RUN scripts/install-deps.sh
+RUN scripts/install-deps.sh --build
 COPY . .
 # .git is not in the build context (.dockerignore), so the binaries report commit "unknown".
 # The same script CI runs, so the image's build steps are tested on every change.

@@ -9,6 +9,7 @@
 
 #include "common/base/log.h"
 #include "common/base/unique_fd.h"
+#include "common/metrics/event_counters.h"
 #include "device-plugin/kubelet_registration.h"
 
 namespace torus::plugin {
@@ -90,6 +91,9 @@ bool DevicePluginManager::registerAll() {
   for (const ResourceKind kind : options_.resources) {
     auto registered =
         registerWithKubelet(kubelet, socketName(kind), kind, options_.registerTimeout);
+    metrics::processCounters().add(
+        metrics::names::kRegistrationsTotal,
+        {{"resource", std::string(resourceName(kind))}, {"result", registered ? "ok" : "error"}});
     if (!registered) {
       TORUS_LOG(Warn, Plugin, "kubelet registration failed", {"resource", resourceName(kind)},
                 {"error", registered.error().message});

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "common/base/strings.h"
+#include "common/metrics/event_counters.h"
 #include "common/topology/placement.h"
 #include "device-plugin/allocation.h"
 
@@ -154,6 +155,9 @@ grpc::Status PluginService::GetPreferredAllocation(
         auto* out = response->add_container_responses();
         for (const std::string& id : formatIds(*promised))
           out->add_deviceids(id);
+        metrics::processCounters().add(
+            metrics::names::kPreferredTotal,
+            {{"resource", std::string(resourceName(kind_))}, {"source", "extender"}});
         TORUS_LOG(Info, Plugin, "preferred allocation from the scheduler extender",
                   {"resource", resourceName(kind_)}, {"ids", promised->toRangeString()});
         continue;
@@ -166,6 +170,9 @@ grpc::Status PluginService::GetPreferredAllocation(
                 {"size", container.allocation_size()}, {"error", chosen.error().message});
       return toStatus(chosen.error());
     }
+    metrics::processCounters().add(
+        metrics::names::kPreferredTotal,
+        {{"resource", std::string(resourceName(kind_))}, {"source", "placement"}});
     auto* out = response->add_container_responses();
     for (const std::string& id : formatIds(*chosen))
       out->add_deviceids(id);
@@ -184,6 +191,8 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
     auto allocation = allocateContainer(kind_, snapshot.node, snapshot.devRoot,
                                         toStrings(container.devices_ids()), blocked);
     if (!allocation) {
+      metrics::processCounters().add(metrics::names::kAllocateErrorsTotal,
+                                     {{"resource", std::string(resourceName(kind_))}});
       TORUS_LOG(Warn, Plugin, "Allocate refused", {"resource", resourceName(kind_)},
                 {"error", allocation.error().message});
       return toStatus(allocation.error());
@@ -207,6 +216,8 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
               {"device_nodes", static_cast<int>(allocation->deviceNodes.size())});
   }
   assignments_.recordAllocate(kind_, granted);
+  metrics::processCounters().add(metrics::names::kAllocationsTotal,
+                                 {{"resource", std::string(resourceName(kind_))}});
   if (afterAllocate_) afterAllocate_();
   return grpc::Status::OK;
 }
@@ -224,6 +235,8 @@ grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
   const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
                            std::chrono::steady_clock::now() - started)
                            .count();
+  metrics::processCounters().add(metrics::names::kResetsTotal,
+                                 {{"result", prepared ? "ok" : "failed"}});
   if (!prepared) {
     TORUS_LOG(Error, Plugin, "PreStartContainer failed; the container will not start",
               {"resource", resourceName(kind_)}, {"cores", cores.toRangeString()},

@@ -4,6 +4,7 @@
 # can never drift apart.
 #
 #   scripts/install-deps.sh            build + test dependencies (developer machine, CI)
+#   scripts/install-deps.sh --build    only what building needs (the Dockerfile's build stage)
 #   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
 set -euo pipefail
 
@@ -15,14 +16,20 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format curl unzip
 )
+# Tools the tests run against our output: promtool (package prometheus) checks /metrics.
+test_packages=(
+  prometheus
+)
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates
 )
 
-packages=("${build_packages[@]}")
-if [[ "${1:-}" == "--runtime" ]]; then
-  packages=("${runtime_packages[@]}")
-fi
+case "${1:-}" in
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  --build) packages=("${build_packages[@]}") ;;
+  --runtime) packages=("${runtime_packages[@]}") ;;
+  *) echo "install-deps: unknown argument $1 (use --build or --runtime)" >&2; exit 2 ;;
+esac
 
 sudo_cmd=()
 if [[ "$(id -u)" != 0 ]]; then

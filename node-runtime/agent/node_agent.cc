@@ -4,7 +4,9 @@
 
 #include "common/base/log.h"
 #include "common/kube/kube_config.h"
+#include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
+#include "node-runtime/monitor/agent_metrics.h"
 
 namespace torus::agent {
 namespace {
@@ -141,13 +143,22 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
   routes.push_back({"GET", "/healthz", [](const http::Request&) {
                       return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
                     }});
+  // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
+  routes.push_back({"GET", "/metrics", [this](const http::Request&) {
+                      const topology::Node node = monitor_->node();
+                      const monitor::NodeStats stats =
+                          monitor::readNodeStats(prepared_.roots, node);
+                      return http::Response{
+                          200, "text/plain; version=0.0.4; charset=utf-8",
+                          monitor::renderAgentMetrics(node, stats, metrics::processCounters())};
+                    }});
   http::ServerOptions options;
   options.address = *listen;
   auto server = http::HttpServer::start(options, std::move(routes));
   if (!server) return std::move(server).error();
   http_ = std::move(*server);
   TORUS_LOG(Info, Agent, "serving HTTP", {"address", listen->host}, {"port", http_->port()},
-            {"paths", "/healthz"});
+            {"paths", "/healthz /metrics"});
   return okResult();
 }
 

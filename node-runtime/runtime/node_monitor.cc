@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "common/base/strings.h"
+#include "common/metrics/event_counters.h"
 #include "node-runtime/discovery/device_scan.h"
 
 namespace torus::runtime {
@@ -26,6 +27,11 @@ void logTransitions(const topology::Node& before, const topology::Node& after) {
   for (std::size_t i = 0; i < after.devices.size() && i < before.devices.size(); ++i) {
     const auto& was = before.devices[i].health;
     const auto& now = after.devices[i].health;
+    if (was.healthy != now.healthy) {
+      metrics::processCounters().add(metrics::names::kHealthTransitionsTotal,
+                                     {{"neuron_device_index", std::to_string(i)},
+                                      {"to", now.healthy ? "healthy" : "unhealthy"}});
+    }
     if (was.healthy && !now.healthy) {
       TORUS_LOG(Warn, Health, "device unhealthy", {"device", static_cast<int>(i)},
                 {"reason", now.reason});

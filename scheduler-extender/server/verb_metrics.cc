@@ -1,6 +1,6 @@
 #include "scheduler-extender/server/verb_metrics.h"
 
-#include <cstdio>
+#include "common/metrics/prometheus_text.h"
 
 namespace torus::extender {
 
@@ -18,34 +18,29 @@ void VerbMetrics::record(const std::string& verb, bool ok, std::chrono::nanoseco
 
 std::string VerbMetrics::prometheusText() const {
   std::lock_guard lock(mutex_);
-  std::string out =
-      "# HELP torus_extender_requests_total Extender requests by verb and result.\n"
-      "# TYPE torus_extender_requests_total counter\n";
+  metrics::PrometheusText out;
+  out.family("torus_extender_requests_total", "counter", "Extender requests by verb and result.");
   for (const auto& [verb, series] : series_) {
-    out += "torus_extender_requests_total{verb=\"" + verb + "\",result=\"ok\"} " +
-           std::to_string(series.ok) + "\n";
-    out += "torus_extender_requests_total{verb=\"" + verb + "\",result=\"error\"} " +
-           std::to_string(series.error) + "\n";
+    out.sample("torus_extender_requests_total", {{"verb", verb}, {"result", "ok"}},
+               static_cast<double>(series.ok));
+    out.sample("torus_extender_requests_total", {{"verb", verb}, {"result", "error"}},
+               static_cast<double>(series.error));
   }
-  out +=
-      "# HELP torus_extender_request_duration_seconds Time to answer a verb.\n"
-      "# TYPE torus_extender_request_duration_seconds histogram\n";
+  constexpr const char* kDuration = "torus_extender_request_duration_seconds";
+  out.family(kDuration, "histogram", "Time to answer a verb.");
   for (const auto& [verb, series] : series_) {
     for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-      char le[32];
-      std::snprintf(le, sizeof(le), "%g", kBuckets[i]);
-      out += "torus_extender_request_duration_seconds_bucket{verb=\"" + verb + "\",le=\"" + le +
-             "\"} " + std::to_string(series.buckets[i]) + "\n";
+      out.sample(std::string(kDuration) + "_bucket",
+                 {{"verb", verb}, {"le", metrics::formatValue(kBuckets[i])}},
+                 static_cast<double>(series.buckets[i]));
     }
-    out += "torus_extender_request_duration_seconds_bucket{verb=\"" + verb + "\",le=\"+Inf\"} " +
-           std::to_string(series.count) + "\n";
-    char sum[48];
-    std::snprintf(sum, sizeof(sum), "%.9f", series.sumSeconds);
-    out += "torus_extender_request_duration_seconds_sum{verb=\"" + verb + "\"} " + sum + "\n";
-    out += "torus_extender_request_duration_seconds_count{verb=\"" + verb + "\"} " +
-           std::to_string(series.count) + "\n";
+    out.sample(std::string(kDuration) + "_bucket", {{"verb", verb}, {"le", "+Inf"}},
+               static_cast<double>(series.count));
+    out.sample(std::string(kDuration) + "_sum", {{"verb", verb}}, series.sumSeconds);
+    out.sample(std::string(kDuration) + "_count", {{"verb", verb}},
+               static_cast<double>(series.count));
   }
-  return out;
+  return out.text();
 }
 
 }  // namespace torus::extender

@@ -27,6 +27,7 @@ const std::vector<Variant> kVariants = {
     {"without the extender and neuron-scheduler",
      {"extender.enabled=false", "scheduler.enabled=false"}},
     {"no hostPID (resets cannot see other containers)", {"nodeAgent.hostPID=false"}},
+    {"with a PodMonitor", {"nodeAgent.podMonitor.enabled=true"}},
 };
 
 std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
@@ -73,6 +74,9 @@ TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
       ASSERT_TRUE(object["metadata"]["name"]) << kind;
       if (namespaced.count(kind) != 0) {
         EXPECT_TRUE(object["metadata"]["namespace"]) << kind;
+      }
+      if (kind == "PodMonitor") {
+        EXPECT_EQ(object["spec"]["podMetricsEndpoints"][0]["port"].as<std::string>(), "metrics");
       }
       if (kind == "DaemonSet" || kind == "Deployment") {
         const YAML::Node pod = object["spec"]["template"];

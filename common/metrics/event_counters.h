@@ -1,0 +1,41 @@
+// EventCounters: process-wide counters of things that happened (allocations, resets,
+// registrations, health transitions), incremented where they happen and read by /metrics. A
+// process-wide registry, as Prometheus client libraries keep, so the device plugin and the
+// runtime need no metrics plumbing through their interfaces.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/metrics/prometheus_text.h"
+
+namespace torus::metrics {
+
+class EventCounters {
+ public:
+  void add(std::string_view family, const Labels& labels, double amount = 1);
+  double value(std::string_view family, const Labels& labels) const;
+  // family -> labels -> value
+  std::map<std::string, std::map<Labels, double>> snapshot() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::map<Labels, double>, std::less<>> values_;
+};
+
+EventCounters& processCounters();
+
+// The node agent's event counters (incremented in device-plugin and node-runtime, rendered by
+// node-runtime/monitor).
+namespace names {
+inline constexpr const char* kAllocationsTotal = "torus_plugin_allocations_total";
+inline constexpr const char* kAllocateErrorsTotal = "torus_plugin_allocate_errors_total";
+inline constexpr const char* kPreferredTotal = "torus_plugin_preferred_allocations_total";
+inline constexpr const char* kRegistrationsTotal = "torus_plugin_registrations_total";
+inline constexpr const char* kResetsTotal = "torus_device_resets_total";
+inline constexpr const char* kHealthTransitionsTotal = "torus_device_health_transitions_total";
+}  // namespace names
+
+}  // namespace torus::metrics

@@ -1,0 +1,174 @@
+// The agent's /metrics over HTTP on loopback: the exposition passes `promtool check metrics`,
+// a contract pins every family name and its label names (dashboards depend on them), and a
+// raised ECC counter shows up as a counter, an unhealthy device and a health transition.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// family (sample name without _bucket/_sum/_count) -> label names; and the value of each line.
+struct Exposition {
+  std::map<std::string, std::set<std::string>> labelNames;
+  std::map<std::string, double> values;  // the whole "name{labels}" -> value
+};
+
+Exposition parse(const std::string& text) {
+  Exposition out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.rfind(' ');
+    const std::string series = line.substr(0, space);
+    out.values[series] = std::stod(line.substr(space + 1));
+    const std::size_t brace = series.find('{');
+    const std::string name = series.substr(0, brace);
+    auto& labels = out.labelNames[name];
+    if (brace == std::string::npos) continue;
+    std::size_t at = brace + 1;
+    while (at < series.size() && series[at] != '}') {
+      const std::size_t equals = series.find('=', at);
+      labels.insert(series.substr(at, equals - at));
+      at = series.find('"', series.find('"', equals) + 1) + 1;  // past the closing quote
+      if (at < series.size() && series[at] == ',') ++at;
+    }
+  }
+  return out;
+}
+
+std::string metricsOf(int port) {
+  const auto reply = httpGet(port, "/metrics");
+  if (!reply || reply->substr(0, 3) != "200") return "";
+  return reply->substr(4);
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return condition();
+}
+
+class AgentMetricsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("agent-metrics");
+    ASSERT_TRUE(dir.ok());
+    dir_ = std::make_unique<TempDir>(std::move(*dir));
+    agent_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
+        binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+        "--simulate-dir=" + (dir_->path() / "sim").string(), "--device-plugin=false",
+        "--metrics-addr=127.0.0.1:0", "--health-interval=100ms"});
+    const auto log = agent_->waitForStderr("\"serving HTTP\"", 10s);
+    ASSERT_TRUE(log.has_value()) << agent_->stderrText();
+    port_ = loggedPort(*log, "\"serving HTTP\"");
+  }
+  void TearDown() override {
+    agent_->signal(SIGTERM);
+    EXPECT_EQ(agent_->waitExit(10s), std::optional<int>(0));
+  }
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<BackgroundProcess> agent_;
+  int port_ = 0;
+};
+
+TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
+  const Exposition metrics = parse(metricsOf(port_));
+  const std::set<std::string> core = {"instance_type", "neuron_device_index", "neuroncore"};
+  const std::map<std::string, std::set<std::string>> expected = {
+      {"instance_info", {"instance_type"}},
+      {"neuron_hardware_info",
+       {"instance_type", "neuron_device_type", "neuron_device_count", "neuroncore_per_device_count",
+        "logical_neuroncore_config"}},
+      {"hardware_ecc_events_total", {"instance_type", "event_type", "neuron_device_index"}},
+      {"neuroncore_memory_usage_constants",
+       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
+      {"neuroncore_memory_usage_model_code",
+       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
+      {"neuroncore_memory_usage_model_shared_scratchpad",
+       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
+      {"neuroncore_memory_usage_runtime_memory",
+       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
+      {"neuroncore_memory_usage_tensors",
+       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
+      {"neuron_runtime_memory_used_bytes",
+       {"instance_type", "neuron_device_index", "memory_location"}},
+      {"execution_status_total",
+       {"instance_type", "neuron_device_index", "neuroncore", "status_type"}},
+      {"execution_errors_total",
+       {"instance_type", "neuron_device_index", "neuroncore", "error_type"}},
+      {"torus_device_healthy", {"instance_type", "neuron_device_index"}},
+      {"torus_sysfs_read_errors", {"instance_type"}},
+      {"torus_build_info", {"version"}},
+  };
+  for (const auto& [family, labels] : expected) {
+    ASSERT_EQ(metrics.labelNames.count(family), 1U) << family << " missing";
+    EXPECT_EQ(metrics.labelNames.at(family), labels) << family;
+  }
+  // 64 logical cores at LNC 2: one series per core, ids as in NEURON_RT_VISIBLE_CORES.
+  EXPECT_EQ(metrics.values.count(
+                "neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
+                "neuron_device_index=\"15\",neuroncore=\"63\",memory_location=\"device\"}"),
+            1U);
+  EXPECT_EQ(metrics.values.at("torus_sysfs_read_errors{instance_type=\"trn2.48xlarge\"}"), 0);
+}
+
+TEST_F(AgentMetricsTest, PassesPromtool) {
+  const std::string text = metricsOf(port_);
+  ASSERT_FALSE(text.empty());
+  const std::string file = (dir_->path() / "metrics.txt").string();
+  ASSERT_TRUE(writeFile(file, text).ok());
+  const ProcessResult checked =
+      runProcess({"/bin/sh", "-c", std::string(TORUS_PROMTOOL) + " check metrics < " + file});
+  EXPECT_EQ(checked.exitCode, 0) << checked.out << checked.err;
+}
+
+TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
+  const fs::path ecc = dir_->path() / "sim" / "sys" / "devices" / "virtual" / "neuron_device" /
+                       "neuron9" / "stats" / "hardware" / "mem_ecc_uncorrected";
+  ASSERT_TRUE(writeFile(ecc, "3\n").ok());
+  const std::string device9 = "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\"}";
+  const std::string eccSeries =
+      "hardware_ecc_events_total{instance_type=\"trn2.48xlarge\",event_type=\"mem_ecc_"
+      "uncorrected\",neuron_device_index=\"9\"}";
+  const std::string toUnhealthy =
+      "torus_device_health_transitions_total{neuron_device_index=\"9\",to=\"unhealthy\"}";
+  ASSERT_TRUE(eventually(
+      [&] {
+        const Exposition metrics = parse(metricsOf(port_));
+        return metrics.values.count("torus_device_healthy" + device9) &&
+               metrics.values.at("torus_device_healthy" + device9) == 0 &&
+               metrics.values.count(toUnhealthy) && metrics.values.at(toUnhealthy) == 1;
+      },
+      1500ms));
+  EXPECT_EQ(parse(metricsOf(port_)).values.at(eccSeries), 3);
+  ASSERT_TRUE(writeFile(ecc, "0\n").ok());  // write-to-clear
+  EXPECT_TRUE(eventually(
+      [&] {
+        const Exposition metrics = parse(metricsOf(port_));
+        return metrics.values.at("torus_device_healthy" + device9) == 1 &&
+               metrics.values.count(
+                   "torus_device_health_transitions_total{neuron_device_index=\"9\",to="
+                   "\"healthy\"}");
+      },
+      1500ms));
+}
+
+}  // namespace
+}  // namespace torus::testing
