@@ -31,6 +31,14 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
   table.addDurationMillis("health-interval", "TORUS_HEALTH_INTERVAL", "healthInterval",
                           "how often device health is re-read from sysfs",
                           &config->healthIntervalMs);
+  table.addString("kernel-log", "TORUS_KERNEL_LOG", "kernelLog", "PATH",
+                  "kernel log to follow for the driver's NEURON_HW_ERR lines (default: "
+                  "<dev-root>/kmsg; \"none\" turns it off)",
+                  &config->kernelLog);
+  table.addDurationMillis("kernel-error-hold", "TORUS_KERNEL_ERROR_HOLD", "kernelErrorHold",
+                          "how long a device stays out of service after its last kernel-reported "
+                          "hardware error",
+                          &config->kernelErrorHoldMs);
   table.addString("kubeconfig", "KUBECONFIG", "kubeconfig", "FILE",
                   "reach the Kubernetes API with this kubeconfig (default: the in-cluster service "
                   "account when running in a pod; without either, the scheduler extender's "

@@ -19,6 +19,8 @@ struct AgentConfig {
   bool devicePlugin = true;
   plugin::DevicePluginOptions plugin;
   std::int64_t healthIntervalMs = 500;
+  std::string kernelLog;  // empty: <dev-root>/kmsg
+  std::int64_t kernelErrorHoldMs = 5 * 60 * 1000;
   // The Kubernetes API, to read the scheduler extender's hand-off on this node's pods: a
   // kubeconfig file, else the in-cluster service account when there is one.
   std::string kubeconfig;

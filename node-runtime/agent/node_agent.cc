@@ -7,6 +7,7 @@
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/monitor/agent_metrics.h"
+#include "node-runtime/runtime/kernel_log.h"
 
 namespace torus::agent {
 namespace {
@@ -96,7 +97,9 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   auto agent = std::make_unique<NodeAgent>(std::move(*prepared), std::move(*found));
   agent->monitor_ = std::make_unique<runtime::NodeMonitor>(
       agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_,
-      std::chrono::milliseconds(config.healthIntervalMs));
+      std::chrono::milliseconds(config.healthIntervalMs),
+      std::chrono::milliseconds(config.kernelErrorHoldMs));
+  agent->followKernelLog(config);
   auto kube = kubeConfigOf(config);
   if (!kube) return std::move(kube).error();
   if (*kube && config.nodeName.empty()) {
@@ -136,6 +139,36 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
   return plugins_->start();
 }
 
+void NodeAgent::followKernelLog(const AgentConfig& config) {
+  if (config.kernelLog == "none") return;
+  const std::filesystem::path path = config.kernelLog.empty()
+                                         ? prepared_.roots.kernelLog()
+                                         : std::filesystem::path(config.kernelLog);
+  auto watcher = runtime::KernelLogWatcher::start(
+      path, [this](const runtime::KernelHardwareError& error, const std::string& line) {
+        metrics::processCounters().add(
+            metrics::names::kKernelErrorsTotal,
+            {{"type", error.type},
+             {"neuron_device_index", error.device >= 0 ? std::to_string(error.device) : ""}});
+        if (error.device < 0 || error.device >= monitor_->node().deviceCount()) {
+          TORUS_LOG(Error, Health, "kernel reported a Neuron hardware error for no known device",
+                    {"type", error.type}, {"line", line});
+          return;
+        }
+        TORUS_LOG(Warn, Health, "kernel reported a Neuron hardware error", {"device", error.device},
+                  {"type", error.type});
+        monitor_->reportKernelError(error.device, error.type);
+      });
+  if (!watcher) {
+    TORUS_LOG(Warn, Health, "not following the kernel log; hardware errors it reports are missed",
+              {"error", watcher.error().message});
+    return;
+  }
+  kernelLog_ = std::move(*watcher);
+  TORUS_LOG(Info, Health, "following the kernel log", {"path", path.string()},
+            {"hold_ms", config.kernelErrorHoldMs});
+}
+
 Result<void> NodeAgent::serveHttp(const std::string& address) {
   auto listen = http::parseListenAddress(address);
   if (!listen) return std::move(listen).error();
@@ -163,6 +196,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
 }
 
 void NodeAgent::stop() {
+  kernelLog_.reset();
   plugins_.reset();
   handoff_.reset();
   publisher_.reset();

@@ -15,6 +15,7 @@
 #include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/node_source/node_source.h"
+#include "node-runtime/runtime/kernel_log.h"
 #include "node-runtime/runtime/node_monitor.h"
 
 namespace torus::agent {
@@ -35,6 +36,7 @@ class NodeAgent {
 
  private:
   Result<void> serveHttp(const std::string& address);
+  void followKernelLog(const AgentConfig& config);
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
 
@@ -42,6 +44,7 @@ class NodeAgent {
   discovery::Discovery discovery_;
   // Declared in dependency order: destroyed plugins first, then the view, then the monitor.
   std::unique_ptr<runtime::NodeMonitor> monitor_;
+  std::unique_ptr<runtime::KernelLogWatcher> kernelLog_;  // reports into monitor_
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;

@@ -21,6 +21,7 @@ struct DiscoveryRoots {
   std::filesystem::path dmiProductName() const {
     return sys / "devices" / "virtual" / "dmi" / "id" / "product_name";
   }
+  std::filesystem::path kernelLog() const { return dev / "kmsg"; }
   std::filesystem::path deviceNode(int index) const {
     return dev / ("neuron" + std::to_string(index));
   }

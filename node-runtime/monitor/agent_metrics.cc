@@ -51,6 +51,8 @@ const CounterFamily kEventFamilies[] = {
     {kRegistrationsTotal, "Registrations with kubelet, by resource and result."},
     {kResetsTotal, "Device resets before a container start, by result."},
     {kHealthTransitionsTotal, "Device health changes, by device and new state."},
+    {kKernelErrorsTotal,
+     "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},
 };
 
 std::uint64_t valueOr(const std::map<std::string, std::uint64_t>& values, const std::string& key) {

@@ -48,10 +48,12 @@ void logTransitions(const topology::Node& before, const topology::Node& after) {
 }  // namespace
 
 NodeMonitor::NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
-                         const discovery::Discovery& initial, std::chrono::milliseconds interval)
+                         const discovery::Discovery& initial, std::chrono::milliseconds interval,
+                         std::chrono::milliseconds kernelErrorHold)
     : roots_(std::move(roots)),
       options_(std::move(options)),
       interval_(interval),
+      kernelErrorHold_(kernelErrorHold),
       node_(initial.node),
       staticProblems_(initial.staticProblems) {
   for (const topology::Device& device : node_.devices) {
@@ -94,6 +96,7 @@ bool NodeMonitor::refresh() {
           topology::DeviceHealth::unhealthy("discovery failed: " + found.error().message);
     }
   }
+  overlayKernelErrors(next);
   return publish(std::move(next));
 }
 
@@ -115,7 +118,37 @@ bool NodeMonitor::refreshHealth() {
                                  ? topology::DeviceHealth{}
                                  : topology::DeviceHealth::unhealthy(joinStrings(problems, "; "));
   }
+  overlayKernelErrors(next);
   return publish(std::move(next));
+}
+
+void NodeMonitor::reportKernelError(int device, const std::string& type) {
+  {
+    std::lock_guard lock(mutex_);
+    KernelError& error = kernelErrors_[device];
+    error.last = std::chrono::steady_clock::now();
+    error.type = type;
+    ++error.count;
+  }
+  refreshHealth();
+}
+
+void NodeMonitor::overlayKernelErrors(topology::Node& next) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex_);
+  std::erase_if(kernelErrors_,
+                [&](const auto& entry) { return now - entry.second.last > kernelErrorHold_; });
+  for (const auto& [device, error] : kernelErrors_) {
+    if (device < 0 || device >= next.deviceCount()) continue;
+    topology::DeviceHealth& health = next.devices[static_cast<std::size_t>(device)].health;
+    const std::string reason =
+        "kernel log NEURON_HW_ERR=" + error.type + " (" + std::to_string(error.count) +
+        " reported; back in service " +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kernelErrorHold_).count()) +
+        " s after the last)";
+    health = health.healthy ? topology::DeviceHealth::unhealthy(reason)
+                            : topology::DeviceHealth::unhealthy(health.reason + "; " + reason);
+  }
 }
 
 bool NodeMonitor::publish(topology::Node next) {

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/base/change_notifier.h"
@@ -23,8 +25,11 @@ class NodeMonitor {
  public:
   static constexpr int kFullPassEvery = 20;
 
+  // `kernelErrorHold`: how long a device stays out of service after its last kernel-reported
+  // hardware error (hysteresis: a burst of errors does not make it flap).
   NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
-              const discovery::Discovery& initial, std::chrono::milliseconds interval);
+              const discovery::Discovery& initial, std::chrono::milliseconds interval,
+              std::chrono::milliseconds kernelErrorHold = std::chrono::minutes(5));
   ~NodeMonitor();
   NodeMonitor(const NodeMonitor&) = delete;
   NodeMonitor& operator=(const NodeMonitor&) = delete;
@@ -39,19 +44,31 @@ class NodeMonitor {
   bool refresh();
   // Re-probes only the volatile health signals; returns whether anything changed.
   bool refreshHealth();
+  // The kernel log reported a hardware error on `device`: it leaves service now and returns
+  // once `kernelErrorHold` passes without another report.
+  void reportKernelError(int device, const std::string& type);
 
  private:
   void run(std::stop_token stop);
   bool publish(topology::Node next);
+  // Marks devices with a kernel-reported error inside the hold window (with mutex_ not held).
+  void overlayKernelErrors(topology::Node& next);
 
   const discovery::DiscoveryRoots roots_;
   const discovery::DiscoveryOptions options_;
   const std::chrono::milliseconds interval_;
+  const std::chrono::milliseconds kernelErrorHold_;
   mutable std::mutex mutex_;
   topology::Node node_;
   std::vector<std::vector<std::string>> staticProblems_;
   std::vector<discovery::VolatileHealthFiles> healthFiles_;  // per device, resolved once
   std::uint64_t generation_ = 1;
+  struct KernelError {
+    std::chrono::steady_clock::time_point last;
+    std::string type;
+    int count = 0;
+  };
+  std::map<int, KernelError> kernelErrors_;  // by device
   ChangeNotifier notifier_;
   std::mutex refreshMutex_;
   std::jthread thread_;

@@ -294,6 +294,8 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
       TORUS_RETURN_IF_ERROR(writeFile(node, ""), "simulate");
     }
   }
+  // The kernel log the agent follows (real nodes: /dev/kmsg); tests append driver lines to it.
+  TORUS_RETURN_IF_ERROR(writeFile(roots.kernelLog(), ""), "simulate");
   for (const Fault& fault : spec.faults) {
     TORUS_RETURN_IF_ERROR(applyFault(root, fault), "simulate");
   }

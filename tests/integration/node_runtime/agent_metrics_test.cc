@@ -74,7 +74,7 @@ class AgentMetricsTest : public ::testing::Test {
     agent_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
         binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
         "--simulate-dir=" + (dir_->path() / "sim").string(), "--device-plugin=false",
-        "--metrics-addr=127.0.0.1:0", "--health-interval=100ms"});
+        "--metrics-addr=127.0.0.1:0", "--health-interval=100ms", "--kernel-error-hold=1s"});
     const auto log = agent_->waitForStderr("\"serving HTTP\"", 10s);
     ASSERT_TRUE(log.has_value()) << agent_->stderrText();
     port_ = loggedPort(*log, "\"serving HTTP\"");
@@ -168,6 +168,35 @@ TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
                    "\"healthy\"}");
       },
       1500ms));
+}
+
+TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
+  const fs::path kmsg = dir_->path() / "sim" / "dev" / "kmsg";
+  std::string lines = "6,88,1000,-;neuron: nd4: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR\n";
+  ASSERT_TRUE(writeFile(kmsg, lines).ok());
+  const std::string device4 = "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"4\"}";
+  const std::string counted =
+      "torus_kernel_hardware_errors_total{type=\"HBM_UNCORRECTABLE_ERROR\","
+      "neuron_device_index=\"4\"}";
+  ASSERT_TRUE(eventually(
+      [&] {
+        const Exposition metrics = parse(metricsOf(port_));
+        return metrics.values.count(counted) && metrics.values.at(counted) == 1 &&
+               metrics.values.at("torus_device_healthy" + device4) == 0;
+      },
+      1s))
+      << agent_->stderrText();
+  EXPECT_NE(agent_->stderrText().find("kernel log NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR"),
+            std::string::npos);
+  // No further reports: back in service once the hold (1 s here) has passed.
+  EXPECT_TRUE(eventually(
+      [&] { return parse(metricsOf(port_)).values.at("torus_device_healthy" + device4) == 1; },
+      3s));
+  // A line naming no device is counted and logged, and takes nothing out of service.
+  lines += "NEURON_HW_ERR=HANG_ON_COLLECTIVES\n";
+  ASSERT_TRUE(writeFile(kmsg, lines).ok());
+  EXPECT_TRUE(eventually(
+      [&] { return agent_->stderrText().find("for no known device") != std::string::npos; }, 2s));
 }
 
 }  // namespace
