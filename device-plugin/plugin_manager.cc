@@ -37,8 +37,10 @@ DevicePluginManager::~DevicePluginManager() {
 }
 
 Result<void> DevicePluginManager::start() {
+  resetter_ = std::make_unique<ReleaseResetter>(node_, tracker_);
   poller_ = std::make_unique<PodResourcesPoller>(options_.podResourcesSocket,
-                                                 options_.podResourcesInterval, node_, tracker_);
+                                                 options_.podResourcesInterval, node_, tracker_,
+                                                 [this] { resetter_->kubeletAnswered(); });
   std::error_code ec;
   if (std::filesystem::is_directory(options_.pluginDir, ec)) {
     TORUS_RETURN_IF_ERROR(restartServers(), "serving");
@@ -58,6 +60,7 @@ void DevicePluginManager::stop() {
   std::lock_guard lock(mutex_);
   servers_.clear();
   poller_.reset();
+  resetter_.reset();
 }
 
 Result<void> DevicePluginManager::restartServers() {

@@ -18,6 +18,7 @@
 #include "device-plugin/node_view.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pod_resources_poller.h"
+#include "device-plugin/release_reset.h"
 #include "device-plugin/resource_kind.h"
 #include "device-plugin/scheduler_handoff.h"
 
@@ -55,6 +56,7 @@ class DevicePluginManager {
   NodeView& node_;
   SchedulerHandoff* handoff_;
   AssignmentTracker tracker_;
+  std::unique_ptr<ReleaseResetter> resetter_;  // before poller_: the poller calls into it
   std::unique_ptr<PodResourcesPoller> poller_;
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<PluginServer>> servers_;

@@ -62,11 +62,13 @@ Result<Assignments> PodResourcesClient::list(const topology::Node& node,
 }
 
 PodResourcesPoller::PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,
-                                       NodeView& node, AssignmentTracker& tracker)
+                                       NodeView& node, AssignmentTracker& tracker,
+                                       std::function<void()> answered)
     : client_(std::move(socket)),
       interval_(interval),
       node_(node),
       tracker_(tracker),
+      answered_(std::move(answered)),
       thread_([this](std::stop_token stop) { run(stop); }) {}
 
 PodResourcesPoller::~PodResourcesPoller() {
@@ -90,6 +92,7 @@ void PodResourcesPoller::run(std::stop_token stop) {
       }
       reachable = true;
       tracker_.replaceFromKubelet(std::move(*listed));
+      if (answered_) answered_();
     } else if (reachable) {
       reachable = false;
       TORUS_LOG(Warn, Plugin,

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,8 +34,9 @@ class PodResourcesClient {
 
 class PodResourcesPoller {
  public:
+  // `answered` runs after every successful List, once the tracker holds its answer.
   PodResourcesPoller(std::string socket, std::chrono::milliseconds interval, NodeView& node,
-                     AssignmentTracker& tracker);
+                     AssignmentTracker& tracker, std::function<void()> answered = {});
   ~PodResourcesPoller();
   PodResourcesPoller(const PodResourcesPoller&) = delete;
   PodResourcesPoller& operator=(const PodResourcesPoller&) = delete;
@@ -48,6 +50,7 @@ class PodResourcesPoller {
   const std::chrono::milliseconds interval_;
   NodeView& node_;
   AssignmentTracker& tracker_;
+  std::function<void()> answered_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool poked_ = false;

@@ -35,6 +35,7 @@ inline constexpr const char* kAllocateErrorsTotal = "torus_plugin_allocate_error
 inline constexpr const char* kPreferredTotal = "torus_plugin_preferred_allocations_total";
 inline constexpr const char* kRegistrationsTotal = "torus_plugin_registrations_total";
 inline constexpr const char* kResetsTotal = "torus_device_resets_total";
+inline constexpr const char* kReleaseResetsTotal = "torus_device_release_resets_total";
 inline constexpr const char* kHealthTransitionsTotal = "torus_device_health_transitions_total";
 inline constexpr const char* kKernelErrorsTotal = "torus_kernel_hardware_errors_total";
 }  // namespace names

@@ -50,6 +50,7 @@ const CounterFamily kEventFamilies[] = {
      "GetPreferredAllocation answers, by resource and source (extender hand-off or placement)."},
     {kRegistrationsTotal, "Registrations with kubelet, by resource and result."},
     {kResetsTotal, "Device resets before a container start, by result."},
+    {kReleaseResetsTotal, "Device resets after containers gave their cores back, by result."},
     {kHealthTransitionsTotal, "Device health changes, by device and new state."},
     {kKernelErrorsTotal,
      "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},

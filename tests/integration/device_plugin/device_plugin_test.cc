@@ -261,6 +261,31 @@ TEST_F(DevicePluginTest, AWholeDeviceBlocksItsCoresUntilThePodIsGone) {
       kCores, [](const auto& d) { return d.size() == 64 && d.at("0").health == "Healthy"; }, 2s));
 }
 
+TEST_F(DevicePluginTest, DevicesAreResetWhenTheirLastCoresAreReleased) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
+  // Two pods share device 1 (cores 4-7); a third holds device 2 (cores 8-11) alone.
+  kubelet_->setAssignments({{kCores, {"4", "5", "8", "9", "10", "11"}}});
+  std::this_thread::sleep_for(300ms);  // a List or two: the agent now knows what is held
+  for (const int device : {1, 2}) {
+    ASSERT_TRUE(writeFile(deviceDir(device) / "reset", "0\n").ok());  // marks, to see resets
+  }
+  kubelet_->setAssignments({{kCores, {"4", "5"}}});  // the device-2 pod ended
+  const auto resetWritten = [&](int device) {
+    return *readSmallFile(deviceDir(device) / "reset") == "1\n";
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (!resetWritten(2) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(resetWritten(2)) << "released device reset";
+  EXPECT_FALSE(resetWritten(1)) << "device 1 still has cores 4-5 in use";
+  kubelet_->setAssignments({});
+  const auto later = std::chrono::steady_clock::now() + 3s;
+  while (!resetWritten(1) && std::chrono::steady_clock::now() < later)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_TRUE(resetWritten(1));
+}
+
 TEST_F(DevicePluginTest, AnyCoreInUseBlocksItsDevice) {
   start("trn1.32xlarge");
   ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
