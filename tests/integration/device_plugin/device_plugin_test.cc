@@ -286,6 +286,40 @@ TEST_F(DevicePluginTest, DevicesAreResetWhenTheirLastCoresAreReleased) {
   EXPECT_TRUE(resetWritten(1));
 }
 
+TEST_F(DevicePluginTest, AnAgentRestartRecoversOwnershipAndResetsNothingInUse) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
+  kubelet_->setAssignments({{kDevices, {"3"}}, {kCores, {"0", "1"}}});
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& d) { return d.size() == 64 && d.at("12").health == "Unhealthy"; },
+      2s));
+  ASSERT_TRUE(writeFile(deviceDir(3) / "reset", "0\n").ok());
+  ASSERT_TRUE(writeFile(deviceDir(0) / "reset", "0\n").ok());
+  // The agent goes away and comes back (kubelet and its pods stay): its first view of who holds
+  // what comes from pod-resources, and nothing held is reset.
+  manager_.reset();
+  plugin::DevicePluginOptions options;
+  options.pluginDir = pluginDir_;
+  options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
+  options.podResourcesInterval = 100ms;
+  manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
+  ASSERT_TRUE(manager_->start().ok());
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 2, 5s));
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kCores,
+      [](const auto& d) {
+        return d.size() == 64 && d.at("12").health == "Unhealthy" &&
+               d.at("15").health == "Unhealthy" && d.at("4").health == "Healthy";
+      },
+      2s));
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& d) { return d.at("0").health == "Unhealthy"; }, 2s))
+      << "device 0 has cores 0-1 in use";
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(*readSmallFile(deviceDir(3) / "reset"), "0\n");
+  EXPECT_EQ(*readSmallFile(deviceDir(0) / "reset"), "0\n");
+}
+
 TEST_F(DevicePluginTest, AnyCoreInUseBlocksItsDevice) {
   start("trn1.32xlarge");
   ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));
