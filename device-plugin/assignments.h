@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/base/change_notifier.h"
@@ -17,9 +18,20 @@
 
 namespace torus::plugin {
 
-// What is held right now, per resource kind, in that kind's ids.
+// Which container holds which ids, as kubelet's pod-resources lists it.
+struct Holder {
+  std::string pod;  // namespace/name
+  std::string container;
+  ResourceKind kind = ResourceKind::kNeuronCore;
+  topology::CoreSet ids;
+  bool operator==(const Holder&) const = default;
+};
+
+// What is held right now, per resource kind, in that kind's ids, and by whom (holders known to
+// kubelet; our own Allocate calls it does not list yet have no holder).
 struct Assignments {
   std::map<ResourceKind, topology::CoreSet> held;
+  std::vector<Holder> holders;
   bool operator==(const Assignments&) const = default;
 };
 

@@ -46,6 +46,8 @@ class DevicePluginManager {
   // Starts serving and the watch; registration happens in the background (kubelet may be away).
   Result<void> start();
   void stop();
+  // Who holds which ids now (kubelet's pod-resources view plus our recent Allocate calls).
+  Assignments assignments() const { return tracker_.current(); }
 
  private:
   void watch(std::stop_token stop);

@@ -54,6 +54,8 @@ Result<Assignments> PodResourcesClient::list(const topology::Node& node,
             continue;
           }
           assignments.held[kind] |= *parsed;
+          assignments.holders.push_back(
+              {pod.namespace_() + "/" + pod.name(), container.name(), kind, *parsed});
         }
       }
     }

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
 #include "common/kube/kube_config.h"
 #include "common/metrics/event_counters.h"
@@ -169,12 +171,33 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
             {"hold_ms", config.kernelErrorHoldMs});
 }
 
+std::string NodeAgent::allocationsJson() const {
+  nlohmann::json holders = nlohmann::json::array();
+  if (plugins_) {
+    const topology::Node node = monitor_->node();
+    for (const plugin::Holder& holder : plugins_->assignments().holders) {
+      const topology::CoreSet cores = plugin::coresOfIds(holder.kind, node, holder.ids);
+      holders.push_back({{"pod", holder.pod},
+                         {"container", holder.container},
+                         {"resource", std::string(plugin::resourceName(holder.kind))},
+                         {"ids", holder.ids.ids()},
+                         {"cores", cores.ids()},
+                         {"devices", node.devicesOfCores(cores).ids()}});
+    }
+  }
+  return nlohmann::json{{"holders", std::move(holders)}}.dump() + "\n";
+}
+
 Result<void> NodeAgent::serveHttp(const std::string& address) {
   auto listen = http::parseListenAddress(address);
   if (!listen) return std::move(listen).error();
   std::vector<http::Route> routes;
   routes.push_back({"GET", "/healthz", [](const http::Request&) {
                       return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
+                    }});
+  // Who holds which cores, recovered from kubelet's pod-resources after any agent restart.
+  routes.push_back({"GET", "/allocations", [this](const http::Request&) {
+                      return http::Response{200, "application/json", allocationsJson()};
                     }});
   // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
   routes.push_back({"GET", "/metrics", [this](const http::Request&) {
@@ -191,7 +214,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
   if (!server) return std::move(server).error();
   http_ = std::move(*server);
   TORUS_LOG(Info, Agent, "serving HTTP", {"address", listen->host}, {"port", http_->port()},
-            {"paths", "/healthz /metrics"});
+            {"paths", "/healthz /metrics /allocations"});
   return okResult();
 }
 

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "common/base/result.h"
 #include "common/http/http_server.h"
@@ -37,6 +38,7 @@ class NodeAgent {
  private:
   Result<void> serveHttp(const std::string& address);
   void followKernelLog(const AgentConfig& config);
+  std::string allocationsJson() const;
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
 

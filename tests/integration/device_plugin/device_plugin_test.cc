@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
 
@@ -437,6 +438,24 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
       kCores, [](const auto& d) { return d.size() == 64; }, 5s));
   EXPECT_TRUE(kubelet.waitForDevices(
       kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
+  // Who holds what, as kubelet's pod-resources lists it, with the cores and devices behind it.
+  kubelet.setAssignments({{kDevices, {"2"}}});
+  const int port = loggedPort(agent.stderrText(), "\"serving HTTP\"");
+  std::optional<nlohmann::json> holders;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (const auto reply = httpGet(port, "/allocations"); reply && reply->substr(0, 3) == "200") {
+      holders = nlohmann::json::parse(reply->substr(4))["holders"];
+      if (!holders->empty()) break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(holders && holders->size() == 1) << agent.stderrText();
+  EXPECT_EQ((*holders)[0]["pod"], "default/pod-1");
+  EXPECT_EQ((*holders)[0]["container"], "main");
+  EXPECT_EQ((*holders)[0]["resource"], kDevices);
+  EXPECT_EQ((*holders)[0]["cores"], nlohmann::json({8, 9, 10, 11}));
+  EXPECT_EQ((*holders)[0]["devices"], nlohmann::json({2}));
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
   EXPECT_FALSE(fs::exists(plugins + "/torus-neuroncore.sock")) << "sockets are removed on exit";
