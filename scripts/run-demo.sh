@@ -18,7 +18,7 @@ build/bin/neuron-scheduler-extender --listen=127.0.0.1:12345 \
   --simulate-cluster=trn2.48xlarge:256,inf2.48xlarge:64 &
 extender=$!
 trap 'kill "$extender" 2>/dev/null; wait "$extender" 2>/dev/null' EXIT
-echo "== neuron-node-agent (Ctrl-C stops both; curl http://127.0.0.1:9400/healthz) =="
+echo "== neuron-node-agent (Ctrl-C stops both; curl http://127.0.0.1:9400/metrics or /allocations; extender: curl http://127.0.0.1:12345/state) =="
 mkdir -p build/demo/device-plugins
 build/bin/neuron-node-agent --simulate=trn2.48xlarge --metrics-addr=127.0.0.1:9400 \
   --device-plugin-dir=build/demo/device-plugins \
