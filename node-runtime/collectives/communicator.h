@@ -1,0 +1,214 @@
+// Communicator: a group of ranks on one host that run collectives over shared memory.
+//
+// Created from (rank, world size, root address) through the TCP bootstrap; ranks on the same host
+// are found there. Ranks spread over several hosts need the libfabric transport, which is not
+// implemented yet: create() then fails and says so.
+//
+// Data path ("direct" design): every rank publishes, per operation, where its input and output
+// live as (shared-memory segment, offset); after an arrival barrier each rank does its share of
+// the work straight in the peers' memory (rank r reduces chunk r from every input and writes the
+// result into every output), then a completion barrier. Buffers from allocate() live in shared
+// memory, so this runs with no copy beyond the reduction itself; plain user buffers are copied
+// through a per-rank staging segment.
+//
+// Errors: every wait is bounded by the timeout. A peer that exits is noticed through its pidfd
+// within about a millisecond; a peer that is alive but absent is named when the timeout runs out.
+// Either way the error names the missing rank(s), the communicator and the sequence number, the
+// communicator is broken from then on (every later call returns the same error), and the peers
+// are told through the control segment so they fail fast too.
+//
+// Owns: the control segment, its own segments (allocations, staging), its mappings of the peers'
+// segments and the peers' pidfds. Not thread-safe: one thread per communicator at a time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
+#include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/shm_segment.h"
+
+namespace torus::coll {
+
+inline constexpr std::chrono::milliseconds kDefaultTimeout{5 * 60 * 1000};
+
+struct CommOptions {
+  int rank = 0;
+  int size = 1;
+  std::string rootAddress = "127.0.0.1:0";  // NEURON_RT_ROOT_COMM_ID
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+  std::string name;       // shown in logs and errors; default "comm-<session>"
+  UniqueFd rootListener;  // rank 0 only, optional: a socket already listening on rootAddress
+};
+
+// Fills rootAddress from NEURON_RT_ROOT_COMM_ID and timeout from TORUS_COLL_TIMEOUT_MS when they
+// are set; read once, at communicator creation, as STYLE.md asks.
+Result<void> applyEnvironment(CommOptions& options);
+
+// Where a rank's input or output lives, as the peers can find it. segment 0 = nothing.
+struct SegmentRef {
+  std::uint64_t segment = 0;
+  std::uint64_t offset = 0;
+};
+
+class SegmentRegistry;
+
+// A runtime-owned tensor in shared memory (as a Neuron runtime owns device memory). Collectives
+// on it run without staging copies. Valid after its communicator is gone (it then is plain
+// memory), released when destroyed.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&&) noexcept = default;
+  Buffer& operator=(Buffer&&) noexcept = default;
+  ~Buffer();
+
+  std::byte* data() const { return segment_.data(); }
+  std::size_t size() const { return bytes_; }
+  template <typename T>
+  std::span<T> as() const {
+    return {reinterpret_cast<T*>(data()), bytes_ / sizeof(T)};
+  }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<SegmentRegistry> registry_;
+  ShmSegment segment_;
+  std::uint64_t id_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+enum class OpKind : std::uint32_t {
+  kNone,
+  kSetup,
+  kBarrier,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kReduce,
+  kSend,
+  kRecv,
+};
+std::string_view opName(OpKind op);
+
+// What a rank announces about the collective it is in; peers compare and use it.
+struct OpDescriptor {
+  std::uint64_t sequence = 0;
+  OpKind op = OpKind::kNone;
+  DataType type = DataType::kU8;
+  ReduceOp reduceOp = ReduceOp::kSum;
+  std::int32_t root = 0;
+  std::uint64_t count = 0;
+  SegmentRef in;
+  SegmentRef out;
+};
+
+struct ControlLayout;
+
+class Communicator {
+ public:
+  static Result<std::unique_ptr<Communicator>> create(CommOptions options);
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }
+  // Sequence number of the last collective started (1 for the first).
+  std::uint64_t sequence() const { return sequence_; }
+  // The error that broke this communicator, if any.
+  const std::optional<Error>& brokenBy() const { return broken_; }
+
+  // Runtime-owned tensor of `bytes` bytes (local, not collective).
+  Result<Buffer> allocate(std::size_t bytes);
+
+  // Counts are in elements. In-place: recv == send (AllGather: send == recv + rank * sendCount
+  // elements; ReduceScatter: recv == send + rank * recvCount elements).
+  Result<void> allReduce(const void* send, void* recv, std::size_t count, DataType type,
+                         ReduceOp op);
+  Result<void> allGather(const void* send, void* recv, std::size_t sendCount, DataType type);
+  Result<void> reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
+                             ReduceOp op);
+  // Block p of send goes to rank p; block p of recv comes from rank p; countPerRank per block.
+  Result<void> allToAll(const void* send, void* recv, std::size_t countPerRank, DataType type);
+  // send is read at root only; recv is written on every rank.
+  Result<void> broadcast(const void* send, void* recv, std::size_t count, DataType type, int root);
+  // recv is written at root only.
+  Result<void> reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                      int root);
+  // Blocking point-to-point: returns when the peer has the data (send) / the data is here (recv).
+  Result<void> send(const void* data, std::size_t count, DataType type, int peer);
+  Result<void> recv(void* data, std::size_t count, DataType type, int peer);
+  Result<void> barrier();
+
+ private:
+  // What one collective needs from the communicator: everyone's input and output pointers.
+  struct Views {
+    std::vector<const std::byte*> in;  // per rank; nullptr when that rank has no input
+    std::vector<std::byte*> out;       // per rank; nullptr when that rank has no output
+  };
+  struct Plan {
+    OpDescriptor desc;
+    const void* send = nullptr;
+    std::size_t sendBytes = 0;  // this rank's input size
+    void* recv = nullptr;
+    std::size_t recvBytes = 0;  // this rank's output size
+    bool stageSend = false;     // copy the input aside even if it is a runtime buffer
+    // Bytes of rank p's input / output, for bounds checks on what p published.
+    std::size_t (*peerInBytes)(const OpDescriptor&, int peer, int size) = nullptr;
+    std::size_t (*peerOutBytes)(const OpDescriptor&, int peer, int size) = nullptr;
+  };
+
+  Communicator() = default;
+  Result<void> setup(CommOptions& options);
+  Result<void> runCollective(Plan plan, const std::function<void(const Views&)>& body);
+  Result<void> arriveAndWait(std::string_view what);
+  Result<const std::byte*> resolve(int owner, SegmentRef ref, std::size_t bytes);
+  Result<SegmentRef> publishInput(const void* data, std::size_t bytes, bool forceStage,
+                                  std::size_t stagingOffset);
+  Result<void> ensureStaging(std::size_t bytes);
+  Result<void> validatePeers(const OpDescriptor& mine);
+  Result<void> p2p(bool isSend, void* data, std::size_t count, DataType type, int peer);
+  template <typename Done, typename Pending>
+  Result<void> waitUntil(Done done, Pending pending, const std::string& what);
+  Error fail(Error error);
+  std::string segmentName(int owner, std::uint64_t id) const;
+  std::string rankList(const std::vector<int>& ranks) const;
+
+  int rank_ = 0;
+  int size_ = 1;
+  std::string name_;
+  std::chrono::milliseconds timeout_{kDefaultTimeout};
+  std::uint64_t session_ = 0;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t epoch_ = 0;
+  bool spin_ = true;  // false when ranks outnumber CPUs: yield at once
+  ShmSegment control_;
+  ControlLayout* layout_ = nullptr;
+  std::vector<RankInfo> ranks_;
+  std::vector<UniqueFd> pidfds_;  // per rank; invalid for self or when pidfd_open failed
+  std::shared_ptr<SegmentRegistry> registry_;
+  ShmSegment staging_;
+  std::uint64_t stagingId_ = 0;
+  std::map<std::pair<int, std::uint64_t>, ShmSegment> peerSegments_;
+  std::vector<std::uint64_t> sent_;      // per peer: messages sent to it
+  std::vector<std::uint64_t> received_;  // per peer: messages received from it
+  std::vector<std::byte> scratch_;       // reduction block, private to this rank
+  std::optional<Error> broken_;
+};
+
+}  // namespace torus::coll
