@@ -10,6 +10,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -378,6 +379,13 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, const std::stri
       if (::poll(&pfd, 1, 0) == 1) dead.push_back(r);
     }
     if (!dead.empty()) {
+      // A killed rank cannot unlink its segments; remove the names we know of, so /dev/shm
+      // does not fill up with the tensors of dead ranks (the memory goes with the last mapping).
+      for (const auto& [key, segment] : peerSegments_) {
+        if (std::find(dead.begin(), dead.end(), key.first) != dead.end()) {
+          ::shm_unlink(segment.name().c_str());
+        }
+      }
       return makeError(ErrorCode::kUnavailable, what + ": " + rankList(dead) + " exited");
     }
     if (now >= deadline) {
