@@ -27,11 +27,15 @@ namespace torus::coll {
 struct alignas(64) ArrivalLine {
   std::uint64_t epoch;
 };
+constexpr std::size_t kFreedRing = 64;
 struct alignas(64) RankSlot {
   std::int32_t pid;
   std::uint32_t aborted;
   OpDescriptor desc;
   char reason[384];
+  // Segments this rank has freed, so peers drop their mappings (ids are never reused).
+  std::uint64_t freedCount;
+  std::uint64_t freed[kFreedRing];
 };
 struct alignas(64) Mailbox {
   std::uint64_t posted;  // messages the sender has published
@@ -114,7 +118,12 @@ class SegmentRegistry {
     if (auto it = byId_.find(id); it != byId_.end()) {
       byBase_.erase(it->second);
       byId_.erase(it);
+      freed_.push_back(id);
     }
+  }
+  std::vector<std::uint64_t> takeFreed() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(freed_, {});
   }
   // The segment holding [p, p + bytes), if p is inside one of ours.
   std::optional<SegmentRef> find(const void* p, std::size_t bytes) const {
@@ -143,6 +152,7 @@ class SegmentRegistry {
   std::atomic<std::uint64_t> next_{1};
   std::map<const std::byte*, Entry, std::less<>> byBase_;
   std::map<std::uint64_t, std::byte*> byId_;
+  std::vector<std::uint64_t> freed_;
 };
 
 Buffer::~Buffer() {
@@ -269,6 +279,7 @@ Result<void> Communicator::setup(CommOptions& options) {
   spin_ = size_ <= usableCpus();
   sent_.assign(static_cast<std::size_t>(size_), 0);
   received_.assign(static_cast<std::size_t>(size_), 0);
+  freedSeen_.assign(static_cast<std::size_t>(size_), 0);
 
   // Everyone has mapped the control segment after this; its name can go, so a crash later
   // leaves nothing behind in /dev/shm.
@@ -467,6 +478,34 @@ Result<const std::byte*> Communicator::resolve(int owner, SegmentRef ref, std::s
   return static_cast<const std::byte*>(base + ref.offset);
 }
 
+// Publishes the segments this rank freed and drops the mappings of segments the peers freed, so
+// a peer's memory is released when it frees a tensor, not when this communicator goes away.
+void Communicator::exchangeFreed() {
+  RankSlot& mine = slot(layout_, rank_);
+  for (std::uint64_t id : registry_->takeFreed()) {
+    const std::uint64_t n = mine.freedCount;
+    mine.freed[n % kFreedRing] = id;
+    storeRelease(mine.freedCount, n + 1);
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    RankSlot& peer = slot(layout_, r);
+    const std::uint64_t published = loadAcquire(peer.freedCount);
+    std::uint64_t& seen = freedSeen_[static_cast<std::size_t>(r)];
+    if (published == seen) continue;
+    if (published - seen > kFreedRing) {
+      // Fell behind the ring: forget every mapping of that peer; live ones are mapped again
+      // by name when next used.
+      std::erase_if(peerSegments_, [r](const auto& entry) { return entry.first.first == r; });
+    } else {
+      for (std::uint64_t k = seen; k < published; ++k) {
+        peerSegments_.erase(std::make_pair(r, peer.freed[k % kFreedRing]));
+      }
+    }
+    seen = published;
+  }
+}
+
 // ---- one collective
 // ------------------------------------------------------------------------------
 
@@ -501,6 +540,7 @@ Result<void> Communicator::runCollective(Plan plan, const std::function<void(con
     return Error{broken_->code, what + ": communicator is broken: " + broken_->message};
   }
   plan.desc.sequence = ++sequence_;
+  exchangeFreed();
 
   // Where my input and output live, as the peers will find them.
   const bool sendNeeded = plan.sendBytes > 0 && plan.send != nullptr;
@@ -573,6 +613,7 @@ Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataT
   if (bytes > 0 && data == nullptr) {
     return makeError(ErrorCode::kInvalidArgument, what + ": null buffer");
   }
+  exchangeFreed();
   auto pendingPeer = [peer] { return std::vector<int>{peer}; };
   if (isSend) {
     Mailbox& box = mailbox(layout_, rank_, peer);

@@ -66,7 +66,7 @@ class SegmentRegistry;
 
 // A runtime-owned tensor in shared memory (as a Neuron runtime owns device memory). Collectives
 // on it run without staging copies. Valid after its communicator is gone (it then is plain
-// memory), released when destroyed.
+// memory), released when destroyed: the peers drop their mappings at their next operation.
 class Buffer {
  public:
   Buffer() = default;
@@ -181,6 +181,7 @@ class Communicator {
   Result<SegmentRef> publishInput(const void* data, std::size_t bytes, bool forceStage,
                                   std::size_t stagingOffset);
   Result<void> ensureStaging(std::size_t bytes);
+  void exchangeFreed();
   Result<void> validatePeers(const OpDescriptor& mine);
   Result<void> p2p(bool isSend, void* data, std::size_t count, DataType type, int peer);
   template <typename Done, typename Pending>
@@ -205,9 +206,10 @@ class Communicator {
   ShmSegment staging_;
   std::uint64_t stagingId_ = 0;
   std::map<std::pair<int, std::uint64_t>, ShmSegment> peerSegments_;
-  std::vector<std::uint64_t> sent_;      // per peer: messages sent to it
-  std::vector<std::uint64_t> received_;  // per peer: messages received from it
-  std::vector<std::byte> scratch_;       // reduction block, private to this rank
+  std::vector<std::uint64_t> sent_;       // per peer: messages sent to it
+  std::vector<std::uint64_t> received_;   // per peer: messages received from it
+  std::vector<std::uint64_t> freedSeen_;  // per peer: freed segments already dropped
+  std::vector<std::byte> scratch_;        // reduction block, private to this rank
   std::optional<Error> broken_;
 };
 
