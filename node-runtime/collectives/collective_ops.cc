@@ -36,9 +36,6 @@ std::size_t countBytes(const OpDescriptor& d, int, int) {
 std::size_t worldBytes(const OpDescriptor& d, int, int size) {
   return d.count * elementBytes(d) * static_cast<std::size_t>(size);
 }
-std::size_t zeroBytes(const OpDescriptor&, int, int) {
-  return 0;
-}
 std::size_t rootOnlyBytes(const OpDescriptor& d, int peer, int) {
   return peer == d.root ? d.count * elementBytes(d) : 0;
 }
@@ -61,7 +58,7 @@ void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::by
                      std::size_t count, DataType type, ReduceOp op, std::span<std::byte> scratch) {
   const std::size_t elem = dataTypeSize(type);
   const std::size_t blockElems = scratch.size() / elem;
-  std::vector<const void*> sources(inputs.size());
+  std::vector<const std::byte*> sources(inputs.size());
   for (std::size_t begin = 0; begin < count; begin += blockElems) {
     const std::size_t n = std::min(blockElems, count - begin);
     for (std::size_t k = 0; k < inputs.size(); ++k)
@@ -77,6 +74,12 @@ void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::by
 Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type,
                                      ReduceOp op) {
   const std::size_t bytes = count * dataTypeSize(type);
+  if (bytes <= kInlineBytes) {
+    return runInline(describeOp(OpKind::kAllReduce, type, op, 0, count), send, bytes,
+                     [&](std::span<const std::byte* const> inputs) {
+                       if (count > 0) reduceInto(recv, inputs, count, type, op);
+                     });
+  }
   Plan plan;
   plan.desc = describeOp(OpKind::kAllReduce, type, op, 0, count);
   plan.send = send;
@@ -153,6 +156,15 @@ Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size
 Result<void> Communicator::allGather(const void* send, void* recv, std::size_t sendCount,
                                      DataType type) {
   const std::size_t bytes = sendCount * dataTypeSize(type);
+  if (bytes <= kInlineBytes) {
+    return runInline(describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount), send,
+                     bytes, [&](std::span<const std::byte* const> inputs) {
+                       auto* out = static_cast<std::byte*>(recv);
+                       for (std::size_t r = 0; r < inputs.size() && bytes > 0; ++r) {
+                         std::memcpy(out + r * bytes, inputs[r], bytes);
+                       }
+                     });
+  }
   Plan plan;
   plan.desc = describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount);
   plan.send = send;
@@ -207,6 +219,14 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
                      "broadcast: root " + std::to_string(root) + " is not a rank of " + name_);
   }
   const std::size_t bytes = count * dataTypeSize(type);
+  if (bytes <= kInlineBytes) {
+    return runInline(describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count), send,
+                     rank_ == root ? bytes : 0, [&](std::span<const std::byte* const> inputs) {
+                       if (bytes > 0 && !(rank_ == root && recv == send)) {
+                         std::memcpy(recv, inputs[static_cast<std::size_t>(root)], bytes);
+                       }
+                     });
+  }
   Plan plan;
   plan.desc = describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count);
   plan.send = send;
@@ -223,15 +243,8 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
 }
 
 Result<void> Communicator::barrier() {
-  Plan plan;
-  plan.desc = describeOp(OpKind::kBarrier, DataType::kU8, ReduceOp::kSum, 0, 0);
-  plan.send = nullptr;
-  plan.sendBytes = 0;
-  plan.recv = nullptr;
-  plan.recvBytes = 0;
-  plan.peerInBytes = zeroBytes;
-  plan.peerOutBytes = zeroBytes;
-  return runCollective(plan, [](const Views&) {});
+  return runInline(describeOp(OpKind::kBarrier, DataType::kU8, ReduceOp::kSum, 0, 0), nullptr, 0,
+                   [](std::span<const std::byte* const>) {});
 }
 
 }  // namespace torus::coll

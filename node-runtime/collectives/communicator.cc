@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include <poll.h>
@@ -28,14 +29,17 @@ struct alignas(64) ArrivalLine {
   std::uint64_t epoch;
 };
 constexpr std::size_t kFreedRing = 64;
+constexpr std::size_t kInlineBytes = Communicator::kInlineBytes;
 struct alignas(64) RankSlot {
   std::int32_t pid;
   std::uint32_t aborted;
-  OpDescriptor desc;
+  OpDescriptor desc[2];  // by sequence parity: a slow peer may still read the previous one
   char reason[384];
   // Segments this rank has freed, so peers drop their mappings (ids are never reused).
   std::uint64_t freedCount;
   std::uint64_t freed[kFreedRing];
+  // Small-message path: the data itself, by sequence parity (see runInline).
+  alignas(64) std::byte inlineData[2][kInlineBytes];
 };
 struct alignas(64) Mailbox {
   std::uint64_t posted;  // messages the sender has published
@@ -283,9 +287,9 @@ Result<void> Communicator::setup(CommOptions& options) {
 
   // Everyone has mapped the control segment after this; its name can go, so a crash later
   // leaves nothing behind in /dev/shm.
-  slot(layout_, rank_).desc = OpDescriptor{};
-  slot(layout_, rank_).desc.op = OpKind::kSetup;
-  TORUS_RETURN_IF_ERROR(arriveAndWait("setup"), context);
+  slot(layout_, rank_).desc[0] = OpDescriptor{};
+  slot(layout_, rank_).desc[0].op = OpKind::kSetup;
+  TORUS_RETURN_IF_ERROR(arriveAndWait([] { return std::string("setup"); }), context);
   control_.unlinkNow();
   TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
             {"transport", "shm"}, {"spin", spin_}, {"timeout_ms", timeout_.count()});
@@ -293,6 +297,16 @@ Result<void> Communicator::setup(CommOptions& options) {
 }
 
 Communicator::~Communicator() = default;
+
+void Communicator::unlinkSegmentsOf(int owner) const {
+  const std::string prefix = segmentName(owner, 0).substr(1);  // "torus-<session>-<rank>-0"
+  const std::string stem = prefix.substr(0, prefix.size() - 1);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(stem, 0) == 0) ::shm_unlink(("/" + name).c_str());
+  }
+}
 
 std::string Communicator::segmentName(int owner, std::uint64_t id) const {
   return "/torus-" + hex(session_) + "-" + std::to_string(owner) + "-" + std::to_string(id);
@@ -344,8 +358,8 @@ Error Communicator::fail(Error error) {
 // Spins briefly (only when every rank has a CPU), then yields, then sleeps in growing steps,
 // so oversubscribed ranks let the ones they wait for run. Every millisecond it checks the
 // deadline, whether a pending peer has exited (pidfd readable) and whether any peer aborted.
-template <typename Done, typename Pending>
-Result<void> Communicator::waitUntil(Done done, Pending pending, const std::string& what) {
+template <typename Done, typename Pending, typename Describe>
+Result<void> Communicator::waitUntil(Done done, Pending pending, Describe what) {
   if (done()) return okResult();
   const auto start = Clock::now();
   const auto deadline = start + timeout_;
@@ -378,7 +392,7 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, const std::stri
         std::memcpy(reason, peer.reason, sizeof(reason));
         reason[sizeof(reason) - 1] = '\0';
         return makeError(ErrorCode::kAborted,
-                         what + ": rank " + std::to_string(r) + " gave up: " + reason);
+                         what() + ": rank " + std::to_string(r) + " gave up: " + reason);
       }
     }
     const std::vector<int> waitingFor = pending();
@@ -390,24 +404,23 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, const std::stri
       if (::poll(&pfd, 1, 0) == 1) dead.push_back(r);
     }
     if (!dead.empty()) {
-      // A killed rank cannot unlink its segments; remove the names we know of, so /dev/shm
-      // does not fill up with the tensors of dead ranks (the memory goes with the last mapping).
-      for (const auto& [key, segment] : peerSegments_) {
-        if (std::find(dead.begin(), dead.end(), key.first) != dead.end()) {
-          ::shm_unlink(segment.name().c_str());
-        }
-      }
-      return makeError(ErrorCode::kUnavailable, what + ": " + rankList(dead) + " exited");
+      // A killed rank cannot unlink its segments (tensors, staging): remove every name of
+      // this session that it owned, so /dev/shm does not fill up with dead ranks' memory
+      // (pages still mapped by a survivor go away with its mapping).
+      for (int r : dead)
+        unlinkSegmentsOf(r);
+      return makeError(ErrorCode::kUnavailable, what() + ": " + rankList(dead) + " exited");
     }
     if (now >= deadline) {
-      return makeError(ErrorCode::kDeadlineExceeded, what + ": nothing from " +
+      return makeError(ErrorCode::kDeadlineExceeded, what() + ": nothing from " +
                                                          rankList(waitingFor) + " in " +
                                                          std::to_string(timeout_.count()) + " ms");
     }
   }
 }
 
-Result<void> Communicator::arriveAndWait(std::string_view what) {
+template <typename Describe>
+Result<void> Communicator::arriveAndWait(Describe what) {
   ++epoch_;
   const std::uint64_t target = epoch_;
   storeRelease(arrival(layout_, rank_).epoch, target);
@@ -424,7 +437,7 @@ Result<void> Communicator::arriveAndWait(std::string_view what) {
     }
     return missing;
   };
-  return waitUntil(done, pending, std::string(what));
+  return waitUntil(done, pending, what);
 }
 
 // ---- buffers
@@ -515,7 +528,7 @@ Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
   const bool rooted = mine.op == OpKind::kBroadcast || mine.op == OpKind::kReduce;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    const OpDescriptor& peer = slot(layout_, r).desc;
+    const OpDescriptor& peer = slot(layout_, r).desc[mine.sequence & 1];
     const auto describe = [](const OpDescriptor& d) {
       return std::string(opName(d.op)) + " seq=" + std::to_string(d.sequence) +
              " count=" + std::to_string(d.count) + " dtype=" + std::string(dataTypeName(d.type)) +
@@ -532,14 +545,19 @@ Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
   return okResult();
 }
 
-Result<void> Communicator::runCollective(Plan plan, const std::function<void(const Views&)>& body) {
-  const std::string what = std::string(opName(plan.desc.op)) +
-                           " seq=" + std::to_string(sequence_ + 1) + " on " + name_ + " (rank " +
-                           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+std::string Communicator::opContext(const OpDescriptor& desc) const {
+  return std::string(opName(desc.op)) + " seq=" + std::to_string(desc.sequence) + " on " + name_ +
+         " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+}
+
+Result<void> Communicator::runCollective(Plan plan, FunctionRef<void(const Views&)> body) {
+  plan.desc.sequence = sequence_ + 1;
+  // Messages are built only when something fails: the fast path allocates nothing.
+  const auto what = [&] { return opContext(plan.desc); };
   if (broken_) {
-    return Error{broken_->code, what + ": communicator is broken: " + broken_->message};
+    return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
-  plan.desc.sequence = ++sequence_;
+  ++sequence_;
   exchangeFreed();
 
   // Where my input and output live, as the peers will find them.
@@ -554,7 +572,7 @@ Result<void> Communicator::runCollective(Plan plan, const std::function<void(con
   const std::size_t inArea = stageIn ? (plan.sendBytes + 63) & ~std::size_t{63} : 0;
   if (stageIn || stageOut) {
     if (auto grown = ensureStaging(inArea + (stageOut ? plan.recvBytes : 0)); !grown) {
-      return fail(std::move(grown).error().withContext(what));
+      return fail(std::move(grown).error().withContext(what()));
     }
   }
   if (stageIn) {
@@ -564,29 +582,58 @@ Result<void> Communicator::runCollective(Plan plan, const std::function<void(con
   if (stageOut) out = SegmentRef{stagingId_, inArea};
   plan.desc.in = in.value_or(SegmentRef{});
   plan.desc.out = out.value_or(SegmentRef{});
-  slot(layout_, rank_).desc = plan.desc;
+  const unsigned parity = plan.desc.sequence & 1;
+  slot(layout_, rank_).desc[parity] = plan.desc;
 
   if (auto status = arriveAndWait(what); !status) return fail(std::move(status).error());
   if (auto status = validatePeers(plan.desc); !status) {
-    return fail(std::move(status).error().withContext(what));
+    return fail(std::move(status).error().withContext(what()));
   }
-  Views views;
-  views.in.resize(static_cast<std::size_t>(size_));
-  views.out.resize(static_cast<std::size_t>(size_));
+  views_.in.resize(static_cast<std::size_t>(size_));
+  views_.out.resize(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    const OpDescriptor& d = r == rank_ ? plan.desc : slot(layout_, r).desc;
+    const OpDescriptor& d = r == rank_ ? plan.desc : slot(layout_, r).desc[parity];
     auto inView = resolve(r, d.in, plan.peerInBytes(d, r, size_));
-    if (!inView) return fail(std::move(inView).error().withContext(what));
+    if (!inView) return fail(std::move(inView).error().withContext(what()));
     auto outView = resolve(r, d.out, plan.peerOutBytes(d, r, size_));
-    if (!outView) return fail(std::move(outView).error().withContext(what));
-    views.in[static_cast<std::size_t>(r)] = *inView;
-    views.out[static_cast<std::size_t>(r)] = const_cast<std::byte*>(*outView);
+    if (!outView) return fail(std::move(outView).error().withContext(what()));
+    views_.in[static_cast<std::size_t>(r)] = *inView;
+    views_.out[static_cast<std::size_t>(r)] = const_cast<std::byte*>(*outView);
   }
-  body(views);
-  if (auto status = arriveAndWait(what + " (completion)"); !status) {
+  body(views_);
+  if (auto status = arriveAndWait([&] { return what() + " (completion)"; }); !status) {
     return fail(std::move(status).error());
   }
   if (stageOut) std::memcpy(plan.recv, staging_.data() + inArea, plan.recvBytes);
+  return okResult();
+}
+
+// Small messages: each rank copies its input into its own slot and arrives; once everyone has
+// arrived, each rank reads the peers' slots and computes its own result locally. One wait
+// instead of two, no segment lookups. Slots alternate by sequence parity: a rank writes the
+// slot of collective k+2 only after everyone arrived at k+1, i.e. after everyone finished
+// reading its slot of collective k.
+Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::size_t bytes,
+                                     FunctionRef<void(std::span<const std::byte* const>)> body) {
+  desc.sequence = sequence_ + 1;
+  const auto what = [&] { return opContext(desc); };
+  if (broken_) {
+    return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
+  }
+  ++sequence_;
+  const unsigned parity = desc.sequence & 1;
+  RankSlot& mine = slot(layout_, rank_);
+  if (bytes > 0) std::memcpy(mine.inlineData[parity], send, bytes);
+  mine.desc[parity] = desc;
+  if (auto status = arriveAndWait(what); !status) return fail(std::move(status).error());
+  if (auto status = validatePeers(desc); !status) {
+    return fail(std::move(status).error().withContext(what()));
+  }
+  inlineViews_.resize(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    inlineViews_[static_cast<std::size_t>(r)] = slot(layout_, r).inlineData[parity];
+  }
+  body(inlineViews_);
   return okResult();
 }
 
@@ -597,21 +644,22 @@ Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataT
                                int peer) {
   const std::size_t bytes = count * dataTypeSize(type);
   const auto index = static_cast<std::size_t>(peer);
-  const std::string what = std::string(isSend ? "send to" : "recv from") + " rank " +
-                           std::to_string(peer) + " msg=" +
-                           std::to_string((isSend ? sent_ : received_).size() > index
-                                              ? (isSend ? sent_ : received_)[index] + 1
-                                              : 0) +
-                           " on " + name_ + " (rank " + std::to_string(rank_) + ")";
+  const std::uint64_t message =
+      (isSend ? sent_ : received_).size() > index ? (isSend ? sent_ : received_)[index] + 1 : 0;
+  const auto what = [&] {
+    return std::string(isSend ? "send to" : "recv from") + " rank " + std::to_string(peer) +
+           " msg=" + std::to_string(message) + " on " + name_ + " (rank " + std::to_string(rank_) +
+           ")";
+  };
   if (broken_) {
-    return Error{broken_->code, what + ": communicator is broken: " + broken_->message};
+    return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
   if (peer < 0 || peer >= size_ || peer == rank_) {
     return makeError(ErrorCode::kInvalidArgument,
-                     what + ": peer must be another rank in [0, " + std::to_string(size_) + ")");
+                     what() + ": peer must be another rank in [0, " + std::to_string(size_) + ")");
   }
   if (bytes > 0 && data == nullptr) {
-    return makeError(ErrorCode::kInvalidArgument, what + ": null buffer");
+    return makeError(ErrorCode::kInvalidArgument, what() + ": null buffer");
   }
   exchangeFreed();
   auto pendingPeer = [peer] { return std::vector<int>{peer}; };
@@ -622,7 +670,7 @@ Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataT
     if (bytes > 0) ref = registry_->find(data, bytes);
     if (bytes > 0 && !ref) {
       if (auto grown = ensureStaging(bytes); !grown) {
-        return fail(std::move(grown).error().withContext(what));
+        return fail(std::move(grown).error().withContext(what()));
       }
       std::memcpy(staging_.data(), data, bytes);
       ref = SegmentRef{stagingId_, 0};
@@ -643,13 +691,13 @@ Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataT
     return fail(std::move(status).error());
   }
   if (box.bytes != bytes) {
-    return fail(makeError(ErrorCode::kFailedPrecondition, what + ": rank " + std::to_string(peer) +
-                                                              " sent " + std::to_string(box.bytes) +
-                                                              " bytes, expected " +
-                                                              std::to_string(bytes)));
+    return fail(
+        makeError(ErrorCode::kFailedPrecondition, what() + ": rank " + std::to_string(peer) +
+                                                      " sent " + std::to_string(box.bytes) +
+                                                      " bytes, expected " + std::to_string(bytes)));
   }
   auto source = resolve(peer, box.ref, bytes);
-  if (!source) return fail(std::move(source).error().withContext(what));
+  if (!source) return fail(std::move(source).error().withContext(what()));
   if (bytes > 0) std::memcpy(data, *source, bytes);
   storeRelease(box.taken, n);
   return okResult();

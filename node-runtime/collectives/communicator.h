@@ -31,6 +31,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/base/result.h"
@@ -118,8 +119,30 @@ struct OpDescriptor {
 
 struct ControlLayout;
 
+// A non-owning reference to a callable, so the per-collective body costs no allocation.
+template <typename Signature>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F>
+  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor)
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
 class Communicator {
  public:
+  // Collectives up to this many bytes per rank go through the control slots (one wait).
+  static constexpr std::size_t kInlineBytes = 4096;
+
   static Result<std::unique_ptr<Communicator>> create(CommOptions options);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -175,8 +198,12 @@ class Communicator {
 
   Communicator() = default;
   Result<void> setup(CommOptions& options);
-  Result<void> runCollective(Plan plan, const std::function<void(const Views&)>& body);
-  Result<void> arriveAndWait(std::string_view what);
+  Result<void> runCollective(Plan plan, FunctionRef<void(const Views&)> body);
+  Result<void> runInline(OpDescriptor desc, const void* send, std::size_t bytes,
+                         FunctionRef<void(std::span<const std::byte* const>)> body);
+  std::string opContext(const OpDescriptor& desc) const;
+  template <typename Describe>
+  Result<void> arriveAndWait(Describe what);
   Result<const std::byte*> resolve(int owner, SegmentRef ref, std::size_t bytes);
   Result<SegmentRef> publishInput(const void* data, std::size_t bytes, bool forceStage,
                                   std::size_t stagingOffset);
@@ -184,10 +211,11 @@ class Communicator {
   void exchangeFreed();
   Result<void> validatePeers(const OpDescriptor& mine);
   Result<void> p2p(bool isSend, void* data, std::size_t count, DataType type, int peer);
-  template <typename Done, typename Pending>
-  Result<void> waitUntil(Done done, Pending pending, const std::string& what);
+  template <typename Done, typename Pending, typename Describe>
+  Result<void> waitUntil(Done done, Pending pending, Describe what);
   Error fail(Error error);
   std::string segmentName(int owner, std::uint64_t id) const;
+  void unlinkSegmentsOf(int owner) const;
   std::string rankList(const std::vector<int>& ranks) const;
 
   int rank_ = 0;
@@ -210,6 +238,8 @@ class Communicator {
   std::vector<std::uint64_t> received_;   // per peer: messages received from it
   std::vector<std::uint64_t> freedSeen_;  // per peer: freed segments already dropped
   std::vector<std::byte> scratch_;        // reduction block, private to this rank
+  Views views_;                           // reused by every collective
+  std::vector<const std::byte*> inlineViews_;
   std::optional<Error> broken_;
 };
 

@@ -53,35 +53,35 @@ inline T apply(T a, T b) {
 
 // Two sources at a time keeps each pass a simple streaming loop the compiler vectorises.
 template <typename T, ReduceOp kOp>
-void reduceTyped(void* dstRaw, std::span<const void* const> srcs, std::size_t count) {
+void reduceTyped(void* dstRaw, std::span<const std::byte* const> srcs, std::size_t count) {
   T* __restrict dst = static_cast<T*>(dstRaw);
-  const T* __restrict a = static_cast<const T*>(srcs[0]);
+  const T* __restrict a = reinterpret_cast<const T*>(srcs[0]);
   if (srcs.size() == 1) {
     std::memcpy(dst, a, count * sizeof(T));
     return;
   }
-  const T* __restrict b = static_cast<const T*>(srcs[1]);
+  const T* __restrict b = reinterpret_cast<const T*>(srcs[1]);
   for (std::size_t i = 0; i < count; ++i)
     dst[i] = apply<T, kOp>(a[i], b[i]);
   for (std::size_t k = 2; k < srcs.size(); ++k) {
-    const T* __restrict c = static_cast<const T*>(srcs[k]);
+    const T* __restrict c = reinterpret_cast<const T*>(srcs[k]);
     for (std::size_t i = 0; i < count; ++i)
       dst[i] = apply<T, kOp>(dst[i], c[i]);
   }
 }
 
 template <float (*kToFloat)(unsigned short), unsigned short (*kFromFloat)(float), ReduceOp kOp>
-void reduceNarrowFloat(void* dstRaw, std::span<const void* const> srcs, std::size_t count) {
+void reduceNarrowFloat(void* dstRaw, std::span<const std::byte* const> srcs, std::size_t count) {
   auto* dst = static_cast<unsigned short*>(dstRaw);
   constexpr std::size_t kBlock = 256;
   float acc[kBlock];
   for (std::size_t base = 0; base < count; base += kBlock) {
     const std::size_t n = std::min(kBlock, count - base);
-    const auto* first = static_cast<const unsigned short*>(srcs[0]) + base;
+    const auto* first = reinterpret_cast<const unsigned short*>(srcs[0]) + base;
     for (std::size_t i = 0; i < n; ++i)
       acc[i] = kToFloat(first[i]);
     for (std::size_t k = 1; k < srcs.size(); ++k) {
-      const auto* src = static_cast<const unsigned short*>(srcs[k]) + base;
+      const auto* src = reinterpret_cast<const unsigned short*>(srcs[k]) + base;
       for (std::size_t i = 0; i < n; ++i)
         acc[i] = apply<float, kOp>(acc[i], kToFloat(src[i]));
     }
@@ -91,7 +91,8 @@ void reduceNarrowFloat(void* dstRaw, std::span<const void* const> srcs, std::siz
 }
 
 template <ReduceOp kOp>
-void reduceForOp(void* dst, std::span<const void* const> srcs, std::size_t count, DataType type) {
+void reduceForOp(void* dst, std::span<const std::byte* const> srcs, std::size_t count,
+                 DataType type) {
   switch (type) {
     case DataType::kF32:
       return reduceTyped<float, kOp>(dst, srcs, count);
@@ -114,7 +115,7 @@ void reduceForOp(void* dst, std::span<const void* const> srcs, std::size_t count
 
 }  // namespace
 
-void reduceInto(void* dst, std::span<const void* const> srcs, std::size_t count, DataType type,
+void reduceInto(void* dst, std::span<const std::byte* const> srcs, std::size_t count, DataType type,
                 ReduceOp op) {
   TORUS_CHECK(!srcs.empty(), "reduceInto needs at least one source");
   if (count == 0) return;

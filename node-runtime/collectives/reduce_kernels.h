@@ -14,7 +14,7 @@ namespace torus::coll {
 
 // dst[i] = srcs[0][i] op srcs[1][i] op ... for i < count. `dst` must not overlap any source;
 // srcs must not be empty.
-void reduceInto(void* dst, std::span<const void* const> srcs, std::size_t count, DataType type,
+void reduceInto(void* dst, std::span<const std::byte* const> srcs, std::size_t count, DataType type,
                 ReduceOp op);
 
 }  // namespace torus::coll
