@@ -141,7 +141,7 @@ class FunctionRef<R(Args...)> {
 class Communicator {
  public:
   // Collectives up to this many bytes per rank go through the control slots (one wait).
-  static constexpr std::size_t kInlineBytes = 4096;
+  static constexpr std::size_t kInlineBytes = 512;
 
   static Result<std::unique_ptr<Communicator>> create(CommOptions options);
   Communicator(const Communicator&) = delete;

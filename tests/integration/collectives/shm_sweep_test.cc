@@ -255,3 +255,66 @@ INSTANTIATE_TEST_SUITE_P(Ranks, ShmSweep, ::testing::Range(1, 9),
 
 }  // namespace
 }  // namespace torus::coll
+
+namespace torus::coll {
+namespace {
+
+// Shares of 1 MiB and more take the non-temporal store path; check it at aligned and odd
+// offsets (the streaming loop needs a 16-byte aligned destination and handles head and tail).
+std::string runLargeAllReduce(CommOptions options) {
+  auto comm = Communicator::create(std::move(options));
+  if (!comm) return "create: " + comm.error().message;
+  constexpr std::size_t kCount = 1000003;  // prime
+  for (DataType type : {DataType::kF32, DataType::kF64, DataType::kI32}) {
+    const std::size_t elem = dataTypeSize(type);
+    for (bool runtime : {true, false}) {
+      for (std::size_t offset : {std::size_t{0}, elem}) {
+        for (bool inPlace : {false, true}) {
+          const std::size_t bytes = kCount * elem;
+          Buffer tensor;
+          std::vector<std::byte> heap;
+          std::byte* base = nullptr;
+          if (runtime) {
+            auto allocated = (*comm)->allocate(2 * bytes + 64);
+            if (!allocated) return "allocate: " + allocated.error().message;
+            tensor = std::move(*allocated);
+            base = tensor.data();
+          } else {
+            heap.resize(2 * bytes + 64);
+            base = heap.data();
+          }
+          std::byte* in = base + offset;
+          std::byte* out = inPlace ? in : base + bytes + 32 + offset;
+          fillPattern({in, bytes}, type, ReduceOp::kSum, (*comm)->rank(), 0);
+          if (auto s = (*comm)->allReduce(in, out, kCount, type, ReduceOp::kSum); !s) {
+            return s.error().message;
+          }
+          auto diff = compareElements({out, bytes}, type, [&](std::size_t i) {
+            return expectedReduction((*comm)->size(), i, type, ReduceOp::kSum);
+          });
+          if (!diff.empty()) {
+            return std::string(dataTypeName(type)) + (runtime ? " runtime" : " user") +
+                   " offset=" + std::to_string(offset) + (inPlace ? " in-place: " : ": ") + diff;
+          }
+        }
+      }
+    }
+  }
+  return {};
+}
+
+class LargeAllReduce : public ::testing::TestWithParam<int> {};
+
+TEST_P(LargeAllReduce, StreamingStoresGiveTheReferenceResult) {
+  LaunchOptions options;
+  options.size = GetParam();
+  options.commTimeout = std::chrono::milliseconds(20000);
+  const auto outcomes = launchRanks(options, runLargeAllReduce);
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LargeAllReduce, ::testing::Values(2, 3),
+                         [](const auto& param) { return std::to_string(param.param) + "ranks"; });
+
+}  // namespace
+}  // namespace torus::coll
