@@ -227,8 +227,9 @@ Result<void> Communicator::allGather(const void* send, void* recv, std::size_t s
       const int r = (rank_ + step) % size_;  // staggered so ranks read different peers
       std::byte* target = output + static_cast<std::size_t>(r) * bytes;
       const std::byte* source = views.in[static_cast<std::size_t>(r)];
-      if (target != source) std::memcpy(target, source, bytes);
+      if (target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
     }
+    fenceStreamingStores(bytes >= kStreamingBytes);
   });
 }
 
@@ -251,10 +252,11 @@ Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t co
     std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
     for (int step = 0; step < size_; ++step) {
       const int r = (rank_ + step) % size_;
-      std::memcpy(output + static_cast<std::size_t>(r) * bytes,
-                  views.in[static_cast<std::size_t>(r)] + static_cast<std::size_t>(rank_) * bytes,
-                  bytes);
+      copyOut(output + static_cast<std::size_t>(r) * bytes,
+              views.in[static_cast<std::size_t>(r)] + static_cast<std::size_t>(rank_) * bytes,
+              bytes, bytes >= kStreamingBytes);
     }
+    fenceStreamingStores(bytes >= kStreamingBytes);
   });
 }
 
@@ -284,7 +286,8 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
   return runCollective(plan, [&](const Views& views) {
     const std::byte* source = views.in[static_cast<std::size_t>(root)];
     std::byte* target = views.out[static_cast<std::size_t>(rank_)];
-    if (bytes > 0 && target != source) std::memcpy(target, source, bytes);
+    if (bytes > 0 && target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
+    fenceStreamingStores(bytes >= kStreamingBytes);
   });
 }
 

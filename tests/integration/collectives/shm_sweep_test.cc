@@ -303,6 +303,58 @@ std::string runLargeAllReduce(CommOptions options) {
   return {};
 }
 
+// Blocks of 1 MiB and more are copied with streaming stores too (AllGather, AllToAll,
+// Broadcast), at an odd offset so the head and tail paths run.
+std::string runLargeCopies(CommOptions options) {
+  auto comm = Communicator::create(std::move(options));
+  if (!comm) return "create: " + comm.error().message;
+  const int rank = (*comm)->rank();
+  const auto n = static_cast<std::size_t>((*comm)->size());
+  constexpr std::size_t kCount = 300007;  // 1.2 MB of f32 per block
+  constexpr DataType kType = DataType::kF32;
+  const std::size_t block = kCount * 4;
+  auto tensor = (*comm)->allocate(2 * n * block + 64);
+  if (!tensor) return "allocate: " + tensor.error().message;
+  std::byte* in = tensor->data() + 4;
+  std::byte* out = tensor->data() + n * block + 8;
+  const auto patternOf = [](int r, std::size_t first) {
+    return [r, first](std::size_t i) { return patternValue(r, first + i, kType, ReduceOp::kSum); };
+  };
+
+  fillPattern({in, block}, kType, ReduceOp::kSum, rank, 0);
+  if (auto s = (*comm)->allGather(in, out, kCount, kType); !s) return s.error().message;
+  for (std::size_t p = 0; p < n; ++p) {
+    auto diff = compareElements({out + p * block, block}, kType, patternOf(static_cast<int>(p), 0));
+    if (!diff.empty()) return "allGather block " + std::to_string(p) + ": " + diff;
+  }
+
+  fillPattern({in, n * block}, kType, ReduceOp::kSum, rank, 0);
+  if (auto s = (*comm)->allToAll(in, out, kCount, kType); !s) return s.error().message;
+  for (std::size_t p = 0; p < n; ++p) {
+    auto diff =
+        compareElements({out + p * block, block}, kType,
+                        patternOf(static_cast<int>(p), static_cast<std::size_t>(rank) * kCount));
+    if (!diff.empty()) return "allToAll block " + std::to_string(p) + ": " + diff;
+  }
+
+  const int root = static_cast<int>(n) - 1;
+  fillPattern({in, block}, kType, ReduceOp::kSum, rank, 0);
+  if (auto s = (*comm)->broadcast(in, out, kCount, kType, root); !s) return s.error().message;
+  if (auto diff = compareElements({out, block}, kType, patternOf(root, 0)); !diff.empty()) {
+    return "broadcast: " + diff;
+  }
+  return {};
+}
+
+TEST(LargeCopies, StreamingStoresGiveTheReferenceResult) {
+  for (int size : {2, 3}) {
+    LaunchOptions options;
+    options.size = size;
+    options.commTimeout = std::chrono::milliseconds(20000);
+    EXPECT_EQ(summarizeFailures(launchRanks(options, runLargeCopies)), "") << size << " ranks";
+  }
+}
+
 class LargeAllReduce : public ::testing::TestWithParam<int> {};
 
 TEST_P(LargeAllReduce, StreamingStoresGiveTheReferenceResult) {
