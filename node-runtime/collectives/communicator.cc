@@ -229,15 +229,7 @@ Result<void> Communicator::setup(CommOptions& options) {
   request.commName = displayName;
   request.rootListener = std::move(options.rootListener);
   request.deadline = Clock::now() + timeout_;
-  request.onSessionReady = [this](std::uint64_t session) -> Result<void> {
-    auto control = ShmSegment::create("/torus-" + hex(session) + "-ctl", controlBytes(size_));
-    if (!control) return std::move(control).error();
-    control_ = std::move(*control);
-    auto* layout = reinterpret_cast<ControlLayout*>(control_.data());
-    layout->size = static_cast<std::uint64_t>(size_);
-    storeRelease(layout->magic, kMagic);
-    return okResult();
-  };
+  request.onSessionReady = [this](std::uint64_t session) { return createControl(session); };
   auto boot = bootstrap(std::move(request));
   if (!boot) return std::move(boot).error();
   session_ = boot->session;
@@ -261,6 +253,22 @@ Result<void> Communicator::setup(CommOptions& options) {
                          "); only the shared-memory transport is implemented");
   }
 
+  return attachControl(context);
+}
+
+Result<void> Communicator::createControl(std::uint64_t session) {
+  auto control = ShmSegment::create("/torus-" + hex(session) + "-ctl", controlBytes(size_));
+  if (!control) return std::move(control).error();
+  control_ = std::move(*control);
+  auto* layout = reinterpret_cast<ControlLayout*>(control_.data());
+  layout->size = static_cast<std::uint64_t>(size_);
+  storeRelease(layout->magic, kMagic);
+  return okResult();
+}
+
+// Everything after the ranks are known (bootstrap or split): map the control segment, watch the
+// peers' pids, and meet once so the segment's name can go.
+Result<void> Communicator::attachControl(const std::string& context) {
   if (rank_ != 0) {
     auto control = ShmSegment::open("/torus-" + hex(session_) + "-ctl");
     if (!control) return std::move(control).error().withContext(context);
@@ -297,6 +305,53 @@ Result<void> Communicator::setup(CommOptions& options) {
 }
 
 Communicator::~Communicator() = default;
+
+Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
+  // Everyone learns everyone's (color, key) in one small AllGather on this communicator.
+  const std::int32_t mine[2] = {color, key};
+  std::vector<std::int32_t> all(2 * static_cast<std::size_t>(size_));
+  TORUS_RETURN_IF_ERROR(allGather(mine, all.data(), 2, DataType::kI32),
+                        "split of " + name_ + ": exchanging colors");
+  const std::uint64_t splitIndex = ++splits_;
+  std::vector<int> members;  // parent ranks in my group, ordered by (key, parent rank)
+  if (color >= 0) {
+    for (int r = 0; r < size_; ++r) {
+      if (all[2 * static_cast<std::size_t>(r)] == color) members.push_back(r);
+    }
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+      return all[2 * static_cast<std::size_t>(a) + 1] < all[2 * static_cast<std::size_t>(b) + 1];
+    });
+  }
+  std::unique_ptr<Communicator> child(new Communicator());  // private constructor
+  Result<void> created = okResult();
+  if (color >= 0) {
+    child->size_ = static_cast<int>(members.size());
+    child->rank_ =
+        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+    child->timeout_ = timeout_;
+    child->name_ = name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color);
+    child->registry_ = std::make_shared<SegmentRegistry>();
+    child->scratch_.resize(kBlockBytes);
+    // Same session on every member, different for every group and split: splitmix64 of both.
+    std::uint64_t z = session_ ^ (splitIndex << 32) ^ static_cast<std::uint32_t>(color);
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    child->session_ = (z ^ (z >> 31)) | 1U;
+    for (int r : members)
+      child->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
+    if (child->rank_ == 0) created = child->createControl(child->session_);
+  }
+  // Every group's control segment exists after this barrier on the parent.
+  TORUS_RETURN_IF_ERROR(barrier(), "split of " + name_);
+  if (!created) return std::move(created).error().withContext("split of " + name_);
+  if (color < 0) return std::unique_ptr<Communicator>();
+  const std::string context = "creating " + child->name_ + " (rank " +
+                              std::to_string(child->rank_) + " of " + std::to_string(child->size_) +
+                              ")";
+  TORUS_RETURN_IF_ERROR(child->attachControl(context), "split of " + name_);
+  return child;
+}
 
 void Communicator::unlinkSegmentsOf(int owner) const {
   const std::string prefix = segmentName(owner, 0).substr(1);  // "torus-<session>-<rank>-0"

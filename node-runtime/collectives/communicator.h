@@ -156,6 +156,11 @@ class Communicator {
   // The error that broke this communicator, if any.
   const std::optional<Error>& brokenBy() const { return broken_; }
 
+  // Collective: ranks passing the same color >= 0 form a new communicator, ranked by key (ties
+  // by rank here); a negative color takes part but gets no communicator (nullptr). This
+  // communicator stays usable; the new one has its own sequence numbers and failure state.
+  Result<std::unique_ptr<Communicator>> split(int color, int key);
+
   // Runtime-owned tensor of `bytes` bytes (local, not collective).
   Result<Buffer> allocate(std::size_t bytes);
 
@@ -198,6 +203,8 @@ class Communicator {
 
   Communicator() = default;
   Result<void> setup(CommOptions& options);
+  Result<void> createControl(std::uint64_t session);
+  Result<void> attachControl(const std::string& context);
   Result<void> runCollective(Plan plan, FunctionRef<void(const Views&)> body);
   Result<void> runInline(OpDescriptor desc, const void* send, std::size_t bytes,
                          FunctionRef<void(std::span<const std::byte* const>)> body);
@@ -225,6 +232,7 @@ class Communicator {
   std::uint64_t session_ = 0;
   std::uint64_t sequence_ = 0;
   std::uint64_t epoch_ = 0;
+  std::uint64_t splits_ = 0;
   bool spin_ = true;  // false when ranks outnumber CPUs: yield at once
   ShmSegment control_;
   ControlLayout* layout_ = nullptr;
