@@ -177,6 +177,10 @@ int main(int argc, char** argv) {
   if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.ranks < 2) {
     return fail("--op sendrecv needs --ranks 2 or more");
   }
+  if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.bench.inPlace) {
+    // A rank that receives first would overwrite what it still has to send.
+    return fail("--op sendrecv has no in-place form");
+  }
 
   // Bind before forking: rank 0 inherits the socket, the others learn the port, no race.
   auto listener = torus::coll::listenOn(options.rootAddress);
