@@ -190,10 +190,20 @@ std::string describeMissing(const std::vector<bool>& present) {
 
 Result<BootstrapResult> runRoot(BootstrapRequest& request) {
   UniqueFd listener = std::move(request.rootListener);
-  if (!listener) {
+  // The port may still be held for a moment (a previous job's root, a launcher's copy of
+  // the socket): retry until the deadline instead of failing at once.
+  auto backoff = std::chrono::milliseconds(5);
+  while (!listener) {
     auto bound = listenOn(request.rootAddress);
-    if (!bound) return std::move(bound).error();
-    listener = std::move(*bound);
+    if (bound) {
+      listener = std::move(*bound);
+    } else if (bound.error().code != ErrorCode::kAlreadyExists ||
+               Clock::now() + backoff >= request.deadline) {
+      return std::move(bound).error();
+    } else {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+    }
   }
   BootstrapResult result;
   result.ranks.resize(static_cast<std::size_t>(request.size));
@@ -281,18 +291,25 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
   return result;
 }
 
-Result<BootstrapResult> runPeer(const BootstrapRequest& request) {
+// One attempt: connect, say hello, wait for the answer. kUnavailable = the connection went away
+// before the root answered (a socket that was closed before the root took over the port).
+Result<BootstrapResult> tryPeer(const BootstrapRequest& request) {
   auto fd = connectToRoot(request.rootAddress, request.deadline);
   if (!fd) return std::move(fd).error();
   const std::string hello = std::string(kHello) + " " + std::to_string(request.rank) + " " +
                             std::to_string(request.size) + " " + std::to_string(::getpid()) + " " +
                             localHostId() + "\n";
-  TORUS_RETURN_IF_ERROR(sendAll(fd->get(), hello, request.deadline), "greeting root");
+  if (auto sent = sendAll(fd->get(), hello, request.deadline); !sent) {
+    return Error{ErrorCode::kUnavailable, "greeting root: " + sent.error().message};
+  }
   LineReader reader(fd->get());
   // The root answers only when every rank checked in: a timeout here means someone is missing,
   // and only the root knows who; its own error names them.
   auto first = reader.readLine(request.deadline, "waiting for root rank 0 to gather all ranks");
-  if (!first) return std::move(first).error();
+  if (!first) {
+    if (first.error().code == ErrorCode::kDeadlineExceeded) return std::move(first).error();
+    return Error{ErrorCode::kUnavailable, first.error().message};
+  }
   std::istringstream head(*first);
   std::string ok;
   BootstrapResult result;
@@ -315,6 +332,19 @@ Result<BootstrapResult> runPeer(const BootstrapRequest& request) {
   return result;
 }
 
+Result<BootstrapResult> runPeer(const BootstrapRequest& request) {
+  auto backoff = std::chrono::milliseconds(5);
+  while (true) {
+    auto result = tryPeer(request);
+    if (result || result.error().code != ErrorCode::kUnavailable ||
+        Clock::now() + backoff >= request.deadline) {
+      return result;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+  }
+}
+
 }  // namespace
 
 Result<UniqueFd> listenOn(std::string_view address) {
@@ -334,7 +364,7 @@ Result<UniqueFd> listenOn(std::string_view address) {
     }
     lastError = errno;
   }
-  return makeError(ErrorCode::kUnavailable,
+  return makeError(lastError == EADDRINUSE ? ErrorCode::kAlreadyExists : ErrorCode::kUnavailable,
                    "cannot listen on " + std::string(address) + ": " + std::strerror(lastError));
 }
 
