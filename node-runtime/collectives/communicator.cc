@@ -17,6 +17,7 @@
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
+#include "node-runtime/collectives/status.h"
 
 namespace torus::coll {
 
@@ -299,6 +300,13 @@ Result<void> Communicator::attachControl(const std::string& context) {
   slot(layout_, rank_).desc[0].op = OpKind::kSetup;
   TORUS_RETURN_IF_ERROR(arriveAndWait([] { return std::string("setup"); }), context);
   control_.unlinkNow();
+  status_ = std::make_shared<CommStatus>();
+  status_->name = name_;
+  status_->rank = rank_;
+  status_->size = size_;
+  for (const RankInfo& info : ranks_)
+    status_->pids.push_back(info.pid);
+  statusRegistration_.emplace(status_);
   TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
             {"transport", "shm"}, {"spin", spin_}, {"timeout_ms", timeout_.count()});
   return okResult();
@@ -399,6 +407,10 @@ Result<Buffer> Communicator::allocate(std::size_t bytes) {
 Error Communicator::fail(Error error) {
   if (!broken_) {
     broken_ = error;
+    if (status_) {
+      std::lock_guard lock(status_->mutex);
+      status_->brokenBy = error.message;
+    }
     if (layout_ != nullptr) {
       RankSlot& mine = slot(layout_, rank_);
       std::snprintf(mine.reason, sizeof(mine.reason), "%s", error.message.c_str());
@@ -451,6 +463,11 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, Describe what) 
       }
     }
     const std::vector<int> waitingFor = pending();
+    if (status_) {
+      std::lock_guard lock(status_->mutex);
+      status_->waitingFor = waitingFor;
+      waitPublished_ = true;
+    }
     std::vector<int> dead;
     for (int r : waitingFor) {
       const UniqueFd& fd = pidfds_[static_cast<std::size_t>(r)];
@@ -600,6 +617,35 @@ Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
   return okResult();
 }
 
+// Marks a collective as in flight on the status board for its lifetime.
+class Communicator::InFlight {
+ public:
+  InFlight(Communicator& comm, OpKind op, std::uint64_t sequence) : comm_(comm) {
+    if (!comm_.status_) return;
+    CommStatus& status = *comm_.status_;
+    status.startedNs.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+            .count(),
+        std::memory_order_relaxed);
+    status.sequence.store(sequence, std::memory_order_relaxed);
+    status.op.store(static_cast<std::uint32_t>(op), std::memory_order_relaxed);
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  ~InFlight() {
+    if (!comm_.status_) return;
+    comm_.status_->op.store(0, std::memory_order_relaxed);
+    if (comm_.waitPublished_) {  // only waits that took the slow path published anything
+      std::lock_guard lock(comm_.status_->mutex);
+      comm_.status_->waitingFor.clear();
+      comm_.waitPublished_ = false;
+    }
+  }
+
+ private:
+  Communicator& comm_;
+};
+
 std::string Communicator::opContext(const OpDescriptor& desc) const {
   return std::string(opName(desc.op)) + " seq=" + std::to_string(desc.sequence) + " on " + name_ +
          " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
@@ -613,6 +659,7 @@ Result<void> Communicator::runCollective(Plan plan, FunctionRef<void(const Views
     return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
   ++sequence_;
+  const InFlight inFlight(*this, plan.desc.op, plan.desc.sequence);
   exchangeFreed();
 
   // Where my input and output live, as the peers will find them.
@@ -676,6 +723,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
     return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
   ++sequence_;
+  const InFlight inFlight(*this, desc.op, desc.sequence);
   const unsigned parity = desc.sequence & 1;
   RankSlot& mine = slot(layout_, rank_);
   if (bytes > 0) std::memcpy(mine.inlineData[parity], send, bytes);
@@ -716,6 +764,7 @@ Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataT
   if (bytes > 0 && data == nullptr) {
     return makeError(ErrorCode::kInvalidArgument, what() + ": null buffer");
   }
+  const InFlight inFlight(*this, isSend ? OpKind::kSend : OpKind::kRecv, message);
   exchangeFreed();
   auto pendingPeer = [peer] { return std::vector<int>{peer}; };
   if (isSend) {

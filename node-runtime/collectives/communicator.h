@@ -39,6 +39,7 @@
 #include "node-runtime/collectives/bootstrap.h"
 #include "node-runtime/collectives/data_type.h"
 #include "node-runtime/collectives/shm_segment.h"
+#include "node-runtime/collectives/status.h"
 
 namespace torus::coll {
 
@@ -202,6 +203,7 @@ class Communicator {
   };
 
   Communicator() = default;
+  class InFlight;
   Result<void> setup(CommOptions& options);
   Result<void> createControl(std::uint64_t session);
   Result<void> attachControl(const std::string& context);
@@ -249,6 +251,9 @@ class Communicator {
   Views views_;                           // reused by every collective
   std::vector<const std::byte*> inlineViews_;
   std::optional<Error> broken_;
+  std::shared_ptr<CommStatus> status_;  // what statusReport() shows about this communicator
+  std::optional<StatusRegistration> statusRegistration_;
+  bool waitPublished_ = false;
 };
 
 }  // namespace torus::coll

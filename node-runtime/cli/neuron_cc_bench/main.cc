@@ -2,6 +2,8 @@
 // time averaged over iterations and ranks, algbw and busbw with nccl-tests' factors, optional
 // data check) with its ranks forked as processes on this host.
 // Exit status: 0 ok, 1 a rank failed or a check failed, 2 bad usage.
+#include <array>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -18,6 +20,7 @@
 #include "node-runtime/cli/neuron_cc_bench/bench_rank.h"
 #include "node-runtime/collectives/bootstrap.h"
 #include "node-runtime/collectives/communicator.h"
+#include "node-runtime/collectives/status.h"
 
 namespace {
 
@@ -29,7 +32,9 @@ constexpr const char* kDescription =
     "ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1), GB = 1e9 bytes.\n"
     "Bytes are nccl-tests' S: the per-rank buffer for AllReduce, Broadcast, Reduce and\n"
     "SendRecv; the total (all ranks' blocks) for AllGather, ReduceScatter and AllToAll.\n"
-    "The ranks are forked processes on this host, joined over shared memory.\n\n"
+    "The ranks are forked processes on this host, joined over shared memory. Each rank\n"
+    "answers SIGUSR1 with its communicator's status on stderr (collective in flight and\n"
+    "the ranks it waits for); a SIGUSR1 to neuron-cc-bench itself is passed to every rank.\n\n"
     "Examples:\n"
     "  neuron-cc-bench --op allreduce --ranks 2 --min-bytes 8 --max-bytes 64M --check\n"
     "  neuron-cc-bench --op allgather --ranks 4 --buffers user --json";
@@ -87,6 +92,16 @@ torus::config::Setting choice(std::string flag, std::string valueName, std::stri
           }};
 }
 
+// The launcher passes SIGUSR1 on to its ranks, so `kill -USR1 <launcher>` reports every rank.
+std::array<pid_t, 64> gChildren{};
+std::atomic<int> gChildCount{0};
+
+void forwardStatusSignal(int signal) {
+  const int count = gChildCount.load(std::memory_order_relaxed);
+  for (int i = 0; i < count; ++i)
+    ::kill(gChildren[static_cast<std::size_t>(i)], signal);
+}
+
 int runRank(int rank, const Options& options, torus::UniqueFd listener,
             const std::string& rootAddress) {
   torus::coll::CommOptions comm;
@@ -96,6 +111,9 @@ int runRank(int rank, const Options& options, torus::UniqueFd listener,
   comm.timeout = std::chrono::milliseconds(options.timeoutMs);
   comm.name = "neuron-cc-bench";
   if (rank == 0) comm.rootListener = std::move(listener);
+  if (auto installed = torus::coll::installStatusSignal(SIGUSR1); !installed) {
+    std::fprintf(stderr, "neuron-cc-bench: rank %d: %s\n", rank, installed.error().message.c_str());
+  }
   auto communicator = torus::coll::Communicator::create(std::move(comm));
   if (!communicator) {
     std::fprintf(stderr, "neuron-cc-bench: rank %d: %s\n", rank,
@@ -208,7 +226,14 @@ int main(int argc, char** argv) {
       ::_exit(code);
     }
     children.push_back(pid);
+    gChildren[static_cast<std::size_t>(rank)] = pid;
+    gChildCount.store(rank + 1);
   }
+  struct sigaction forward {};
+  forward.sa_handler = forwardStatusSignal;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  ::sigaction(SIGUSR1, &forward, nullptr);
   listener->reset();
   int exitCode = 0;
   for (std::size_t rank = 0; rank < children.size(); ++rank) {
