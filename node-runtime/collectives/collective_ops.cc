@@ -296,4 +296,28 @@ Result<void> Communicator::barrier() {
                    [](std::span<const std::byte* const>) {});
 }
 
+Request Communicator::allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                     ReduceOp op) {
+  return async([=](Communicator& c) { return c.allReduce(send, recv, count, type, op); });
+}
+
+Request Communicator::allGatherAsync(const void* send, void* recv, std::size_t sendCount,
+                                     DataType type) {
+  return async([=](Communicator& c) { return c.allGather(send, recv, sendCount, type); });
+}
+
+Request Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount,
+                                         DataType type, ReduceOp op) {
+  return async([=](Communicator& c) { return c.reduceScatter(send, recv, recvCount, type, op); });
+}
+
+Request Communicator::broadcastAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                     int root) {
+  return async([=](Communicator& c) { return c.broadcast(send, recv, count, type, root); });
+}
+
+Request Communicator::barrierAsync() {
+  return async([](Communicator& c) { return c.barrier(); });
+}
+
 }  // namespace torus::coll

@@ -315,6 +315,7 @@ Result<void> Communicator::attachControl(const std::string& context) {
 Communicator::~Communicator() = default;
 
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
+  TORUS_RETURN_IF_ERROR(checkCaller("split"), "refused");
   // Everyone learns everyone's (color, key) in one small AllGather on this communicator.
   const std::int32_t mine[2] = {color, key};
   std::vector<std::int32_t> all(2 * static_cast<std::size_t>(size_));
@@ -651,7 +652,23 @@ std::string Communicator::opContext(const OpDescriptor& desc) const {
          " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
 }
 
+Result<void> Communicator::checkCaller(std::string_view call) const {
+  if (!worker_ || std::this_thread::get_id() == worker_->threadId()) return okResult();
+  if (const int pending = worker_->outstanding(); pending > 0) {
+    return makeError(ErrorCode::kFailedPrecondition,
+                     std::string(call) + " on " + name_ + " while " + std::to_string(pending) +
+                         " asynchronous operations are pending: wait for them first");
+  }
+  return okResult();
+}
+
+Request Communicator::async(std::function<Result<void>(Communicator&)> operation) {
+  if (!worker_) worker_ = std::make_unique<AsyncWorker>();
+  return worker_->post([this, operation = std::move(operation)] { return operation(*this); });
+}
+
 Result<void> Communicator::runCollective(Plan plan, FunctionRef<void(const Views&)> body) {
+  TORUS_RETURN_IF_ERROR(checkCaller(opName(plan.desc.op)), "refused");
   plan.desc.sequence = sequence_ + 1;
   // Messages are built only when something fails: the fast path allocates nothing.
   const auto what = [&] { return opContext(plan.desc); };
@@ -717,6 +734,7 @@ Result<void> Communicator::runCollective(Plan plan, FunctionRef<void(const Views
 // reading its slot of collective k.
 Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::size_t bytes,
                                      FunctionRef<void(std::span<const std::byte* const>)> body) {
+  TORUS_RETURN_IF_ERROR(checkCaller(opName(desc.op)), "refused");
   desc.sequence = sequence_ + 1;
   const auto what = [&] { return opContext(desc); };
   if (broken_) {
@@ -745,6 +763,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
 
 Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataType type,
                                int peer) {
+  TORUS_RETURN_IF_ERROR(checkCaller(isSend ? "send" : "recv"), "refused");
   const std::size_t bytes = count * dataTypeSize(type);
   const auto index = static_cast<std::size_t>(peer);
   const std::uint64_t message =

@@ -36,6 +36,7 @@
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
+#include "node-runtime/collectives/async_worker.h"
 #include "node-runtime/collectives/bootstrap.h"
 #include "node-runtime/collectives/data_type.h"
 #include "node-runtime/collectives/shm_segment.h"
@@ -184,6 +185,19 @@ class Communicator {
   Result<void> recv(void* data, std::size_t count, DataType type, int peer);
   Result<void> barrier();
 
+  // Asynchronous forms: the operation runs on this communicator's worker thread, after every
+  // operation posted before it; wait() or test() the Request. Buffers must stay valid until the
+  // request finished. While requests are outstanding, the synchronous calls above fail with
+  // kFailedPrecondition instead of racing the worker.
+  Request async(std::function<Result<void>(Communicator&)> operation);
+  Request allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
+                         ReduceOp op);
+  Request allGatherAsync(const void* send, void* recv, std::size_t sendCount, DataType type);
+  Request reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type,
+                             ReduceOp op);
+  Request broadcastAsync(const void* send, void* recv, std::size_t count, DataType type, int root);
+  Request barrierAsync();
+
  private:
   // What one collective needs from the communicator: everyone's input and output pointers.
   struct Views {
@@ -204,6 +218,7 @@ class Communicator {
 
   Communicator() = default;
   class InFlight;
+  Result<void> checkCaller(std::string_view call) const;
   Result<void> setup(CommOptions& options);
   Result<void> createControl(std::uint64_t session);
   Result<void> attachControl(const std::string& context);
@@ -254,6 +269,7 @@ class Communicator {
   std::shared_ptr<CommStatus> status_;  // what statusReport() shows about this communicator
   std::optional<StatusRegistration> statusRegistration_;
   bool waitPublished_ = false;
+  std::unique_ptr<AsyncWorker> worker_;  // last: stopped before anything it uses goes away
 };
 
 }  // namespace torus::coll
