@@ -293,7 +293,7 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
 
 // One attempt: connect, say hello, wait for the answer. kUnavailable = the connection went away
 // before the root answered (a socket that was closed before the root took over the port).
-Result<BootstrapResult> tryPeer(const BootstrapRequest& request) {
+Result<BootstrapResult> tryPeer(const BootstrapRequest& request, Clock::duration grace) {
   auto fd = connectToRoot(request.rootAddress, request.deadline);
   if (!fd) return std::move(fd).error();
   const std::string hello = std::string(kHello) + " " + std::to_string(request.rank) + " " +
@@ -305,7 +305,10 @@ Result<BootstrapResult> tryPeer(const BootstrapRequest& request) {
   LineReader reader(fd->get());
   // The root answers only when every rank checked in: a timeout here means someone is missing,
   // and only the root knows who; its own error names them.
-  auto first = reader.readLine(request.deadline, "waiting for root rank 0 to gather all ranks");
+  // The root gives up at 90 % of the timeout and says who is missing; wait a little past our
+  // own deadline for that answer so a slow scheduler does not turn it into a bare "timed out".
+  auto first =
+      reader.readLine(request.deadline + grace, "waiting for root rank 0 to gather all ranks");
   if (!first) {
     if (first.error().code == ErrorCode::kDeadlineExceeded) return std::move(first).error();
     return Error{ErrorCode::kUnavailable, first.error().message};
@@ -333,9 +336,10 @@ Result<BootstrapResult> tryPeer(const BootstrapRequest& request) {
 }
 
 Result<BootstrapResult> runPeer(const BootstrapRequest& request) {
+  const Clock::duration grace = (request.deadline - Clock::now()) / 5;
   auto backoff = std::chrono::milliseconds(5);
   while (true) {
-    auto result = tryPeer(request);
+    auto result = tryPeer(request, grace);
     if (result || result.error().code != ErrorCode::kUnavailable ||
         Clock::now() + backoff >= request.deadline) {
       return result;

@@ -3,8 +3,9 @@
 //
 // Rank 0 listens; every other rank connects (retrying while the root is not up yet), says who it
 // is (rank, world size, pid, host identity), and gets back the session id and everyone's pid and
-// host. Every wait is bounded by the deadline, and a timeout names the ranks that never came,
-// instead of NCCL's and Neuron's infinite "retrying" loops.
+// host. Every wait is bounded by the deadline (the root gives up at 90 % of it and tells the
+// others who is missing; they wait up to 20 % past it for that answer), and a timeout names the
+// ranks that never came, instead of NCCL's and Neuron's infinite "retrying" loops.
 //
 // Owns: the sockets (closed when bootstrap returns) and the wire format (text lines). Does not own:
 // what the session id names (the communicator uses it for its shared-memory names).

@@ -1,6 +1,7 @@
 #include "tests/integration/collectives/rank_launcher.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -149,7 +150,12 @@ std::vector<std::string> torusShmNames() {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("torus-", 0) == 0) names.push_back(name);
+    // Ours only: "torus-<16 hex digits of the session>-..." (other tests keep temp dirs here).
+    const bool ours = name.size() > 23 && name.rfind("torus-", 0) == 0 && name[22] == '-' &&
+                      std::all_of(name.begin() + 6, name.begin() + 22, [](char c) {
+                        return std::isxdigit(static_cast<unsigned char>(c));
+                      });
+    if (ours) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;

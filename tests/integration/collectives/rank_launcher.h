@@ -43,7 +43,7 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
 // "" when every rank exited 0 with an empty message; else one line per failing rank.
 std::string summarizeFailures(const std::vector<RankOutcome>& outcomes);
 
-// Names in /dev/shm that start with "torus-" (to check nothing is left behind).
+// Our shared-memory names in /dev/shm ("torus-<session>-..."), to check nothing is left behind.
 std::vector<std::string> torusShmNames();
 
 }  // namespace torus::coll::testing
