@@ -2,14 +2,17 @@
 #include "node-runtime/collectives/data_type.h"
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "node-runtime/collectives/communicator.h"
 #include "node-runtime/collectives/reduce_kernels.h"
 
 namespace torus::coll {
@@ -111,6 +114,32 @@ TEST(ReduceKernels, OneSourceIsACopyAndZeroCountTouchesNothing) {
   const std::byte* src = reinterpret_cast<const std::byte*>(in[0].data());
   reduceInto(&untouched, std::span(&src, 1), 0, DataType::kI64, ReduceOp::kSum);
   EXPECT_EQ(untouched, 42);
+}
+
+}  // namespace
+}  // namespace torus::coll
+
+namespace torus::coll {
+namespace {
+
+// NEURON_RT_ROOT_COMM_ID and TORUS_COLL_TIMEOUT_MS are read once, at creation, when set.
+TEST(CommOptions, EnvironmentSetsRootAddressAndTimeoutAndRejectsBadValues) {
+  ::setenv("NEURON_RT_ROOT_COMM_ID", "10.1.2.3:62182", 1);
+  ::setenv("TORUS_COLL_TIMEOUT_MS", "2500", 1);
+  CommOptions options;
+  ASSERT_TRUE(applyEnvironment(options).ok());
+  EXPECT_EQ(options.rootAddress, "10.1.2.3:62182");
+  EXPECT_EQ(options.timeout, std::chrono::milliseconds(2500));
+  ::setenv("TORUS_COLL_TIMEOUT_MS", "soon", 1);
+  auto bad = applyEnvironment(options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("TORUS_COLL_TIMEOUT_MS"), std::string::npos);
+  ::unsetenv("NEURON_RT_ROOT_COMM_ID");
+  ::unsetenv("TORUS_COLL_TIMEOUT_MS");
+  CommOptions defaults;
+  ASSERT_TRUE(applyEnvironment(defaults).ok());
+  EXPECT_EQ(defaults.timeout, kDefaultTimeout);
+  EXPECT_EQ(kDefaultTimeout, std::chrono::minutes(5));
 }
 
 }  // namespace
