@@ -21,7 +21,7 @@
 
 namespace torus::coll {
 
-// ---- shared control segment ------------------------------------------------------------------
+// ---- shared control segment ----
 
 // Layout: header, one arrival line per rank, one slot per rank, one mailbox per (sender,
 // receiver). Every field another process writes is its own cache line, so spinning readers do
@@ -108,7 +108,7 @@ std::string hex(std::uint64_t value) {
 
 }  // namespace
 
-// ---- process-local registry of this rank's own segments ----------------------------------------
+// ---- process-local registry of this rank's own segments ----
 
 class SegmentRegistry {
  public:
@@ -206,7 +206,7 @@ Result<void> applyEnvironment(CommOptions& options) {
   return okResult();
 }
 
-// ---- creation ----------------------------------------------------------------------------------
+// ---- creation ----
 
 Result<std::unique_ptr<Communicator>> Communicator::create(CommOptions options) {
   std::unique_ptr<Communicator> comm(new Communicator());  // private constructor
@@ -403,7 +403,7 @@ Result<Buffer> Communicator::allocate(std::size_t bytes) {
   return buffer;
 }
 
-// ---- waiting -----------------------------------------------------------------------------------
+// ---- waiting ----
 
 Error Communicator::fail(Error error) {
   if (!broken_) {
@@ -513,8 +513,7 @@ Result<void> Communicator::arriveAndWait(Describe what) {
   return waitUntil(done, pending, what);
 }
 
-// ---- buffers
-// -------------------------------------------------------------------------------------
+// ---- buffers ----
 
 Result<void> Communicator::ensureStaging(std::size_t bytes) {
   if (staging_.data() != nullptr && staging_.size() >= bytes) return okResult();
@@ -592,8 +591,7 @@ void Communicator::exchangeFreed() {
   }
 }
 
-// ---- one collective
-// ------------------------------------------------------------------------------
+// ---- one collective ----
 
 Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
   const bool reducing = mine.op == OpKind::kAllReduce || mine.op == OpKind::kReduceScatter ||
@@ -758,8 +756,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
   return okResult();
 }
 
-// ---- point to point
-// ------------------------------------------------------------------------------
+// ---- point to point ----
 
 Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataType type,
                                int peer) {
