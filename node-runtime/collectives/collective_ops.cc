@@ -120,7 +120,7 @@ void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::by
 Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type,
                                      ReduceOp op) {
   const std::size_t bytes = count * dataTypeSize(type);
-  if (bytes <= kInlineBytes) {
+  if (useSlots(OpKind::kAllReduce, bytes)) {
     return runInline(describeOp(OpKind::kAllReduce, type, op, 0, count), send, bytes,
                      [&](std::span<const std::byte* const> inputs) {
                        if (count > 0) reduceInto(recv, inputs, count, type, op);
@@ -202,7 +202,7 @@ Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size
 Result<void> Communicator::allGather(const void* send, void* recv, std::size_t sendCount,
                                      DataType type) {
   const std::size_t bytes = sendCount * dataTypeSize(type);
-  if (bytes <= kInlineBytes) {
+  if (useSlots(OpKind::kAllGather, bytes)) {
     return runInline(describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount), send,
                      bytes, [&](std::span<const std::byte* const> inputs) {
                        auto* out = static_cast<std::byte*>(recv);
@@ -267,7 +267,7 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
                      "broadcast: root " + std::to_string(root) + " is not a rank of " + name_);
   }
   const std::size_t bytes = count * dataTypeSize(type);
-  if (bytes <= kInlineBytes) {
+  if (useSlots(OpKind::kBroadcast, bytes)) {
     return runInline(describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count), send,
                      rank_ == root ? bytes : 0, [&](std::span<const std::byte* const> inputs) {
                        if (bytes > 0 && !(rank_ == root && recv == send)) {

@@ -192,7 +192,19 @@ std::string_view opName(OpKind op) {
   return "?";
 }
 
+Result<Algorithm> parseAlgorithm(std::string_view text) {
+  if (text == "auto") return Algorithm::kAuto;
+  if (text == "direct") return Algorithm::kDirect;
+  return makeError(ErrorCode::kInvalidArgument,
+                   "unknown algorithm \"" + std::string(text) + "\" (expected auto or direct)");
+}
+
 Result<void> applyEnvironment(CommOptions& options) {
+  if (const char* algo = std::getenv("TORUS_COLL_ALGO"); algo != nullptr && *algo) {
+    auto parsed = parseAlgorithm(algo);
+    if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_ALGO");
+    options.algorithm = *parsed;
+  }
   if (const char* root = std::getenv("NEURON_RT_ROOT_COMM_ID"); root != nullptr && *root) {
     options.rootAddress = root;
   }
@@ -219,6 +231,7 @@ Result<void> Communicator::setup(CommOptions& options) {
   size_ = options.size;
   timeout_ = options.timeout;
   name_ = options.name;
+  slotPath_ = options.algorithm == Algorithm::kAuto;
   registry_ = std::make_shared<SegmentRegistry>();
   scratch_.resize(kBlockBytes);
   const std::string displayName = name_.empty() ? "comm@" + options.rootAddress : name_;
@@ -338,6 +351,7 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
     child->rank_ =
         static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
     child->timeout_ = timeout_;
+    child->slotPath_ = slotPath_;
     child->name_ = name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color);
     child->registry_ = std::make_shared<SegmentRegistry>();
     child->scratch_.resize(kBlockBytes);
@@ -658,6 +672,13 @@ Result<void> Communicator::checkCaller(std::string_view call) const {
                          " asynchronous operations are pending: wait for them first");
   }
   return okResult();
+}
+
+bool Communicator::useSlots(OpKind op, std::size_t bytes) const {
+  const bool slots = slotPath_ && bytes <= kInlineBytes;
+  TORUS_LOG(Debug, Tuning, "algorithm chosen", {"comm", name_}, {"op", opName(op)},
+            {"bytes", bytes}, {"algorithm", slots ? "slots" : "direct"});
+  return slots;
 }
 
 Request Communicator::async(std::function<Result<void>(Communicator&)> operation) {

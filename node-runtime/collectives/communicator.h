@@ -46,6 +46,12 @@ namespace torus::coll {
 
 inline constexpr std::chrono::milliseconds kDefaultTimeout{5 * 60 * 1000};
 
+// Which algorithm small collectives use. kAuto: up to kInlineBytes per rank through the
+// control slots (one wait), larger ones direct; kDirect: always direct (two waits). Set by
+// TORUS_COLL_ALGO=auto|direct, for comparing and for working around a suspected bug.
+enum class Algorithm { kAuto, kDirect };
+Result<Algorithm> parseAlgorithm(std::string_view text);
+
 struct CommOptions {
   int rank = 0;
   int size = 1;
@@ -53,10 +59,11 @@ struct CommOptions {
   std::chrono::milliseconds timeout = kDefaultTimeout;
   std::string name;       // shown in logs and errors; default "comm-<session>"
   UniqueFd rootListener;  // rank 0 only, optional: a socket already listening on rootAddress
+  Algorithm algorithm = Algorithm::kAuto;
 };
 
-// Fills rootAddress from NEURON_RT_ROOT_COMM_ID and timeout from TORUS_COLL_TIMEOUT_MS when they
-// are set; read once, at communicator creation, as STYLE.md asks.
+// Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS and algorithm
+// from TORUS_COLL_ALGO when they are set; read once, at communicator creation, as STYLE.md asks.
 Result<void> applyEnvironment(CommOptions& options);
 
 // Where a rank's input or output lives, as the peers can find it. segment 0 = nothing.
@@ -219,6 +226,7 @@ class Communicator {
   Communicator() = default;
   class InFlight;
   Result<void> checkCaller(std::string_view call) const;
+  bool useSlots(OpKind op, std::size_t bytes) const;
   Result<void> setup(CommOptions& options);
   Result<void> createControl(std::uint64_t session);
   Result<void> attachControl(const std::string& context);
@@ -250,7 +258,8 @@ class Communicator {
   std::uint64_t sequence_ = 0;
   std::uint64_t epoch_ = 0;
   std::uint64_t splits_ = 0;
-  bool spin_ = true;  // false when ranks outnumber CPUs: yield at once
+  bool spin_ = true;      // false when ranks outnumber CPUs: yield at once
+  bool slotPath_ = true;  // small collectives through the control slots (Algorithm::kAuto)
   ShmSegment control_;
   ControlLayout* layout_ = nullptr;
   std::vector<RankInfo> ranks_;

@@ -45,6 +45,7 @@ struct Options {
   std::string transport = "shm";
   std::string rootAddress = "127.0.0.1:0";
   std::int64_t timeoutMs = 300000;
+  torus::coll::Algorithm algorithm = torus::coll::Algorithm::kAuto;
   torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
 };
 
@@ -110,6 +111,7 @@ int runRank(int rank, const Options& options, torus::UniqueFd listener,
   comm.rootAddress = rootAddress;
   comm.timeout = std::chrono::milliseconds(options.timeoutMs);
   comm.name = "neuron-cc-bench";
+  comm.algorithm = options.algorithm;
   if (rank == 0) comm.rootListener = std::move(listener);
   if (auto installed = torus::coll::installStatusSignal(SIGUSR1); !installed) {
     std::fprintf(stderr, "neuron-cc-bench: rank %d: %s\n", rank, installed.error().message.c_str());
@@ -164,6 +166,9 @@ int main(int argc, char** argv) {
                   &options.transport);
   table.addString("root-address", "NEURON_RT_ROOT_COMM_ID", "", "HOST:PORT",
                   "bootstrap address of rank 0; port 0 picks a free one", &options.rootAddress);
+  table.add(choice("algorithm", "MODE", "auto",
+                   "auto (small collectives through the control slots) or direct",
+                   &options.algorithm, torus::coll::parseAlgorithm));
   table.addDurationMillis("timeout", "TORUS_COLL_TIMEOUT_MS", "",
                           "bound on every wait (e.g. 30s, 5m)", &options.timeoutMs);
   torus::config::addLogSettings(table, &options.log);

@@ -250,6 +250,18 @@ TEST_P(ShmSweep, EveryOpTypeReductionAndSizeMatchesTheReference) {
   EXPECT_EQ(testing::torusShmNames(), before) << "shared-memory names left behind";
 }
 
+// TORUS_COLL_ALGO=direct: the small sizes take the direct path too.
+TEST(ShmSweepDirect, SmallCollectivesWithoutTheSlotPathMatchTheReference) {
+  LaunchOptions options;
+  options.size = 3;
+  options.commTimeout = std::chrono::milliseconds(20000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
+    commOptions.algorithm = Algorithm::kDirect;
+    return runSweep(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmSweep, ::testing::Range(1, 9),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
 

@@ -126,14 +126,19 @@ namespace {
 TEST(CommOptions, EnvironmentSetsRootAddressAndTimeoutAndRejectsBadValues) {
   ::setenv("NEURON_RT_ROOT_COMM_ID", "10.1.2.3:62182", 1);
   ::setenv("TORUS_COLL_TIMEOUT_MS", "2500", 1);
+  ::setenv("TORUS_COLL_ALGO", "direct", 1);
   CommOptions options;
   ASSERT_TRUE(applyEnvironment(options).ok());
+  EXPECT_EQ(options.algorithm, Algorithm::kDirect);
   EXPECT_EQ(options.rootAddress, "10.1.2.3:62182");
   EXPECT_EQ(options.timeout, std::chrono::milliseconds(2500));
   ::setenv("TORUS_COLL_TIMEOUT_MS", "soon", 1);
   auto bad = applyEnvironment(options);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("TORUS_COLL_TIMEOUT_MS"), std::string::npos);
+  ::setenv("TORUS_COLL_ALGO", "ring", 1);
+  EXPECT_FALSE(applyEnvironment(options).ok());
+  ::unsetenv("TORUS_COLL_ALGO");
   ::unsetenv("NEURON_RT_ROOT_COMM_ID");
   ::unsetenv("TORUS_COLL_TIMEOUT_MS");
   CommOptions defaults;
