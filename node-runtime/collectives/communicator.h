@@ -9,7 +9,8 @@
 // the work straight in the peers' memory (rank r reduces chunk r from every input and writes the
 // result into every output), then a completion barrier. Buffers from allocate() live in shared
 // memory, so this runs with no copy beyond the reduction itself; plain user buffers are copied
-// through a per-rank staging segment.
+// through a per-rank staging segment. Up to kInlineBytes per rank, AllReduce, AllGather,
+// Broadcast and Barrier go through the control slots instead, with a single wait.
 //
 // Errors: every wait is bounded by the timeout. A peer that exits is noticed through its pidfd
 // within about a millisecond; a peer that is alive but absent is named when the timeout runs out.
@@ -18,7 +19,8 @@
 // are told through the control segment so they fail fast too.
 //
 // Owns: the control segment, its own segments (allocations, staging), its mappings of the peers'
-// segments and the peers' pidfds. Not thread-safe: one thread per communicator at a time.
+// segments, the peers' pidfds and its async worker thread. Not thread-safe: one thread per
+// communicator at a time (the *Async calls hand operations to the worker instead).
 #pragma once
 
 #include <chrono>
