@@ -188,6 +188,14 @@ std::string describeMissing(const std::vector<bool>& present) {
   return (count == 1 ? "rank " : "ranks ") + out;
 }
 
+// Root's pid in the high half, random bits in the low half: unique on the host, and the
+// shared-memory names (torus-<session hex>-...) say which process tree made them.
+std::uint64_t newSessionId() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(::getpid())) << 32) |
+         (device() | 1U);
+}
+
 Result<BootstrapResult> runRoot(BootstrapRequest& request) {
   UniqueFd listener = std::move(request.rootListener);
   // The port may still be held for a moment (a previous job's root, a launcher's copy of
@@ -272,10 +280,7 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
     connections[index] = std::move(conn);
     ++arrived;
   }
-  std::random_device device;
-  result.session = (static_cast<std::uint64_t>(device()) << 32) ^ device() ^
-                   static_cast<std::uint64_t>(::getpid());
-  if (result.session == 0) result.session = 1;
+  result.session = newSessionId();
   if (request.onSessionReady) {
     TORUS_RETURN_IF_ERROR(request.onSessionReady(result.session), "preparing the session");
   }
@@ -402,9 +407,7 @@ Result<BootstrapResult> bootstrap(BootstrapRequest request) {
                                                       std::to_string(request.size));
   }
   if (request.size == 1) {
-    std::random_device device;
-    BootstrapResult result{(static_cast<std::uint64_t>(device()) << 32) ^ device() ^ 1U,
-                           {RankInfo{static_cast<int>(::getpid()), localHostId()}}};
+    BootstrapResult result{newSessionId(), {RankInfo{static_cast<int>(::getpid()), localHostId()}}};
     if (request.onSessionReady) {
       TORUS_RETURN_IF_ERROR(request.onSessionReady(result.session), "preparing the session");
     }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -112,6 +113,7 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
     auto& outcome = outcomes[static_cast<std::size_t>(r)];
     outcome.rank = r;
     const pid_t pid = pids[static_cast<std::size_t>(r)];
+    outcome.pid = pid;
     if (pid <= 0) continue;
     int status = 0;
     pid_t done = ::waitpid(pid, &status, WNOHANG);
@@ -145,13 +147,15 @@ std::string summarizeFailures(const std::vector<RankOutcome>& outcomes) {
   return out;
 }
 
-std::vector<std::string> torusShmNames() {
+std::vector<std::string> torusShmNamesOf(int rootPid) {
+  char prefix[32];
+  std::snprintf(prefix, sizeof(prefix), "torus-%08x", static_cast<unsigned>(rootPid));
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
     const std::string name = entry.path().filename().string();
     // Ours only: "torus-<16 hex digits of the session>-..." (other tests keep temp dirs here).
-    const bool ours = name.size() > 23 && name.rfind("torus-", 0) == 0 && name[22] == '-' &&
+    const bool ours = name.size() > 23 && name.rfind(prefix, 0) == 0 && name[22] == '-' &&
                       std::all_of(name.begin() + 6, name.begin() + 22, [](char c) {
                         return std::isxdigit(static_cast<unsigned char>(c));
                       });

@@ -19,6 +19,7 @@ namespace torus::coll::testing {
 
 struct RankOutcome {
   int rank = 0;
+  int pid = 0;
   bool exited = false;  // false: killed by a signal (or hung and killed by us)
   int exitCode = -1;    // when exited
   bool hung = false;    // still running at the deadline
@@ -43,7 +44,8 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
 // "" when every rank exited 0 with an empty message; else one line per failing rank.
 std::string summarizeFailures(const std::vector<RankOutcome>& outcomes);
 
-// Our shared-memory names in /dev/shm ("torus-<session>-..."), to check nothing is left behind.
-std::vector<std::string> torusShmNames();
+// Shared-memory names in /dev/shm of communicators whose rank 0 had pid `rootPid` (the session id
+// starts with it), to check nothing is left behind without counting other tests running now.
+std::vector<std::string> torusShmNamesOf(int rootPid);
 
 }  // namespace torus::coll::testing
