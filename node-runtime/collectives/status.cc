@@ -102,8 +102,10 @@ std::string statusReport() {
       continue;
     }
     const auto runningMs = (nowNs - s->startedNs.load(std::memory_order_relaxed)) / 1000000;
-    out += " " + std::string(opName(op)) + " seq=" + std::to_string(sequence) + " running " +
-           std::to_string(runningMs) + " ms";
+    // Appended piece by piece: GCC 12 -O3 warns (-Wrestrict) on " " + std::string&&.
+    out += ' ';
+    out += opName(op);
+    out += " seq=" + std::to_string(sequence) + " running " + std::to_string(runningMs) + " ms";
     if (!s->waitingFor.empty()) {
       out += s->waitingFor.size() == 1 ? ", waiting for rank " : ", waiting for ranks ";
       for (std::size_t i = 0; i < s->waitingFor.size(); ++i) {
