@@ -15,6 +15,7 @@ build_packages=(
   libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format curl unzip
+  openmpi-bin libopenmpi-dev  # baseline of tests/bench/collectives_vs_mpi.sh
 )
 # Tools the tests run against our output: promtool (package prometheus) checks /metrics.
 test_packages=(

@@ -1,0 +1,426 @@
+#include "node-runtime/collectives/bootstrap.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/base/log.h"
+#include "common/base/parse.h"
+#include "common/base/strings.h"
+
+namespace torus::coll {
+namespace {
+
+constexpr std::string_view kHello = "TORUS-COLL/1";
+constexpr std::size_t kMaxLine = 512;
+
+int millisLeft(Deadline deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
+}
+
+Error sysError(std::string_view what, int err) {
+  return makeError(ErrorCode::kUnavailable, std::string(what) + ": " + std::strerror(err));
+}
+
+struct HostPort {
+  std::string host;
+  std::string port;
+};
+
+Result<HostPort> splitAddress(std::string_view address) {
+  std::string_view host;
+  std::string_view port;
+  if (!address.empty() && address.front() == '[') {
+    const auto close = address.find(']');
+    if (close == std::string_view::npos || close + 1 >= address.size() ||
+        address[close + 1] != ':') {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "root address \"" + std::string(address) + "\": expected [v6addr]:port");
+    }
+    host = address.substr(1, close - 1);
+    port = address.substr(close + 2);
+  } else {
+    const auto colon = address.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "root address \"" + std::string(address) + "\": expected host:port");
+    }
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+  }
+  if (auto parsed = parseInt(port, 0, 65535); !parsed) {
+    return makeError(ErrorCode::kInvalidArgument, "root address \"" + std::string(address) +
+                                                      "\": bad port \"" + std::string(port) + "\"");
+  }
+  return HostPort{std::string(host), std::string(port)};
+}
+
+struct AddrInfoDeleter {
+  void operator()(addrinfo* info) const { ::freeaddrinfo(info); }
+};
+using AddrInfoPtr = std::unique_ptr<addrinfo, AddrInfoDeleter>;
+
+Result<AddrInfoPtr> resolve(std::string_view address, bool passive) {
+  auto hostPort = splitAddress(address);
+  if (!hostPort) return std::move(hostPort).error();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* result = nullptr;
+  if (int rc = ::getaddrinfo(hostPort->host.c_str(), hostPort->port.c_str(), &hints, &result);
+      rc != 0) {
+    return makeError(
+        ErrorCode::kInvalidArgument,
+        "resolving root address \"" + std::string(address) + "\": " + ::gai_strerror(rc));
+  }
+  return AddrInfoPtr(result);
+}
+
+// Line reader over a socket with a deadline; lines are at most kMaxLine bytes.
+class LineReader {
+ public:
+  explicit LineReader(int fd) : fd_(fd) {}
+  Result<std::string> readLine(Deadline deadline, std::string_view what) {
+    while (true) {
+      if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
+        std::string line = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        return line;
+      }
+      if (buffer_.size() > kMaxLine) {
+        return makeError(ErrorCode::kInvalidArgument, std::string(what) + ": line too long");
+      }
+      pollfd pfd{fd_, POLLIN, 0};
+      const int ready = ::poll(&pfd, 1, millisLeft(deadline));
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) return sysError(what, errno);
+      if (ready == 0) {
+        return makeError(ErrorCode::kDeadlineExceeded, std::string(what) + ": timed out");
+      }
+      char chunk[256];
+      const ssize_t got = ::recv(fd_, chunk, sizeof(chunk), 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return sysError(what, errno);
+      if (got == 0) {
+        return makeError(ErrorCode::kUnavailable, std::string(what) + ": connection closed");
+      }
+      buffer_.append(chunk, static_cast<std::size_t>(got));
+    }
+  }
+
+ private:
+  int fd_;
+  std::string buffer_;
+};
+
+Result<void> sendAll(int fd, std::string_view data, Deadline deadline) {
+  while (!data.empty()) {
+    pollfd pfd{fd, POLLOUT, 0};
+    const int ready = ::poll(&pfd, 1, millisLeft(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return makeError(ErrorCode::kDeadlineExceeded, "bootstrap send timed out");
+    const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (sent < 0 && errno == EINTR) continue;
+    if (sent < 0) return sysError("bootstrap send", errno);
+    data.remove_prefix(static_cast<std::size_t>(sent));
+  }
+  return okResult();
+}
+
+// Connects to the root, retrying while it is not listening yet, until the deadline.
+Result<UniqueFd> connectToRoot(const std::string& address, Deadline deadline) {
+  auto info = resolve(address, false);
+  if (!info) return std::move(info).error();
+  int lastError = 0;
+  auto backoff = std::chrono::milliseconds(5);
+  while (true) {
+    for (addrinfo* ai = info->get(); ai != nullptr; ai = ai->ai_next) {
+      UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+      if (!fd) {
+        lastError = errno;
+        continue;
+      }
+      if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) {
+        const int one = 1;
+        ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return fd;
+      }
+      lastError = errno;
+    }
+    if (Clock::now() + backoff >= deadline) break;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+  }
+  return makeError(
+      ErrorCode::kDeadlineExceeded,
+      "root rank 0 at " + address +
+          " not reachable before the deadline (last error: " + std::strerror(lastError) + ")");
+}
+
+std::string readFirstLine(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return std::string(trim(line));
+}
+
+std::string describeMissing(const std::vector<bool>& present) {
+  std::string out;
+  int count = 0;
+  for (std::size_t r = 0; r < present.size(); ++r) {
+    if (present[r]) continue;
+    if (count++ > 0) out += ", ";
+    out += std::to_string(r);
+  }
+  return (count == 1 ? "rank " : "ranks ") + out;
+}
+
+// Root's pid in the high half, random bits in the low half: unique on the host, and the
+// shared-memory names (torus-<session hex>-...) say which process tree made them.
+std::uint64_t newSessionId() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(::getpid())) << 32) |
+         (device() | 1U);
+}
+
+Result<BootstrapResult> runRoot(BootstrapRequest& request) {
+  UniqueFd listener = std::move(request.rootListener);
+  // The port may still be held for a moment (a previous job's root, a launcher's copy of
+  // the socket): retry until the deadline instead of failing at once.
+  auto backoff = std::chrono::milliseconds(5);
+  while (!listener) {
+    auto bound = listenOn(request.rootAddress);
+    if (bound) {
+      listener = std::move(*bound);
+    } else if (bound.error().code != ErrorCode::kAlreadyExists ||
+               Clock::now() + backoff >= request.deadline) {
+      return std::move(bound).error();
+    } else {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+    }
+  }
+  BootstrapResult result;
+  result.ranks.resize(static_cast<std::size_t>(request.size));
+  result.ranks[0] = RankInfo{static_cast<int>(::getpid()), localHostId()};
+  std::vector<bool> present(static_cast<std::size_t>(request.size), false);
+  present[0] = true;
+  std::vector<UniqueFd> connections(static_cast<std::size_t>(request.size));
+  int arrived = 1;
+  // The root gives up a little before the others would, so it can still tell them who is
+  // missing and every rank's error names the culprit, not just "timed out".
+  const auto now = Clock::now();
+  const auto gatherDeadline = now + (request.deadline - now) * 9 / 10;
+  const auto tellOthers = [&](const Error& error) {
+    for (const UniqueFd& conn : connections) {
+      if (conn) (void)sendAll(conn.get(), "ERR " + error.message + "\n", request.deadline);
+    }
+    return error;
+  };
+  while (arrived < request.size) {
+    pollfd pfd{listener.get(), POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, millisLeft(gatherDeadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return tellOthers(sysError("bootstrap poll", errno));
+    if (ready == 0) {
+      return tellOthers(makeError(ErrorCode::kDeadlineExceeded,
+                                  describeMissing(present) + " never connected to root " +
+                                      request.rootAddress + " (" + std::to_string(arrived) +
+                                      " of " + std::to_string(request.size) +
+                                      " ranks checked in)"));
+    }
+    UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) continue;
+    LineReader reader(conn.get());
+    auto line = reader.readLine(request.deadline, "reading a rank's hello");
+    if (!line) {
+      TORUS_LOG(Warn, Coll, "bootstrap: dropped a connection", {"comm", request.commName},
+                {"error", line.error().message});
+      continue;
+    }
+    std::istringstream in(*line);
+    std::string magic;
+    long long rank = -1;
+    long long size = -1;
+    int pid = 0;
+    std::string hostId;
+    in >> magic >> rank >> size >> pid >> hostId;
+    if (!in || magic != kHello) {
+      TORUS_LOG(Warn, Coll, "bootstrap: ignored a connection that is not a rank",
+                {"comm", request.commName}, {"hello", std::string(clipForMessage(*line))});
+      continue;
+    }
+    if (size != request.size) {
+      return tellOthers(makeError(ErrorCode::kInvalidArgument,
+                                  "rank " + std::to_string(rank) + " says the world size is " +
+                                      std::to_string(size) + ", root says " +
+                                      std::to_string(request.size)));
+    }
+    if (rank <= 0 || rank >= request.size || present[static_cast<std::size_t>(rank)]) {
+      return tellOthers(makeError(ErrorCode::kInvalidArgument,
+                                  "a process (pid " + std::to_string(pid) + ") claims rank " +
+                                      std::to_string(rank) + ", which is out of range or taken"));
+    }
+    const auto index = static_cast<std::size_t>(rank);
+    present[index] = true;
+    result.ranks[index] = RankInfo{pid, hostId};
+    connections[index] = std::move(conn);
+    ++arrived;
+  }
+  result.session = newSessionId();
+  if (request.onSessionReady) {
+    TORUS_RETURN_IF_ERROR(request.onSessionReady(result.session), "preparing the session");
+  }
+  std::string reply = "OK " + std::to_string(result.session) + "\n";
+  for (const RankInfo& info : result.ranks) {
+    reply += std::to_string(info.pid) + " " + info.hostId + "\n";
+  }
+  for (int r = 1; r < request.size; ++r) {
+    TORUS_RETURN_IF_ERROR(
+        sendAll(connections[static_cast<std::size_t>(r)].get(), reply, request.deadline),
+        "telling rank " + std::to_string(r) + " the session");
+  }
+  return result;
+}
+
+// One attempt: connect, say hello, wait for the answer. kUnavailable = the connection went away
+// before the root answered (a socket that was closed before the root took over the port).
+Result<BootstrapResult> tryPeer(const BootstrapRequest& request, Clock::duration grace) {
+  auto fd = connectToRoot(request.rootAddress, request.deadline);
+  if (!fd) return std::move(fd).error();
+  const std::string hello = std::string(kHello) + " " + std::to_string(request.rank) + " " +
+                            std::to_string(request.size) + " " + std::to_string(::getpid()) + " " +
+                            localHostId() + "\n";
+  if (auto sent = sendAll(fd->get(), hello, request.deadline); !sent) {
+    return Error{ErrorCode::kUnavailable, "greeting root: " + sent.error().message};
+  }
+  LineReader reader(fd->get());
+  // The root answers only when every rank checked in: a timeout here means someone is missing,
+  // and only the root knows who; its own error names them.
+  // The root gives up at 90 % of the timeout and says who is missing; wait a little past our
+  // own deadline for that answer so a slow scheduler does not turn it into a bare "timed out".
+  auto first =
+      reader.readLine(request.deadline + grace, "waiting for root rank 0 to gather all ranks");
+  if (!first) {
+    if (first.error().code == ErrorCode::kDeadlineExceeded) return std::move(first).error();
+    return Error{ErrorCode::kUnavailable, first.error().message};
+  }
+  std::istringstream head(*first);
+  std::string ok;
+  BootstrapResult result;
+  if (first->rfind("ERR ", 0) == 0) {
+    return makeError(ErrorCode::kDeadlineExceeded, "root rank 0 gave up: " + first->substr(4));
+  }
+  head >> ok >> result.session;
+  if (!head || ok != "OK") {
+    return makeError(ErrorCode::kInternal, "unexpected answer from root: \"" +
+                                               std::string(clipForMessage(*first)) + "\"");
+  }
+  result.ranks.resize(static_cast<std::size_t>(request.size));
+  for (auto& info : result.ranks) {
+    auto line = reader.readLine(request.deadline, "reading the rank table");
+    if (!line) return std::move(line).error();
+    std::istringstream in(*line);
+    in >> info.pid >> info.hostId;
+    if (!in) return makeError(ErrorCode::kInternal, "bad rank table line from root");
+  }
+  return result;
+}
+
+Result<BootstrapResult> runPeer(const BootstrapRequest& request) {
+  const Clock::duration grace = (request.deadline - Clock::now()) / 5;
+  auto backoff = std::chrono::milliseconds(5);
+  while (true) {
+    auto result = tryPeer(request, grace);
+    if (result || result.error().code != ErrorCode::kUnavailable ||
+        Clock::now() + backoff >= request.deadline) {
+      return result;
+    }
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace
+
+Result<UniqueFd> listenOn(std::string_view address) {
+  auto info = resolve(address, true);
+  if (!info) return std::move(info).error();
+  int lastError = 0;
+  for (addrinfo* ai = info->get(); ai != nullptr; ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+    if (!fd) {
+      lastError = errno;
+      continue;
+    }
+    const int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (::bind(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd.get(), 256) == 0) {
+      return fd;
+    }
+    lastError = errno;
+  }
+  return makeError(lastError == EADDRINUSE ? ErrorCode::kAlreadyExists : ErrorCode::kUnavailable,
+                   "cannot listen on " + std::string(address) + ": " + std::strerror(lastError));
+}
+
+Result<int> boundPort(const UniqueFd& listener) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return sysError("getsockname", errno);
+  }
+  if (addr.ss_family == AF_INET6) {
+    return static_cast<int>(ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port));
+  }
+  return static_cast<int>(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port));
+}
+
+std::string localHostId() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string id = host[0] != '\0' ? host : "unknown";
+  id += '/';  // appended separately: GCC 12 -O3 warns (-Wrestrict) on "/" + std::string&&
+  id += readFirstLine("/proc/sys/kernel/random/boot_id");
+  for (char& c : id) {
+    if (c == ' ' || c == '\n' || c == '\t') c = '_';
+  }
+  return id;
+}
+
+Result<BootstrapResult> bootstrap(BootstrapRequest request) {
+  if (request.size < 1 || request.rank < 0 || request.rank >= request.size) {
+    return makeError(ErrorCode::kInvalidArgument, "rank " + std::to_string(request.rank) +
+                                                      " is not in a world of size " +
+                                                      std::to_string(request.size));
+  }
+  if (request.size == 1) {
+    BootstrapResult result{newSessionId(), {RankInfo{static_cast<int>(::getpid()), localHostId()}}};
+    if (request.onSessionReady) {
+      TORUS_RETURN_IF_ERROR(request.onSessionReady(result.session), "preparing the session");
+    }
+    return result;
+  }
+  auto result = request.rank == 0 ? runRoot(request) : runPeer(request);
+  if (!result) {
+    return std::move(result).error().withContext("bootstrap of " + request.commName + " (rank " +
+                                                 std::to_string(request.rank) + " of " +
+                                                 std::to_string(request.size) + ")");
+  }
+  return result;
+}
+
+}  // namespace torus::coll

@@ -1,0 +1,61 @@
+// TCP bootstrap: how the ranks of a new communicator find each other through the root address
+// (NEURON_RT_ROOT_COMM_ID = "host:port", "[v6]:port" for IPv6).
+//
+// Rank 0 listens; every other rank connects (retrying while the root is not up yet), says who it
+// is (rank, world size, pid, host identity), and gets back the session id and everyone's pid and
+// host. Every wait is bounded by the deadline (the root gives up at 90 % of it and tells the
+// others who is missing; they wait up to 20 % past it for that answer), and a timeout names the
+// ranks that never came, instead of NCCL's and Neuron's infinite "retrying" loops.
+//
+// Owns: the sockets (closed when bootstrap returns) and the wire format (text lines). Does not own:
+// what the session id names (the communicator uses it for its shared-memory names).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
+
+namespace torus::coll {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+struct RankInfo {
+  int pid = 0;
+  std::string hostId;  // hostname + kernel boot id: equal strings mean "same host"
+};
+
+struct BootstrapResult {
+  std::uint64_t session = 0;
+  std::vector<RankInfo> ranks;  // indexed by rank
+};
+
+// Binds and listens on `address` ("host:port"; port 0 picks one). Lets a launcher bind before it
+// forks its ranks, so no rank races another program for the port.
+Result<UniqueFd> listenOn(std::string_view address);
+// The port a listening socket is bound to.
+Result<int> boundPort(const UniqueFd& listener);
+// "hostname/boot-id" of this machine.
+std::string localHostId();
+
+struct BootstrapRequest {
+  int rank = 0;
+  int size = 1;
+  std::string rootAddress;
+  std::string commName;   // for error messages
+  UniqueFd rootListener;  // rank 0: use this socket instead of binding rootAddress
+  Deadline deadline;
+  // Rank 0 runs this with the session id after every rank checked in and before anyone is told,
+  // so what it creates (the control segment) exists when the others proceed.
+  std::function<Result<void>(std::uint64_t session)> onSessionReady;
+};
+
+Result<BootstrapResult> bootstrap(BootstrapRequest request);
+
+}  // namespace torus::coll

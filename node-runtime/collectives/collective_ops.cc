@@ -1,0 +1,323 @@
+// The collectives on shared memory, each as a plan (who reads and writes how many bytes) and a
+// body that runs once every rank has published its buffers. See communicator.h for the
+// protocol and docs/algorithms.md for the bytes each moves.
+//
+// All bodies are "direct": rank r works on its own share straight in the peers' memory, so one
+// collective costs two barriers plus the data movement and the work spreads evenly over ranks.
+// Every body is safe in place: a region is only ever read and written by the same rank, and a
+// reduction reads a whole block into private scratch before writing any output.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "common/base/log.h"
+#include "node-runtime/collectives/communicator.h"
+#include "node-runtime/collectives/reduce_kernels.h"
+
+namespace torus::coll {
+namespace {
+
+OpDescriptor describeOp(OpKind kind, DataType type, ReduceOp op, int root, std::size_t count) {
+  OpDescriptor desc;
+  desc.op = kind;
+  desc.type = type;
+  desc.reduceOp = op;
+  desc.root = root;
+  desc.count = count;
+  return desc;
+}
+
+std::size_t elementBytes(const OpDescriptor& d) {
+  return dataTypeSize(d.type);
+}
+
+std::size_t countBytes(const OpDescriptor& d, int, int) {
+  return d.count * elementBytes(d);
+}
+std::size_t worldBytes(const OpDescriptor& d, int, int size) {
+  return d.count * elementBytes(d) * static_cast<std::size_t>(size);
+}
+std::size_t rootOnlyBytes(const OpDescriptor& d, int peer, int) {
+  return peer == d.root ? d.count * elementBytes(d) : 0;
+}
+
+// Rank r's share of `count` elements: chunks rounded up to a cache line so two ranks never
+// write the same line.
+std::pair<std::size_t, std::size_t> shareOf(std::size_t count, std::size_t elemBytes, int rank,
+                                            int size) {
+  const std::size_t perLine = std::max<std::size_t>(1, 64 / elemBytes);
+  std::size_t chunk = (count + static_cast<std::size_t>(size) - 1) / static_cast<std::size_t>(size);
+  chunk = (chunk + perLine - 1) / perLine * perLine;
+  const std::size_t begin = std::min(count, chunk * static_cast<std::size_t>(rank));
+  const std::size_t end = std::min(count, begin + chunk);
+  return {begin, end};
+}
+
+// Above this many bytes per rank's share, results are written with non-temporal stores: they
+// will not be read again by this core soon, and skipping the read-for-ownership of every output
+// line saves a third of the memory traffic of a large reduction.
+constexpr std::size_t kStreamingBytes = std::size_t{1} << 20;
+
+void copyOut(std::byte* dst, const std::byte* src, std::size_t n, bool streaming) {
+#if defined(__SSE2__)
+  if (streaming) {
+    const auto misalign = reinterpret_cast<std::uintptr_t>(dst) & 15U;
+    const std::size_t head = misalign == 0 ? 0 : std::min<std::size_t>(16 - misalign, n);
+    std::memcpy(dst, src, head);
+    std::size_t i = head;
+    for (; i + 64 <= n; i += 64) {
+      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+    }
+    std::memcpy(dst + i, src + i, n - i);
+    return;
+  }
+#endif
+  (void)streaming;
+  std::memcpy(dst, src, n);
+}
+
+// Non-temporal stores are not ordered by the release store that announces completion.
+void fenceStreamingStores(bool streaming) {
+#if defined(__SSE2__)
+  if (streaming) _mm_sfence();
+#endif
+  (void)streaming;
+}
+
+// out[k][i] = reduce over inputs of in[j][i], for i in [0, count), block by block through
+// `scratch` so that an output aliasing an input is only written after the block was read.
+void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::byte* const> outputs,
+                     std::size_t count, DataType type, ReduceOp op, std::span<std::byte> scratch) {
+  const std::size_t elem = dataTypeSize(type);
+  const std::size_t blockElems = scratch.size() / elem;
+  const bool streaming = count * elem >= kStreamingBytes;
+  std::vector<const std::byte*> sources(inputs.size());
+  for (std::size_t begin = 0; begin < count; begin += blockElems) {
+    const std::size_t n = std::min(blockElems, count - begin);
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+      sources[k] = inputs[k] + begin * elem;
+    reduceInto(scratch.data(), sources, n, type, op);
+    for (std::byte* out : outputs) {
+      copyOut(out + begin * elem, scratch.data(), n * elem, streaming);
+    }
+  }
+  fenceStreamingStores(streaming);
+}
+
+}  // namespace
+
+Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type,
+                                     ReduceOp op) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  if (useSlots(OpKind::kAllReduce, bytes)) {
+    return runInline(describeOp(OpKind::kAllReduce, type, op, 0, count), send, bytes,
+                     [&](std::span<const std::byte* const> inputs) {
+                       if (count > 0) reduceInto(recv, inputs, count, type, op);
+                     });
+  }
+  Plan plan;
+  plan.desc = describeOp(OpKind::kAllReduce, type, op, 0, count);
+  plan.send = send;
+  plan.sendBytes = bytes;
+  plan.recv = recv;
+  plan.recvBytes = bytes;
+  plan.peerInBytes = countBytes;
+  plan.peerOutBytes = countBytes;
+  return runCollective(plan, [&](const Views& views) {
+    const std::size_t elem = dataTypeSize(type);
+    const auto [begin, end] = shareOf(count, elem, rank_, size_);
+    if (begin == end) return;
+    std::vector<const std::byte*> inputs;
+    std::vector<std::byte*> outputs;
+    for (int r = 0; r < size_; ++r) {
+      inputs.push_back(views.in[static_cast<std::size_t>(r)] + begin * elem);
+      outputs.push_back(views.out[static_cast<std::size_t>(r)] + begin * elem);
+    }
+    reduceToOutputs(inputs, outputs, end - begin, type, op, scratch_);
+  });
+}
+
+Result<void> Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type,
+                                  ReduceOp op, int root) {
+  if (root < 0 || root >= size_) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "reduce: root " + std::to_string(root) + " is not a rank of " + name_);
+  }
+  const std::size_t bytes = count * dataTypeSize(type);
+  Plan plan;
+  plan.desc = describeOp(OpKind::kReduce, type, op, root, count);
+  plan.send = send;
+  plan.sendBytes = bytes;
+  plan.recv = recv;
+  plan.recvBytes = rank_ == root ? bytes : 0;
+  plan.peerInBytes = countBytes;
+  plan.peerOutBytes = rootOnlyBytes;
+  return runCollective(plan, [&](const Views& views) {
+    const std::size_t elem = dataTypeSize(type);
+    const auto [begin, end] = shareOf(count, elem, rank_, size_);
+    if (begin == end) return;
+    std::vector<const std::byte*> inputs;
+    for (int r = 0; r < size_; ++r) {
+      inputs.push_back(views.in[static_cast<std::size_t>(r)] + begin * elem);
+    }
+    std::byte* const output = views.out[static_cast<std::size_t>(root)] + begin * elem;
+    reduceToOutputs(inputs, std::span(&output, 1), end - begin, type, op, scratch_);
+  });
+}
+
+Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount,
+                                         DataType type, ReduceOp op) {
+  const std::size_t bytes = recvCount * dataTypeSize(type);
+  Plan plan;
+  plan.desc = describeOp(OpKind::kReduceScatter, type, op, 0, recvCount);
+  plan.send = send;
+  plan.sendBytes = bytes * static_cast<std::size_t>(size_);
+  plan.recv = recv;
+  plan.recvBytes = bytes;
+  plan.peerInBytes = worldBytes;
+  plan.peerOutBytes = countBytes;
+  return runCollective(plan, [&](const Views& views) {
+    if (bytes == 0) return;
+    std::vector<const std::byte*> inputs;
+    for (int r = 0; r < size_; ++r) {
+      inputs.push_back(views.in[static_cast<std::size_t>(r)] +
+                       static_cast<std::size_t>(rank_) * bytes);
+    }
+    std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
+    reduceToOutputs(inputs, std::span(&output, 1), recvCount, type, op, scratch_);
+  });
+}
+
+Result<void> Communicator::allGather(const void* send, void* recv, std::size_t sendCount,
+                                     DataType type) {
+  const std::size_t bytes = sendCount * dataTypeSize(type);
+  if (useSlots(OpKind::kAllGather, bytes)) {
+    return runInline(describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount), send,
+                     bytes, [&](std::span<const std::byte* const> inputs) {
+                       auto* out = static_cast<std::byte*>(recv);
+                       for (std::size_t r = 0; r < inputs.size() && bytes > 0; ++r) {
+                         std::memcpy(out + r * bytes, inputs[r], bytes);
+                       }
+                     });
+  }
+  Plan plan;
+  plan.desc = describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount);
+  plan.send = send;
+  plan.sendBytes = bytes;
+  plan.recv = recv;
+  plan.recvBytes = bytes * static_cast<std::size_t>(size_);
+  plan.peerInBytes = countBytes;
+  plan.peerOutBytes = worldBytes;
+  // Pull: rank r copies every rank's input into its own output, so it writes only local memory.
+  return runCollective(plan, [&](const Views& views) {
+    if (bytes == 0) return;
+    std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
+    for (int step = 0; step < size_; ++step) {
+      const int r = (rank_ + step) % size_;  // staggered so ranks read different peers
+      std::byte* target = output + static_cast<std::size_t>(r) * bytes;
+      const std::byte* source = views.in[static_cast<std::size_t>(r)];
+      if (target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
+    }
+    fenceStreamingStores(bytes >= kStreamingBytes);
+  });
+}
+
+Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t countPerRank,
+                                    DataType type) {
+  const std::size_t bytes = countPerRank * dataTypeSize(type);
+  const std::size_t total = bytes * static_cast<std::size_t>(size_);
+  Plan plan;
+  plan.desc = describeOp(OpKind::kAllToAll, type, ReduceOp::kSum, 0, countPerRank);
+  plan.send = send;
+  plan.sendBytes = total;
+  plan.recv = recv;
+  plan.recvBytes = total;
+  // In place, a peer would read block p of my buffer while I overwrite it: copy my input aside.
+  plan.stageSend = send == recv;
+  plan.peerInBytes = worldBytes;
+  plan.peerOutBytes = worldBytes;
+  return runCollective(plan, [&](const Views& views) {
+    if (bytes == 0) return;
+    std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
+    for (int step = 0; step < size_; ++step) {
+      const int r = (rank_ + step) % size_;
+      copyOut(output + static_cast<std::size_t>(r) * bytes,
+              views.in[static_cast<std::size_t>(r)] + static_cast<std::size_t>(rank_) * bytes,
+              bytes, bytes >= kStreamingBytes);
+    }
+    fenceStreamingStores(bytes >= kStreamingBytes);
+  });
+}
+
+Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType type,
+                                     int root) {
+  if (root < 0 || root >= size_) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "broadcast: root " + std::to_string(root) + " is not a rank of " + name_);
+  }
+  const std::size_t bytes = count * dataTypeSize(type);
+  if (useSlots(OpKind::kBroadcast, bytes)) {
+    return runInline(describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count), send,
+                     rank_ == root ? bytes : 0, [&](std::span<const std::byte* const> inputs) {
+                       if (bytes > 0 && !(rank_ == root && recv == send)) {
+                         std::memcpy(recv, inputs[static_cast<std::size_t>(root)], bytes);
+                       }
+                     });
+  }
+  Plan plan;
+  plan.desc = describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count);
+  plan.send = send;
+  plan.sendBytes = rank_ == root ? bytes : 0;
+  plan.recv = recv;
+  plan.recvBytes = bytes;
+  plan.peerInBytes = rootOnlyBytes;
+  plan.peerOutBytes = countBytes;
+  return runCollective(plan, [&](const Views& views) {
+    const std::byte* source = views.in[static_cast<std::size_t>(root)];
+    std::byte* target = views.out[static_cast<std::size_t>(rank_)];
+    if (bytes > 0 && target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
+    fenceStreamingStores(bytes >= kStreamingBytes);
+  });
+}
+
+Result<void> Communicator::barrier() {
+  return runInline(describeOp(OpKind::kBarrier, DataType::kU8, ReduceOp::kSum, 0, 0), nullptr, 0,
+                   [](std::span<const std::byte* const>) {});
+}
+
+Request Communicator::allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                     ReduceOp op) {
+  return async([=](Communicator& c) { return c.allReduce(send, recv, count, type, op); });
+}
+
+Request Communicator::allGatherAsync(const void* send, void* recv, std::size_t sendCount,
+                                     DataType type) {
+  return async([=](Communicator& c) { return c.allGather(send, recv, sendCount, type); });
+}
+
+Request Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount,
+                                         DataType type, ReduceOp op) {
+  return async([=](Communicator& c) { return c.reduceScatter(send, recv, recvCount, type, op); });
+}
+
+Request Communicator::broadcastAsync(const void* send, void* recv, std::size_t count, DataType type,
+                                     int root) {
+  return async([=](Communicator& c) { return c.broadcast(send, recv, count, type, root); });
+}
+
+Request Communicator::barrierAsync() {
+  return async([](Communicator& c) { return c.barrier(); });
+}
+
+}  // namespace torus::coll

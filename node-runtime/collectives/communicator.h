@@ -1,0 +1,287 @@
+// Communicator: a group of ranks on one host that run collectives over shared memory.
+//
+// Created from (rank, world size, root address) through the TCP bootstrap; ranks on the same host
+// are found there. Ranks spread over several hosts need the libfabric transport, which is not
+// implemented yet: create() then fails and says so.
+//
+// Data path ("direct" design): every rank publishes, per operation, where its input and output
+// live as (shared-memory segment, offset); after an arrival barrier each rank does its share of
+// the work straight in the peers' memory (rank r reduces chunk r from every input and writes the
+// result into every output), then a completion barrier. Buffers from allocate() live in shared
+// memory, so this runs with no copy beyond the reduction itself; plain user buffers are copied
+// through a per-rank staging segment. Up to kInlineBytes per rank, AllReduce, AllGather,
+// Broadcast and Barrier go through the control slots instead, with a single wait.
+//
+// Errors: every wait is bounded by the timeout. A peer that exits is noticed through its pidfd
+// within about a millisecond; a peer that is alive but absent is named when the timeout runs out.
+// Either way the error names the missing rank(s), the communicator and the sequence number, the
+// communicator is broken from then on (every later call returns the same error), and the peers
+// are told through the control segment so they fail fast too.
+//
+// Owns: the control segment, its own segments (allocations, staging), its mappings of the peers'
+// segments, the peers' pidfds and its async worker thread. Not thread-safe: one thread per
+// communicator at a time (the *Async calls hand operations to the worker instead).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/base/unique_fd.h"
+#include "node-runtime/collectives/async_worker.h"
+#include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/shm_segment.h"
+#include "node-runtime/collectives/status.h"
+
+namespace torus::coll {
+
+inline constexpr std::chrono::milliseconds kDefaultTimeout{5 * 60 * 1000};
+
+// Which algorithm small collectives use. kAuto: up to kInlineBytes per rank through the
+// control slots (one wait), larger ones direct; kDirect: always direct (two waits). Set by
+// TORUS_COLL_ALGO=auto|direct, for comparing and for working around a suspected bug.
+enum class Algorithm { kAuto, kDirect };
+Result<Algorithm> parseAlgorithm(std::string_view text);
+
+struct CommOptions {
+  int rank = 0;
+  int size = 1;
+  std::string rootAddress = "127.0.0.1:0";  // NEURON_RT_ROOT_COMM_ID
+  std::chrono::milliseconds timeout = kDefaultTimeout;
+  std::string name;       // shown in logs and errors; default "comm-<session>"
+  UniqueFd rootListener;  // rank 0 only, optional: a socket already listening on rootAddress
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+// Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS and algorithm
+// from TORUS_COLL_ALGO when they are set; read once, at communicator creation, as STYLE.md asks.
+Result<void> applyEnvironment(CommOptions& options);
+
+// Where a rank's input or output lives, as the peers can find it. segment 0 = nothing.
+struct SegmentRef {
+  std::uint64_t segment = 0;
+  std::uint64_t offset = 0;
+};
+
+class SegmentRegistry;
+
+// A runtime-owned tensor in shared memory (as a Neuron runtime owns device memory). Collectives
+// on it run without staging copies. Valid after its communicator is gone (it then is plain
+// memory), released when destroyed: the peers drop their mappings at their next operation.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&&) noexcept = default;
+  Buffer& operator=(Buffer&&) noexcept = default;
+  ~Buffer();
+
+  std::byte* data() const { return segment_.data(); }
+  std::size_t size() const { return bytes_; }
+  template <typename T>
+  std::span<T> as() const {
+    return {reinterpret_cast<T*>(data()), bytes_ / sizeof(T)};
+  }
+
+ private:
+  friend class Communicator;
+  std::shared_ptr<SegmentRegistry> registry_;
+  ShmSegment segment_;
+  std::uint64_t id_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+enum class OpKind : std::uint32_t {
+  kNone,
+  kSetup,
+  kBarrier,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kBroadcast,
+  kReduce,
+  kSend,
+  kRecv,
+};
+std::string_view opName(OpKind op);
+
+// What a rank announces about the collective it is in; peers compare and use it.
+struct OpDescriptor {
+  std::uint64_t sequence = 0;
+  OpKind op = OpKind::kNone;
+  DataType type = DataType::kU8;
+  ReduceOp reduceOp = ReduceOp::kSum;
+  std::int32_t root = 0;
+  std::uint64_t count = 0;
+  SegmentRef in;
+  SegmentRef out;
+};
+
+struct ControlLayout;
+
+// A non-owning reference to a callable, so the per-collective body costs no allocation.
+template <typename Signature>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F>
+  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor)
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+class Communicator {
+ public:
+  // Collectives up to this many bytes per rank go through the control slots (one wait).
+  static constexpr std::size_t kInlineBytes = 512;
+
+  static Result<std::unique_ptr<Communicator>> create(CommOptions options);
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return name_; }
+  // Sequence number of the last collective started (1 for the first).
+  std::uint64_t sequence() const { return sequence_; }
+  // The error that broke this communicator, if any.
+  const std::optional<Error>& brokenBy() const { return broken_; }
+
+  // Collective: ranks passing the same color >= 0 form a new communicator, ranked by key (ties
+  // by rank here); a negative color takes part but gets no communicator (nullptr). This
+  // communicator stays usable; the new one has its own sequence numbers and failure state.
+  Result<std::unique_ptr<Communicator>> split(int color, int key);
+
+  // Runtime-owned tensor of `bytes` bytes (local, not collective).
+  Result<Buffer> allocate(std::size_t bytes);
+
+  // Counts are in elements. In-place: recv == send (AllGather: send == recv + rank * sendCount
+  // elements; ReduceScatter: recv == send + rank * recvCount elements).
+  Result<void> allReduce(const void* send, void* recv, std::size_t count, DataType type,
+                         ReduceOp op);
+  Result<void> allGather(const void* send, void* recv, std::size_t sendCount, DataType type);
+  Result<void> reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
+                             ReduceOp op);
+  // Block p of send goes to rank p; block p of recv comes from rank p; countPerRank per block.
+  Result<void> allToAll(const void* send, void* recv, std::size_t countPerRank, DataType type);
+  // send is read at root only; recv is written on every rank.
+  Result<void> broadcast(const void* send, void* recv, std::size_t count, DataType type, int root);
+  // recv is written at root only.
+  Result<void> reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                      int root);
+  // Blocking point-to-point: returns when the peer has the data (send) / the data is here (recv).
+  Result<void> send(const void* data, std::size_t count, DataType type, int peer);
+  Result<void> recv(void* data, std::size_t count, DataType type, int peer);
+  Result<void> barrier();
+
+  // Asynchronous forms: the operation runs on this communicator's worker thread, after every
+  // operation posted before it; wait() or test() the Request. Buffers must stay valid until the
+  // request finished. While requests are outstanding, the synchronous calls above fail with
+  // kFailedPrecondition instead of racing the worker.
+  Request async(std::function<Result<void>(Communicator&)> operation);
+  Request allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
+                         ReduceOp op);
+  Request allGatherAsync(const void* send, void* recv, std::size_t sendCount, DataType type);
+  Request reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type,
+                             ReduceOp op);
+  Request broadcastAsync(const void* send, void* recv, std::size_t count, DataType type, int root);
+  Request barrierAsync();
+
+ private:
+  // What one collective needs from the communicator: everyone's input and output pointers.
+  struct Views {
+    std::vector<const std::byte*> in;  // per rank; nullptr when that rank has no input
+    std::vector<std::byte*> out;       // per rank; nullptr when that rank has no output
+  };
+  struct Plan {
+    OpDescriptor desc;
+    const void* send = nullptr;
+    std::size_t sendBytes = 0;  // this rank's input size
+    void* recv = nullptr;
+    std::size_t recvBytes = 0;  // this rank's output size
+    bool stageSend = false;     // copy the input aside even if it is a runtime buffer
+    // Bytes of rank p's input / output, for bounds checks on what p published.
+    std::size_t (*peerInBytes)(const OpDescriptor&, int peer, int size) = nullptr;
+    std::size_t (*peerOutBytes)(const OpDescriptor&, int peer, int size) = nullptr;
+  };
+
+  Communicator() = default;
+  class InFlight;
+  Result<void> checkCaller(std::string_view call) const;
+  bool useSlots(OpKind op, std::size_t bytes) const;
+  Result<void> setup(CommOptions& options);
+  Result<void> createControl(std::uint64_t session);
+  Result<void> attachControl(const std::string& context);
+  Result<void> runCollective(Plan plan, FunctionRef<void(const Views&)> body);
+  Result<void> runInline(OpDescriptor desc, const void* send, std::size_t bytes,
+                         FunctionRef<void(std::span<const std::byte* const>)> body);
+  std::string opContext(const OpDescriptor& desc) const;
+  template <typename Describe>
+  Result<void> arriveAndWait(Describe what);
+  Result<void> meet(std::string_view what);  // a barrier outside any collective (setup)
+  Result<const std::byte*> resolve(int owner, SegmentRef ref, std::size_t bytes);
+  Result<SegmentRef> publishInput(const void* data, std::size_t bytes, bool forceStage,
+                                  std::size_t stagingOffset);
+  Result<void> ensureStaging(std::size_t bytes);
+  void exchangeFreed();
+  Result<void> validatePeers(const OpDescriptor& mine);
+  Result<void> p2p(bool isSend, void* data, std::size_t count, DataType type, int peer);
+  template <typename Done, typename Pending, typename Describe>
+  Result<void> waitUntil(Done done, Pending pending, Describe what);
+  Error fail(Error error);
+  std::string segmentName(int owner, std::uint64_t id) const;
+  void unlinkSegmentsOf(int owner) const;
+  std::string rankList(const std::vector<int>& ranks) const;
+
+  int rank_ = 0;
+  int size_ = 1;
+  std::string name_;
+  std::chrono::milliseconds timeout_{kDefaultTimeout};
+  std::uint64_t session_ = 0;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t splits_ = 0;
+  bool spin_ = true;      // false when ranks outnumber CPUs: yield at once
+  bool slotPath_ = true;  // small collectives through the control slots (Algorithm::kAuto)
+  ShmSegment control_;
+  ControlLayout* layout_ = nullptr;
+  std::vector<RankInfo> ranks_;
+  std::vector<UniqueFd> pidfds_;  // per rank; invalid for self or when pidfd_open failed
+  std::shared_ptr<SegmentRegistry> registry_;
+  ShmSegment staging_;
+  std::uint64_t stagingId_ = 0;
+  std::map<std::pair<int, std::uint64_t>, ShmSegment> peerSegments_;
+  std::vector<std::uint64_t> sent_;       // per peer: messages sent to it
+  std::vector<std::uint64_t> received_;   // per peer: messages received from it
+  std::vector<std::uint64_t> freedSeen_;  // per peer: freed segments already dropped
+  std::vector<std::byte> scratch_;        // reduction block, private to this rank
+  Views views_;                           // reused by every collective
+  std::vector<const std::byte*> inlineViews_;
+  std::optional<Error> broken_;
+  std::shared_ptr<CommStatus> status_;  // what statusReport() shows about this communicator
+  std::optional<StatusRegistration> statusRegistration_;
+  bool waitPublished_ = false;
+  std::unique_ptr<AsyncWorker> worker_;  // last: stopped before anything it uses goes away
+};
+
+}  // namespace torus::coll

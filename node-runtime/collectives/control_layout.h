@@ -1,0 +1,102 @@
+// The layout of a communicator's shared control segment and the accessors both halves of the
+// communicator use (communicator.cc: waiting and collectives; communicator_setup.cc: creation).
+// Internal to node-runtime/collectives.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <sched.h>
+
+#include "node-runtime/collectives/communicator.h"
+
+namespace torus::coll {
+
+// ---- shared control segment ----
+
+// Layout: header, one arrival line per rank, one slot per rank, one mailbox per (sender,
+// receiver). Every field another process writes is its own cache line, so spinning readers do
+// not disturb the writer's other fields. Fields are plain integers accessed with atomic_ref.
+struct alignas(64) ArrivalLine {
+  std::uint64_t epoch;
+};
+constexpr std::size_t kFreedRing = 64;
+constexpr std::size_t kInlineBytes = Communicator::kInlineBytes;
+struct alignas(64) RankSlot {
+  std::int32_t pid;
+  std::uint32_t aborted;
+  OpDescriptor desc[2];  // by sequence parity: a slow peer may still read the previous one
+  char reason[384];
+  // Segments this rank has freed, so peers drop their mappings (ids are never reused).
+  std::uint64_t freedCount;
+  std::uint64_t freed[kFreedRing];
+  // Small-message path: the data itself, by sequence parity (see runInline).
+  alignas(64) std::byte inlineData[2][kInlineBytes];
+};
+struct alignas(64) Mailbox {
+  std::uint64_t posted;  // messages the sender has published
+  std::uint64_t pad0[7];
+  std::uint64_t taken;  // messages the receiver has copied out
+  std::uint64_t bytes;
+  SegmentRef ref;
+};
+struct alignas(64) ControlLayout {
+  std::uint64_t magic;
+  std::uint64_t size;
+};
+
+constexpr std::uint64_t kMagic = 0x746f7275732d6331ULL;  // "torus-c1"
+constexpr std::size_t kBlockBytes = 32 * 1024;           // reduction block, fits in L1/L2
+constexpr auto kLivenessInterval = std::chrono::milliseconds(1);
+
+inline std::size_t controlBytes(int size) {
+  const auto n = static_cast<std::size_t>(size);
+  return sizeof(ControlLayout) + n * sizeof(ArrivalLine) + n * sizeof(RankSlot) +
+         n * n * sizeof(Mailbox);
+}
+inline ArrivalLine& arrival(ControlLayout* layout, int rank) {
+  return reinterpret_cast<ArrivalLine*>(layout + 1)[rank];
+}
+inline RankSlot& slot(ControlLayout* layout, int rank) {
+  auto* slots = reinterpret_cast<RankSlot*>(&arrival(layout, static_cast<int>(layout->size)));
+  return slots[rank];
+}
+inline Mailbox& mailbox(ControlLayout* layout, int from, int to) {
+  const int n = static_cast<int>(layout->size);
+  auto* boxes = reinterpret_cast<Mailbox*>(&slot(layout, n));
+  return boxes[from * n + to];
+}
+
+inline std::uint64_t loadAcquire(std::uint64_t& value) {
+  return std::atomic_ref<std::uint64_t>(value).load(std::memory_order_acquire);
+}
+inline void storeRelease(std::uint64_t& value, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(value).store(v, std::memory_order_release);
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+inline int usableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+inline std::string hex(std::uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+}  // namespace torus::coll

@@ -1,0 +1,20 @@
+// The element-wise reductions every reducing collective runs: dst = src[0] op src[1] op ... .
+//
+// Owns: the arithmetic per (DataType, ReduceOp). Does not own: which memory is read or written
+// (the algorithms decide). Integer sum and product wrap modulo 2^bits (computed unsigned, so no
+// signed overflow); f16 and bf16 are widened to float, reduced, and rounded once per element.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "node-runtime/collectives/data_type.h"
+
+namespace torus::coll {
+
+// dst[i] = srcs[0][i] op srcs[1][i] op ... for i < count. `dst` must not overlap any source;
+// srcs must not be empty.
+void reduceInto(void* dst, std::span<const std::byte* const> srcs, std::size_t count, DataType type,
+                ReduceOp op);
+
+}  // namespace torus::coll

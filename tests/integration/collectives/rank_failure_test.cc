@@ -1,0 +1,175 @@
+// Failure paths with real processes: a rank SIGKILLed while the others wait in a collective, a
+// rank alive but absent, a rank that never shows up at bootstrap, ranks that disagree about the
+// collective. Every survivor must fail within a bound (far below the communicator timeout when
+// the peer is dead) with an error naming the missing rank, the communicator and the sequence.
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "node-runtime/collectives/communicator.h"
+#include "tests/integration/collectives/rank_launcher.h"
+
+namespace torus::coll {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using testing::LaunchOptions;
+using testing::launchRanks;
+using testing::summarizeFailures;
+
+long long millisSince(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+}
+
+// "" when `message` contains every needle, else what is missing.
+std::string expectMentions(const std::string& message, std::initializer_list<std::string> needles) {
+  for (const auto& needle : needles) {
+    if (message.find(needle) == std::string::npos) {
+      return "error \"" + message + "\" does not mention \"" + needle + "\"";
+    }
+  }
+  return {};
+}
+
+std::string warmUp(Communicator& comm, int collectives) {
+  std::vector<float> data(1000, 1.0F);
+  for (int i = 0; i < collectives; ++i) {
+    if (auto s =
+            comm.allReduce(data.data(), data.data(), data.size(), DataType::kF32, ReduceOp::kSum);
+        !s) {
+      return "warm-up: " + s.error().message;
+    }
+  }
+  return {};
+}
+
+TEST(RankFailure, KilledRankIsNamedByEverySurvivorLongBeforeTheTimeout) {
+  LaunchOptions options;
+  options.size = 4;
+  options.commTimeout = std::chrono::milliseconds(30000);
+  options.killRank = 2;
+  options.killAfter = std::chrono::milliseconds(1500);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+    auto comm = Communicator::create(std::move(commOptions));
+    if (!comm) return "create: " + comm.error().message;
+    if (auto e = warmUp(**comm, 3); !e.empty()) return e;
+    if ((*comm)->rank() == 2) {
+      while (true)
+        ::pause();  // killed by the launcher while the others wait for it
+    }
+    std::vector<float> data(1 << 20, 1.0F);
+    const auto start = Clock::now();
+    auto status =
+        (*comm)->allReduce(data.data(), data.data(), data.size(), DataType::kF32, ReduceOp::kSum);
+    if (status) return "allReduce succeeded without rank 2";
+    if (millisSince(start) > 6000) {
+      return "took " + std::to_string(millisSince(start)) + " ms to notice";
+    }
+    if (auto e = expectMentions(status.error().message, {"rank 2", "seq=4", "test-comm"});
+        !e.empty()) {
+      return e;
+    }
+    // Broken stays broken, with the same culprit.
+    auto again = (*comm)->barrier();
+    if (again) return "barrier succeeded on a broken communicator";
+    return expectMentions(again.error().message, {"broken", "rank 2"});
+  });
+  ASSERT_EQ(outcomes.size(), 4U);
+  EXPECT_FALSE(outcomes[2].exited) << "rank 2 should have been killed";
+  for (int r : {0, 1, 3}) {
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exitCode == 0 && !outcomes[r].hung)
+        << "rank " << r << ": " << outcomes[r].message;
+  }
+}
+
+TEST(RankFailure, AbsentRankIsNamedWhenTheTimeoutRunsOut) {
+  LaunchOptions options;
+  options.size = 3;
+  options.commTimeout = std::chrono::milliseconds(600);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+    auto comm = Communicator::create(std::move(commOptions));
+    if (!comm) return "create: " + comm.error().message;
+    if (auto e = warmUp(**comm, 1); !e.empty()) return e;
+    if ((*comm)->rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // skips the collective
+      return {};
+    }
+    const auto start = Clock::now();
+    auto status = (*comm)->barrier();
+    const auto elapsed = millisSince(start);
+    if (status) return "barrier succeeded without rank 1";
+    if (elapsed < 500 || elapsed > 2500) {
+      return "failed after " + std::to_string(elapsed) + " ms, timeout is 600 ms";
+    }
+    return expectMentions(status.error().message, {"rank 1", "seq=2", "test-comm"});
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+TEST(RankFailure, RankMissingAtBootstrapIsNamedByTheOthers) {
+  LaunchOptions options;
+  options.size = 3;
+  options.commTimeout = std::chrono::milliseconds(1000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+    if (commOptions.rank == 2) return {};  // never joins
+    const auto start = Clock::now();
+    auto comm = Communicator::create(std::move(commOptions));
+    if (comm) return "create succeeded without rank 2";
+    if (millisSince(start) > 3000) return "took " + std::to_string(millisSince(start)) + " ms";
+    return expectMentions(comm.error().message, {"rank 2", "never connected", "test-comm"});
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+TEST(RankFailure, RanksThatDisagreeAboutTheCollectiveAllFailNamingEachOther) {
+  LaunchOptions options;
+  options.size = 2;
+  options.commTimeout = std::chrono::milliseconds(5000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+    auto comm = Communicator::create(std::move(commOptions));
+    if (!comm) return "create: " + comm.error().message;
+    const int rank = (*comm)->rank();
+    std::vector<float> data(16, 1.0F);
+    auto status = (*comm)->allReduce(data.data(), data.data(), rank == 0 ? 10 : 11, DataType::kF32,
+                                     ReduceOp::kSum);
+    if (status) return "allReduce with different counts succeeded";
+    return expectMentions(status.error().message,
+                          {"rank " + std::to_string(1 - rank), "count=10", "count=11", "seq=1"});
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+// The killed rank had published a staging segment and a runtime tensor; the survivor removes
+// their names when it sees the rank die (the control segment's name is gone after setup).
+TEST(RankFailure, ShmNamesAreGoneAfterARankIsKilled) {
+  LaunchOptions options;
+  options.size = 2;
+  options.commTimeout = std::chrono::milliseconds(5000);
+  options.killRank = 1;
+  options.killAfter = std::chrono::milliseconds(800);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+    auto comm = Communicator::create(std::move(commOptions));
+    if (!comm) return "create: " + comm.error().message;
+    if (auto e = warmUp(**comm, 1); !e.empty()) return e;  // user buffers: staging segments
+    auto tensor = (*comm)->allocate(4096);
+    if (!tensor) return "allocate: " + tensor.error().message;
+    if (auto s = (*comm)->allReduce(tensor->data(), tensor->data(), 1024, DataType::kI32,
+                                    ReduceOp::kMax);
+        !s) {
+      return "allReduce on runtime buffers: " + s.error().message;
+    }
+    if ((*comm)->rank() == 1) {
+      while (true)
+        ::pause();
+    }
+    return (*comm)->barrier() ? "barrier succeeded without rank 1" : "";
+  });
+  EXPECT_EQ(summarizeFailures({outcomes[0]}), "");
+  EXPECT_EQ(testing::torusShmNamesOf(outcomes[0].pid), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace torus::coll
