@@ -15,11 +15,12 @@ build_packages=(
   libyaml-cpp-dev libcpp-httplib-dev nlohmann-json3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format curl unzip
-  openmpi-bin libopenmpi-dev  # baseline of tests/bench/collectives_vs_mpi.sh
 )
-# Tools the tests run against our output: promtool (package prometheus) checks /metrics.
+# Tools the tests and benchmarks run next to our code: promtool (package prometheus) checks
+# /metrics; Open MPI is the baseline of tests/bench/collectives_vs_mpi.sh.
 test_packages=(
   prometheus
+  openmpi-bin libopenmpi-dev
 )
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates
