@@ -35,12 +35,14 @@ Result<int> ClusterState::upsertNode(const std::string& name, const std::string&
   if (it != nodes_.end() && it->second.model.catalog == model->catalog &&
       it->second.model.lnc == model->lnc) {
     it->second.model = std::move(*model);  // only health can differ
+    it->second.healthyCores = it->second.model.coresOfDevices(it->second.model.healthyDevices());
     return dropped;
   }
   if (it != nodes_.end()) dropped = dropAllocationsLocked(name);
   auto shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(*model));
   NodeEntry& entry = nodes_[name];
   entry.model = std::move(*model);
+  entry.healthyCores = entry.model.coresOfDevices(entry.model.healthyDevices());
   entry.shapes = std::move(shapes);
   entry.usedCores = {};
   return dropped;
@@ -70,8 +72,7 @@ std::optional<NodeState> ClusterState::node(const std::string& name) const {
   const auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;
   const topology::Node& model = it->second.model;
-  return NodeState{name, model,
-                   model.coresOfDevices(model.healthyDevices()) - it->second.usedCores};
+  return NodeState{name, model, it->second.healthyCores - it->second.usedCores};
 }
 
 std::vector<std::string> ClusterState::nodeNames() const {
@@ -94,8 +95,7 @@ Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodD
     return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
   }
   NodeEntry& entry = it->second;
-  const NodeState view{nodeName, entry.model,
-                       entry.model.coresOfDevices(entry.model.healthyDevices()) - entry.usedCores};
+  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores};
   auto chosen =
       topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
   if (!chosen) return std::move(chosen).error().withContext("node " + nodeName);
@@ -155,7 +155,7 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
       continue;
     }
     const NodeEntry& entry = it->second;
-    Key key{entry.model.catalog, entry.model.lnc, entry.model.healthyDevices(), entry.usedCores};
+    Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores, entry.usedCores};
     auto found = memo.find(key);
     if (found == memo.end()) {
       found = memo.emplace(key, tryPlaceLocked(name, entry, pod, withScore)).first;
@@ -169,8 +169,7 @@ Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const std::string& node
                                                          const NodeEntry& entry,
                                                          const PodDemand& pod,
                                                          bool withScore) const {
-  const NodeState view{nodeName, entry.model,
-                       entry.model.coresOfDevices(entry.model.healthyDevices()) - entry.usedCores};
+  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores};
   auto chosen =
       topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
   if (!chosen) return std::move(chosen).error();

@@ -100,6 +100,7 @@ class ClusterState {
   struct NodeEntry {
     topology::Node model;
     std::shared_ptr<const topology::ShapeCatalog> shapes;
+    topology::CoreSet healthyCores;  // cached: every filter looks at it for every node
     topology::CoreSet usedCores;
   };
 
