@@ -89,9 +89,9 @@ void KernelLogWatcher::run(std::stop_token stop) {
   char buffer[8192];
   while (!stop.stop_requested()) {
     // /dev/kmsg wakes poll() per record; a regular file is always "readable" and reads 0 at its
-    // end, so the short poll timeout doubles as the file's re-check interval.
+    // end, so it is re-checked after a pause (an idle agent must cost next to nothing).
     pollfd wait{fd_.get(), POLLIN, 0};
-    ::poll(&wait, 1, 200);
+    ::poll(&wait, 1, 1000);
     const ssize_t got = ::read(fd_.get(), buffer, sizeof buffer);
     if (got < 0) {
       if (errno == EPIPE) continue;  // kmsg records overwritten before we read them
@@ -103,7 +103,7 @@ void KernelLogWatcher::run(std::stop_token stop) {
       continue;
     }
     if (got == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
       continue;
     }
     pending.append(buffer, static_cast<std::size_t>(got));
