@@ -1,25 +1,16 @@
 #include "node-runtime/agent/node_publisher.h"
 
 #include <chrono>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/base/utc_time.h"
 
 namespace torus::agent {
 namespace {
 
 using nlohmann::json;
-
-std::string nowRfc3339() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 // The keys of `wanted` that differ from `current`, and null for keys we own that went away.
 json changedKeys(const std::map<std::string, std::string>& current,
@@ -100,7 +91,7 @@ Result<void> NodePublisher::publish(const NodeMetadata& wanted) {
   }
   const std::pair<bool, std::string> condition{wanted.healthy, wanted.message};
   if (condition_ != condition) {
-    const std::string now = nowRfc3339();
+    const std::string now = utcNowRfc3339();
     const json patch = {
         {"status",
          {{"conditions", json::array({{{"type", "NeuronHealthy"},

@@ -32,8 +32,4 @@ struct NodeStats {
 
 NodeStats readNodeStats(const discovery::DiscoveryRoots& roots, const topology::Node& node);
 
-// The memory categories and status counters read (the driver's names).
-const std::vector<std::string>& memoryCategories();
-const std::vector<std::string>& statusCounters();
-
 }  // namespace torus::monitor

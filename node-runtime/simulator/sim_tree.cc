@@ -12,6 +12,7 @@
 #include "common/base/strings.h"
 #include "common/topology/instance_catalog.h"
 #include "common/topology/neuronlink_graph.h"
+#include "node-runtime/discovery/driver_counters.h"
 
 namespace torus::simulator {
 namespace {
@@ -19,48 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 using topology::InstanceType;
 
-// The driver's per-core status counters (neuron_coreK/stats/status/<name>/{total,present}).
-constexpr std::array<const char*, 24> kCoreStatusCounters = {"success",
-                                                             "failure",
-                                                             "timeout",
-                                                             "exec_bad_input",
-                                                             "hw_error",
-                                                             "execute_completed_with_error",
-                                                             "execute_completed_with_num_error",
-                                                             "generic_error",
-                                                             "resource_error",
-                                                             "resource_nc_error",
-                                                             "execute_failed_to_queue",
-                                                             "invalid_error",
-                                                             "unsupported_neff_version",
-                                                             "oob_error",
-                                                             "hw_collectives_error",
-                                                             "hw_hbm_ue_error",
-                                                             "hw_nc_ue_error",
-                                                             "hw_dma_abort_error",
-                                                             "execute_sw_nq_overflow",
-                                                             "execute_sw_semaphore_error",
-                                                             "execute_sw_event_error",
-                                                             "execute_sw_psum_collision",
-                                                             "execute_sw_sequencer_fatal",
-                                                             "hw_repairable_hbm_ue_error"};
-constexpr std::array<const char*, 6> kCoreOtherInfo = {"model_load_count", "reset_req_count",
-                                                       "reset_fail_count", "inference_count",
-                                                       "flop_count",       "nc_time_in_use"};
-constexpr std::array<const char*, 11> kDeviceMemCategories = {"collectives",
-                                                              "constants",
-                                                              "dma_rings",
-                                                              "driver_memory",
-                                                              "model_code",
-                                                              "model_shared_scratchpad",
-                                                              "nonshared_scratchpad",
-                                                              "notifications",
-                                                              "runtime_memory",
-                                                              "tensors",
-                                                              "uncategorized"};
-constexpr std::array<const char*, 8> kHostMemCategories = {
-    "application_memory", "constants",     "dma_buffers", "dma_rings",
-    "driver_memory",      "notifications", "tensors",     "uncategorized"};
+using discovery::kCoreOtherInfo;
+using discovery::kCoreStatusCounters;
+using discovery::kDeviceMemCategories;
+using discovery::kHostMemCategories;
 
 class TreeWriter {
  public:
@@ -159,10 +122,9 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
     const std::uint64_t serial = 0x5e7a000000000000ULL + static_cast<std::uint64_t>(nodeId) * 64 +
                                  static_cast<std::uint64_t>(index);
     TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "serial_number", hex16(serial) + "\n"), name);
-    TORUS_RETURN_IF_ERROR(out.counters(dir / "stats" / "hardware",
-                                       {"mem_ecc_uncorrected", "mem_ecc_repairable_uncorrected",
-                                        "sram_ecc_uncorrected"}),
-                          name);
+    for (const char* counter : discovery::kEccCounters) {
+      TORUS_RETURN_IF_ERROR(out.file(dir / "stats" / "hardware" / counter, "0\n"), name);
+    }
     TORUS_RETURN_IF_ERROR(
         out.file(dir / "stats" / "power" / "utilization", "POWER_STATUS_NO_DATA,0,0,0,0\n"), name);
   }

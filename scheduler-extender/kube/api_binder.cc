@@ -1,11 +1,11 @@
 #include "scheduler-extender/kube/api_binder.h"
 
 #include <chrono>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/base/utc_time.h"
 #include "common/kube/neuron_annotations.h"
 #include "scheduler-extender/server/extender_json.h"
 
@@ -16,16 +16,6 @@ using nlohmann::json;
 
 std::string podPath(const std::string& podNamespace, const std::string& name) {
   return "/api/v1/namespaces/" + podNamespace + "/pods/" + name;
-}
-
-// RFC 3339 in UTC, as Event timestamps are written.
-std::string nowRfc3339() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 std::string nodeNameOf(const json& pod) {
@@ -91,7 +81,7 @@ Result<PodDemand> ApiBinder::fetchPod(const std::string& podNamespace, const std
 
 void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& reason,
                           const std::string& message) {
-  const std::string now = nowRfc3339();
+  const std::string now = utcNowRfc3339();
   const json event = {
       {"apiVersion", "v1"},
       {"kind", "Event"},

@@ -21,15 +21,6 @@ using nlohmann::json;
 constexpr const char* kCores = "aws.amazon.com/neuroncore";
 constexpr const char* kDevices = "aws.amazon.com/neuron";
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
-
 class ExtenderApiTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -11,22 +11,15 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::kube {
 namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using testing::eventually;
 using testing::FakeApiServer;
-
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
 
 // A name -> resourceVersion cache, as a caller would keep.
 struct Cache {

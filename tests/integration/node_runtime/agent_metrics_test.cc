@@ -56,15 +56,6 @@ std::string metricsOf(int port) {
   return reply->substr(4);
 }
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
-
 class AgentMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {

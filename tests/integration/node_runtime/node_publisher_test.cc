@@ -21,15 +21,6 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return condition();
-}
-
 json conditionOf(const json& node, const std::string& type) {
   for (const json& condition : node["status"].value("conditions", json::array())) {
     if (condition.value("type", "") == type) return condition;

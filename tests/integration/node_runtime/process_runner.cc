@@ -174,4 +174,13 @@ int loggedPort(const std::string& log, const std::string& marker) {
   return std::atoi(log.c_str() + port + 6);
 }
 
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
 }  // namespace torus::testing

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ class BackgroundProcess {
 std::optional<std::string> httpGet(int port, const std::string& path);
 // POST with a JSON body; the same answer shape. A server may stop reading a body it refuses.
 std::optional<std::string> httpPost(int port, const std::string& path, const std::string& body);
+
+// Polls `condition` until it holds or `limit` passes; returns the last answer.
+bool eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 // The port a server logged ("... port=NNN") after `marker`; -1 when not there.
 int loggedPort(const std::string& log, const std::string& marker);
