@@ -41,8 +41,10 @@ NodeMetadata nodeMetadata(const topology::Node& node) {
   if (node.ultraServer) {
     const topology::UltraServerPosition& position = *node.ultraServer;
     std::string modes;
-    for (const int mode : position.supportedModes)
-      modes += (modes.empty() ? "" : "_") + modeName(mode);  // label values cannot hold ','
+    for (const int mode : position.supportedModes) {
+      if (!modes.empty()) modes += '_';  // label values cannot hold ','
+      modes += modeName(mode);
+    }
     if (!modes.empty()) metadata.labels[std::string(kUltraServerPrefix) + "mode"] = modes;
     if (!position.serverId2.empty()) {
       metadata.labels[std::string(kUltraServerPrefix) + "server-id-2"] = position.serverId2;
