@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -22,14 +23,6 @@ namespace torus::coll {
 namespace {
 
 constexpr std::string_view kHello = "TORUS-COLL/1";
-constexpr std::size_t kMaxLine = 512;
-
-int millisLeft(Deadline deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
-}
-
 Error sysError(std::string_view what, int err) {
   return makeError(ErrorCode::kUnavailable, std::string(what) + ": " + std::strerror(err));
 }
@@ -87,57 +80,6 @@ Result<AddrInfoPtr> resolve(std::string_view address, bool passive) {
         "resolving root address \"" + std::string(address) + "\": " + ::gai_strerror(rc));
   }
   return AddrInfoPtr(result);
-}
-
-// Line reader over a socket with a deadline; lines are at most kMaxLine bytes.
-class LineReader {
- public:
-  explicit LineReader(int fd) : fd_(fd) {}
-  Result<std::string> readLine(Deadline deadline, std::string_view what) {
-    while (true) {
-      if (const auto newline = buffer_.find('\n'); newline != std::string::npos) {
-        std::string line = buffer_.substr(0, newline);
-        buffer_.erase(0, newline + 1);
-        return line;
-      }
-      if (buffer_.size() > kMaxLine) {
-        return makeError(ErrorCode::kInvalidArgument, std::string(what) + ": line too long");
-      }
-      pollfd pfd{fd_, POLLIN, 0};
-      const int ready = ::poll(&pfd, 1, millisLeft(deadline));
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready < 0) return sysError(what, errno);
-      if (ready == 0) {
-        return makeError(ErrorCode::kDeadlineExceeded, std::string(what) + ": timed out");
-      }
-      char chunk[256];
-      const ssize_t got = ::recv(fd_, chunk, sizeof(chunk), 0);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return sysError(what, errno);
-      if (got == 0) {
-        return makeError(ErrorCode::kUnavailable, std::string(what) + ": connection closed");
-      }
-      buffer_.append(chunk, static_cast<std::size_t>(got));
-    }
-  }
-
- private:
-  int fd_;
-  std::string buffer_;
-};
-
-Result<void> sendAll(int fd, std::string_view data, Deadline deadline) {
-  while (!data.empty()) {
-    pollfd pfd{fd, POLLOUT, 0};
-    const int ready = ::poll(&pfd, 1, millisLeft(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return makeError(ErrorCode::kDeadlineExceeded, "bootstrap send timed out");
-    const ssize_t sent = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (sent < 0 && errno == EINTR) continue;
-    if (sent < 0) return sysError("bootstrap send", errno);
-    data.remove_prefix(static_cast<std::size_t>(sent));
-  }
-  return okResult();
 }
 
 // Connects to the root, retrying while it is not listening yet, until the deadline.
@@ -215,18 +157,18 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
   }
   BootstrapResult result;
   result.ranks.resize(static_cast<std::size_t>(request.size));
-  result.ranks[0] = RankInfo{static_cast<int>(::getpid()), localHostId()};
+  result.ranks[0] = RankInfo{static_cast<int>(::getpid()), request.hostId, localMachineId()};
   std::vector<bool> present(static_cast<std::size_t>(request.size), false);
   present[0] = true;
-  std::vector<UniqueFd> connections(static_cast<std::size_t>(request.size));
+  std::vector<LineSocket> connections(static_cast<std::size_t>(request.size));
   int arrived = 1;
   // The root gives up a little before the others would, so it can still tell them who is
   // missing and every rank's error names the culprit, not just "timed out".
   const auto now = Clock::now();
   const auto gatherDeadline = now + (request.deadline - now) * 9 / 10;
   const auto tellOthers = [&](const Error& error) {
-    for (const UniqueFd& conn : connections) {
-      if (conn) (void)sendAll(conn.get(), "ERR " + error.message + "\n", request.deadline);
+    for (LineSocket& conn : connections) {
+      if (conn) (void)conn.send("ERR " + error.message + "\n", request.deadline);
     }
     return error;
   };
@@ -242,10 +184,9 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
                                       " of " + std::to_string(request.size) +
                                       " ranks checked in)"));
     }
-    UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    LineSocket conn(UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)));
     if (!conn) continue;
-    LineReader reader(conn.get());
-    auto line = reader.readLine(request.deadline, "reading a rank's hello");
+    auto line = conn.readLine(request.deadline, "reading a rank's hello");
     if (!line) {
       TORUS_LOG(Warn, Coll, "bootstrap: dropped a connection", {"comm", request.commName},
                 {"error", line.error().message});
@@ -257,7 +198,8 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
     long long size = -1;
     int pid = 0;
     std::string hostId;
-    in >> magic >> rank >> size >> pid >> hostId;
+    std::string machineId;
+    in >> magic >> rank >> size >> pid >> hostId >> machineId;
     if (!in || magic != kHello) {
       TORUS_LOG(Warn, Coll, "bootstrap: ignored a connection that is not a rank",
                 {"comm", request.commName}, {"hello", std::string(clipForMessage(*line))});
@@ -276,7 +218,7 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
     }
     const auto index = static_cast<std::size_t>(rank);
     present[index] = true;
-    result.ranks[index] = RankInfo{pid, hostId};
+    result.ranks[index] = RankInfo{pid, hostId, machineId};
     connections[index] = std::move(conn);
     ++arrived;
   }
@@ -286,13 +228,13 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
   }
   std::string reply = "OK " + std::to_string(result.session) + "\n";
   for (const RankInfo& info : result.ranks) {
-    reply += std::to_string(info.pid) + " " + info.hostId + "\n";
+    reply += std::to_string(info.pid) + " " + info.hostId + " " + info.machineId + "\n";
   }
   for (int r = 1; r < request.size; ++r) {
-    TORUS_RETURN_IF_ERROR(
-        sendAll(connections[static_cast<std::size_t>(r)].get(), reply, request.deadline),
-        "telling rank " + std::to_string(r) + " the session");
+    TORUS_RETURN_IF_ERROR(connections[static_cast<std::size_t>(r)].send(reply, request.deadline),
+                          "telling rank " + std::to_string(r) + " the session");
   }
+  result.link = std::make_shared<BootstrapLink>(0, request.size, std::move(connections));
   return result;
 }
 
@@ -301,19 +243,19 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
 Result<BootstrapResult> tryPeer(const BootstrapRequest& request, Clock::duration grace) {
   auto fd = connectToRoot(request.rootAddress, request.deadline);
   if (!fd) return std::move(fd).error();
+  LineSocket socket(std::move(*fd));
   const std::string hello = std::string(kHello) + " " + std::to_string(request.rank) + " " +
                             std::to_string(request.size) + " " + std::to_string(::getpid()) + " " +
-                            localHostId() + "\n";
-  if (auto sent = sendAll(fd->get(), hello, request.deadline); !sent) {
+                            request.hostId + " " + localMachineId() + "\n";
+  if (auto sent = socket.send(hello, request.deadline); !sent) {
     return Error{ErrorCode::kUnavailable, "greeting root: " + sent.error().message};
   }
-  LineReader reader(fd->get());
   // The root answers only when every rank checked in: a timeout here means someone is missing,
   // and only the root knows who; its own error names them.
   // The root gives up at 90 % of the timeout and says who is missing; wait a little past our
   // own deadline for that answer so a slow scheduler does not turn it into a bare "timed out".
   auto first =
-      reader.readLine(request.deadline + grace, "waiting for root rank 0 to gather all ranks");
+      socket.readLine(request.deadline + grace, "waiting for root rank 0 to gather all ranks");
   if (!first) {
     if (first.error().code == ErrorCode::kDeadlineExceeded) return std::move(first).error();
     return Error{ErrorCode::kUnavailable, first.error().message};
@@ -331,12 +273,15 @@ Result<BootstrapResult> tryPeer(const BootstrapRequest& request, Clock::duration
   }
   result.ranks.resize(static_cast<std::size_t>(request.size));
   for (auto& info : result.ranks) {
-    auto line = reader.readLine(request.deadline, "reading the rank table");
+    auto line = socket.readLine(request.deadline, "reading the rank table");
     if (!line) return std::move(line).error();
     std::istringstream in(*line);
-    in >> info.pid >> info.hostId;
+    in >> info.pid >> info.hostId >> info.machineId;
     if (!in) return makeError(ErrorCode::kInternal, "bad rank table line from root");
   }
+  std::vector<LineSocket> toRoot;
+  toRoot.push_back(std::move(socket));
+  result.link = std::make_shared<BootstrapLink>(request.rank, request.size, std::move(toRoot));
   return result;
 }
 
@@ -389,11 +334,11 @@ Result<int> boundPort(const UniqueFd& listener) {
   return static_cast<int>(ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port));
 }
 
-std::string localHostId() {
+std::string localMachineId() {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   std::string id = host[0] != '\0' ? host : "unknown";
-  id += '/';  // appended separately: GCC 12 -O3 warns (-Wrestrict) on "/" + std::string&&
+  id += '/';
   id += readFirstLine("/proc/sys/kernel/random/boot_id");
   for (char& c : id) {
     if (c == ' ' || c == '\n' || c == '\t') c = '_';
@@ -401,14 +346,38 @@ std::string localHostId() {
   return id;
 }
 
+std::string localHostId() {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  std::string id = host[0] != '\0' ? host : "unknown";
+  id += '/';  // appended separately: GCC 12 -O3 warns (-Wrestrict) on "/" + std::string&&
+  id += readFirstLine("/proc/sys/kernel/random/boot_id");
+  // Shared memory is shared within an IPC namespace: a pod's containers share one, two pods on
+  // the same machine do not.
+  std::error_code ec;
+  const auto ipc = std::filesystem::read_symlink("/proc/self/ns/ipc", ec);
+  if (!ec) {
+    id += '/';
+    id += ipc.string();
+  }
+  for (char& c : id) {
+    if (c == ' ' || c == '\n' || c == '\t') c = '_';
+  }
+  return id;
+}
+
 Result<BootstrapResult> bootstrap(BootstrapRequest request) {
+  if (request.hostId.empty()) request.hostId = localHostId();
   if (request.size < 1 || request.rank < 0 || request.rank >= request.size) {
     return makeError(ErrorCode::kInvalidArgument, "rank " + std::to_string(request.rank) +
                                                       " is not in a world of size " +
                                                       std::to_string(request.size));
   }
   if (request.size == 1) {
-    BootstrapResult result{newSessionId(), {RankInfo{static_cast<int>(::getpid()), localHostId()}}};
+    BootstrapResult result{
+        newSessionId(),
+        {RankInfo{static_cast<int>(::getpid()), request.hostId, localMachineId()}},
+        nullptr};
     if (request.onSessionReady) {
       TORUS_RETURN_IF_ERROR(request.onSessionReady(result.session), "preparing the session");
     }

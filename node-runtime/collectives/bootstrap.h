@@ -14,26 +14,30 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
+#include "node-runtime/collectives/bootstrap_link.h"
+#include "node-runtime/collectives/line_socket.h"
 
 namespace torus::coll {
 
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
-
 struct RankInfo {
   int pid = 0;
-  std::string hostId;  // hostname + kernel boot id: equal strings mean "same host"
+  std::string hostId;     // equal strings mean "shares memory" (see localHostId)
+  std::string machineId;  // hostname + kernel boot id: which ranks share CPUs
 };
 
 struct BootstrapResult {
   std::uint64_t session = 0;
   std::vector<RankInfo> ranks;  // indexed by rank
+  // The connections to (rank 0: from) every rank, kept for address exchange and liveness;
+  // null for a world of one.
+  std::shared_ptr<BootstrapLink> link;
 };
 
 // Binds and listens on `address` ("host:port"; port 0 picks one). Lets a launcher bind before it
@@ -41,14 +45,18 @@ struct BootstrapResult {
 Result<UniqueFd> listenOn(std::string_view address);
 // The port a listening socket is bound to.
 Result<int> boundPort(const UniqueFd& listener);
-// "hostname/boot-id" of this machine.
+// "hostname/boot-id/ipc-namespace" of this process: ranks with equal ids share memory. Processes
+// in different IPC namespaces (pods) on one machine are different hosts for the collectives.
 std::string localHostId();
+// "hostname/boot-id": ranks with equal ids compete for the same CPUs.
+std::string localMachineId();
 
 struct BootstrapRequest {
   int rank = 0;
   int size = 1;
   std::string rootAddress;
   std::string commName;   // for error messages
+  std::string hostId;     // empty: localHostId()
   UniqueFd rootListener;  // rank 0: use this socket instead of binding rootAddress
   Deadline deadline;
   // Rank 0 runs this with the session id after every rank checked in and before anyone is told,

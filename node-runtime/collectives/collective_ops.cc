@@ -16,6 +16,7 @@
 
 #include "common/base/log.h"
 #include "node-runtime/collectives/communicator.h"
+#include "node-runtime/collectives/net/net_group.h"
 #include "node-runtime/collectives/reduce_kernels.h"
 
 namespace torus::coll {
@@ -119,6 +120,11 @@ void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::by
 
 Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type,
                                      ReduceOp op) {
+  if (net_) {
+    return runNet(OpKind::kAllReduce, [&](const NetCall& call) {
+      return netAllReduce(call, send, recv, count, type, op);
+    });
+  }
   const std::size_t bytes = count * dataTypeSize(type);
   if (useSlots(OpKind::kAllReduce, bytes)) {
     return runInline(describeOp(OpKind::kAllReduce, type, op, 0, count), send, bytes,
@@ -154,6 +160,11 @@ Result<void> Communicator::reduce(const void* send, void* recv, std::size_t coun
     return makeError(ErrorCode::kInvalidArgument,
                      "reduce: root " + std::to_string(root) + " is not a rank of " + name_);
   }
+  if (net_) {
+    return runNet(OpKind::kReduce, [&](const NetCall& call) {
+      return net_->reduce(call, send, recv, count, type, op, root);
+    });
+  }
   const std::size_t bytes = count * dataTypeSize(type);
   Plan plan;
   plan.desc = describeOp(OpKind::kReduce, type, op, root, count);
@@ -178,6 +189,11 @@ Result<void> Communicator::reduce(const void* send, void* recv, std::size_t coun
 
 Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount,
                                          DataType type, ReduceOp op) {
+  if (net_) {
+    return runNet(OpKind::kReduceScatter, [&](const NetCall& call) {
+      return net_->reduceScatter(call, send, recv, recvCount, type, op);
+    });
+  }
   const std::size_t bytes = recvCount * dataTypeSize(type);
   Plan plan;
   plan.desc = describeOp(OpKind::kReduceScatter, type, op, 0, recvCount);
@@ -202,6 +218,10 @@ Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size
 Result<void> Communicator::allGather(const void* send, void* recv, std::size_t sendCount,
                                      DataType type) {
   const std::size_t bytes = sendCount * dataTypeSize(type);
+  if (net_) {
+    return runNet(OpKind::kAllGather,
+                  [&](const NetCall& call) { return net_->allGather(call, send, recv, bytes); });
+  }
   if (useSlots(OpKind::kAllGather, bytes)) {
     return runInline(describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount), send,
                      bytes, [&](std::span<const std::byte* const> inputs) {
@@ -236,6 +256,10 @@ Result<void> Communicator::allGather(const void* send, void* recv, std::size_t s
 Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t countPerRank,
                                     DataType type) {
   const std::size_t bytes = countPerRank * dataTypeSize(type);
+  if (net_) {
+    return runNet(OpKind::kAllToAll,
+                  [&](const NetCall& call) { return net_->allToAll(call, send, recv, bytes); });
+  }
   const std::size_t total = bytes * static_cast<std::size_t>(size_);
   Plan plan;
   plan.desc = describeOp(OpKind::kAllToAll, type, ReduceOp::kSum, 0, countPerRank);
@@ -267,6 +291,11 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
                      "broadcast: root " + std::to_string(root) + " is not a rank of " + name_);
   }
   const std::size_t bytes = count * dataTypeSize(type);
+  if (net_) {
+    return runNet(OpKind::kBroadcast, [&](const NetCall& call) {
+      return net_->broadcast(call, send, recv, bytes, root);
+    });
+  }
   if (useSlots(OpKind::kBroadcast, bytes)) {
     return runInline(describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count), send,
                      rank_ == root ? bytes : 0, [&](std::span<const std::byte* const> inputs) {
@@ -292,6 +321,8 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
 }
 
 Result<void> Communicator::barrier() {
+  if (net_)
+    return runNet(OpKind::kBarrier, [&](const NetCall& call) { return net_->barrier(call); });
   return runInline(describeOp(OpKind::kBarrier, DataType::kU8, ReduceOp::kSum, 0, 0), nullptr, 0,
                    [](std::span<const std::byte* const>) {});
 }

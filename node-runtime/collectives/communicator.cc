@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include "common/base/log.h"
 #include "common/base/parse.h"
 #include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/net/net_group.h"
 #include "node-runtime/collectives/segment_registry.h"
 #include "node-runtime/collectives/status.h"
 
@@ -240,35 +242,6 @@ Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
   return okResult();
 }
 
-// Marks a collective as in flight on the status board for its lifetime.
-class Communicator::InFlight {
- public:
-  InFlight(Communicator& comm, OpKind op, std::uint64_t sequence) : comm_(comm) {
-    if (!comm_.status_) return;
-    CommStatus& status = *comm_.status_;
-    status.startedNs.store(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-            .count(),
-        std::memory_order_relaxed);
-    status.sequence.store(sequence, std::memory_order_relaxed);
-    status.op.store(static_cast<std::uint32_t>(op), std::memory_order_relaxed);
-  }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-  ~InFlight() {
-    if (!comm_.status_) return;
-    comm_.status_->op.store(0, std::memory_order_relaxed);
-    if (comm_.waitPublished_) {  // only waits that took the slow path published anything
-      std::lock_guard lock(comm_.status_->mutex);
-      comm_.status_->waitingFor.clear();
-      comm_.waitPublished_ = false;
-    }
-  }
-
- private:
-  Communicator& comm_;
-};
-
 std::string Communicator::opContext(const OpDescriptor& desc) const {
   return std::string(opName(desc.op)) + " seq=" + std::to_string(desc.sequence) + " on " + name_ +
          " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ")";
@@ -389,77 +362,122 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
 
 // ---- point to point ----
 
-Result<void> Communicator::p2p(bool isSend, void* data, std::size_t count, DataType type,
-                               int peer) {
-  TORUS_RETURN_IF_ERROR(checkCaller(isSend ? "send" : "recv"), "refused");
+// Send, Recv and Permute in one: post the send (the peer copies it out of shared memory, or the
+// provider carries it), take the receive, then wait until the send was taken. Posting before
+// receiving is what lets a ring of permutes run without deadlock.
+Result<void> Communicator::pointToPoint(OpKind kind, const void* send, void* recv,
+                                        std::size_t count, DataType type, int sendTo,
+                                        int recvFrom) {
+  TORUS_RETURN_IF_ERROR(checkCaller(opName(kind)), "refused");
   const std::size_t bytes = count * dataTypeSize(type);
-  const auto index = static_cast<std::size_t>(peer);
-  const std::uint64_t message =
-      (isSend ? sent_ : received_).size() > index ? (isSend ? sent_ : received_)[index] + 1 : 0;
+  const auto valid = [&](int peer) { return peer >= 0 && peer < size_ && peer != rank_; };
+  const auto next = [](const std::vector<std::uint64_t>& counts, int peer) {
+    return peer >= 0 && static_cast<std::size_t>(peer) < counts.size()
+               ? counts[static_cast<std::size_t>(peer)] + 1
+               : 0;
+  };
+  const std::uint64_t sendMessage = next(sent_, sendTo);
+  const std::uint64_t recvMessage = next(received_, recvFrom);
   const auto what = [&] {
-    return std::string(isSend ? "send to" : "recv from") + " rank " + std::to_string(peer) +
-           " msg=" + std::to_string(message) + " on " + name_ + " (rank " + std::to_string(rank_) +
-           ")";
+    std::string text(opName(kind));
+    if (sendTo >= 0)
+      text += " to rank " + std::to_string(sendTo) + " msg=" + std::to_string(sendMessage);
+    if (sendTo >= 0 && recvFrom >= 0) text += ",";
+    if (recvFrom >= 0) {
+      text += " from rank " + std::to_string(recvFrom) + " msg=" + std::to_string(recvMessage);
+    }
+    return text + " on " + name_ + " (rank " + std::to_string(rank_) + ")";
   };
   if (broken_) {
     return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
-  if (peer < 0 || peer >= size_ || peer == rank_) {
-    return makeError(ErrorCode::kInvalidArgument,
-                     what() + ": peer must be another rank in [0, " + std::to_string(size_) + ")");
+  if ((sendTo != -1 && !valid(sendTo)) || (recvFrom != -1 && !valid(recvFrom))) {
+    return makeError(ErrorCode::kInvalidArgument, what() + ": a peer must be another rank in [0, " +
+                                                      std::to_string(size_) + ") or -1 (none)");
   }
-  if (bytes > 0 && data == nullptr) {
+  if (bytes > 0 && ((sendTo >= 0 && send == nullptr) || (recvFrom >= 0 && recv == nullptr))) {
     return makeError(ErrorCode::kInvalidArgument, what() + ": null buffer");
   }
-  const InFlight inFlight(*this, isSend ? OpKind::kSend : OpKind::kRecv, message);
-  exchangeFreed();
-  auto pendingPeer = [peer] { return std::vector<int>{peer}; };
-  if (isSend) {
-    Mailbox& box = mailbox(layout_, rank_, peer);
-    const std::uint64_t n = ++sent_[index];
-    std::optional<SegmentRef> ref;
-    if (bytes > 0) ref = registry_->find(data, bytes);
-    if (bytes > 0 && !ref) {
-      if (auto grown = ensureStaging(bytes); !grown) {
-        return fail(std::move(grown).error().withContext(what()));
-      }
-      std::memcpy(staging_.data(), data, bytes);
-      ref = SegmentRef{stagingId_, 0};
-    }
-    box.ref = ref.value_or(SegmentRef{});
-    box.bytes = bytes;
-    storeRelease(box.posted, n);
-    auto taken = [&] { return loadAcquire(box.taken) >= n; };
-    if (auto status = waitUntil(taken, pendingPeer, what); !status) {
+  if (sendTo < 0 && recvFrom < 0) return okResult();
+  const InFlight inFlight(*this, kind, std::max(sendMessage, recvMessage));
+  if (sendTo >= 0) ++sent_[static_cast<std::size_t>(sendTo)];
+  if (recvFrom >= 0) ++received_[static_cast<std::size_t>(recvFrom)];
+  if (net_) {
+    const NetCall call{0, Clock::now() + timeout_, timeout_, what};
+    if (auto status =
+            net_->permute(call, send, recv, bytes, sendTo, recvFrom, sendMessage, recvMessage);
+        !status) {
       return fail(std::move(status).error());
     }
     return okResult();
   }
-  Mailbox& box = mailbox(layout_, peer, rank_);
-  const std::uint64_t n = ++received_[index];
-  auto posted = [&] { return loadAcquire(box.posted) >= n; };
-  if (auto status = waitUntil(posted, pendingPeer, what); !status) {
-    return fail(std::move(status).error());
+  exchangeFreed();
+  if (sendTo >= 0) {
+    if (auto status = shmPost(send, bytes, sendTo, sendMessage); !status) {
+      return fail(std::move(status).error().withContext(what()));
+    }
   }
-  if (box.bytes != bytes) {
-    return fail(
-        makeError(ErrorCode::kFailedPrecondition, what() + ": rank " + std::to_string(peer) +
-                                                      " sent " + std::to_string(box.bytes) +
-                                                      " bytes, expected " + std::to_string(bytes)));
+  if (recvFrom >= 0) {
+    Mailbox& box = mailbox(layout_, recvFrom, rank_);
+    auto posted = [&] { return loadAcquire(box.posted) >= recvMessage; };
+    auto pendingPeer = [recvFrom] { return std::vector<int>{recvFrom}; };
+    if (auto status = waitUntil(posted, pendingPeer, what); !status) {
+      return fail(std::move(status).error());
+    }
+    if (box.bytes != bytes) {
+      return fail(makeError(ErrorCode::kFailedPrecondition,
+                            what() + ": rank " + std::to_string(recvFrom) + " sent " +
+                                std::to_string(box.bytes) + " bytes, expected " +
+                                std::to_string(bytes)));
+    }
+    auto source = resolve(recvFrom, box.ref, bytes);
+    if (!source) return fail(std::move(source).error().withContext(what()));
+    if (bytes > 0) std::memcpy(recv, *source, bytes);
+    storeRelease(box.taken, recvMessage);
   }
-  auto source = resolve(peer, box.ref, bytes);
-  if (!source) return fail(std::move(source).error().withContext(what()));
-  if (bytes > 0) std::memcpy(data, *source, bytes);
-  storeRelease(box.taken, n);
+  if (sendTo >= 0) {
+    Mailbox& box = mailbox(layout_, rank_, sendTo);
+    auto taken = [&] { return loadAcquire(box.taken) >= sendMessage; };
+    auto pendingPeer = [sendTo] { return std::vector<int>{sendTo}; };
+    if (auto status = waitUntil(taken, pendingPeer, what); !status) {
+      return fail(std::move(status).error());
+    }
+  }
   return okResult();
 }
 
+// Publishes `data` in the mailbox to `peer`: a runtime tensor by reference, anything else
+// through the staging segment (which stays untouched until the peer took it).
+Result<void> Communicator::shmPost(const void* data, std::size_t bytes, int peer,
+                                   std::uint64_t message) {
+  Mailbox& box = mailbox(layout_, rank_, peer);
+  std::optional<SegmentRef> ref;
+  if (bytes > 0) ref = registry_->find(data, bytes);
+  if (bytes > 0 && !ref) {
+    TORUS_RETURN_IF_ERROR(ensureStaging(bytes), "staging the message");
+    std::memcpy(staging_.data(), data, bytes);
+    ref = SegmentRef{stagingId_, 0};
+  }
+  box.ref = ref.value_or(SegmentRef{});
+  box.bytes = bytes;
+  storeRelease(box.posted, message);
+  return okResult();
+}
+
+// -1 means "no peer" to permute; to send and recv every negative peer is an error.
 Result<void> Communicator::send(const void* data, std::size_t count, DataType type, int peer) {
-  return p2p(true, const_cast<void*>(data), count, type, peer);
+  if (peer < 0) peer = std::numeric_limits<int>::min();
+  return pointToPoint(OpKind::kSend, data, nullptr, count, type, peer, -1);
 }
 
 Result<void> Communicator::recv(void* data, std::size_t count, DataType type, int peer) {
-  return p2p(false, data, count, type, peer);
+  if (peer < 0) peer = std::numeric_limits<int>::min();
+  return pointToPoint(OpKind::kRecv, nullptr, data, count, type, -1, peer);
+}
+
+Result<void> Communicator::permute(const void* send, void* recv, std::size_t count, DataType type,
+                                   int sendTo, int recvFrom) {
+  return pointToPoint(OpKind::kPermute, send, recv, count, type, sendTo, recvFrom);
 }
 
 }  // namespace torus::coll

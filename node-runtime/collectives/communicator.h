@@ -1,8 +1,12 @@
-// Communicator: a group of ranks on one host that run collectives over shared memory.
+// Communicator: a group of ranks that run collectives, over shared memory between ranks of one
+// host and over libfabric between hosts.
 //
 // Created from (rank, world size, root address) through the TCP bootstrap; ranks on the same host
-// are found there. Ranks spread over several hosts need the libfabric transport, which is not
-// implemented yet: create() then fails and says so.
+// are found there. When every rank is on one host, everything below runs on shared memory. When
+// ranks span hosts (or TORUS_COLL_TRANSPORT=ofi), collectives run as message passing over one
+// libfabric endpoint per rank (net/net_group.h); with several ranks per host, AllReduce runs
+// hierarchically: AllReduce on each host over shared memory, then each local rank runs the
+// inter-host AllReduce of its shard, then each host shares the shards again.
 //
 // Data path ("direct" design): every rank publishes, per operation, where its input and output
 // live as (shared-memory segment, offset); after an arrival barrier each rank does its share of
@@ -48,11 +52,20 @@ namespace torus::coll {
 
 inline constexpr std::chrono::milliseconds kDefaultTimeout{5 * 60 * 1000};
 
-// Which algorithm small collectives use. kAuto: up to kInlineBytes per rank through the
-// control slots (one wait), larger ones direct; kDirect: always direct (two waits). Set by
-// TORUS_COLL_ALGO=auto|direct, for comparing and for working around a suspected bug.
-enum class Algorithm { kAuto, kDirect };
+// Which algorithms run, set by TORUS_COLL_ALGO for comparing and for working around a suspected
+// bug. kAuto: shared memory takes the control slots up to kInlineBytes per rank and the direct
+// path above; libfabric picks ring or recursive doubling by the cost model; ranks on several
+// hosts run AllReduce hierarchically. kDirect: shared memory never uses the slots. kRing,
+// kRecursiveDoubling: that AllReduce on libfabric. kFlat: no hierarchical AllReduce.
+enum class Algorithm { kAuto, kDirect, kRing, kRecursiveDoubling, kFlat };
 Result<Algorithm> parseAlgorithm(std::string_view text);
+std::string_view algorithmName(Algorithm algorithm);
+
+// How ranks reach each other. kAuto: shared memory within a host, libfabric between hosts;
+// kShm: shared memory only (ranks on other hosts are an error); kOfi: libfabric for every rank,
+// also within a host (to test and measure the network path on one machine).
+enum class Transport { kAuto, kShm, kOfi };
+Result<Transport> parseTransport(std::string_view text);
 
 struct CommOptions {
   int rank = 0;
@@ -62,10 +75,14 @@ struct CommOptions {
   std::string name;       // shown in logs and errors; default "comm-<session>"
   UniqueFd rootListener;  // rank 0 only, optional: a socket already listening on rootAddress
   Algorithm algorithm = Algorithm::kAuto;
+  Transport transport = Transport::kAuto;
+  std::string hostId;       // which ranks share memory; empty: hostname/boot id/IPC namespace
+  std::string ofiProvider;  // empty: FI_PROVIDER, else efa, tcp;ofi_rxm, tcp
 };
 
-// Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS and algorithm
-// from TORUS_COLL_ALGO when they are set; read once, at communicator creation, as STYLE.md asks.
+// Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS, algorithm
+// from TORUS_COLL_ALGO, transport from TORUS_COLL_TRANSPORT and hostId from TORUS_COLL_HOST_ID
+// when they are set; read once, at communicator creation, as STYLE.md asks.
 Result<void> applyEnvironment(CommOptions& options);
 
 // Where a rank's input or output lives, as the peers can find it. segment 0 = nothing.
@@ -75,6 +92,10 @@ struct SegmentRef {
 };
 
 class SegmentRegistry;
+class BootstrapLink;
+class OfiEndpoint;
+class NetGroup;
+struct NetCall;
 
 // A runtime-owned tensor in shared memory (as a Neuron runtime owns device memory). Collectives
 // on it run without staging copies. Valid after its communicator is gone (it then is plain
@@ -113,6 +134,7 @@ enum class OpKind : std::uint32_t {
   kReduce,
   kSend,
   kRecv,
+  kPermute,
 };
 std::string_view opName(OpKind op);
 
@@ -166,6 +188,8 @@ class Communicator {
   std::uint64_t sequence() const { return sequence_; }
   // The error that broke this communicator, if any.
   const std::optional<Error>& brokenBy() const { return broken_; }
+  // "shm", "ofi" (every rank over libfabric) or "shm+ofi" (hierarchical), and the provider.
+  std::string transportName() const;
 
   // Collective: ranks passing the same color >= 0 form a new communicator, ranked by key (ties
   // by rank here); a negative color takes part but gets no communicator (nullptr). This
@@ -193,6 +217,10 @@ class Communicator {
   Result<void> send(const void* data, std::size_t count, DataType type, int peer);
   Result<void> recv(void* data, std::size_t count, DataType type, int peer);
   Result<void> barrier();
+  // One ring step: send to rank sendTo and receive from rank recvFrom at the same time (either
+  // may be -1 to skip that half; ranks not in the pattern pass both -1 and return at once).
+  Result<void> permute(const void* send, void* recv, std::size_t count, DataType type, int sendTo,
+                       int recvFrom);
 
   // Asynchronous forms: the operation runs on this communicator's worker thread, after every
   // operation posted before it; wait() or test() the Request. Buffers must stay valid until the
@@ -245,7 +273,21 @@ class Communicator {
   Result<void> ensureStaging(std::size_t bytes);
   void exchangeFreed();
   Result<void> validatePeers(const OpDescriptor& mine);
-  Result<void> p2p(bool isSend, void* data, std::size_t count, DataType type, int peer);
+  Result<void> pointToPoint(OpKind kind, const void* send, void* recv, std::size_t count,
+                            DataType type, int sendTo, int recvFrom);
+  Result<void> shmPost(const void* data, std::size_t bytes, int peer, std::uint64_t message);
+  // ---- libfabric (communicator_net.cc) ----
+  Result<void> setupNet(const CommOptions& options, std::shared_ptr<BootstrapLink> link,
+                        const std::string& context);
+  Result<void> buildLocal(const std::vector<int>& members, int hostIndex,
+                          const std::string& context);
+  void buildColumn(const std::vector<int>& column, int myIndex, std::uint16_t groupId);
+  Result<void> runNet(OpKind op, FunctionRef<Result<void>(const NetCall&)> body);
+  Result<void> netAllReduce(const NetCall& call, const void* send, void* recv, std::size_t count,
+                            DataType type, ReduceOp op);
+  Result<std::unique_ptr<Communicator>> splitNet(int color, int key,
+                                                 const std::vector<std::int32_t>& all,
+                                                 const std::vector<int>& members);
   template <typename Done, typename Pending, typename Describe>
   Result<void> waitUntil(Done done, Pending pending, Describe what);
   Error fail(Error error);
@@ -263,6 +305,8 @@ class Communicator {
   std::uint64_t splits_ = 0;
   bool spin_ = true;      // false when ranks outnumber CPUs: yield at once
   bool slotPath_ = true;  // small collectives through the control slots (Algorithm::kAuto)
+  Algorithm algorithm_ = Algorithm::kAuto;
+  Transport transport_ = Transport::kAuto;
   ShmSegment control_;
   ControlLayout* layout_ = nullptr;
   std::vector<RankInfo> ranks_;
@@ -281,6 +325,15 @@ class Communicator {
   std::shared_ptr<CommStatus> status_;  // what statusReport() shows about this communicator
   std::optional<StatusRegistration> statusRegistration_;
   bool waitPublished_ = false;
+  // libfabric: set when ranks span hosts or TORUS_COLL_TRANSPORT=ofi.
+  std::shared_ptr<BootstrapLink> link_;
+  std::shared_ptr<OfiEndpoint> endpoint_;
+  std::unique_ptr<NetGroup> net_;        // every rank
+  std::unique_ptr<NetGroup> column_;     // same local index on every host (hierarchical)
+  std::unique_ptr<Communicator> local_;  // the ranks of this host, over shared memory
+  std::vector<int> endpointRanks_;       // endpoint rank of each of my ranks
+  std::vector<int> hostOf_;              // host index of each rank
+  std::uint16_t nextGroupId_ = 0;        // first tag group id free on this rank's endpoint
   std::unique_ptr<AsyncWorker> worker_;  // last: stopped before anything it uses goes away
 };
 

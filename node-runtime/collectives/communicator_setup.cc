@@ -19,6 +19,7 @@
 #include "common/base/parse.h"
 #include "node-runtime/collectives/communicator.h"
 #include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/net/net_group.h"
 #include "node-runtime/collectives/segment_registry.h"
 #include "node-runtime/collectives/status.h"
 
@@ -52,15 +53,44 @@ std::string_view opName(OpKind op) {
       return "send";
     case OpKind::kRecv:
       return "recv";
+    case OpKind::kPermute:
+      return "permute";
   }
   return "?";
 }
 
 Result<Algorithm> parseAlgorithm(std::string_view text) {
-  if (text == "auto") return Algorithm::kAuto;
-  if (text == "direct") return Algorithm::kDirect;
+  for (Algorithm a : {Algorithm::kAuto, Algorithm::kDirect, Algorithm::kRing,
+                      Algorithm::kRecursiveDoubling, Algorithm::kFlat}) {
+    if (text == algorithmName(a)) return a;
+  }
   return makeError(ErrorCode::kInvalidArgument,
-                   "unknown algorithm \"" + std::string(text) + "\" (expected auto or direct)");
+                   "unknown algorithm \"" + std::string(text) +
+                       "\" (expected auto, direct, ring, doubling or flat)");
+}
+
+std::string_view algorithmName(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kDirect:
+      return "direct";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "doubling";
+    case Algorithm::kFlat:
+      return "flat";
+  }
+  return "?";
+}
+
+Result<Transport> parseTransport(std::string_view text) {
+  if (text == "auto") return Transport::kAuto;
+  if (text == "shm") return Transport::kShm;
+  if (text == "ofi") return Transport::kOfi;
+  return makeError(ErrorCode::kInvalidArgument,
+                   "unknown transport \"" + std::string(text) + "\" (expected auto, shm or ofi)");
 }
 
 Result<void> applyEnvironment(CommOptions& options) {
@@ -68,6 +98,18 @@ Result<void> applyEnvironment(CommOptions& options) {
     auto parsed = parseAlgorithm(algo);
     if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_ALGO");
     options.algorithm = *parsed;
+  }
+  if (const char* transport = std::getenv("TORUS_COLL_TRANSPORT");
+      transport != nullptr && *transport) {
+    auto parsed = parseTransport(transport);
+    if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_TRANSPORT");
+    options.transport = *parsed;
+  }
+  if (const char* host = std::getenv("TORUS_COLL_HOST_ID"); host != nullptr && *host) {
+    options.hostId = host;
+    for (char& c : options.hostId) {
+      if (c == ' ' || c == '\t' || c == '\n') c = '_';  // one token on the bootstrap wire
+    }
   }
   if (const char* root = std::getenv("NEURON_RT_ROOT_COMM_ID"); root != nullptr && *root) {
     options.rootAddress = root;
@@ -84,6 +126,15 @@ Result<void> applyEnvironment(CommOptions& options) {
 
 // ---- creation ----
 
+// A session id every member derives alike, different for every (a, b): splitmix64 of both.
+std::uint64_t deriveSession(std::uint64_t session, std::uint64_t a, std::uint64_t b) {
+  std::uint64_t z = session ^ (a << 32) ^ b;
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) | 1U;
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::create(CommOptions options) {
   std::unique_ptr<Communicator> comm(new Communicator());  // private constructor
   if (auto status = comm->setup(options); !status) return std::move(status).error();
@@ -95,7 +146,9 @@ Result<void> Communicator::setup(CommOptions& options) {
   size_ = options.size;
   timeout_ = options.timeout;
   name_ = options.name;
-  slotPath_ = options.algorithm == Algorithm::kAuto;
+  algorithm_ = options.algorithm;
+  transport_ = options.transport;
+  slotPath_ = options.algorithm != Algorithm::kDirect;
   registry_ = std::make_shared<SegmentRegistry>();
   scratch_.resize(kBlockBytes);
   const std::string displayName = name_.empty() ? "comm@" + options.rootAddress : name_;
@@ -106,6 +159,7 @@ Result<void> Communicator::setup(CommOptions& options) {
   request.rootAddress = options.rootAddress;
   request.commName = displayName;
   request.rootListener = std::move(options.rootListener);
+  request.hostId = options.hostId;
   request.deadline = Clock::now() + timeout_;
   request.onSessionReady = [this](std::uint64_t session) { return createControl(session); };
   auto boot = bootstrap(std::move(request));
@@ -124,13 +178,15 @@ Result<void> Communicator::setup(CommOptions& options) {
       remote.push_back(r);
     }
   }
-  if (!remote.empty()) {
+  if (!remote.empty() && transport_ == Transport::kShm) {
     return makeError(ErrorCode::kFailedPrecondition,
                      context + ": " + rankList(remote) + " on another host (" +
                          ranks_[static_cast<std::size_t>(remote.front())].hostId +
-                         "); only the shared-memory transport is implemented");
+                         ") and TORUS_COLL_TRANSPORT=shm allows shared memory only");
   }
-
+  if (!remote.empty() || transport_ == Transport::kOfi) {
+    return setupNet(options, std::move(boot->link), context);
+  }
   return attachControl(context);
 }
 
@@ -191,23 +247,29 @@ Result<void> Communicator::attachControl(const std::string& context) {
 
 Communicator::~Communicator() = default;
 
+std::string Communicator::transportName() const {
+  if (!net_) return "shm";
+  return local_ ? "shm+ofi" : "ofi";
+}
+
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   TORUS_RETURN_IF_ERROR(checkCaller("split"), "refused");
-  // Everyone learns everyone's (color, key) in one small AllGather on this communicator.
-  const std::int32_t mine[2] = {color, key};
-  std::vector<std::int32_t> all(2 * static_cast<std::size_t>(size_));
-  TORUS_RETURN_IF_ERROR(allGather(mine, all.data(), 2, DataType::kI32),
+  // Everyone learns everyone's (color, key, first free tag group) in one small AllGather.
+  const std::int32_t mine[3] = {color, key, nextGroupId_};
+  std::vector<std::int32_t> all(3 * static_cast<std::size_t>(size_));
+  TORUS_RETURN_IF_ERROR(allGather(mine, all.data(), 3, DataType::kI32),
                         "split of " + name_ + ": exchanging colors");
   const std::uint64_t splitIndex = ++splits_;
   std::vector<int> members;  // parent ranks in my group, ordered by (key, parent rank)
   if (color >= 0) {
     for (int r = 0; r < size_; ++r) {
-      if (all[2 * static_cast<std::size_t>(r)] == color) members.push_back(r);
+      if (all[3 * static_cast<std::size_t>(r)] == color) members.push_back(r);
     }
     std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
-      return all[2 * static_cast<std::size_t>(a) + 1] < all[2 * static_cast<std::size_t>(b) + 1];
+      return all[3 * static_cast<std::size_t>(a) + 1] < all[3 * static_cast<std::size_t>(b) + 1];
     });
   }
+  if (net_) return splitNet(color, key, all, members);
   std::unique_ptr<Communicator> child(new Communicator());  // private constructor
   Result<void> created = okResult();
   if (color >= 0) {
@@ -219,12 +281,8 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
     child->name_ = name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color);
     child->registry_ = std::make_shared<SegmentRegistry>();
     child->scratch_.resize(kBlockBytes);
-    // Same session on every member, different for every group and split: splitmix64 of both.
-    std::uint64_t z = session_ ^ (splitIndex << 32) ^ static_cast<std::uint32_t>(color);
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    child->session_ = (z ^ (z >> 31)) | 1U;
+    // Same session on every member, different for every group and split.
+    child->session_ = deriveSession(session_, splitIndex, static_cast<std::uint32_t>(color));
     for (int r : members)
       child->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
     if (child->rank_ == 0) created = child->createControl(child->session_);
@@ -267,6 +325,9 @@ std::string Communicator::rankList(const std::vector<int>& ranks) const {
 }
 
 Result<Buffer> Communicator::allocate(std::size_t bytes) {
+  // Over libfabric the tensors are plain memory to us; the host's shared-memory communicator
+  // owns them so its collectives (the hierarchical AllReduce's local stages) find them.
+  if (local_) return local_->allocate(bytes);
   Buffer buffer;
   buffer.id_ = registry_->nextId();
   auto segment = ShmSegment::create(segmentName(rank_, buffer.id_), bytes);

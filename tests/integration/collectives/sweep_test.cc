@@ -1,7 +1,10 @@
 // Every collective × data type × reduction × size (0, 1, primes, counts that do not divide by
 // the rank count, multi-block sizes) × runtime-owned and user buffers × in place and out of
-// place, on 1 to 8 ranks run as forked processes over shared memory. Each rank checks its own
-// output against values computed independently of the reduction kernels (pattern.h).
+// place, on 1 to 8 ranks run as forked processes: over shared memory, over libfabric (tcp on
+// loopback), and as several "hosts" (TORUS_COLL_HOST_ID) so the hierarchical and flat inter-host
+// paths run. Each rank checks its own output against values computed independently of the
+// reduction kernels (pattern.h).
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -59,6 +62,7 @@ class Sweep {
       }
     }
     if (auto e = sendRecvRing(); !e.empty()) return e;
+    if (auto e = permuteRing(); !e.empty()) return e;
     if (auto status = comm_.barrier(); !status) return status.error().message;
     return {};
   }
@@ -217,6 +221,27 @@ class Sweep {
     return {};
   }
 
+  // Every rank sends to rank+1 and receives from rank-1 in one call: the ring step of Neuron's
+  // Permute. With one rank both halves are skipped.
+  std::string permuteRing() {
+    for (std::size_t count : kCounts) {
+      const std::size_t bytes = count * 4;
+      clear();
+      fillPattern(span(a_, bytes), DataType::kI32, ReduceOp::kSum, rank(), 3);
+      const int next = size() == 1 ? -1 : (rank() + 1) % size();
+      const int prev = size() == 1 ? -1 : (rank() + size() - 1) % size();
+      if (auto s = comm_.permute(a_, b_, count, DataType::kI32, next, prev); !s) {
+        return where("permute", DataType::kI32, count, false, s.error().message);
+      }
+      if (prev < 0) continue;
+      auto diff = compareElements(span(b_, bytes), DataType::kI32, [&](std::size_t i) {
+        return patternValue(prev, 3 + i, DataType::kI32, ReduceOp::kSum);
+      });
+      if (!diff.empty()) return where("permute", DataType::kI32, count, false, diff);
+    }
+    return {};
+  }
+
   Communicator& comm_;
   bool runtime_;
   std::size_t regionBytes_ = 0;
@@ -264,6 +289,62 @@ TEST(ShmSweepDirect, SmallCollectivesWithoutTheSlotPathMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmSweep, ::testing::Range(1, 9),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
+
+// Every rank over libfabric (tcp;ofi_rxm on loopback), as if each were on its own host.
+class OfiSweep : public ::testing::TestWithParam<int> {};
+
+TEST_P(OfiSweep, EveryOpTypeReductionAndSizeMatchesTheReference) {
+  LaunchOptions options;
+  options.size = GetParam();
+  options.commTimeout = std::chrono::milliseconds(20000);
+  options.deadline = std::chrono::milliseconds(110000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
+    ::setenv("FI_TCP_IFACE", "lo", 1);
+    commOptions.transport = Transport::kOfi;
+    return runSweep(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, OfiSweep, ::testing::Range(1, 9),
+                         [](const auto& param) { return std::to_string(param.param) + "ranks"; });
+
+// Ranks grouped into "hosts" by TORUS_COLL_HOST_ID: shared memory inside each, libfabric between.
+struct HostsCase {
+  const char* name;
+  std::vector<int> hostOfRank;
+  Algorithm algorithm = Algorithm::kAuto;
+};
+
+class MultiHostSweep : public ::testing::TestWithParam<HostsCase> {};
+
+TEST_P(MultiHostSweep, EveryOpTypeReductionAndSizeMatchesTheReference) {
+  const HostsCase& hosts = GetParam();
+  LaunchOptions options;
+  options.size = static_cast<int>(hosts.hostOfRank.size());
+  options.commTimeout = std::chrono::milliseconds(20000);
+  options.deadline = std::chrono::milliseconds(110000);
+  const auto outcomes = launchRanks(options, [&](CommOptions commOptions) {
+    ::setenv("FI_TCP_IFACE", "lo", 1);
+    commOptions.hostId =
+        "host" + std::to_string(hosts.hostOfRank[static_cast<std::size_t>(commOptions.rank)]);
+    commOptions.algorithm = hosts.algorithm;
+    return runSweep(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+  EXPECT_EQ(testing::torusShmNamesOf(outcomes[0].pid), std::vector<std::string>{})
+      << "shared-memory names left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, MultiHostSweep,
+    ::testing::Values(HostsCase{"TwoHostsOfTwo", {0, 0, 1, 1}},
+                      HostsCase{"TwoHostsOfTwoInterleaved", {0, 1, 0, 1}},
+                      HostsCase{"ThreeHostsOfTwo", {0, 0, 1, 1, 2, 2}},
+                      HostsCase{"UnevenHosts", {0, 0, 1}},
+                      HostsCase{"TwoHostsOfTwoFlat", {0, 0, 1, 1}, Algorithm::kFlat},
+                      HostsCase{"TwoHostsOfTwoRing", {0, 0, 1, 1}, Algorithm::kRing}),
+    [](const auto& param) { return std::string(param.param.name); });
 
 }  // namespace
 }  // namespace torus::coll

@@ -1,0 +1,298 @@
+#include "node-runtime/collectives/ofi/ofi_endpoint.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "common/base/log.h"
+
+namespace torus::coll {
+namespace {
+
+static_assert(sizeof(NetOp::providerContext) >= sizeof(fi_context2));
+static_assert(offsetof(NetOp, providerContext) == 0);
+
+// Every fid closes the same way; fi_close on the embedded fid releases it.
+template <typename T>
+struct FidCloser {
+  void operator()(T* object) const {
+    if (object != nullptr) ::fi_close(&object->fid);
+  }
+};
+template <typename T>
+using FidPtr = std::unique_ptr<T, FidCloser<T>>;
+
+struct InfoDeleter {
+  void operator()(fi_info* info) const { ::fi_freeinfo(info); }
+};
+using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
+
+Error ofiError(std::string_view what, long rc) {
+  return makeError(ErrorCode::kUnavailable,
+                   std::string(what) + ": " + ::fi_strerror(static_cast<int>(-rc)));
+}
+
+// What we ask of a provider: reliable datagrams with tags, our contexts, memory registration
+// only if it insists (then we register each transfer's buffer).
+InfoPtr makeHints(const std::string& providerName) {
+  InfoPtr hints(::fi_allocinfo());
+  if (!hints) return hints;
+  hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
+  hints->mode = FI_CONTEXT | FI_CONTEXT2;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->domain_attr->threading = FI_THREAD_DOMAIN;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+  hints->domain_attr->control_progress = FI_PROGRESS_MANUAL;
+  if (!providerName.empty()) hints->fabric_attr->prov_name = ::strdup(providerName.c_str());
+  return hints;
+}
+
+Result<InfoPtr> findProvider(const std::string& requested) {
+  std::vector<std::string> candidates;
+  const char* fromEnv = std::getenv("FI_PROVIDER");
+  if (!requested.empty()) {
+    candidates.push_back(requested);
+  } else if (fromEnv != nullptr && *fromEnv != '\0') {
+    candidates.emplace_back();  // libfabric applies FI_PROVIDER itself
+  } else {
+    candidates = {"efa", "tcp;ofi_rxm", "tcp"};
+  }
+  std::string tried;
+  int lastRc = 0;
+  for (const std::string& name : candidates) {
+    InfoPtr hints = makeHints(name);
+    if (!hints) return makeError(ErrorCode::kResourceExhausted, "fi_allocinfo failed");
+    fi_info* found = nullptr;
+    const int rc = ::fi_getinfo(FI_VERSION(1, 10), nullptr, nullptr, 0, hints.get(), &found);
+    if (rc == 0 && found != nullptr) return InfoPtr(found);
+    lastRc = rc;
+    if (!tried.empty()) tried += ", ";
+    tried += name.empty() ? std::string("FI_PROVIDER=") + fromEnv : name;
+  }
+  return makeError(ErrorCode::kUnavailable,
+                   "no libfabric provider offers tagged reliable datagrams (FI_EP_RDM, FI_TAGGED); "
+                   "tried " +
+                       tried + ": " + ::fi_strerror(-lastRc) +
+                       " (fi_info -t FI_EP_RDM -c FI_TAGGED lists what this host has)");
+}
+
+}  // namespace
+
+struct OfiEndpoint::Fids {
+  InfoPtr info;
+  FidPtr<fid_fabric> fabric;
+  FidPtr<fid_domain> domain;
+  FidPtr<fid_cq> cq;
+  FidPtr<fid_av> av;
+  FidPtr<fid_ep> ep;  // last: closed first
+};
+
+OfiEndpoint::OfiEndpoint() : fids_(std::make_unique<Fids>()) {}
+
+OfiEndpoint::~OfiEndpoint() {
+  // Close the endpoint before the queues and the domain it is bound to.
+  fids_->ep.reset();
+  fids_->av.reset();
+  fids_->cq.reset();
+  fids_->domain.reset();
+  fids_->fabric.reset();
+}
+
+Result<std::unique_ptr<OfiEndpoint>> OfiEndpoint::open(const OfiOptions& options) {
+  std::unique_ptr<OfiEndpoint> endpoint(new OfiEndpoint());  // private constructor
+  Fids& f = *endpoint->fids_;
+  auto info = findProvider(options.provider);
+  if (!info) return std::move(info).error();
+  f.info = std::move(*info);
+  endpoint->provider_ =
+      f.info->fabric_attr->prov_name != nullptr ? f.info->fabric_attr->prov_name : "unknown";
+  endpoint->maxMessageBytes_ = f.info->ep_attr->max_msg_size;
+  endpoint->needsRegistration_ = (f.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  const std::string context = "opening a libfabric endpoint (" + endpoint->provider_ + ")";
+
+  fid_fabric* fabric = nullptr;
+  if (int rc = ::fi_fabric(f.info->fabric_attr, &fabric, nullptr); rc != 0) {
+    return ofiError(context + ": fi_fabric", rc);
+  }
+  f.fabric.reset(fabric);
+  fid_domain* domain = nullptr;
+  if (int rc = ::fi_domain(fabric, f.info.get(), &domain, nullptr); rc != 0) {
+    return ofiError(context + ": fi_domain", rc);
+  }
+  f.domain.reset(domain);
+  fi_cq_attr cqAttr{};
+  cqAttr.format = FI_CQ_FORMAT_TAGGED;
+  cqAttr.wait_obj = FI_WAIT_NONE;
+  cqAttr.size = 4096;
+  fid_cq* cq = nullptr;
+  if (int rc = ::fi_cq_open(domain, &cqAttr, &cq, nullptr); rc != 0) {
+    return ofiError(context + ": fi_cq_open", rc);
+  }
+  f.cq.reset(cq);
+  fi_av_attr avAttr{};
+  avAttr.type = FI_AV_TABLE;
+  fid_av* av = nullptr;
+  if (int rc = ::fi_av_open(domain, &avAttr, &av, nullptr); rc != 0) {
+    return ofiError(context + ": fi_av_open", rc);
+  }
+  f.av.reset(av);
+  fid_ep* ep = nullptr;
+  if (int rc = ::fi_endpoint(domain, f.info.get(), &ep, nullptr); rc != 0) {
+    return ofiError(context + ": fi_endpoint", rc);
+  }
+  f.ep.reset(ep);
+  if (int rc = ::fi_ep_bind(ep, &av->fid, 0); rc != 0) return ofiError(context + ": bind av", rc);
+  if (int rc = ::fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV); rc != 0) {
+    return ofiError(context + ": bind cq", rc);
+  }
+  if (int rc = ::fi_enable(ep); rc != 0) return ofiError(context + ": fi_enable", rc);
+
+  std::string name(256, '\0');
+  std::size_t length = name.size();
+  if (int rc = ::fi_getname(&ep->fid, name.data(), &length); rc != 0) {
+    return ofiError(context + ": fi_getname", rc);
+  }
+  name.resize(length);
+  endpoint->address_ = std::move(name);
+  TORUS_LOG(Debug, Ofi, "endpoint open", {"provider", endpoint->provider_},
+            {"domain", f.info->domain_attr->name != nullptr ? f.info->domain_attr->name : "?"},
+            {"register_buffers", endpoint->needsRegistration_});
+  return endpoint;
+}
+
+Result<void> OfiEndpoint::setPeers(const std::vector<std::string>& addresses) {
+  std::lock_guard lock(mutex_);
+  peers_.assign(addresses.size(), FI_ADDR_NOTAVAIL);
+  for (std::size_t r = 0; r < addresses.size(); ++r) {
+    fi_addr_t inserted = FI_ADDR_NOTAVAIL;
+    const int count =
+        ::fi_av_insert(fids_->av.get(), addresses[r].data(), 1, &inserted, 0, nullptr);
+    if (count != 1) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "rank " + std::to_string(r) + "'s libfabric address (" +
+                           std::to_string(addresses[r].size()) + " bytes) was not accepted by " +
+                           provider_ + ": " + ::fi_strerror(count < 0 ? -count : FI_EINVAL));
+    }
+    peers_[r] = inserted;
+  }
+  return okResult();
+}
+
+Result<std::shared_ptr<void>> OfiEndpoint::registerBuffer(const void* data, std::size_t bytes,
+                                                          bool isSend) {
+  if (!needsRegistration_ || bytes == 0) return std::shared_ptr<void>();
+  fid_mr* mr = nullptr;
+  const std::uint64_t access = isSend ? FI_SEND : FI_RECV;
+  if (int rc = ::fi_mr_reg(fids_->domain.get(), data, bytes, access, 0, 0, 0, &mr, nullptr);
+      rc != 0) {
+    return ofiError("registering a " + std::to_string(bytes) + "-byte buffer", rc);
+  }
+  return std::shared_ptr<void>(mr, [](void* p) { ::fi_close(&static_cast<fid_mr*>(p)->fid); });
+}
+
+template <typename Post>
+Result<void> OfiEndpoint::post(NetOp& op, std::string_view what, Post postOnce) {
+  op.state.store(NetOp::State::kPending, std::memory_order_relaxed);
+  op.error.clear();
+  // A full queue drains as completions are read: make progress and try again. The caller's wait
+  // is what bounds the whole operation; a queue that never drains shows up there.
+  for (int attempt = 0;; ++attempt) {
+    const ssize_t rc = postOnce();
+    if (rc == 0) return okResult();
+    if (rc != -FI_EAGAIN) {
+      op.state.store(NetOp::State::kFailed, std::memory_order_release);
+      return ofiError(std::string(what) + " rank " + std::to_string(op.peer), rc);
+    }
+    TORUS_RETURN_IF_ERROR(progressLocked(), what);
+    if (attempt > 64) std::this_thread::yield();
+  }
+}
+
+Result<void> OfiEndpoint::postSend(int peer, const void* data, std::size_t bytes, std::uint64_t tag,
+                                   NetOp& op) {
+  std::lock_guard lock(mutex_);
+  op.peer = peer;
+  op.isSend = true;
+  op.bytes = bytes;
+  auto registration = registerBuffer(data, bytes, true);
+  if (!registration) return std::move(registration).error();
+  op.registration = std::move(*registration);
+  void* desc =
+      op.registration ? ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get())) : nullptr;
+  const fi_addr_t dest = peers_.at(static_cast<std::size_t>(peer));
+  return post(op, "sending to", [&] {
+    return ::fi_tsend(fids_->ep.get(), data, bytes, desc, dest, tag, op.providerContext);
+  });
+}
+
+Result<void> OfiEndpoint::postRecv(int peer, void* data, std::size_t bytes, std::uint64_t tag,
+                                   NetOp& op) {
+  std::lock_guard lock(mutex_);
+  op.peer = peer;
+  op.isSend = false;
+  op.bytes = bytes;
+  auto registration = registerBuffer(data, bytes, false);
+  if (!registration) return std::move(registration).error();
+  op.registration = std::move(*registration);
+  void* desc =
+      op.registration ? ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get())) : nullptr;
+  // The tag names the sender, so any source may match: no FI_DIRECTED_RECV needed.
+  return post(op, "receiving from", [&] {
+    return ::fi_trecv(fids_->ep.get(), data, bytes, desc, FI_ADDR_UNSPEC, tag, 0,
+                      op.providerContext);
+  });
+}
+
+Result<void> OfiEndpoint::progress() {
+  std::lock_guard lock(mutex_);
+  return progressLocked();
+}
+
+Result<void> OfiEndpoint::progressLocked() {
+  fi_cq_tagged_entry entries[32];
+  while (true) {
+    const ssize_t n = ::fi_cq_read(fids_->cq.get(), entries, std::size(entries));
+    if (n == -FI_EAGAIN) return okResult();
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry failure{};
+      if (::fi_cq_readerr(fids_->cq.get(), &failure, 0) < 0) continue;
+      auto* op = static_cast<NetOp*>(failure.op_context);
+      if (op == nullptr) continue;
+      char detail[256] = {};
+      const char* text = ::fi_cq_strerror(fids_->cq.get(), failure.prov_errno, failure.err_data,
+                                          detail, sizeof(detail));
+      op->error = std::string(::fi_strerror(failure.err)) +
+                  (text != nullptr && *text != '\0' ? std::string(" (") + text + ")" : "");
+      if (failure.err == FI_ETRUNC) {
+        op->error = "message longer than the " + std::to_string(op->bytes) + " bytes expected";
+      }
+      op->registration.reset();
+      op->state.store(NetOp::State::kFailed, std::memory_order_release);
+      continue;
+    }
+    if (n < 0) return ofiError("reading the completion queue", n);
+    for (ssize_t i = 0; i < n; ++i) {
+      auto* op = static_cast<NetOp*>(entries[i].op_context);
+      if (op == nullptr) continue;
+      op->registration.reset();
+      if (!op->isSend && entries[i].len != op->bytes) {
+        op->error = "received " + std::to_string(entries[i].len) + " bytes, expected " +
+                    std::to_string(op->bytes);
+        op->state.store(NetOp::State::kFailed, std::memory_order_release);
+        continue;
+      }
+      op->state.store(NetOp::State::kDone, std::memory_order_release);
+    }
+    if (static_cast<std::size_t>(n) < std::size(entries)) return okResult();
+  }
+}
+
+}  // namespace torus::coll
