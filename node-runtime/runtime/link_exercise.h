@@ -23,6 +23,7 @@ struct LinkExerciseOptions {
   int attempts = 5;                      // per link; the fastest counts
   std::size_t allReduceBytes = 4 << 20;  // per rank
   std::chrono::milliseconds timeout{10'000};
+  bool allReduce = true;  // false: only time the links (a re-measurement)
 };
 
 struct LinkTiming {

@@ -44,7 +44,7 @@ struct LinkObservation {
 
 struct SlowLinkPolicy {
   double factor = 3.0;
-  std::chrono::microseconds minimumExcess{200};
+  std::chrono::microseconds minimumExcess{500};
 };
 
 // Per observation, in order: the problem ("NeuronLink 3-7 ...") or an empty string.
