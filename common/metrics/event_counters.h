@@ -38,6 +38,7 @@ inline constexpr const char* kResetsTotal = "torus_device_resets_total";
 inline constexpr const char* kReleaseResetsTotal = "torus_device_release_resets_total";
 inline constexpr const char* kHealthTransitionsTotal = "torus_device_health_transitions_total";
 inline constexpr const char* kKernelErrorsTotal = "torus_kernel_hardware_errors_total";
+inline constexpr const char* kDeepCheckRunsTotal = "torus_deep_check_runs_total";
 }  // namespace names
 
 }  // namespace torus::metrics

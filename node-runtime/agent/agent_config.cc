@@ -50,10 +50,49 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   "with API access, keep this node's torus.dev/ labels, topology annotation and "
                   "NeuronHealthy condition current",
                   &config->publishNode);
+  table.addDurationMillis("deep-check-interval", "TORUS_DEEP_CHECK_INTERVAL", "deepCheckInterval",
+                          "run the deep health check on idle devices this often (0: only on "
+                          "demand, POST /deep-check or `neuron-node-agent check`)",
+                          &config->deepCheckIntervalMs);
+  table.addInt("deep-check-memory-bytes", "TORUS_DEEP_CHECK_MEMORY_BYTES", "deepCheckMemoryBytes",
+               "BYTES",
+               "deep check: window of each idle device's memory to pattern-test, at the top of "
+               "its memory BAR",
+               4096, 1 << 30, &config->deepCheckMemoryBytes);
+  table.addInt("deep-check-transfer-bytes", "TORUS_DEEP_CHECK_TRANSFER_BYTES",
+               "deepCheckTransferBytes", "BYTES",
+               "deep check: message size timed on each NeuronLink, and per-device size of the "
+               "AllReduce ring is 4x this",
+               4096, 256 << 20, &config->deepCheckTransferBytes);
+  table.addInt("deep-check-slow-link-factor", "TORUS_DEEP_CHECK_SLOW_LINK_FACTOR",
+               "deepCheckSlowLinkFactor", "N",
+               "deep check: a NeuronLink is slow when a transfer takes N times the median of the "
+               "other links",
+               2, 100, &config->deepCheckSlowLinkFactor);
+  table.addDurationMillis("deep-check-timeout", "TORUS_DEEP_CHECK_TIMEOUT", "deepCheckTimeout",
+                          "deep check: longest wait for any one transfer before the link or "
+                          "device is reported",
+                          &config->deepCheckTimeoutMs);
+  table.addSwitch("json", "", "", "`check`: print the result as JSON instead of tables",
+                  &config->json);
   config::addLogSettings(table, &config->log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",
                   &config->printConfigReference);
+}
+
+}  // namespace torus::agent
+
+namespace torus::agent {
+
+runtime::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config) {
+  runtime::DeepCheckOptions options;
+  options.memoryBytes = static_cast<std::uint64_t>(config.deepCheckMemoryBytes);
+  options.links.transferBytes = static_cast<std::size_t>(config.deepCheckTransferBytes);
+  options.links.allReduceBytes = 4 * static_cast<std::size_t>(config.deepCheckTransferBytes);
+  options.links.timeout = std::chrono::milliseconds(config.deepCheckTimeoutMs);
+  options.slowLink.factor = config.deepCheckSlowLinkFactor;
+  return options;
 }
 
 }  // namespace torus::agent

@@ -9,6 +9,7 @@
 #include "common/config/settings.h"
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/node_source/node_source.h"
+#include "node-runtime/runtime/deep_check.h"
 
 namespace torus::agent {
 
@@ -26,10 +27,19 @@ struct AgentConfig {
   std::string kubeconfig;
   std::string nodeName;
   bool publishNode = true;
+  // The deep health check (runtime/deep_check.h): periodic when the interval is set, on demand
+  // through POST /deep-check and `neuron-node-agent check`.
+  std::int64_t deepCheckIntervalMs = 0;
+  int deepCheckMemoryBytes = 4 << 20;
+  int deepCheckTransferBytes = 1 << 20;
+  int deepCheckSlowLinkFactor = 3;
+  std::int64_t deepCheckTimeoutMs = 10'000;
+  bool json = false;  // `check`: print JSON
   log::Settings log;
   bool printConfigReference = false;
 };
 
 void registerAgentSettings(config::SettingTable& table, AgentConfig* config);
+runtime::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config);
 
 }  // namespace torus::agent

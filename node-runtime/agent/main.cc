@@ -11,18 +11,24 @@
 #include "common/base/version.h"
 #include "common/config/command_line.h"
 #include "node-runtime/agent/agent_config.h"
+#include "node-runtime/agent/check_command.h"
 #include "node-runtime/agent/node_agent.h"
 
 namespace {
 
-constexpr const char* kUsage = "neuron-node-agent [flags]";
+constexpr const char* kUsage =
+    "neuron-node-agent [flags]\n       neuron-node-agent check [--json] [flags]";
 constexpr const char* kDescription =
     "The Torus node agent: discovers this node's Neuron devices, cores and LNC from the driver's\n"
     "sysfs and serves /healthz. With --simulate=TYPE it first writes a simulated driver tree\n"
     "for that instance type and runs on it, exactly as on a real node.\n\n"
+    "`check` runs the deep health check once (memory pattern test on each idle device,\n"
+    "every NeuronLink timed, an AllReduce ring along NeuronLink) and exits 0 when it passed,\n"
+    "1 when a device or link failed, 2 when the node could not be checked.\n\n"
     "Examples:\n"
     "  neuron-node-agent --simulate=trn2.48xlarge --metrics-addr=127.0.0.1:9400\n"
-    "  neuron-node-agent --config=/etc/torus/agent.yaml";
+    "  neuron-node-agent --config=/etc/torus/agent.yaml\n"
+    "  neuron-node-agent check --simulate=trn2.48xlarge --simulate-fault=link-cut:3-7";
 
 }  // namespace
 
@@ -33,12 +39,20 @@ int main(int argc, char** argv) {
   torus::agent::registerAgentSettings(table, &config);
 
   const torus::config::CommandInfo info{"neuron-node-agent", kUsage, kDescription, "config"};
-  if (auto exitCode = torus::config::parseCommandLine(table, info, argc, argv)) return *exitCode;
+  std::vector<std::string> command;
+  if (auto exitCode = torus::config::parseCommandLine(table, info, argc, argv, &command))
+    return *exitCode;
   if (config.printConfigReference) {
     std::fputs(table.markdownReference().c_str(), stdout);
     return 0;
   }
   torus::log::configure(config.log);
+  if (command == std::vector<std::string>{"check"}) return torus::agent::runCheckCommand(config);
+  if (!command.empty()) {
+    std::fprintf(stderr, "neuron-node-agent: unexpected argument \"%s\" (see --help)\n",
+                 command.front().c_str());
+    return 2;
+  }
   TORUS_LOG(Info, Agent, "starting neuron-node-agent", {"version", torus::versionString()});
   for (const auto& setting : table.effective()) {
     TORUS_LOG(Info, Config, "setting", {"name", setting.flag}, {"value", setting.value},

@@ -9,6 +9,9 @@
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/monitor/agent_metrics.h"
+#include "node-runtime/monitor/deep_check_metrics.h"
+#include "node-runtime/runtime/core_reset.h"
+#include "node-runtime/runtime/deep_check_report.h"
 #include "node-runtime/runtime/kernel_log.h"
 
 namespace torus::agent {
@@ -82,6 +85,16 @@ NodeAgent::~NodeAgent() {
 
 Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   // Settings that cannot work are refused before any tree is written or device read.
+  if (config.deepCheckIntervalMs != 0 && config.deepCheckIntervalMs < 1000) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--deep-check-interval must be 0 (off) or at least 1s, got " +
+                         std::to_string(config.deepCheckIntervalMs) + "ms");
+  }
+  if (config.deepCheckTimeoutMs < 100) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--deep-check-timeout must be at least 100ms, got " +
+                         std::to_string(config.deepCheckTimeoutMs) + "ms");
+  }
   if (config.healthIntervalMs < 50) {
     return makeError(ErrorCode::kInvalidArgument, "--health-interval must be at least 50ms, got " +
                                                       std::to_string(config.healthIntervalMs) +
@@ -124,6 +137,14 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
     TORUS_LOG(Warn, Plugin,
               "device plugin disabled (--device-plugin=false); kubelet will not see "
               "Neuron resources from this agent");
+  }
+  agent->deepCheck_ =
+      std::make_unique<DeepCheckRunner>(*agent->monitor_, deepCheckOptionsOf(config),
+                                        std::chrono::milliseconds(config.deepCheckIntervalMs),
+                                        [raw = agent.get()] { return raw->devicesInUse(); });
+  if (config.deepCheckIntervalMs > 0) {
+    TORUS_LOG(Info, Health, "deep check runs periodically on idle devices",
+              {"interval_ms", config.deepCheckIntervalMs});
   }
   TORUS_RETURN_IF_ERROR(agent->serveHttp(config.metricsAddr), "serving --metrics-addr");
   return agent;
@@ -188,6 +209,24 @@ std::string NodeAgent::allocationsJson() const {
   return nlohmann::json{{"holders", std::move(holders)}}.dump() + "\n";
 }
 
+topology::DeviceSet NodeAgent::devicesInUse() const {
+  const topology::Node node = monitor_->node();
+  topology::DeviceSet busy;
+  if (plugins_) {
+    for (const plugin::Holder& holder : plugins_->assignments().holders) {
+      const topology::CoreSet cores = plugin::coresOfIds(holder.kind, node, holder.ids);
+      for (const int device : node.devicesOfCores(cores).ids())
+        busy.insert(device);
+    }
+  }
+  // Also what a process outside kubelet's view has open (a runtime started by hand).
+  for (const topology::Device& device : node.devices) {
+    if (!runtime::findHolders("/proc", prepared_.roots.deviceNode(device.index).string()).empty())
+      busy.insert(device.index);
+  }
+  return busy;
+}
+
 Result<void> NodeAgent::serveHttp(const std::string& address) {
   auto listen = http::parseListenAddress(address);
   if (!listen) return std::move(listen).error();
@@ -206,19 +245,38 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                           monitor::readNodeStats(prepared_.roots, node);
                       return http::Response{
                           200, "text/plain; version=0.0.4; charset=utf-8",
-                          monitor::renderAgentMetrics(node, stats, metrics::processCounters())};
+                          monitor::renderAgentMetrics(node, stats, metrics::processCounters()) +
+                              monitor::renderDeepCheckMetrics(deepCheck_->last())};
                     }});
+  // The deep health check on demand: runs now (after a run in progress) and answers with the
+  // result; GET answers with the last one.
+  routes.push_back({"POST", "/deep-check", [this](const http::Request&) {
+                      return http::Response{200, "application/json",
+                                            runtime::deepCheckJson(deepCheck_->runNow())};
+                    }});
+  routes.push_back(
+      {"GET", "/deep-check", [this](const http::Request&) {
+         const auto last = deepCheck_->last();
+         if (!last) {
+           return http::Response{404, "application/json",
+                                 "{\"error\": \"no deep check has run yet; POST "
+                                 "/deep-check runs one\"}\n"};
+         }
+         return http::Response{200, "application/json", runtime::deepCheckJson(last->result)};
+       }});
   http::ServerOptions options;
   options.address = *listen;
   auto server = http::HttpServer::start(options, std::move(routes));
   if (!server) return std::move(server).error();
   http_ = std::move(*server);
   TORUS_LOG(Info, Agent, "serving HTTP", {"address", listen->host}, {"port", http_->port()},
-            {"paths", "/healthz /metrics /allocations"});
+            {"paths", "/healthz /metrics /allocations /deep-check"});
   return okResult();
 }
 
 void NodeAgent::stop() {
+  if (http_) http_->stop();  // no request may reach the runner while it goes away
+  deepCheck_.reset();
   kernelLog_.reset();
   plugins_.reset();
   handoff_.reset();

@@ -11,6 +11,7 @@
 #include "common/http/http_server.h"
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/agent_config.h"
+#include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/node_publisher.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
@@ -39,6 +40,7 @@ class NodeAgent {
   Result<void> serveHttp(const std::string& address);
   void followKernelLog(const AgentConfig& config);
   std::string allocationsJson() const;
+  topology::DeviceSet devicesInUse() const;
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
 
@@ -51,6 +53,7 @@ class NodeAgent {
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
+  std::unique_ptr<DeepCheckRunner> deepCheck_;  // asks plugins_ which devices are in use
   std::unique_ptr<http::HttpServer> http_;
 };
 

@@ -54,6 +54,7 @@ const CounterFamily kEventFamilies[] = {
     {kHealthTransitionsTotal, "Device health changes, by device and new state."},
     {kKernelErrorsTotal,
      "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},
+    {kDeepCheckRunsTotal, "Deep health checks run, by result (passed, failed)."},
 };
 
 std::uint64_t valueOr(const std::map<std::string, std::uint64_t>& values, const std::string& key) {

@@ -97,6 +97,7 @@ bool NodeMonitor::refresh() {
     }
   }
   overlayKernelErrors(next);
+  overlayDeepCheck(next);
   return publish(std::move(next));
 }
 
@@ -119,6 +120,7 @@ bool NodeMonitor::refreshHealth() {
                                  : topology::DeviceHealth::unhealthy(joinStrings(problems, "; "));
   }
   overlayKernelErrors(next);
+  overlayDeepCheck(next);
   return publish(std::move(next));
 }
 
@@ -146,6 +148,30 @@ void NodeMonitor::overlayKernelErrors(topology::Node& next) {
         " reported; back in service " +
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kernelErrorHold_).count()) +
         " s after the last)";
+    health = health.healthy ? topology::DeviceHealth::unhealthy(reason)
+                            : topology::DeviceHealth::unhealthy(health.reason + "; " + reason);
+  }
+}
+
+void NodeMonitor::reportDeepCheck(const std::map<int, std::string>& verdict) {
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [device, reason] : verdict) {
+      if (reason.empty()) {
+        deepCheckFailures_.erase(device);
+      } else {
+        deepCheckFailures_[device] = reason;
+      }
+    }
+  }
+  refreshHealth();
+}
+
+void NodeMonitor::overlayDeepCheck(topology::Node& next) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [device, reason] : deepCheckFailures_) {
+    if (device < 0 || device >= next.deviceCount()) continue;
+    topology::DeviceHealth& health = next.devices[static_cast<std::size_t>(device)].health;
     health = health.healthy ? topology::DeviceHealth::unhealthy(reason)
                             : topology::DeviceHealth::unhealthy(health.reason + "; " + reason);
   }

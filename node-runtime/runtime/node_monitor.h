@@ -47,12 +47,16 @@ class NodeMonitor {
   // The kernel log reported a hardware error on `device`: it leaves service now and returns
   // once `kernelErrorHold` passes without another report.
   void reportKernelError(int device, const std::string& type);
+  // A deep check's verdict per tested device: a reason takes the device out of service until a
+  // later check of that device passes (an empty reason); devices not in the map keep theirs.
+  void reportDeepCheck(const std::map<int, std::string>& verdict);
 
  private:
   void run(std::stop_token stop);
   bool publish(topology::Node next);
   // Marks devices with a kernel-reported error inside the hold window (with mutex_ not held).
   void overlayKernelErrors(topology::Node& next);
+  void overlayDeepCheck(topology::Node& next);
 
   const discovery::DiscoveryRoots roots_;
   const discovery::DiscoveryOptions options_;
@@ -68,7 +72,8 @@ class NodeMonitor {
     std::string type;
     int count = 0;
   };
-  std::map<int, KernelError> kernelErrors_;  // by device
+  std::map<int, KernelError> kernelErrors_;       // by device
+  std::map<int, std::string> deepCheckFailures_;  // by device: the last failing check's reason
   ChangeNotifier notifier_;
   std::mutex refreshMutex_;
   std::jthread thread_;

@@ -1,11 +1,13 @@
 #include "node-runtime/simulator/sim_fault.h"
 
+#include <cstdio>
 #include <system_error>
 
 #include "common/base/file_io.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "node-runtime/discovery/discovery_roots.h"
+#include "node-runtime/discovery/neuronlink_attributes.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 
 namespace torus::simulator {
@@ -17,12 +19,19 @@ Error badFault(std::string_view text, std::string_view why) {
   return makeError(ErrorCode::kInvalidArgument,
                    "fault " + quoteJsonString(text) + ": " + std::string(why) +
                        " (known: device-node-missing:N, garble:N:ATTR, ecc:N[:COUNT], "
-                       "link-cut:A-B)");
+                       "link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N)");
 }
 
 fs::path deviceDir(const fs::path& root, int device) {
   return discovery::DiscoveryRoots::under(root).sys / "devices" / "virtual" / "neuron_device" /
          ("neuron" + std::to_string(device));
+}
+
+// The simulator's PCI function of neuronN (sim_tree.cc: bus 0x10 + N).
+fs::path pciFunction(const fs::path& root, int device) {
+  char bdf[32];
+  std::snprintf(bdf, sizeof(bdf), "0000:%02x:1e.0", 0x10 + device);
+  return discovery::DiscoveryRoots::under(root).sys / "devices" / "pci0000:00" / bdf;
 }
 
 Result<void> removeLink(const fs::path& root, int from, int to) {
@@ -37,7 +46,42 @@ Result<void> removeLink(const fs::path& root, int from, int to) {
     if (!rewritten.empty()) rewritten += ", ";
     rewritten += std::to_string(link);
   }
-  return writeFile(path, rewritten + "\n");
+  TORUS_RETURN_IF_ERROR(writeFile(path, rewritten + "\n"), "link-cut");
+  // A link that is down has no trained speed either.
+  std::error_code ec;
+  fs::remove_all(discovery::neuronLinkDir(deviceDir(root, from), to), ec);
+  return okResult();
+}
+
+Result<void> slowLink(const fs::path& root, int from, int to, int slowdown) {
+  const fs::path link = discovery::neuronLinkDir(deviceDir(root, from), to);
+  auto max = readSmallFile(link / discovery::kMaxLinkSpeed);
+  if (!max) return std::move(max).error();
+  double speed = 0;
+  char unit[16] = {};
+  if (std::sscanf(max->c_str(), "%lf %15s", &speed, unit) != 2) {
+    return makeError(ErrorCode::kInternal, (link / discovery::kMaxLinkSpeed).string() +
+                                               ": expected \"<number> GT/s\", got " +
+                                               quoteJsonString(*max));
+  }
+  char text[48];
+  std::snprintf(text, sizeof(text), "%.1f %s\n", speed / slowdown, unit);
+  return writeFile(link / discovery::kCurrentLinkSpeed, text);
+}
+
+// Gives resource4_wc its own storage: what is written through it no longer reaches what
+// resource4 reads, so the device reads back stale memory.
+Result<void> corruptMemory(const fs::path& root, int device) {
+  const fs::path bar = pciFunction(root, device) / "resource4";
+  const fs::path writeView = pciFunction(root, device) / "resource4_wc";
+  std::error_code ec;
+  const std::uintmax_t bytes = fs::file_size(bar, ec);
+  if (!ec) fs::remove(writeView, ec);
+  if (ec) return makeError(ErrorCode::kInternal, bar.string() + ": " + ec.message());
+  TORUS_RETURN_IF_ERROR(writeFile(writeView, ""), "mem-corrupt");
+  fs::resize_file(writeView, bytes, ec);
+  if (ec) return makeError(ErrorCode::kInternal, writeView.string() + ": " + ec.message());
+  return okResult();
 }
 
 }  // namespace
@@ -47,15 +91,23 @@ Result<Fault> parseFault(std::string_view text) {
   if (parts.size() < 2) return badFault(text, "expected KIND:ARGS");
   Fault fault;
   const std::string_view kind = parts[0];
-  if (kind == "link-cut") {
+  if (kind == "link-cut" || kind == "slow-link") {
+    const bool slow = kind == "slow-link";
     const std::vector<std::string_view> ends = splitAndTrim(parts[1], '-');
-    if (parts.size() != 2 || ends.size() != 2) return badFault(text, "expected link-cut:A-B");
+    if (ends.size() != 2 || parts.size() > (slow ? 3U : 2U)) {
+      return badFault(text, slow ? "expected slow-link:A-B[:FACTOR]" : "expected link-cut:A-B");
+    }
     auto a = parseInt(ends[0], 0, discovery::kMaxDevices - 1);
     auto b = parseInt(ends[1], 0, discovery::kMaxDevices - 1);
     if (!a || !b || *a == *b) return badFault(text, "expected two different device indices");
-    fault.kind = FaultKind::kLinkCut;
+    fault.kind = slow ? FaultKind::kSlowLink : FaultKind::kLinkCut;
     fault.device = *a;
     fault.otherDevice = *b;
+    if (parts.size() == 3) {
+      auto factor = parseInt(parts[2], 2, 1000);
+      if (!factor) return badFault(text, "expected a slowdown FACTOR in [2, 1000]");
+      fault.slowdown = *factor;
+    }
     return fault;
   }
   auto device = parseInt(parts[1], 0, discovery::kMaxDevices - 1);
@@ -67,6 +119,8 @@ Result<Fault> parseFault(std::string_view text) {
              parts[2].find("..") == std::string_view::npos && parts[2].front() != '/') {
     fault.kind = FaultKind::kGarbledAttribute;
     fault.attribute = std::string(parts[2]);
+  } else if (kind == "mem-corrupt" && parts.size() == 2) {
+    fault.kind = FaultKind::kMemoryCorrupt;
   } else if (kind == "ecc" && (parts.size() == 2 || parts.size() == 3)) {
     fault.kind = FaultKind::kEccUncorrected;
     if (parts.size() == 3) {
@@ -92,6 +146,12 @@ std::string describeFault(const Fault& fault) {
     case FaultKind::kLinkCut:
       return "NeuronLink " + std::to_string(fault.device) + "-" +
              std::to_string(fault.otherDevice) + " cut";
+    case FaultKind::kSlowLink:
+      return "NeuronLink " + std::to_string(fault.device) + "-" +
+             std::to_string(fault.otherDevice) + " trained at 1/" + std::to_string(fault.slowdown) +
+             " speed";
+    case FaultKind::kMemoryCorrupt:
+      return device + " memory corrupt";
   }
   return "unknown fault";
 }
@@ -123,12 +183,23 @@ Result<void> applyFault(const fs::path& root, const Fault& fault) {
     case FaultKind::kEccUncorrected:
       return writeFile(device / "stats" / "hardware" / "mem_ecc_uncorrected",
                        std::to_string(fault.count) + "\n");
+    case FaultKind::kMemoryCorrupt:
+      TORUS_RETURN_IF_ERROR(corruptMemory(root, fault.device), describeFault(fault));
+      return okResult();
+    case FaultKind::kSlowLink:
     case FaultKind::kLinkCut: {
       const fs::path other = deviceDir(root, fault.otherDevice);
       if (!fs::exists(other, ec)) {
         return makeError(ErrorCode::kNotFound, describeFault(fault) +
                                                    ": the simulated node has no neuron" +
                                                    std::to_string(fault.otherDevice));
+      }
+      if (fault.kind == FaultKind::kSlowLink) {
+        TORUS_RETURN_IF_ERROR(slowLink(root, fault.device, fault.otherDevice, fault.slowdown),
+                              describeFault(fault));
+        TORUS_RETURN_IF_ERROR(slowLink(root, fault.otherDevice, fault.device, fault.slowdown),
+                              describeFault(fault));
+        return okResult();
       }
       TORUS_RETURN_IF_ERROR(removeLink(root, fault.device, fault.otherDevice),
                             describeFault(fault));

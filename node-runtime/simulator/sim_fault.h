@@ -5,9 +5,17 @@
 //   device-node-missing:N   /dev/neuronN is gone                 -> neuronN Unhealthy
 //   garble:N:ATTR           neuronN/ATTR holds binary junk       -> neuronN Unhealthy, names ATTR
 //   ecc:N[:COUNT]           stats/hardware/mem_ecc_uncorrected=COUNT (default 1) -> Unhealthy
-//   link-cut:A-B            A and B no longer list each other    -> finding: adjacency differs
+//   link-cut:A-B            A and B no longer list each other    -> finding: adjacency differs;
+//                           the deep check names the pair
+//   slow-link:A-B[:FACTOR]  the A-B link trained at 1/FACTOR (default 4) of its maximum speed
+//                           (neuronA/neuron_link/neuronB/current_link_speed, both ends)
+//                                                                -> the deep check names the pair
+//   mem-corrupt:N           neuronN's memory BAR no longer holds what is written through its
+//                           write-combining view (resource4_wc stops aliasing resource4), as a
+//                           device whose memory lost its contents -> the deep check names neuronN
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -16,14 +24,22 @@
 
 namespace torus::simulator {
 
-enum class FaultKind { kDeviceNodeMissing, kGarbledAttribute, kEccUncorrected, kLinkCut };
+enum class FaultKind {
+  kDeviceNodeMissing,
+  kGarbledAttribute,
+  kEccUncorrected,
+  kLinkCut,
+  kSlowLink,
+  kMemoryCorrupt,
+};
 
 struct Fault {
   FaultKind kind = FaultKind::kDeviceNodeMissing;
   int device = 0;
-  int otherDevice = 0;      // link-cut: the far end
+  int otherDevice = 0;      // link-cut, slow-link: the far end
   std::string attribute;    // garble: path relative to neuronN, e.g. "core_count"
   std::uint64_t count = 1;  // ecc
+  int slowdown = 4;         // slow-link: the link trains at 1/slowdown of its maximum speed
 };
 
 Result<Fault> parseFault(std::string_view text);

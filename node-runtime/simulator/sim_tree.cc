@@ -13,6 +13,7 @@
 #include "common/topology/instance_catalog.h"
 #include "common/topology/neuronlink_graph.h"
 #include "node-runtime/discovery/driver_counters.h"
+#include "node-runtime/discovery/neuronlink_attributes.h"
 
 namespace torus::simulator {
 namespace {
@@ -24,6 +25,8 @@ using discovery::kCoreOtherInfo;
 using discovery::kCoreStatusCounters;
 using discovery::kDeviceMemCategories;
 using discovery::kHostMemCategories;
+
+constexpr const char* kNeuronLinkSpeed = "32.0 GT/s\n";
 
 class TreeWriter {
  public:
@@ -106,6 +109,12 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
   TORUS_RETURN_IF_ERROR(out.file(dir / "connected_devices",
                                  joinInts(topology::driverNeighbours(type, index), ", ") + "\n"),
                         name);
+  // Every link trains at full speed; the slow-link fault lowers one.
+  for (const int peer : topology::driverNeighbours(type, index)) {
+    const fs::path link = discovery::neuronLinkDir(dir, peer);
+    TORUS_RETURN_IF_ERROR(out.file(link / discovery::kMaxLinkSpeed, kNeuronLinkSpeed), name);
+    TORUS_RETURN_IF_ERROR(out.file(link / discovery::kCurrentLinkSpeed, kNeuronLinkSpeed), name);
+  }
   TORUS_RETURN_IF_ERROR(out.file(dir / "reset", "1\n"), name);
   TORUS_RETURN_IF_ERROR(out.file(dir / "dev", "240:" + std::to_string(index) + "\n"), name);
   TORUS_RETURN_IF_ERROR(out.file(dir / "uevent", "MAJOR=240\nMINOR=" + std::to_string(index) +
@@ -145,6 +154,19 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
   return okResult();
 }
 
+// The device memory BAR as the kernel offers it: resource4, sized as the device's memory, and
+// resource4_wc, a second (write-combining) view of the same memory, hence a hard link. Sparse, so
+// only the pages the deep check touches take space.
+Result<void> writeMemoryBar(const fs::path& function, std::uint64_t bytes) {
+  const fs::path bar = function / "resource4";
+  TORUS_RETURN_IF_ERROR(writeFile(bar, "", CreateParents::kNo), "memory BAR");
+  std::error_code ec;
+  fs::resize_file(bar, bytes, ec);
+  if (!ec) fs::create_hard_link(bar, function / "resource4_wc", ec);
+  if (ec) return makeError(ErrorCode::kInternal, bar.string() + ": " + ec.message());
+  return okResult();
+}
+
 // The PCI functions bound to the "neuron" driver, as /sys/bus/pci/drivers/neuron/<bdf> links.
 Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type) {
   const auto& names = topology::architectureOf(type.generation);
@@ -160,6 +182,7 @@ Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& 
     TORUS_RETURN_IF_ERROR(out.file(function / "vendor", "0x1d0f\n"), bdf);
     TORUS_RETURN_IF_ERROR(out.file(function / "device", std::string(deviceId) + "\n"), bdf);
     TORUS_RETURN_IF_ERROR(out.file(function / "numa_node", std::to_string(numa) + "\n"), bdf);
+    TORUS_RETURN_IF_ERROR(writeMemoryBar(function, type.memoryBytesPerDevice), bdf);
     fs::create_directory_symlink(fs::path("../../../../devices/pci0000:00") / bdf, driver / bdf,
                                  ec);
     if (ec) return makeError(ErrorCode::kInternal, (driver / bdf).string() + ": " + ec.message());

@@ -80,6 +80,8 @@ class AgentMetricsTest : public ::testing::Test {
 };
 
 TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
+  // One deep check first, so its families have samples to pin.
+  ASSERT_EQ(httpPost(port_, "/deep-check", "").value_or("").substr(0, 3), "200");
   const Exposition metrics = parse(metricsOf(port_));
   const std::set<std::string> core = {"instance_type", "neuron_device_index", "neuroncore"};
   const std::map<std::string, std::set<std::string>> expected = {
@@ -107,6 +109,15 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
       {"torus_device_healthy", {"instance_type", "neuron_device_index"}},
       {"torus_sysfs_read_errors", {"instance_type"}},
       {"torus_build_info", {"version"}},
+      {"torus_deep_check_runs_total", {"result"}},
+      {"torus_deep_check_last_run_timestamp_seconds", {}},
+      {"torus_deep_check_last_success_timestamp_seconds", {}},
+      {"torus_deep_check_duration_seconds", {}},
+      {"torus_deep_check_failures", {}},
+      {"torus_deep_check_device_passed", {"neuron_device_index"}},
+      {"torus_neuronlink_healthy", {"neuron_device_index", "peer_device_index"}},
+      {"torus_neuronlink_transfer_seconds", {"neuron_device_index", "peer_device_index"}},
+      {"torus_deep_check_allreduce_seconds", {}},
   };
   for (const auto& [family, labels] : expected) {
     ASSERT_EQ(metrics.labelNames.count(family), 1U) << family << " missing";
@@ -121,6 +132,8 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
 }
 
 TEST_F(AgentMetricsTest, PassesPromtool) {
+  // With a deep check's samples in it, as an operator's scrape would have.
+  ASSERT_EQ(httpPost(port_, "/deep-check", "").value_or("").substr(0, 3), "200");
   const std::string text = metricsOf(port_);
   ASSERT_FALSE(text.empty());
   const std::string file = (dir_->path() / "metrics.txt").string();

@@ -1,0 +1,78 @@
+#include "node-runtime/agent/deep_check_runner.h"
+
+#include "common/base/log.h"
+#include "common/base/strings.h"
+#include "common/metrics/event_counters.h"
+#include "node-runtime/runtime/deep_check_report.h"
+
+namespace torus::agent {
+namespace {
+
+double unixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+DeepCheckRunner::DeepCheckRunner(runtime::NodeMonitor& monitor, runtime::DeepCheckOptions options,
+                                 std::chrono::milliseconds interval, BusyDevices busyDevices)
+    : monitor_(monitor),
+      options_(std::move(options)),
+      interval_(interval),
+      busyDevices_(std::move(busyDevices)) {
+  if (interval_.count() > 0) thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
+}
+
+DeepCheckRunner::~DeepCheckRunner() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+runtime::DeepCheckResult DeepCheckRunner::runNow() {
+  std::lock_guard running(runMutex_);
+  const topology::DeviceSet busy = busyDevices_ ? busyDevices_() : topology::DeviceSet();
+  runtime::DeepCheckResult result =
+      runtime::runDeepCheck(monitor_.node(), monitor_.roots(), busy, options_);
+  const std::vector<std::string> failures = runtime::deepCheckFailures(result);
+  metrics::processCounters().add(metrics::names::kDeepCheckRunsTotal,
+                                 {{"result", failures.empty() ? "passed" : "failed"}});
+  int skipped = 0;
+  for (const runtime::DeviceCheck& device : result.devices)
+    skipped += device.state == runtime::CheckState::kSkipped ? 1 : 0;
+  if (failures.empty()) {
+    TORUS_LOG(Info, Health, "deep check passed", {"seconds", result.seconds},
+              {"devices_tested", static_cast<int>(result.devices.size()) - skipped},
+              {"devices_in_use", skipped}, {"links", static_cast<int>(result.links.size())});
+  } else {
+    TORUS_LOG(Warn, Health, "deep check failed", {"seconds", result.seconds},
+              {"failures", static_cast<int>(failures.size())}, {"first", failures.front()},
+              {"devices_in_use", skipped});
+  }
+  // Device transitions (and their reasons) are logged once by the monitor.
+  monitor_.reportDeepCheck(result.verdictByDevice());
+  std::lock_guard lock(mutex_);
+  const std::optional<double> lastSuccess = last_ ? last_->lastSuccessSeconds : std::nullopt;
+  const double now = unixNow();
+  last_ = monitor::DeepCheckSnapshot{result, now,
+                                     failures.empty() ? std::optional<double>(now) : lastSuccess};
+  return result;
+}
+
+std::optional<monitor::DeepCheckSnapshot> DeepCheckRunner::last() const {
+  std::lock_guard lock(mutex_);
+  return last_;
+}
+
+void DeepCheckRunner::loop(std::stop_token stop) {
+  std::mutex sleepMutex;
+  std::condition_variable_any sleeper;
+  while (!stop.stop_requested()) {
+    std::unique_lock lock(sleepMutex);
+    if (sleeper.wait_for(lock, stop, interval_, [] { return false; })) break;
+    lock.unlock();
+    if (stop.stop_requested()) break;
+    runNow();
+  }
+}
+
+}  // namespace torus::agent

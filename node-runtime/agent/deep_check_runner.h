@@ -1,0 +1,52 @@
+// DeepCheckRunner: runs the deep health check inside the agent — every --deep-check-interval on
+// a background thread when set, and whenever POST /deep-check asks — one run at a time. Each
+// result goes to the NodeMonitor (failing devices leave service with the reason naming the
+// device or link; a later passing check brings them back), to the metrics, and is kept for
+// GET /deep-check.
+//
+// Owns: its thread and the last result. Does not own: what is tested (runtime/deep_check.h) or
+// which devices are in use (the callback, from the device plugin's allocations).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "common/topology/node.h"
+#include "node-runtime/monitor/deep_check_metrics.h"
+#include "node-runtime/runtime/deep_check.h"
+#include "node-runtime/runtime/node_monitor.h"
+
+namespace torus::agent {
+
+class DeepCheckRunner {
+ public:
+  using BusyDevices = std::function<topology::DeviceSet()>;
+
+  DeepCheckRunner(runtime::NodeMonitor& monitor, runtime::DeepCheckOptions options,
+                  std::chrono::milliseconds interval, BusyDevices busyDevices);
+  ~DeepCheckRunner();
+  DeepCheckRunner(const DeepCheckRunner&) = delete;
+  DeepCheckRunner& operator=(const DeepCheckRunner&) = delete;
+
+  // Runs a check now (after any run in progress) and returns its result.
+  runtime::DeepCheckResult runNow();
+  std::optional<monitor::DeepCheckSnapshot> last() const;
+
+ private:
+  void loop(std::stop_token stop);
+
+  runtime::NodeMonitor& monitor_;
+  const runtime::DeepCheckOptions options_;
+  const std::chrono::milliseconds interval_;
+  const BusyDevices busyDevices_;
+  std::mutex runMutex_;  // one check at a time: they share the devices
+  mutable std::mutex mutex_;
+  std::optional<monitor::DeepCheckSnapshot> last_;
+  std::jthread thread_;
+};
+
+}  // namespace torus::agent

@@ -1,0 +1,115 @@
+#include "node-runtime/runtime/deep_check_report.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/text_table.h"
+
+namespace torus::runtime {
+namespace {
+
+std::string fixed(double value, int decimals, std::string_view unit = "") {
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%.*f", decimals, value);
+  return std::string(buffer) + std::string(unit);
+}
+
+std::string microseconds(const std::optional<double>& seconds) {
+  return seconds ? fixed(*seconds * 1e6, 1, " us") : "-";
+}
+
+std::string mebibytes(std::uint64_t bytes) {
+  return fixed(static_cast<double>(bytes) / (1 << 20), 1, " MiB");
+}
+
+}  // namespace
+
+std::vector<std::string> deepCheckFailures(const DeepCheckResult& result) {
+  std::vector<std::string> failures;
+  for (const DeviceCheck& device : result.devices) {
+    if (device.state == CheckState::kFailed) failures.push_back(device.detail);
+  }
+  for (const LinkCheck& link : result.links) {
+    if (link.state == CheckState::kFailed) failures.push_back(link.detail);
+  }
+  if (!result.allReduceProblem.empty()) failures.push_back(result.allReduceProblem);
+  return failures;
+}
+
+std::string deepCheckJson(const DeepCheckResult& result) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceCheck& device : result.devices) {
+    devices.push_back({{"device", device.device},
+                       {"state", checkStateName(device.state)},
+                       {"detail", device.detail},
+                       {"memoryBytes", device.memoryBytes},
+                       {"memorySeconds", device.memorySeconds}});
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (const LinkCheck& link : result.links) {
+    nlohmann::json entry = {{"devices", {link.a, link.b}}, {"state", checkStateName(link.state)},
+                            {"detail", link.detail},       {"seconds", nullptr},
+                            {"speedGTs", nullptr},         {"maxSpeedGTs", nullptr}};
+    if (link.seconds) entry["seconds"] = *link.seconds;
+    if (link.speed) {
+      entry["speedGTs"] = link.speed->current;
+      entry["maxSpeedGTs"] = link.speed->max;
+    }
+    links.push_back(std::move(entry));
+  }
+  nlohmann::json allReduce = {{"ring", result.ring},
+                              {"alongNeuronLink", result.ringAlongLinks},
+                              {"bytesPerRank", result.allReduceBytes},
+                              {"seconds", nullptr},
+                              {"problem", result.allReduceProblem}};
+  if (result.allReduceSeconds) allReduce["seconds"] = *result.allReduceSeconds;
+  const nlohmann::json out = {{"passed", result.passed()},
+                              {"startedAt", result.startedAt},
+                              {"seconds", result.seconds},
+                              {"failures", deepCheckFailures(result)},
+                              {"transferBytes", result.transferBytes},
+                              {"devices", std::move(devices)},
+                              {"links", std::move(links)},
+                              {"allReduce", std::move(allReduce)}};
+  return out.dump(2) + "\n";
+}
+
+std::string deepCheckTable(const DeepCheckResult& result) {
+  TextTable devices({"DEVICE", "MEMORY\nTEST", "WINDOW", "TIME", "DETAIL"});
+  for (const DeviceCheck& device : result.devices) {
+    const bool tested = device.state != CheckState::kSkipped;
+    devices.addRow({"neuron" + std::to_string(device.device),
+                    std::string(checkStateName(device.state)),
+                    tested ? mebibytes(device.memoryBytes) : "-",
+                    tested ? fixed(device.memorySeconds * 1000, 1, " ms") : "-", device.detail});
+  }
+  TextTable links(
+      {"NEURONLINK", "STATE", "TRANSFER\n" + mebibytes(result.transferBytes), "SPEED", "DETAIL"});
+  for (const LinkCheck& link : result.links) {
+    links.addRow({std::to_string(link.a) + "-" + std::to_string(link.b),
+                  std::string(checkStateName(link.state)), microseconds(link.seconds),
+                  link.speed
+                      ? fixed(link.speed->current, 1) + "/" + fixed(link.speed->max, 1) + " GT/s"
+                      : "-",
+                  link.detail});
+  }
+  std::string ring;
+  for (const int device : result.ring)
+    ring += (ring.empty() ? "" : " ") + std::to_string(device);
+  std::string out = devices.render() + links.render();
+  out += "AllReduce ring (" + mebibytes(result.allReduceBytes) + " per device): " +
+         (result.ring.size() < 2    ? std::string("not run, fewer than two idle devices")
+          : result.allReduceSeconds ? fixed(*result.allReduceSeconds * 1000, 2, " ms")
+                                    : std::string("failed")) +
+         (ring.empty() ? "" : "; order " + ring) +
+         (result.ringAlongLinks || result.ring.size() < 2 ? "" : " (not all steps on NeuronLink)") +
+         "\n";
+  if (!result.allReduceProblem.empty()) out += "  " + result.allReduceProblem + "\n";
+  const std::vector<std::string> failures = deepCheckFailures(result);
+  out += "Deep check " + std::string(failures.empty() ? "passed" : "FAILED") + " in " +
+         fixed(result.seconds, 2, " s") + " (" + std::to_string(failures.size()) + " failures)\n";
+  return out;
+}
+
+}  // namespace torus::runtime

@@ -1,0 +1,223 @@
+#include "node-runtime/runtime/link_exercise.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/communicator.h"
+
+namespace torus::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using coll::DataType;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What one rank thread found; merged by exerciseLinks after every thread has joined.
+struct RankOutcome {
+  std::vector<std::optional<double>> linkSeconds;  // filled by the lower-ranked end
+  std::vector<std::string> linkErrors;
+  std::optional<double> allReduceSeconds;
+  std::string problem;
+};
+
+class RankRun {
+ public:
+  RankRun(coll::Communicator& comm, std::span<const int> ring,
+          std::span<const std::pair<int, int>> links, const LinkExerciseOptions& options,
+          RankOutcome& out)
+      : comm_(comm), ring_(ring), links_(links), options_(options), out_(out) {}
+
+  Result<void> run() {
+    TORUS_RETURN_IF_ERROR(timeLinks(), "timing links");
+    return options_.allReduce ? ringAllReduce() : okResult();
+  }
+
+ private:
+  int rankOf(int device) const {
+    return static_cast<int>(std::find(ring_.begin(), ring_.end(), device) - ring_.begin());
+  }
+  std::string deviceName(int rank) const {
+    return "neuron" + std::to_string(ring_[static_cast<std::size_t>(rank)]);
+  }
+
+  Result<void> timeLinks() {
+    auto buffer = comm_.allocate(options_.transferBytes);
+    if (!buffer) return std::move(buffer).error();
+    std::memset(buffer->data(), comm_.rank() & 0xff, buffer->size());
+    const std::size_t bytes = buffer->size();
+    for (std::size_t k = 0; k < links_.size(); ++k) {
+      const int first = rankOf(links_[k].first);
+      const int second = rankOf(links_[k].second);
+      const int me = comm_.rank();
+      if (me == first || me == second) {
+        const int peer = me == first ? second : first;
+        std::optional<double> fastest;
+        for (int attempt = 0; attempt < options_.attempts; ++attempt) {
+          const auto start = Clock::now();
+          auto done = me == first ? pingPong(buffer->data(), bytes, peer, true)
+                                  : pingPong(buffer->data(), bytes, peer, false);
+          if (!done) {
+            out_.linkErrors[k] = done.error().message;
+            return std::move(done).error();
+          }
+          const double oneWay = secondsSince(start) / 2;
+          fastest = fastest ? std::min(*fastest, oneWay) : oneWay;
+        }
+        if (me == first) out_.linkSeconds[k] = fastest;
+      }
+      TORUS_RETURN_IF_ERROR(comm_.barrier(), "after the link test");
+    }
+    return okResult();
+  }
+
+  Result<void> pingPong(std::byte* data, std::size_t bytes, int peer, bool starts) {
+    if (starts) {
+      TORUS_RETURN_IF_ERROR(comm_.send(data, bytes, DataType::kU8, peer), "ping");
+      return comm_.recv(data, bytes, DataType::kU8, peer);
+    }
+    TORUS_RETURN_IF_ERROR(comm_.recv(data, bytes, DataType::kU8, peer), "ping");
+    return comm_.send(data, bytes, DataType::kU8, peer);
+  }
+
+  // One ring step: send `sendChunk` to the next rank, receive into `recvInto` from the previous.
+  // Even ranks send first and odd ranks receive first, so blocking sends cannot wait in a circle.
+  Result<void> step(const std::uint64_t* sendChunk, std::uint64_t* recvInto, std::size_t words) {
+    const int size = comm_.size();
+    const int next = (comm_.rank() + 1) % size;
+    const int previous = (comm_.rank() + size - 1) % size;
+    const std::size_t bytes = words * sizeof(std::uint64_t);
+    if (comm_.rank() % 2 == 0) {
+      TORUS_RETURN_IF_ERROR(comm_.send(sendChunk, bytes, DataType::kU8, next),
+                            "to " + deviceName(next));
+      TORUS_RETURN_IF_ERROR(comm_.recv(recvInto, bytes, DataType::kU8, previous),
+                            "from " + deviceName(previous));
+      return okResult();
+    }
+    TORUS_RETURN_IF_ERROR(comm_.recv(recvInto, bytes, DataType::kU8, previous),
+                          "from " + deviceName(previous));
+    TORUS_RETURN_IF_ERROR(comm_.send(sendChunk, bytes, DataType::kU8, next),
+                          "to " + deviceName(next));
+    return okResult();
+  }
+
+  Result<void> ringAllReduce() {
+    const auto size = static_cast<std::size_t>(comm_.size());
+    const std::size_t chunkWords =
+        std::max<std::size_t>(1, options_.allReduceBytes / sizeof(std::uint64_t) / size);
+    const std::size_t words = chunkWords * size;
+    auto data = comm_.allocate(words * sizeof(std::uint64_t));
+    if (!data) return std::move(data).error();
+    auto incoming = comm_.allocate(chunkWords * sizeof(std::uint64_t));
+    if (!incoming) return std::move(incoming).error();
+    std::span<std::uint64_t> mine = data->as<std::uint64_t>();
+    std::span<std::uint64_t> scratch = incoming->as<std::uint64_t>();
+    const std::uint64_t contribution = static_cast<std::uint64_t>(comm_.rank()) + 1;
+    for (std::size_t i = 0; i < words; ++i)
+      mine[i] = contribution * (i + 1);
+    const auto chunk = [&](std::size_t c) { return mine.data() + (c % size) * chunkWords; };
+    const std::size_t rank = static_cast<std::size_t>(comm_.rank());
+
+    TORUS_RETURN_IF_ERROR(comm_.barrier(), "before the AllReduce ring");
+    const auto start = Clock::now();
+    for (std::size_t s = 0; s + 1 < size; ++s) {  // reduce-scatter
+      TORUS_RETURN_IF_ERROR(step(chunk(rank + size - s), scratch.data(), chunkWords),
+                            "AllReduce ring, reduce-scatter step " + std::to_string(s));
+      std::uint64_t* target = chunk(rank + size - s - 1);
+      for (std::size_t i = 0; i < chunkWords; ++i)
+        target[i] += scratch[i];
+    }
+    for (std::size_t s = 0; s + 1 < size; ++s) {  // all-gather
+      TORUS_RETURN_IF_ERROR(step(chunk(rank + size + 1 - s), chunk(rank + size - s), chunkWords),
+                            "AllReduce ring, all-gather step " + std::to_string(s));
+    }
+    out_.allReduceSeconds = secondsSince(start);
+    const std::uint64_t ranksSum = static_cast<std::uint64_t>(size) * (size + 1) / 2;
+    for (std::size_t i = 0; i < words; ++i) {
+      if (mine[i] != ranksSum * (i + 1)) {
+        return makeError(ErrorCode::kInternal,
+                         "AllReduce ring: " + deviceName(comm_.rank()) + " holds " +
+                             std::to_string(mine[i]) + " at element " + std::to_string(i) +
+                             ", expected " + std::to_string(ranksSum * (i + 1)));
+      }
+    }
+    return okResult();
+  }
+
+  coll::Communicator& comm_;
+  std::span<const int> ring_;
+  std::span<const std::pair<int, int>> links_;
+  const LinkExerciseOptions& options_;
+  RankOutcome& out_;
+};
+
+}  // namespace
+
+LinkExercise exerciseLinks(std::span<const int> ring, std::span<const std::pair<int, int>> links,
+                           const LinkExerciseOptions& options) {
+  LinkExercise result;
+  for (const auto& [a, b] : links)
+    result.links.push_back({a, b, std::nullopt, ""});
+  if (ring.size() < 2) return result;
+
+  auto listener = coll::listenOn("127.0.0.1:0");
+  if (!listener) {
+    result.problem = "deep check communicator: " + listener.error().message;
+    return result;
+  }
+  auto port = coll::boundPort(*listener);
+  if (!port) {
+    result.problem = "deep check communicator: " + port.error().message;
+    return result;
+  }
+  std::vector<RankOutcome> outcomes(ring.size());
+  {
+    std::vector<std::jthread> ranks;
+    for (std::size_t r = 0; r < ring.size(); ++r) {
+      RankOutcome& out = outcomes[r];
+      out.linkSeconds.resize(links.size());
+      out.linkErrors.resize(links.size());
+      coll::CommOptions comm;
+      comm.rank = static_cast<int>(r);
+      comm.size = static_cast<int>(ring.size());
+      comm.rootAddress = "127.0.0.1:" + std::to_string(*port);
+      comm.timeout = options.timeout;
+      comm.name = "deep-check";
+      if (r == 0) comm.rootListener = std::move(*listener);
+      ranks.emplace_back([&, comm = std::move(comm)]() mutable {
+        const std::string device =
+            "neuron" + std::to_string(ring[static_cast<std::size_t>(comm.rank)]);
+        auto created = coll::Communicator::create(std::move(comm));
+        if (!created) {
+          out.problem = device + ": " + created.error().message;
+          return;
+        }
+        auto done = RankRun(**created, ring, links, options, out).run();
+        if (!done) out.problem = device + ": " + done.error().message;
+      });
+    }
+  }
+  for (const RankOutcome& out : outcomes) {
+    for (std::size_t k = 0; k < links.size(); ++k) {
+      if (out.linkSeconds[k]) result.links[k].seconds = out.linkSeconds[k];
+      if (!out.linkErrors[k].empty() && result.links[k].error.empty())
+        result.links[k].error = out.linkErrors[k];
+    }
+    if (out.allReduceSeconds) {
+      result.allReduceSeconds =
+          std::max(result.allReduceSeconds.value_or(0), *out.allReduceSeconds);
+    }
+    if (result.problem.empty() && !out.problem.empty()) result.problem = out.problem;
+  }
+  // A wrong sum or a failure on any rank voids the ring's time.
+  if (!result.problem.empty()) result.allReduceSeconds.reset();
+  return result;
+}
+
+}  // namespace torus::runtime

@@ -1,0 +1,119 @@
+// The deep check through the agent's real interfaces: `neuron-node-agent check` (tables, --json,
+// exit codes) and a running agent's POST/GET /deep-check, whose failures take the named devices
+// out of service (/metrics, logs) and whose later pass brings them back.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "common/base/temp_dir.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const std::vector<std::string> kSmallCheck = {"--deep-check-memory-bytes=262144",
+                                              "--deep-check-transfer-bytes=65536"};
+
+std::vector<std::string> checkCommand(std::vector<std::string> args) {
+  std::vector<std::string> command = {binaryPath("neuron-node-agent"), "check", "--log-level=warn"};
+  command.insert(command.end(), kSmallCheck.begin(), kSmallCheck.end());
+  command.insert(command.end(), args.begin(), args.end());
+  return command;
+}
+
+TEST(DeepCheckCommand, HealthyNodePassesWithExitZero) {
+  const ProcessResult run = runProcess(checkCommand({"--simulate=inf2.48xlarge"}), 30s);
+  EXPECT_EQ(run.exitCode, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("Deep check passed"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("| 0-1 "), std::string::npos) << run.out;
+}
+
+TEST(DeepCheckCommand, LinkCutExitsOneAndTheJsonNamesThePair) {
+  const ProcessResult run = runProcess(
+      checkCommand({"--simulate=trn1.32xlarge", "--simulate-fault=link-cut:3-7", "--json"}), 30s);
+  EXPECT_EQ(run.exitCode, 1) << run.err;
+  const auto json = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << run.out;
+  EXPECT_FALSE(json["passed"].get<bool>());
+  ASSERT_EQ(json["failures"].size(), 1U) << run.out;
+  EXPECT_EQ(json["failures"][0].get<std::string>(),
+            "NeuronLink 3-7 is down: neuron3 and neuron7 no longer list each other in "
+            "connected_devices");
+  EXPECT_EQ(json["devices"].size(), 16U);
+  EXPECT_EQ(json["allReduce"]["ring"].size(), 16U);
+}
+
+TEST(DeepCheckCommand, NodeThatCannotBeCheckedExitsTwo) {
+  const ProcessResult run = runProcess(checkCommand({"--simulate=no-such-type"}), 30s);
+  EXPECT_EQ(run.exitCode, 2);
+  EXPECT_NE(run.err.find("unknown instance type \"no-such-type\""), std::string::npos) << run.err;
+}
+
+TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
+  auto dir = TempDir::create("deep-check-agent");
+  ASSERT_TRUE(dir.ok());
+  const fs::path sim = dir->path() / "sim";
+  std::vector<std::string> args = {
+      binaryPath("neuron-node-agent"),  "--simulate=inf2.48xlarge",
+      "--simulate-dir=" + sim.string(), "--simulate-fault=mem-corrupt:5",
+      "--device-plugin=false",          "--metrics-addr=127.0.0.1:0",
+      "--health-interval=100ms"};
+  args.insert(args.end(), kSmallCheck.begin(), kSmallCheck.end());
+  BackgroundProcess agent(args);
+  const auto log = agent.waitForStderr("\"serving HTTP\"", 10s);
+  ASSERT_TRUE(log.has_value()) << agent.stderrText();
+  const int port = loggedPort(*log, "\"serving HTTP\"");
+
+  EXPECT_EQ(httpGet(port, "/deep-check")->substr(0, 3), "404");
+  const auto failed = httpPost(port, "/deep-check", "");
+  ASSERT_TRUE(failed.has_value());
+  ASSERT_EQ(failed->substr(0, 3), "200");
+  const auto json = nlohmann::json::parse(failed->substr(4), nullptr, false);
+  ASSERT_FALSE(json.is_discarded()) << *failed;
+  EXPECT_FALSE(json["passed"].get<bool>());
+  EXPECT_NE(json["failures"][0].get<std::string>().find("neuron5 device memory"),
+            std::string::npos);
+  EXPECT_EQ(*httpGet(port, "/deep-check"), *failed);
+
+  const std::string healthy5 =
+      "torus_device_healthy{instance_type=\"inf2.48xlarge\","
+      "neuron_device_index=\"5\"} ";
+  const auto metric = [&](const std::string& series) {
+    const std::string text = httpGet(port, "/metrics").value_or("");
+    const std::size_t at = text.find("\n" + series);  // a sample line, not its # HELP
+    return at == std::string::npos ? std::string("absent") : text.substr(at + 1 + series.size(), 1);
+  };
+  EXPECT_TRUE(eventually([&] { return metric(healthy5) == "0"; }, 5s));
+  EXPECT_EQ(metric("torus_deep_check_device_passed{neuron_device_index=\"5\"} "), "0");
+  EXPECT_EQ(metric("torus_deep_check_device_passed{neuron_device_index=\"4\"} "), "1");
+  EXPECT_EQ(metric("torus_deep_check_runs_total{result=\"failed\"} "), "1");
+  EXPECT_EQ(metric("torus_deep_check_last_success_timestamp_seconds "), "absent");
+  EXPECT_TRUE(agent
+                  .waitForStderr("\"device unhealthy\" device=5 reason=\"deep check: neuron5 "
+                                 "device memory",
+                                 5s)
+                  .has_value())
+      << agent.stderrText();
+
+  // The memory reads back again (resource4_wc aliases resource4 once more): the next check passes.
+  const fs::path function = sim / "sys" / "devices" / "pci0000:00" / "0000:15:1e.0";
+  fs::remove(function / "resource4_wc");
+  fs::create_hard_link(function / "resource4", function / "resource4_wc");
+  const auto passed = httpPost(port, "/deep-check", "");
+  ASSERT_TRUE(passed.has_value());
+  EXPECT_NE(passed->find("\"passed\": true"), std::string::npos) << *passed;
+  EXPECT_TRUE(eventually([&] { return metric(healthy5) == "1"; }, 5s));
+  EXPECT_NE(metric("torus_deep_check_last_success_timestamp_seconds "), "absent");
+  EXPECT_TRUE(agent.waitForStderr("\"device healthy again\" device=5", 5s).has_value());
+
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
+}
+
+}  // namespace
+}  // namespace torus::testing
