@@ -17,10 +17,12 @@ build_packages=(
   clang-format curl unzip
 )
 # Tools the tests and benchmarks run next to our code: promtool (package prometheus) checks
-# /metrics; Open MPI is the baseline of tests/bench/collectives_vs_mpi.sh.
+# /metrics; Open MPI is the baseline of tests/bench/collectives_vs_mpi.sh; ip and unshare make
+# the network namespaces of the two-host collectives test.
 test_packages=(
   prometheus
   openmpi-bin libopenmpi-dev
+  iproute2 util-linux
 )
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates

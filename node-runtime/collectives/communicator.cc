@@ -41,6 +41,8 @@ Error Communicator::fail(Error error) {
     }
     TORUS_LOG(Error, Coll, "communicator broken", {"comm", name_}, {"rank", rank_},
               {"error", error.message});
+    // Hostmates waiting in the host's shared-memory stage learn of it at once.
+    if (local_) local_->fail(error);
   }
   return error;
 }
@@ -82,7 +84,7 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, Describe what) 
         std::memcpy(reason, peer.reason, sizeof(reason));
         reason[sizeof(reason) - 1] = '\0';
         return makeError(ErrorCode::kAborted,
-                         what() + ": rank " + std::to_string(r) + " gave up: " + reason);
+                         what() + ": rank " + rankName(r) + " gave up: " + reason);
       }
     }
     const std::vector<int> waitingFor = pending();
@@ -234,7 +236,7 @@ Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
     if (peer.sequence != mine.sequence || peer.op != mine.op || peer.count != mine.count ||
         peer.type != mine.type || (reducing && peer.reduceOp != mine.reduceOp) ||
         (rooted && peer.root != mine.root)) {
-      return makeError(ErrorCode::kFailedPrecondition, "rank " + std::to_string(r) + " called " +
+      return makeError(ErrorCode::kFailedPrecondition, "rank " + rankName(r) + " called " +
                                                            describe(peer) + ", this rank called " +
                                                            describe(mine));
     }

@@ -294,6 +294,14 @@ class Communicator {
   std::string segmentName(int owner, std::uint64_t id) const;
   void unlinkSegmentsOf(int owner) const;
   std::string rankList(const std::vector<int>& ranks) const;
+  // How messages name rank r: its number in the communicator the user holds (a host's
+  // communicator inside a multi-host one names the ranks by their numbers in the outer one).
+  std::string rankName(int r) const {
+    return labels_.empty() ? std::to_string(r)
+                           : std::to_string(labels_[static_cast<std::size_t>(r)]);
+  }
+  // Communicator ranks of the dead ranks the bootstrap link knows of.
+  std::vector<int> deadMembers() const;
 
   int rank_ = 0;
   int size_ = 1;
@@ -333,6 +341,7 @@ class Communicator {
   std::unique_ptr<Communicator> local_;  // the ranks of this host, over shared memory
   std::vector<int> endpointRanks_;       // endpoint rank of each of my ranks
   std::vector<int> hostOf_;              // host index of each rank
+  std::vector<int> labels_;              // outer rank of each rank (host communicators)
   std::uint16_t nextGroupId_ = 0;        // first tag group id free on this rank's endpoint
   std::unique_ptr<AsyncWorker> worker_;  // last: stopped before anything it uses goes away
 };

@@ -98,7 +98,7 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
   endpointRanks_.resize(static_cast<std::size_t>(size_));
   std::iota(endpointRanks_.begin(), endpointRanks_.end(), 0);
   net_ = std::make_unique<NetGroup>(endpoint_, endpointRanks_, endpointRanks_, rank_, 0, spin_);
-  if (link_) net_->setLiveness([link = link_] { return link->deadRanks(); });
+  if (link_) net_->setLiveness([this] { return deadMembers(); });
   nextGroupId_ = 2;  // 0: every rank, 1: the column
   sent_.assign(static_cast<std::size_t>(size_), 0);
   received_.assign(static_cast<std::size_t>(size_), 0);
@@ -150,6 +150,7 @@ Result<void> Communicator::buildLocal(const std::vector<int>& members, int hostI
   local->session_ = deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex));
   for (int r : members)
     local->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
+  local->labels_ = members;
   Result<void> created = okResult();
   if (local->rank_ == 0) created = local->createControl(local->session_);
   const auto what = [&] { return "creating " + local->name_; };
@@ -169,7 +170,17 @@ void Communicator::buildColumn(const std::vector<int>& column, int myIndex, std:
     endpoints.push_back(endpointRanks_[static_cast<std::size_t>(r)]);
   column_ =
       std::make_unique<NetGroup>(endpoint_, std::move(endpoints), column, myIndex, groupId, spin_);
-  column_->setLiveness([link = link_] { return link->deadRanks(); });
+  column_->setLiveness([this] { return deadMembers(); });
+}
+
+std::vector<int> Communicator::deadMembers() const {
+  std::vector<int> dead;
+  if (!link_) return dead;
+  for (int endpointRank : link_->deadRanks()) {
+    const auto it = std::find(endpointRanks_.begin(), endpointRanks_.end(), endpointRank);
+    if (it != endpointRanks_.end()) dead.push_back(static_cast<int>(it - endpointRanks_.begin()));
+  }
+  return dead;
 }
 
 Result<void> Communicator::runNet(OpKind op, FunctionRef<Result<void>(const NetCall&)> body) {
@@ -275,7 +286,7 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
   child->net_ =
       std::make_unique<NetGroup>(endpoint_, child->endpointRanks_, std::move(labels), child->rank_,
                                  static_cast<std::uint16_t>(groupId), spin_);
-  child->net_->setLiveness([link = link_] { return link->deadRanks(); });
+  child->net_->setLiveness([raw = child.get()] { return raw->deadMembers(); });
   child->nextGroupId_ = static_cast<std::uint16_t>(groupId + 2);
   child->sent_.assign(members.size(), 0);
   child->received_.assign(members.size(), 0);

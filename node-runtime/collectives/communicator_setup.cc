@@ -316,7 +316,7 @@ std::string Communicator::rankList(const std::vector<int>& ranks) const {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (i > 0) out += ", ";
-    out += std::to_string(ranks[i]);
+    out += rankName(ranks[i]);
     if (ranks_.size() > static_cast<std::size_t>(ranks[i])) {
       out += " (pid " + std::to_string(ranks_[static_cast<std::size_t>(ranks[i])].pid) + ")";
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Collectives benchmark: our neuron-cc-bench next to Open MPI (shared memory: ob1 + vader) and a
-# memory-bandwidth bound, all measured in this one run on this machine, with the ratios.
+# Collectives benchmark: our neuron-cc-bench next to Open MPI (shared memory: ob1 + vader; TCP:
+# ob1 + the tcp BTL against ours over libfabric tcp;ofi_rxm) and a memory-bandwidth bound, all
+# measured in this one run on this machine, with the ratios. Network cases stay on loopback.
 #
 #   tests/bench/collectives_vs_mpi.sh [build-dir] [runs]
 #
@@ -184,13 +185,19 @@ wait_idle() {
   done
 }
 
+transport=shm  # which pair the next measure() compares: shm, or tcp (both over loopback TCP)
 mpi_run() {  # ranks op bytes iters warmup
+  local btl=(--mca btl self,vader)
+  [[ $transport == tcp ]] && btl=(--mca btl self,tcp --mca btl_tcp_if_include lo)
   mpirun --allow-run-as-root --oversubscribe --mca oob_tcp_if_include lo --mca pml ob1 \
-    --mca btl self,vader -np "$1" "$work/mpibench" "$2" "$3" "$4" "$5" 2>/dev/null | tail -1
+    "${btl[@]}" -np "$1" "$work/mpibench" "$2" "$3" "$4" "$5" 2>/dev/null | tail -1
 }
 our_run() {  # ranks op bytes iters warmup
-  "$bench" --op "$2" --ranks "$1" --min-bytes "$3" --max-bytes "$3" --iters "$4" --warmup "$5" \
-    --check --json | tail -1
+  local net=()
+  [[ $transport == tcp ]] && net=(--transport ofi)
+  FI_PROVIDER="tcp;ofi_rxm" FI_TCP_IFACE=lo \
+    "$bench" --op "$2" --ranks "$1" --min-bytes "$3" --max-bytes "$3" --iters "$4" \
+    --warmup "$5" "${net[@]}" --check --json | tail -1
 }
 
 declare -A ours_of mpi_of
@@ -232,6 +239,14 @@ measure "allgather 2r 64MiB busbw"     2 allgather     67108864 20    3    busbw
 measure "reducescatter 2r 64MiB busbw" 2 reducescatter 67108864 20    3    busbw_GBps
 measure "allreduce 4r 8B time_us"      4 allreduce     8        5000  500  time_us
 measure "allreduce 4r 64MiB busbw"     4 allreduce     67108864 10    2    busbw_GBps
+echo "# TCP on loopback: ours --transport ofi (libfabric tcp;ofi_rxm, FI_TCP_IFACE=lo) against"
+echo "#   Open MPI --mca btl self,tcp --mca btl_tcp_if_include lo"
+transport=tcp
+measure "tcp allreduce 2r 8B time_us"  2 allreduce     8        5000  200  time_us
+measure "tcp allreduce 2r 1MiB busbw"  2 allreduce     1048576  100   10   busbw_GBps
+measure "tcp allreduce 2r 64MiB busbw" 2 allreduce     67108864 10    2    busbw_GBps
+measure "tcp allgather 2r 64MiB busbw" 2 allgather     67108864 10    2    busbw_GBps
+transport=shm
 echo
 python3 - "$bound" "${ours_of[allreduce 2r 64MiB busbw]}" "${mpi_of[allreduce 2r 64MiB busbw]}" \
   "${ours_of[reducescatter 2r 64MiB busbw]}" "${mpi_of[allreduce 2r 64MiB busbw]}" <<'EOF'

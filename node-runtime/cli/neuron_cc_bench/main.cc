@@ -1,6 +1,7 @@
 // neuron-cc-bench: measures the collectives the way nccl-tests does (size sweep, warm-up,
 // time averaged over iterations and ranks, algbw and busbw with nccl-tests' factors, optional
-// data check) with its ranks forked as processes on this host.
+// data check) with its ranks forked as processes on this host; more ranks of the same world may
+// be started elsewhere (another host, another network namespace) with --first-rank.
 // Exit status: 0 ok, 1 a rank failed or a check failed, 2 bad usage.
 #include <array>
 #include <atomic>
@@ -32,17 +33,28 @@ constexpr const char* kDescription =
     "ReduceScatter, AllToAll (n-1)/n; Broadcast, Reduce, SendRecv 1), GB = 1e9 bytes.\n"
     "Bytes are nccl-tests' S: the per-rank buffer for AllReduce, Broadcast, Reduce and\n"
     "SendRecv; the total (all ranks' blocks) for AllGather, ReduceScatter and AllToAll.\n"
-    "The ranks are forked processes on this host, joined over shared memory. Each rank\n"
+    "The ranks are forked processes on this host, joined over shared memory (--transport\n"
+    "ofi: over libfabric, as if each were on its own host; --hosts K: split into K\n"
+    "pretend hosts, shared memory inside each and libfabric between). A world larger than\n"
+    "--ranks (--world-size) is completed by other neuron-cc-bench runs with --first-rank\n"
+    "and the same --root-address, e.g. in another network namespace. Each rank\n"
     "answers SIGUSR1 with its communicator's status on stderr (collective in flight and\n"
     "the ranks it waits for); a SIGUSR1 to neuron-cc-bench itself is passed to every rank.\n\n"
     "Examples:\n"
     "  neuron-cc-bench --op allreduce --ranks 2 --min-bytes 8 --max-bytes 64M --check\n"
-    "  neuron-cc-bench --op allgather --ranks 4 --buffers user --json";
+    "  neuron-cc-bench --op allgather --ranks 4 --buffers user --json\n"
+    "  FI_TCP_IFACE=lo neuron-cc-bench --transport ofi --ranks 2 --max-bytes 64M\n"
+    "  neuron-cc-bench --world-size 4 --ranks 2 --root-address 10.0.0.1:29500 &  # host A\n"
+    "  neuron-cc-bench --world-size 4 --ranks 2 --first-rank 2 --root-address 10.0.0.1:29500";
 
 struct Options {
   torus::cli::BenchSettings bench;
   int ranks = 2;
-  std::string transport = "shm";
+  int worldSize = 0;  // 0: --ranks
+  int firstRank = 0;
+  int hosts = 1;
+  std::string hostId;
+  torus::coll::Transport transport = torus::coll::Transport::kAuto;
   std::string rootAddress = "127.0.0.1:0";
   std::int64_t timeoutMs = 300000;
   torus::coll::Algorithm algorithm = torus::coll::Algorithm::kAuto;
@@ -107,7 +119,13 @@ int runRank(int rank, const Options& options, torus::UniqueFd listener,
             const std::string& rootAddress) {
   torus::coll::CommOptions comm;
   comm.rank = rank;
-  comm.size = options.ranks;
+  comm.size = options.worldSize;
+  comm.transport = options.transport;
+  comm.hostId = options.hostId;
+  if (options.hosts > 1) {
+    const int perHost = (options.ranks + options.hosts - 1) / options.hosts;
+    comm.hostId = "neuron-cc-bench-host" + std::to_string((rank - options.firstRank) / perHost);
+  }
   comm.rootAddress = rootAddress;
   comm.timeout = std::chrono::milliseconds(options.timeoutMs);
   comm.name = "neuron-cc-bench";
@@ -142,6 +160,15 @@ int main(int argc, char** argv) {
                    "allreduce, allgather, reducescatter, alltoall, broadcast, reduce or sendrecv",
                    &options.bench.op, torus::cli::parseBenchOp));
   table.addInt("ranks", "", "", "N", "ranks to fork on this host", 1, 64, &options.ranks);
+  table.addInt("world-size", "", "", "N", "ranks in the whole world (default: --ranks)", 1, 4096,
+               &options.worldSize);
+  table.addInt("first-rank", "", "", "R", "world rank of this run's first rank (0 binds the root)",
+               0, 4095, &options.firstRank);
+  table.addInt("hosts", "", "", "K", "split this run's ranks into K pretend hosts", 1, 64,
+               &options.hosts);
+  table.addString("host-id", "TORUS_COLL_HOST_ID", "", "ID",
+                  "ranks with the same id share memory (default: machine and IPC namespace)",
+                  &options.hostId);
   table.addString("min-bytes", "", "", "BYTES", "smallest size (suffix K, M, G allowed)",
                   &minBytes);
   table.addString("max-bytes", "", "", "BYTES", "largest size; sizes double up to it", &maxBytes);
@@ -162,12 +189,15 @@ int main(int argc, char** argv) {
                   &options.bench.inPlace);
   table.addSwitch("json", "", "", "one JSON object per size instead of a table",
                   &options.bench.json);
-  table.addString("transport", "", "", "NAME", "shm (ofi is not implemented yet)",
-                  &options.transport);
+  table.add(choice("transport", "NAME", "auto",
+                   "auto (shared memory within a host, libfabric between), shm, or ofi (libfabric "
+                   "for every rank; the provider follows FI_PROVIDER, FI_TCP_IFACE pins tcp)",
+                   &options.transport, torus::coll::parseTransport));
   table.addString("root-address", "NEURON_RT_ROOT_COMM_ID", "", "HOST:PORT",
                   "bootstrap address of rank 0; port 0 picks a free one", &options.rootAddress);
   table.add(choice("algorithm", "MODE", "auto",
-                   "auto (small collectives through the control slots) or direct",
+                   "auto, direct (no control slots), ring or doubling (libfabric AllReduce), "
+                   "flat (no hierarchical AllReduce across hosts)",
                    &options.algorithm, torus::coll::parseAlgorithm));
   table.addDurationMillis("timeout", "TORUS_COLL_TIMEOUT_MS", "",
                           "bound on every wait (e.g. 30s, 5m)", &options.timeoutMs);
@@ -193,11 +223,17 @@ int main(int argc, char** argv) {
     return fail("--buffers: expected runtime or user, got \"" + buffers + "\"");
   }
   options.bench.runtimeBuffers = buffers == "runtime";
-  if (options.transport != "shm") {
-    return fail("--transport " + options.transport +
-                ": only shm is implemented (libfabric is not built yet)");
+  if (options.worldSize == 0) options.worldSize = options.firstRank + options.ranks;
+  if (options.firstRank + options.ranks > options.worldSize) {
+    return fail("--first-rank " + std::to_string(options.firstRank) + " + --ranks " +
+                std::to_string(options.ranks) + " is more than --world-size " +
+                std::to_string(options.worldSize));
   }
-  if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.ranks < 2) {
+  if (options.firstRank > 0 && options.rootAddress.ends_with(":0")) {
+    return fail("--first-rank " + std::to_string(options.firstRank) +
+                " joins an existing root: give its --root-address with the port");
+  }
+  if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.worldSize < 2) {
     return fail("--op sendrecv needs --ranks 2 or more");
   }
   if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.bench.inPlace) {
@@ -205,18 +241,24 @@ int main(int argc, char** argv) {
     return fail("--op sendrecv has no in-place form");
   }
 
-  // Bind before forking: rank 0 inherits the socket, the others learn the port, no race.
-  auto listener = torus::coll::listenOn(options.rootAddress);
-  if (!listener) return fail(listener.error().message);
-  auto port = torus::coll::boundPort(*listener);
-  if (!port) return fail(port.error().message);
-  const std::string host = options.rootAddress.substr(0, options.rootAddress.rfind(':'));
-  const std::string rootAddress = host + ":" + std::to_string(*port);
+  // Bind before forking: rank 0 inherits the socket, the others learn the port, no race. A run
+  // that joins another's world connects to the root address as given.
+  torus::Result<torus::UniqueFd> listener = torus::UniqueFd();
+  std::string rootAddress = options.rootAddress;
+  if (options.firstRank == 0) {
+    listener = torus::coll::listenOn(options.rootAddress);
+    if (!listener) return fail(listener.error().message);
+    auto port = torus::coll::boundPort(*listener);
+    if (!port) return fail(port.error().message);
+    const std::string host = options.rootAddress.substr(0, options.rootAddress.rfind(':'));
+    rootAddress = host + ":" + std::to_string(*port);
+  }
 
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> children;
-  for (int rank = 0; rank < options.ranks; ++rank) {
+  for (int local = 0; local < options.ranks; ++local) {
+    const int rank = options.firstRank + local;
     const pid_t pid = ::fork();
     if (pid < 0) {
       for (pid_t child : children)
@@ -231,8 +273,8 @@ int main(int argc, char** argv) {
       ::_exit(code);
     }
     children.push_back(pid);
-    gChildren[static_cast<std::size_t>(rank)] = pid;
-    gChildCount.store(rank + 1);
+    gChildren[static_cast<std::size_t>(local)] = pid;
+    gChildCount.store(local + 1);
   }
   struct sigaction forward {};
   forward.sa_handler = forwardStatusSignal;

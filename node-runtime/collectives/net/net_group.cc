@@ -107,23 +107,47 @@ Error NetGroup::waitError(const NetCall& call, std::span<const Transfer> transfe
   return makeError(ErrorCode::kDeadlineExceeded, std::move(message));
 }
 
+Result<void> NetGroup::checkStop(const NetCall& call, Clock::time_point now,
+                                 Clock::time_point& nextLivenessCheck) {
+  if (now >= call.deadline) {
+    return makeError(ErrorCode::kDeadlineExceeded,
+                     call.what() + ": " + stage_ + ": the provider took no message in " +
+                         std::to_string(call.timeout.count()) + " ms");
+  }
+  if (!deadRanks_ || now < nextLivenessCheck) return okResult();
+  nextLivenessCheck = now + kLivenessCheckEvery;
+  const std::vector<int> dead = deadRanks_();
+  if (dead.empty()) return okResult();
+  return makeError(ErrorCode::kUnavailable,
+                   call.what() + ": " + stage_ + ": rank " + std::to_string(dead.front()) +
+                       " is gone (its bootstrap connection closed without a goodbye)");
+}
+
 Result<void> NetGroup::run(const NetCall& call, std::span<const Transfer> transfers,
                            FunctionRef<void(std::size_t)> onReceived) {
   while (ops_.size() < transfers.size())
     ops_.push_back(std::make_unique<NetOp>());
-  // Receives first, so data that arrives finds its buffer instead of the unexpected queue.
+  // Receives first, so data that arrives finds its buffer instead of the unexpected queue. A
+  // full provider queue is retried, bounded like every wait: a peer that died with our messages
+  // queued for it must not keep this rank here.
+  auto nextLivenessCheck = Clock::now() + kLivenessCheckEvery;
   for (int pass = 0; pass < 2; ++pass) {
     for (std::size_t i = 0; i < transfers.size(); ++i) {
       const Transfer& t = transfers[i];
       if (t.isSend != (pass == 1)) continue;
       const int peer = members_[static_cast<std::size_t>(t.peer)];
-      const auto posted =
-          t.isSend ? endpoint_->postSend(peer, t.data, t.bytes, tagOf(t, rank_), *ops_[i])
-                   : endpoint_->postRecv(peer, t.data, t.bytes, tagOf(t, t.peer), *ops_[i]);
-      if (!posted) {
-        // What was posted already still refers to our buffers: the communicator is broken from
-        // here on and never reuses them for another transfer.
-        return posted.error().withContext(call.what() + ": " + stage_);
+      while (true) {
+        const auto posted =
+            t.isSend ? endpoint_->postSend(peer, t.data, t.bytes, tagOf(t, rank_), *ops_[i])
+                     : endpoint_->postRecv(peer, t.data, t.bytes, tagOf(t, t.peer), *ops_[i]);
+        if (posted) break;
+        if (posted.error().code != ErrorCode::kResourceExhausted) {
+          // What was posted already still refers to our buffers: the communicator is broken
+          // from here on and never reuses them for another transfer.
+          return posted.error().withContext(call.what() + ": " + stage_);
+        }
+        if (auto stop = checkStop(call, Clock::now(), nextLivenessCheck); !stop) return stop;
+        ::sched_yield();
       }
     }
   }
@@ -131,7 +155,6 @@ Result<void> NetGroup::run(const NetCall& call, std::span<const Transfer> transf
   std::vector<bool> finished(transfers.size(), false);
   std::size_t remaining = transfers.size();
   std::uint64_t idle = 0;
-  auto nextLivenessCheck = Clock::now() + kLivenessCheckEvery;
   while (remaining > 0) {
     TORUS_RETURN_IF_ERROR(endpoint_->progress(), call.what());
     bool progressed = false;
@@ -167,17 +190,7 @@ Result<void> NetGroup::run(const NetCall& call, std::span<const Transfer> transf
       return waitError(call, transfers, finished,
                        "in " + std::to_string(call.timeout.count()) + " ms");
     }
-    if (deadEndpointRanks_ && now >= nextLivenessCheck) {
-      nextLivenessCheck = now + kLivenessCheckEvery;
-      for (int dead : deadEndpointRanks_()) {
-        const auto it = std::find(members_.begin(), members_.end(), dead);
-        if (it == members_.end()) continue;
-        return makeError(ErrorCode::kUnavailable,
-                         call.what() + ": " + stage_ + ": rank " +
-                             label(static_cast<int>(it - members_.begin())) +
-                             " is gone (its bootstrap connection closed without a goodbye)");
-      }
-    }
+    if (auto stop = checkStop(call, now, nextLivenessCheck); !stop) return stop;
     if (idle < 20000) {
       ::sched_yield();
     } else {

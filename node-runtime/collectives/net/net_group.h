@@ -60,9 +60,11 @@ class NetGroup {
   std::uint16_t groupId() const { return groupId_; }
   const std::shared_ptr<OfiEndpoint>& endpoint() const { return endpoint_; }
 
-  // Endpoint ranks known to be dead (from the bootstrap link); polled every few milliseconds.
-  void setLiveness(std::function<std::vector<int>()> deadEndpointRanks) {
-    deadEndpointRanks_ = std::move(deadEndpointRanks);
+  // The communicator's ranks known to be dead (from the bootstrap link), polled every few
+  // milliseconds: any of them breaks the operation, also one outside this group (a column's
+  // stage must not wait for a peer whose hostmate died).
+  void setLiveness(std::function<std::vector<int>()> deadRanks) {
+    deadRanks_ = std::move(deadRanks);
   }
 
   Result<void> allReduce(const NetCall& call, const void* send, void* recv, std::size_t count,
@@ -124,7 +126,10 @@ class NetGroup {
   int rank_ = 0;
   std::uint16_t groupId_ = 0;
   bool spin_ = true;
-  std::function<std::vector<int>()> deadEndpointRanks_;
+  std::function<std::vector<int>()> deadRanks_;
+  // kDeadlineExceeded or kUnavailable once the call's deadline passed or a rank died.
+  Result<void> checkStop(const NetCall& call, Clock::time_point now,
+                         Clock::time_point& nextLivenessCheck);
   std::vector<std::unique_ptr<NetOp>> ops_;  // NetOps never move: the provider holds their address
   std::vector<Transfer> transfers_;          // reused by the algorithms
   std::vector<std::byte> scratch_;

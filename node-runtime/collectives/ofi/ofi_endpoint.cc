@@ -202,9 +202,9 @@ template <typename Post>
 Result<void> OfiEndpoint::post(NetOp& op, std::string_view what, Post postOnce) {
   op.state.store(NetOp::State::kPending, std::memory_order_relaxed);
   op.error.clear();
-  // A full queue drains as completions are read: make progress and try again. The caller's wait
-  // is what bounds the whole operation; a queue that never drains shows up there.
-  for (int attempt = 0;; ++attempt) {
+  // A full queue drains as completions are read: make progress and try a few times; after
+  // that the caller retries within its deadline (kResourceExhausted).
+  for (int attempt = 0; attempt < 16; ++attempt) {
     const ssize_t rc = postOnce();
     if (rc == 0) return okResult();
     if (rc != -FI_EAGAIN) {
@@ -212,8 +212,10 @@ Result<void> OfiEndpoint::post(NetOp& op, std::string_view what, Post postOnce) 
       return ofiError(std::string(what) + " rank " + std::to_string(op.peer), rc);
     }
     TORUS_RETURN_IF_ERROR(progressLocked(), what);
-    if (attempt > 64) std::this_thread::yield();
   }
+  op.state.store(NetOp::State::kIdle, std::memory_order_relaxed);
+  return makeError(ErrorCode::kResourceExhausted,
+                   std::string(what) + " rank " + std::to_string(op.peer) + ": queue full");
 }
 
 Result<void> OfiEndpoint::postSend(int peer, const void* data, std::size_t bytes, std::uint64_t tag,

@@ -62,8 +62,8 @@ class OfiEndpoint {
   Result<void> setPeers(const std::vector<std::string>& addresses);
   int peerCount() const { return static_cast<int>(peers_.size()); }
 
-  // Posts a tagged send / receive. Returns kUnavailable when the provider refuses it for good;
-  // a full queue is retried here after making progress.
+  // Posts a tagged send / receive. kResourceExhausted: the provider's queue stayed full (retry
+  // later); any other error: the provider refused it for good.
   Result<void> postSend(int peer, const void* data, std::size_t bytes, std::uint64_t tag,
                         NetOp& op);
   Result<void> postRecv(int peer, void* data, std::size_t bytes, std::uint64_t tag, NetOp& op);

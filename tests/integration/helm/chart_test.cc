@@ -145,6 +145,33 @@ TEST(DeployManifests, SelfManagedSchedulerConfigNamesOurVerbsAndResources) {
   }
 }
 
+// The two-node job: a headless Service pod 0's name resolves through, and an Indexed Job whose
+// pods land on different nodes and bootstrap at that name.
+TEST(DeployManifests, TwoNodeJobBootstrapsThroughItsHeadlessService) {
+  const auto documents = YAML::LoadAllFromFile(std::string(TORUS_SOURCE_DIR) +
+                                               "/deploy/examples/two-node-allreduce.yaml");
+  ASSERT_EQ(documents.size(), 2U);
+  const YAML::Node& service = documents[0];
+  const YAML::Node& job = documents[1];
+  EXPECT_EQ(service["kind"].as<std::string>(), "Service");
+  EXPECT_EQ(service["spec"]["clusterIP"].as<std::string>(), "None");
+  EXPECT_EQ(job["kind"].as<std::string>(), "Job");
+  EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  const YAML::Node pod = job["spec"]["template"]["spec"];
+  const std::string name = job["metadata"]["name"].as<std::string>();
+  EXPECT_EQ(pod["subdomain"].as<std::string>(), service["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(pod["schedulerName"].as<std::string>(), "neuron-scheduler");
+  EXPECT_EQ(pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+               ["topologyKey"]
+                   .as<std::string>(),
+            "kubernetes.io/hostname");
+  const YAML::Node container = pod["containers"][0];
+  EXPECT_EQ(container["env"][0]["name"].as<std::string>(), "NEURON_RT_ROOT_COMM_ID");
+  EXPECT_EQ(container["env"][0]["value"].as<std::string>(),
+            name + "-0." + service["metadata"]["name"].as<std::string>() + ":29500");
+  EXPECT_NE(container["command"][2].as<std::string>().find("--first-rank"), std::string::npos);
+}
+
 TEST(HelmChart, DeployManifestsMatchTheChart) {
   const ProcessResult rendered =
       runProcess({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system"});
