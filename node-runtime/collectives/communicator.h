@@ -260,6 +260,7 @@ class Communicator {
   Result<void> setup(CommOptions& options);
   Result<void> createControl(std::uint64_t session);
   Result<void> attachControl(const std::string& context);
+  void registerStatus();  // on the process-wide status board, until destroyed
   Result<void> runCollective(Plan plan, FunctionRef<void(const Views&)> body);
   Result<void> runInline(OpDescriptor desc, const void* send, std::size_t bytes,
                          FunctionRef<void(std::span<const std::byte* const>)> body);

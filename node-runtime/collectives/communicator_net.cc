@@ -114,13 +114,7 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
       buildColumn(layout.column, layout.columnIndex, 1);
     }
   }
-  status_ = std::make_shared<CommStatus>();
-  status_->name = name_;
-  status_->rank = rank_;
-  status_->size = size_;
-  for (const RankInfo& info : ranks_)
-    status_->pids.push_back(info.pid);
-  statusRegistration_.emplace(status_);
+  registerStatus();
   TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
             {"transport", transportName()}, {"provider", endpoint_->provider()},
             {"hosts", layout.hosts}, {"local_ranks", layout.local.size()},
@@ -305,13 +299,7 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
                          static_cast<std::uint16_t>(groupId + 1));
     }
   }
-  child->status_ = std::make_shared<CommStatus>();
-  child->status_->name = child->name_;
-  child->status_->rank = child->rank_;
-  child->status_->size = child->size_;
-  for (const RankInfo& info : child->ranks_)
-    child->status_->pids.push_back(info.pid);
-  child->statusRegistration_.emplace(child->status_);
+  child->registerStatus();
   return child;
 }
 

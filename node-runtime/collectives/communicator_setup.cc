@@ -233,6 +233,15 @@ Result<void> Communicator::attachControl(const std::string& context) {
   slot(layout_, rank_).desc[0].op = OpKind::kSetup;
   TORUS_RETURN_IF_ERROR(meet("setup"), context);
   control_.unlinkNow();
+  registerStatus();
+  TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
+            {"transport", "shm"}, {"spin", spin_}, {"timeout_ms", timeout_.count()});
+  return okResult();
+}
+
+Communicator::~Communicator() = default;
+
+void Communicator::registerStatus() {
   status_ = std::make_shared<CommStatus>();
   status_->name = name_;
   status_->rank = rank_;
@@ -240,12 +249,7 @@ Result<void> Communicator::attachControl(const std::string& context) {
   for (const RankInfo& info : ranks_)
     status_->pids.push_back(info.pid);
   statusRegistration_.emplace(status_);
-  TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
-            {"transport", "shm"}, {"spin", spin_}, {"timeout_ms", timeout_.count()});
-  return okResult();
 }
-
-Communicator::~Communicator() = default;
 
 std::string Communicator::transportName() const {
   if (!net_) return "shm";

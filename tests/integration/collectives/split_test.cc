@@ -1,5 +1,6 @@
 // Sub-communicators: split by color and key on forked ranks, collectives inside each group,
 // the parent still usable, a rank opting out, and a dead member named by its group.
+#include <cstdlib>
 #include <numeric>
 #include <vector>
 
@@ -74,6 +75,29 @@ TEST(Split, GroupsByColorRankByKeyAndLeaveTheParentUsable) {
   options.size = 7;
   options.commTimeout = std::chrono::milliseconds(20000);
   EXPECT_EQ(summarizeFailures(launchRanks(options, splitAndReduce)), "");
+}
+
+// The same over libfabric: every rank on its own endpoint, and ranks on "hosts" of two (the
+// groups then span hosts and share the parent's endpoint under their own tag group).
+TEST(Split, OverLibfabricGroupsShareTheEndpointAndLeaveTheParentUsable) {
+  LaunchOptions options;
+  options.size = 7;
+  options.commTimeout = std::chrono::milliseconds(20000);
+  EXPECT_EQ(summarizeFailures(launchRanks(options,
+                                          [](CommOptions commOptions) {
+                                            ::setenv("FI_TCP_IFACE", "lo", 1);
+                                            commOptions.transport = Transport::kOfi;
+                                            return splitAndReduce(std::move(commOptions));
+                                          })),
+            "");
+  EXPECT_EQ(summarizeFailures(launchRanks(options,
+                                          [](CommOptions commOptions) {
+                                            ::setenv("FI_TCP_IFACE", "lo", 1);
+                                            commOptions.hostId =
+                                                "host" + std::to_string(commOptions.rank / 2);
+                                            return splitAndReduce(std::move(commOptions));
+                                          })),
+            "");
 }
 
 TEST(Split, ADeadMemberIsNamedByItsGroup) {
