@@ -4,8 +4,11 @@
 //
 // A link is slow when it trained below its maximum speed, or when a transfer over it takes
 // `factor` times the median of the node's other links and at least `minimumExcess` longer: links
-// of one node are built alike, so the others are the baseline, and the floor keeps scheduler
-// noise on microsecond transfers from failing a healthy link.
+// of one node are built alike, so the others are the baseline. The floor is high (50 ms) on
+// purpose: the timed transfers run on host threads, and on a busy 2-core node a descheduled
+// thread made healthy links look 25-60x slower (1-2 ms) even after re-timing, which must never
+// take a device out of service. Timings below the floor are reported (metrics, the table), not
+// judged; the trained speed is the hard evidence.
 #pragma once
 
 #include <chrono>
@@ -44,7 +47,7 @@ struct LinkObservation {
 
 struct SlowLinkPolicy {
   double factor = 3.0;
-  std::chrono::microseconds minimumExcess{500};
+  std::chrono::microseconds minimumExcess{50'000};
 };
 
 // Per observation, in order: the problem ("NeuronLink 3-7 ...") or an empty string.
