@@ -95,8 +95,11 @@ std::string deepCheckTable(const DeepCheckResult& result) {
                   link.detail});
   }
   std::string ring;
-  for (const int device : result.ring)
-    ring += (ring.empty() ? "" : " ") + std::to_string(device);
+  for (const int device : result.ring) {
+    // Appended piecewise: GCC 12 -O3 misreads (-Wrestrict) "literal" + std::string&&.
+    if (!ring.empty()) ring += ' ';
+    ring += std::to_string(device);
+  }
   std::string out = devices.render() + links.render();
   out += "AllReduce ring (" + mebibytes(result.allReduceBytes) + " per device): " +
          (result.ring.size() < 2    ? std::string("not run, fewer than two idle devices")
