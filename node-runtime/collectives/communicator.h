@@ -261,6 +261,10 @@ class Communicator {
   Result<void> createControl(std::uint64_t session);
   Result<void> attachControl(const std::string& context);
   void registerStatus();  // on the process-wide status board, until destroyed
+  // A communicator of `members` (ranks of this one, in their new order) with this one's settings,
+  // not connected to anything yet (split, the host's communicator).
+  std::unique_ptr<Communicator> childOf(const std::vector<int>& members, std::string name,
+                                        std::uint64_t session) const;
   Result<void> runCollective(Plan plan, FunctionRef<void(const Views&)> body);
   Result<void> runInline(OpDescriptor desc, const void* send, std::size_t bytes,
                          FunctionRef<void(std::span<const std::byte* const>)> body);

@@ -131,19 +131,9 @@ Result<void> Communicator::buildLocal(const std::vector<int>& members, int hostI
     const NetCall call{0, Clock::now() + timeout_, timeout_, what};
     return net_->barrier(call);
   }
-  std::unique_ptr<Communicator> local(new Communicator());  // private constructor
-  local->size_ = static_cast<int>(members.size());
-  local->rank_ =
-      static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  local->timeout_ = timeout_;
-  local->slotPath_ = slotPath_;
-  local->algorithm_ = algorithm_;
-  local->name_ = name_ + "/host" + std::to_string(hostIndex);
-  local->registry_ = std::make_shared<SegmentRegistry>();
-  local->scratch_.resize(kBlockBytes);
-  local->session_ = deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex));
-  for (int r : members)
-    local->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
+  std::unique_ptr<Communicator> local =
+      childOf(members, name_ + "/host" + std::to_string(hostIndex),
+              deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex)));
   local->labels_ = members;
   Result<void> created = okResult();
   if (local->rank_ == 0) created = local->createControl(local->session_);
@@ -255,23 +245,13 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
   });
   if (oneHost && localChild) return localChild;  // shared memory alone serves it
 
-  std::unique_ptr<Communicator> child(new Communicator());  // private constructor
-  child->size_ = static_cast<int>(members.size());
-  child->rank_ =
-      static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  child->timeout_ = timeout_;
-  child->slotPath_ = slotPath_;
-  child->algorithm_ = algorithm_;
-  child->transport_ = transport_;
+  std::unique_ptr<Communicator> child =
+      childOf(members, name_ + "/split" + std::to_string(splits_) + "." + std::to_string(color),
+              deriveSession(session_, splits_, static_cast<std::uint32_t>(color)));
   child->spin_ = spin_;
-  child->name_ = name_ + "/split" + std::to_string(splits_) + "." + std::to_string(color);
-  child->registry_ = std::make_shared<SegmentRegistry>();
-  child->scratch_.resize(kBlockBytes);
-  child->session_ = deriveSession(session_, splits_, static_cast<std::uint32_t>(color));
   child->link_ = link_;
   child->endpoint_ = endpoint_;
   for (int r : members) {
-    child->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
     child->endpointRanks_.push_back(endpointRanks_[static_cast<std::size_t>(r)]);
     child->hostOf_.push_back(hostOf_[static_cast<std::size_t>(r)]);
   }

@@ -241,6 +241,25 @@ Result<void> Communicator::attachControl(const std::string& context) {
 
 Communicator::~Communicator() = default;
 
+std::unique_ptr<Communicator> Communicator::childOf(const std::vector<int>& members,
+                                                    std::string name, std::uint64_t session) const {
+  std::unique_ptr<Communicator> child(new Communicator());  // private constructor
+  child->size_ = static_cast<int>(members.size());
+  child->rank_ =
+      static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  child->timeout_ = timeout_;
+  child->slotPath_ = slotPath_;
+  child->algorithm_ = algorithm_;
+  child->transport_ = transport_;
+  child->name_ = std::move(name);
+  child->registry_ = std::make_shared<SegmentRegistry>();
+  child->scratch_.resize(kBlockBytes);
+  child->session_ = session;
+  for (int r : members)
+    child->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
+  return child;
+}
+
 void Communicator::registerStatus() {
   status_ = std::make_shared<CommStatus>();
   status_->name = name_;
@@ -274,21 +293,13 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
     });
   }
   if (net_) return splitNet(color, key, all, members);
-  std::unique_ptr<Communicator> child(new Communicator());  // private constructor
+  std::unique_ptr<Communicator> child;
   Result<void> created = okResult();
   if (color >= 0) {
-    child->size_ = static_cast<int>(members.size());
-    child->rank_ =
-        static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-    child->timeout_ = timeout_;
-    child->slotPath_ = slotPath_;
-    child->name_ = name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color);
-    child->registry_ = std::make_shared<SegmentRegistry>();
-    child->scratch_.resize(kBlockBytes);
     // Same session on every member, different for every group and split.
-    child->session_ = deriveSession(session_, splitIndex, static_cast<std::uint32_t>(color));
-    for (int r : members)
-      child->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
+    child = childOf(members,
+                    name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color),
+                    deriveSession(session_, splitIndex, static_cast<std::uint32_t>(color)));
     if (child->rank_ == 0) created = child->createControl(child->session_);
   }
   // Every group's control segment exists after this barrier on the parent.
