@@ -57,8 +57,6 @@ class NetGroup {
 
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(members_.size()); }
-  std::uint16_t groupId() const { return groupId_; }
-  const std::shared_ptr<OfiEndpoint>& endpoint() const { return endpoint_; }
 
   // The communicator's ranks known to be dead (from the bootstrap link), polled every few
   // milliseconds: any of them breaks the operation, also one outside this group (a column's

@@ -218,37 +218,36 @@ Result<void> OfiEndpoint::post(NetOp& op, std::string_view what, Post postOnce) 
                    std::string(what) + " rank " + std::to_string(op.peer) + ": queue full");
 }
 
+Result<void*> OfiEndpoint::prepare(NetOp& op, int peer, const void* data, std::size_t bytes,
+                                   bool isSend) {
+  op.peer = peer;
+  op.isSend = isSend;
+  op.bytes = bytes;
+  auto registration = registerBuffer(data, bytes, isSend);
+  if (!registration) return std::move(registration).error();
+  op.registration = std::move(*registration);
+  return op.registration ? ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get())) : nullptr;
+}
+
 Result<void> OfiEndpoint::postSend(int peer, const void* data, std::size_t bytes, std::uint64_t tag,
                                    NetOp& op) {
   std::lock_guard lock(mutex_);
-  op.peer = peer;
-  op.isSend = true;
-  op.bytes = bytes;
-  auto registration = registerBuffer(data, bytes, true);
-  if (!registration) return std::move(registration).error();
-  op.registration = std::move(*registration);
-  void* desc =
-      op.registration ? ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get())) : nullptr;
+  auto desc = prepare(op, peer, data, bytes, true);
+  if (!desc) return std::move(desc).error();
   const fi_addr_t dest = peers_.at(static_cast<std::size_t>(peer));
   return post(op, "sending to", [&] {
-    return ::fi_tsend(fids_->ep.get(), data, bytes, desc, dest, tag, op.providerContext);
+    return ::fi_tsend(fids_->ep.get(), data, bytes, *desc, dest, tag, op.providerContext);
   });
 }
 
 Result<void> OfiEndpoint::postRecv(int peer, void* data, std::size_t bytes, std::uint64_t tag,
                                    NetOp& op) {
   std::lock_guard lock(mutex_);
-  op.peer = peer;
-  op.isSend = false;
-  op.bytes = bytes;
-  auto registration = registerBuffer(data, bytes, false);
-  if (!registration) return std::move(registration).error();
-  op.registration = std::move(*registration);
-  void* desc =
-      op.registration ? ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get())) : nullptr;
+  auto desc = prepare(op, peer, data, bytes, false);
+  if (!desc) return std::move(desc).error();
   // The tag names the sender, so any source may match: no FI_DIRECTED_RECV needed.
   return post(op, "receiving from", [&] {
-    return ::fi_trecv(fids_->ep.get(), data, bytes, desc, FI_ADDR_UNSPEC, tag, 0,
+    return ::fi_trecv(fids_->ep.get(), data, bytes, *desc, FI_ADDR_UNSPEC, tag, 0,
                       op.providerContext);
   });
 }

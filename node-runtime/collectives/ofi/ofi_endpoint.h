@@ -60,7 +60,6 @@ class OfiEndpoint {
   const std::string& address() const { return address_; }
   // Every rank's address (index = rank); mine is among them. Called once, before any transfer.
   Result<void> setPeers(const std::vector<std::string>& addresses);
-  int peerCount() const { return static_cast<int>(peers_.size()); }
 
   // Posts a tagged send / receive. kResourceExhausted: the provider's queue stayed full (retry
   // later); any other error: the provider refused it for good.
@@ -79,6 +78,8 @@ class OfiEndpoint {
   struct Fids;
   OfiEndpoint();
   Result<std::shared_ptr<void>> registerBuffer(const void* data, std::size_t bytes, bool isSend);
+  // Fills op for a transfer and returns the buffer's descriptor (null when none is needed).
+  Result<void*> prepare(NetOp& op, int peer, const void* data, std::size_t bytes, bool isSend);
   Result<void> progressLocked();
   template <typename Post>
   Result<void> post(NetOp& op, std::string_view what, Post postOnce);
