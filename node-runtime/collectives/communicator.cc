@@ -221,24 +221,31 @@ void Communicator::exchangeFreed() {
 
 // ---- one collective ----
 
-Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
+Result<void> Communicator::validatePeer(int peer, const OpDescriptor& theirs,
+                                        const OpDescriptor& mine) const {
   const bool reducing = mine.op == OpKind::kAllReduce || mine.op == OpKind::kReduceScatter ||
                         mine.op == OpKind::kReduce;
   const bool rooted = mine.op == OpKind::kBroadcast || mine.op == OpKind::kReduce;
+  if (theirs.sequence == mine.sequence && theirs.op == mine.op && theirs.count == mine.count &&
+      theirs.type == mine.type && (!reducing || theirs.reduceOp == mine.reduceOp) &&
+      (!rooted || theirs.root == mine.root)) {
+    return okResult();
+  }
+  const auto describe = [](const OpDescriptor& d) {
+    return std::string(opName(d.op)) + " seq=" + std::to_string(d.sequence) +
+           " count=" + std::to_string(d.count) + " dtype=" + std::string(dataTypeName(d.type)) +
+           " op=" + std::string(reduceOpName(d.reduceOp)) + " root=" + std::to_string(d.root);
+  };
+  return makeError(ErrorCode::kFailedPrecondition, "rank " + rankName(peer) + " called " +
+                                                       describe(theirs) + ", this rank called " +
+                                                       describe(mine));
+}
+
+Result<void> Communicator::validatePeers(const OpDescriptor& mine) {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
-    const OpDescriptor& peer = slot(layout_, r).desc[mine.sequence & 1];
-    const auto describe = [](const OpDescriptor& d) {
-      return std::string(opName(d.op)) + " seq=" + std::to_string(d.sequence) +
-             " count=" + std::to_string(d.count) + " dtype=" + std::string(dataTypeName(d.type)) +
-             " op=" + std::string(reduceOpName(d.reduceOp)) + " root=" + std::to_string(d.root);
-    };
-    if (peer.sequence != mine.sequence || peer.op != mine.op || peer.count != mine.count ||
-        peer.type != mine.type || (reducing && peer.reduceOp != mine.reduceOp) ||
-        (rooted && peer.root != mine.root)) {
-      return makeError(ErrorCode::kFailedPrecondition, "rank " + rankName(r) + " called " +
-                                                           describe(peer) + ", this rank called " +
-                                                           describe(mine));
+    if (auto status = validatePeer(r, slot(layout_, r).desc[mine.sequence & 1], mine); !status) {
+      return status;
     }
   }
   return okResult();
@@ -348,15 +355,55 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
   const InFlight inFlight(*this, desc.op, desc.sequence);
   const unsigned parity = desc.sequence & 1;
   RankSlot& mine = slot(layout_, rank_);
-  if (bytes > 0) std::memcpy(mine.inlineData[parity], send, bytes);
+  InlineBlock& block = mine.inlineBlock[parity];
+  if (bytes > 0) std::memcpy(block.data, send, bytes);
+  block.sequence = desc.sequence;
+  block.count = desc.count;
+  block.op = desc.op;
+  block.root = desc.root;
+  block.type = desc.type;
+  block.reduceOp = desc.reduceOp;
+  // The descriptor and the arrival line too: a peer that (wrongly) called a collective on the
+  // general path waits on those, and names the mismatch instead of timing out.
   mine.desc[parity] = desc;
-  if (auto status = arriveAndWait(what); !status) return fail(std::move(status).error());
-  if (auto status = validatePeers(desc); !status) {
-    return fail(std::move(status).error().withContext(what()));
+  const std::uint64_t target = ++epoch_;
+  storeRelease(block.epoch, target);
+  storeRelease(arrival(layout_, rank_).epoch, target);
+  const auto arrived = [&](int r) {
+    return loadAcquire(slot(layout_, r).inlineBlock[parity].epoch) >= target;
+  };
+  const auto done = [&] {
+    for (int r = 0; r < size_; ++r) {
+      if (!arrived(r)) return false;
+    }
+    return true;
+  };
+  const auto pending = [&] {
+    std::vector<int> missing;
+    for (int r = 0; r < size_; ++r) {
+      if (!arrived(r)) missing.push_back(r);
+    }
+    return missing;
+  };
+  if (auto status = waitUntil(done, pending, what); !status) {
+    return fail(std::move(status).error());
   }
   inlineViews_.resize(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    inlineViews_[static_cast<std::size_t>(r)] = slot(layout_, r).inlineData[parity];
+    const InlineBlock& theirs = slot(layout_, r).inlineBlock[parity];
+    if (r != rank_) {
+      OpDescriptor signature;
+      signature.sequence = theirs.sequence;
+      signature.count = theirs.count;
+      signature.op = theirs.op;
+      signature.root = theirs.root;
+      signature.type = theirs.type;
+      signature.reduceOp = theirs.reduceOp;
+      if (auto status = validatePeer(r, signature, desc); !status) {
+        return fail(std::move(status).error().withContext(what()));
+      }
+    }
+    inlineViews_[static_cast<std::size_t>(r)] = theirs.data;
   }
   body(inlineViews_);
   return okResult();

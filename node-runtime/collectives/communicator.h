@@ -278,6 +278,7 @@ class Communicator {
   Result<void> ensureStaging(std::size_t bytes);
   void exchangeFreed();
   Result<void> validatePeers(const OpDescriptor& mine);
+  Result<void> validatePeer(int peer, const OpDescriptor& theirs, const OpDescriptor& mine) const;
   Result<void> pointToPoint(OpKind kind, const void* send, void* recv, std::size_t count,
                             DataType type, int sendTo, int recvFrom);
   Result<void> shmPost(const void* data, std::size_t bytes, int peer, std::uint64_t message);

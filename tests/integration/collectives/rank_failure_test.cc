@@ -187,21 +187,28 @@ TEST(RankFailure, RankMissingAtBootstrapIsNamedByTheOthers) {
 }
 
 TEST(RankFailure, RanksThatDisagreeAboutTheCollectiveAllFailNamingEachOther) {
-  LaunchOptions options;
-  options.size = 2;
-  options.commTimeout = std::chrono::milliseconds(5000);
-  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
-    auto comm = Communicator::create(std::move(commOptions));
-    if (!comm) return "create: " + comm.error().message;
-    const int rank = (*comm)->rank();
-    std::vector<float> data(16, 1.0F);
-    auto status = (*comm)->allReduce(data.data(), data.data(), rank == 0 ? 10 : 11, DataType::kF32,
-                                     ReduceOp::kSum);
-    if (status) return "allReduce with different counts succeeded";
-    return expectMentions(status.error().message,
-                          {"rank " + std::to_string(1 - rank), "count=10", "count=11", "seq=1"});
-  });
-  EXPECT_EQ(summarizeFailures(outcomes), "");
+  // 10 and 11 floats both take the small-message path; 4096 floats take the general one, so the
+  // rank on the small path learns of the mismatch from the rank that saw it.
+  for (const std::size_t otherCount : {std::size_t{11}, std::size_t{4096}}) {
+    SCOPED_TRACE("rank 1 passes count=" + std::to_string(otherCount));
+    LaunchOptions options;
+    options.size = 2;
+    options.commTimeout = std::chrono::milliseconds(5000);
+    const auto outcomes =
+        launchRanks(options, [otherCount](CommOptions commOptions) -> std::string {
+          auto comm = Communicator::create(std::move(commOptions));
+          if (!comm) return "create: " + comm.error().message;
+          const int rank = (*comm)->rank();
+          std::vector<float> data(otherCount, 1.0F);
+          auto status = (*comm)->allReduce(data.data(), data.data(), rank == 0 ? 10 : otherCount,
+                                           DataType::kF32, ReduceOp::kSum);
+          if (status) return "allReduce with different counts succeeded";
+          return expectMentions(status.error().message,
+                                {"rank " + std::to_string(1 - rank), "count=10",
+                                 "count=" + std::to_string(otherCount), "seq=1"});
+        });
+    EXPECT_EQ(summarizeFailures(outcomes), "");
+  }
 }
 
 // The killed rank had published a staging segment and a runtime tensor; the survivor removes
