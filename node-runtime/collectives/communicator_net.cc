@@ -80,6 +80,7 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
     return std::move(addresses).error().withContext(context + ": exchanging libfabric addresses");
   }
   TORUS_RETURN_IF_ERROR(endpoint_->setPeers(*addresses), context);
+  TORUS_RETURN_IF_ERROR(endpoint_->warmUp(rank_, Clock::now() + timeout_), context);
 
   hostOf_.assign(static_cast<std::size_t>(size_), 0);
   std::vector<std::string> hosts;

@@ -13,9 +13,11 @@
 // order), per-transfer memory registrations when the provider asks for them (FI_MR_LOCAL).
 // Does not own: the buffers or the NetOps (the caller keeps both alive until the op is done).
 // Thread-safe: one mutex serialises every call into the provider (FI_THREAD_DOMAIN).
+// Tags with the top bit set are the endpoint's own (warmUp); callers use the other 63 bits.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -66,6 +68,10 @@ class OfiEndpoint {
   Result<void> postSend(int peer, const void* data, std::size_t bytes, std::uint64_t tag,
                         NetOp& op);
   Result<void> postRecv(int peer, void* data, std::size_t bytes, std::uint64_t tag, NetOp& op);
+
+  // Takes the provider's one-time costs now rather than in whichever collective first meets
+  // them (see the .cc). Call after setPeers; `self` is this endpoint's rank.
+  Result<void> warmUp(int self, std::chrono::steady_clock::time_point deadline);
 
   // Reads the completion queue and finishes the ops it names. An error here (not of one op, of
   // the queue itself) means the endpoint is unusable.
