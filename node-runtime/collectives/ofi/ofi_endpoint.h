@@ -96,6 +96,7 @@ class OfiEndpoint {
   std::vector<std::uint64_t> peers_;  // fi_addr_t per rank
   std::size_t maxMessageBytes_ = 0;
   bool needsRegistration_ = false;
+  bool rxmProtocol_ = false;  // rxm's own eager/rendezvous protocol (not its pass-through)
   std::mutex mutex_;
 };
 

@@ -309,6 +309,22 @@ TEST_P(OfiSweep, EveryOpTypeReductionAndSizeMatchesTheReference) {
 INSTANTIATE_TEST_SUITE_P(Ranks, OfiSweep, ::testing::Range(1, 9),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
 
+// rxm's own eager/rendezvous protocol, which the endpoint uses when the operator turns rxm's
+// pass-through off (and which needs the endpoint's warm-up), on an odd number of ranks.
+TEST(OfiSweepRxmProtocol, EveryOpTypeReductionAndSizeMatchesTheReference) {
+  LaunchOptions options;
+  options.size = 3;
+  options.commTimeout = std::chrono::milliseconds(20000);
+  options.deadline = std::chrono::milliseconds(110000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
+    ::setenv("FI_TCP_IFACE", "lo", 1);
+    ::setenv("FI_OFI_RXM_ENABLE_PASSTHRU", "0", 1);
+    commOptions.transport = Transport::kOfi;
+    return runSweep(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
 // Ranks grouped into "hosts" by TORUS_COLL_HOST_ID: shared memory inside each, libfabric between.
 struct HostsCase {
   const char* name;
