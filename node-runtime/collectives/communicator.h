@@ -66,6 +66,8 @@ std::string_view algorithmName(Algorithm algorithm);
 // also within a host (to test and measure the network path on one machine).
 enum class Transport { kAuto, kShm, kOfi };
 Result<Transport> parseTransport(std::string_view text);
+// "always" (register every buffer with libfabric, as efa needs) or "auto" (when the provider asks).
+Result<bool> parseOfiRegister(std::string_view text);
 
 struct CommOptions {
   int rank = 0;
@@ -78,6 +80,9 @@ struct CommOptions {
   Transport transport = Transport::kAuto;
   std::string hostId;       // which ranks share memory; empty: hostname/boot id/IPC namespace
   std::string ofiProvider;  // empty: FI_PROVIDER, else efa, tcp;ofi_rxm, tcp
+  // Register buffers with libfabric even when the provider does not need it (the path efa
+  // takes), from TORUS_COLL_OFI_REGISTER=always.
+  bool ofiRegisterAlways = false;
 };
 
 // Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS, algorithm
@@ -94,6 +99,7 @@ struct SegmentRef {
 class SegmentRegistry;
 class BootstrapLink;
 class OfiEndpoint;
+struct RegistrationCounts;
 class NetGroup;
 struct NetCall;
 
@@ -118,6 +124,7 @@ class Buffer {
   friend class Communicator;
   std::shared_ptr<SegmentRegistry> registry_;
   ShmSegment segment_;
+  std::shared_ptr<void> registration_;  // libfabric's, when the provider needs one; after segment_
   std::uint64_t id_ = 0;
   std::size_t bytes_ = 0;
 };
@@ -198,6 +205,9 @@ class Communicator {
 
   // Runtime-owned tensor of `bytes` bytes (local, not collective).
   Result<Buffer> allocate(std::size_t bytes);
+  // How libfabric transfers found their memory registrations so far (ofi_endpoint.h); zeros
+  // unless ranks span hosts and the provider registers memory (efa, TORUS_COLL_OFI_REGISTER).
+  RegistrationCounts registrationCounts() const;
 
   // Counts are in elements. In-place: recv == send (AllGather: send == recv + rank * sendCount
   // elements; ReduceScatter: recv == send + rank * recvCount elements).
@@ -285,6 +295,7 @@ class Communicator {
   // ---- libfabric (communicator_net.cc) ----
   Result<void> setupNet(const CommOptions& options, std::shared_ptr<BootstrapLink> link,
                         const std::string& context);
+  Result<Buffer> allocateShared(std::size_t bytes);  // a tensor in a shared-memory segment
   Result<void> buildLocal(const std::vector<int>& members, int hostIndex,
                           const std::string& context);
   void buildColumn(const std::vector<int>& column, int myIndex, std::uint16_t groupId);

@@ -71,6 +71,7 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
   link_ = std::move(link);  // null for a world of one
   OfiOptions ofi;
   ofi.provider = options.ofiProvider;
+  ofi.registerAlways = options.ofiRegisterAlways;
   auto endpoint = OfiEndpoint::open(ofi);
   if (!endpoint) return std::move(endpoint).error().withContext(context);
   endpoint_ = std::move(*endpoint);
@@ -156,6 +157,10 @@ void Communicator::buildColumn(const std::vector<int>& column, int myIndex, std:
   column_ =
       std::make_unique<NetGroup>(endpoint_, std::move(endpoints), column, myIndex, groupId, spin_);
   column_->setLiveness([this] { return deadMembers(); });
+}
+
+RegistrationCounts Communicator::registrationCounts() const {
+  return endpoint_ ? endpoint_->registrationCounts() : RegistrationCounts{};
 }
 
 std::vector<int> Communicator::deadMembers() const {

@@ -93,6 +93,13 @@ Result<Transport> parseTransport(std::string_view text) {
                    "unknown transport \"" + std::string(text) + "\" (expected auto, shm or ofi)");
 }
 
+Result<bool> parseOfiRegister(std::string_view text) {
+  if (text == "always") return true;
+  if (text == "auto") return false;
+  return makeError(ErrorCode::kInvalidArgument,
+                   "expected always or auto, got \"" + std::string(text) + "\"");
+}
+
 Result<void> applyEnvironment(CommOptions& options) {
   if (const char* algo = std::getenv("TORUS_COLL_ALGO"); algo != nullptr && *algo) {
     auto parsed = parseAlgorithm(algo);
@@ -110,6 +117,12 @@ Result<void> applyEnvironment(CommOptions& options) {
     for (char& c : options.hostId) {
       if (c == ' ' || c == '\t' || c == '\n') c = '_';  // one token on the bootstrap wire
     }
+  }
+  if (const char* registration = std::getenv("TORUS_COLL_OFI_REGISTER");
+      registration != nullptr && *registration) {
+    auto parsed = parseOfiRegister(registration);
+    if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_OFI_REGISTER");
+    options.ofiRegisterAlways = *parsed;
   }
   if (const char* root = std::getenv("NEURON_RT_ROOT_COMM_ID"); root != nullptr && *root) {
     options.rootAddress = root;
@@ -340,9 +353,22 @@ std::string Communicator::rankList(const std::vector<int>& ranks) const {
 }
 
 Result<Buffer> Communicator::allocate(std::size_t bytes) {
-  // Over libfabric the tensors are plain memory to us; the host's shared-memory communicator
-  // owns them so its collectives (the hierarchical AllReduce's local stages) find them.
-  if (local_) return local_->allocate(bytes);
+  // The host's shared-memory communicator owns the tensors, so its collectives (the
+  // hierarchical AllReduce's local stages) find them; over libfabric they are also registered
+  // once, for all their transfers, when the provider needs registration.
+  Result<Buffer> buffer = local_ ? local_->allocate(bytes) : allocateShared(bytes);
+  if (!buffer || !endpoint_) return buffer;
+  auto registration = endpoint_->registerRegion(buffer->data(), buffer->size());
+  if (!registration) {
+    return std::move(registration)
+        .error()
+        .withContext("registering a " + std::to_string(bytes) + "-byte tensor on " + name_);
+  }
+  buffer->registration_ = std::move(*registration);
+  return buffer;
+}
+
+Result<Buffer> Communicator::allocateShared(std::size_t bytes) {
   Buffer buffer;
   buffer.id_ = registry_->nextId();
   auto segment = ShmSegment::create(segmentName(rank_, buffer.id_), bytes);

@@ -55,6 +55,7 @@ struct Options {
   int hosts = 1;
   std::string hostId;
   torus::coll::Transport transport = torus::coll::Transport::kAuto;
+  bool ofiRegisterAlways = false;
   std::string rootAddress = "127.0.0.1:0";
   std::int64_t timeoutMs = 300000;
   torus::coll::Algorithm algorithm = torus::coll::Algorithm::kAuto;
@@ -121,6 +122,7 @@ int runRank(int rank, const Options& options, torus::UniqueFd listener,
   comm.rank = rank;
   comm.size = options.worldSize;
   comm.transport = options.transport;
+  comm.ofiRegisterAlways = options.ofiRegisterAlways;
   comm.hostId = options.hostId;
   if (options.hosts > 1) {
     const int perHost = (options.ranks + options.hosts - 1) / options.hosts;
@@ -193,6 +195,13 @@ int main(int argc, char** argv) {
                    "auto (shared memory within a host, libfabric between), shm, or ofi (libfabric "
                    "for every rank; the provider follows FI_PROVIDER, FI_TCP_IFACE pins tcp)",
                    &options.transport, torus::coll::parseTransport));
+  torus::config::Setting registration = choice(
+      "ofi-register", "MODE", "auto",
+      "auto (register buffers with libfabric when the provider asks) or always (as efa needs; "
+      "tries that path on tcp)",
+      &options.ofiRegisterAlways, torus::coll::parseOfiRegister);
+  registration.env = "TORUS_COLL_OFI_REGISTER";
+  table.add(std::move(registration));
   table.addString("root-address", "NEURON_RT_ROOT_COMM_ID", "", "HOST:PORT",
                   "bootstrap address of rank 0; port 0 picks a free one", &options.rootAddress);
   table.add(choice("algorithm", "MODE", "auto",

@@ -74,7 +74,18 @@ std::size_t NetGroup::sliceBytes(std::size_t chunkBytes, std::size_t messagesPer
 }
 
 std::byte* NetGroup::scratch(std::size_t bytes) {
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  if (scratch_.size() < bytes) {
+    scratchRegistration_.reset();
+    scratch_.resize(bytes);
+    // Registered once per growth; should it fail, transfers register themselves one by one.
+    auto registration = endpoint_->registerRegion(scratch_.data(), scratch_.size());
+    if (registration) {
+      scratchRegistration_ = std::move(*registration);
+    } else {
+      TORUS_LOG(Warn, Ofi, "scratch buffer not registered", {"bytes", scratch_.size()},
+                {"error", registration.error().message});
+    }
+  }
   return scratch_.data();
 }
 

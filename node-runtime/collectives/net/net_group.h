@@ -131,7 +131,8 @@ class NetGroup {
   std::vector<std::unique_ptr<NetOp>> ops_;  // NetOps never move: the provider holds their address
   std::vector<Transfer> transfers_;          // reused by the algorithms
   std::vector<std::byte> scratch_;
-  const char* stage_ = "";  // which algorithm step runs, for error messages
+  std::shared_ptr<void> scratchRegistration_;  // the endpoint's, when its provider needs one
+  const char* stage_ = "";                     // which algorithm step runs, for error messages
 };
 
 }  // namespace torus::coll

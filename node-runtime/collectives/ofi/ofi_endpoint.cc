@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -108,9 +109,25 @@ struct OfiEndpoint::Fids {
   FidPtr<fid_ep> ep;  // last: closed first
 };
 
-OfiEndpoint::OfiEndpoint() : fids_(std::make_unique<Fids>()) {}
+// Registered regions by base address. Handles reach it through a weak_ptr, so a tensor freed
+// after its communicator is harmless; the endpoint empties it before closing the domain.
+struct OfiEndpoint::RegionTable {
+  struct Region {
+    std::uintptr_t end = 0;
+    std::shared_ptr<void> registration;
+  };
+  std::mutex mutex;
+  std::map<std::uintptr_t, Region> byBase;
+};
+
+OfiEndpoint::OfiEndpoint()
+    : fids_(std::make_unique<Fids>()), regions_(std::make_shared<RegionTable>()) {}
 
 OfiEndpoint::~OfiEndpoint() {
+  {
+    std::lock_guard lock(regions_->mutex);
+    regions_->byBase.clear();  // registrations close before the domain they belong to
+  }
   // Close the endpoint before the queues and the domain it is bound to.
   fids_->ep.reset();
   fids_->av.reset();
@@ -128,7 +145,8 @@ Result<std::unique_ptr<OfiEndpoint>> OfiEndpoint::open(const OfiOptions& options
   endpoint->provider_ =
       f.info->fabric_attr->prov_name != nullptr ? f.info->fabric_attr->prov_name : "unknown";
   endpoint->maxMessageBytes_ = f.info->ep_attr->max_msg_size;
-  endpoint->needsRegistration_ = (f.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  endpoint->needsRegistration_ =
+      options.registerAlways || (f.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
   endpoint->rxmProtocol_ = f.info->ep_attr->protocol == FI_PROTO_RXM;
   const std::string context = "opening a libfabric endpoint (" + endpoint->provider_ + ")";
 
@@ -202,11 +220,14 @@ Result<void> OfiEndpoint::setPeers(const std::vector<std::string>& addresses) {
 }
 
 Result<std::shared_ptr<void>> OfiEndpoint::registerBuffer(const void* data, std::size_t bytes,
-                                                          bool isSend) {
+                                                          bool forBoth, bool isSend) {
   if (!needsRegistration_ || bytes == 0) return std::shared_ptr<void>();
   fid_mr* mr = nullptr;
-  const std::uint64_t access = isSend ? FI_SEND : FI_RECV;
-  if (int rc = ::fi_mr_reg(fids_->domain.get(), data, bytes, access, 0, 0, 0, &mr, nullptr);
+  const std::uint64_t access = forBoth ? (FI_SEND | FI_RECV) : isSend ? FI_SEND : FI_RECV;
+  // Keys must differ between live registrations unless the provider picks them (FI_MR_PROV_KEY,
+  // when it ignores ours): a constant key made every second registration fail with ENOKEY.
+  if (int rc =
+          ::fi_mr_reg(fids_->domain.get(), data, bytes, access, 0, nextKey_++, 0, &mr, nullptr);
       rc != 0) {
     return ofiError("registering a " + std::to_string(bytes) + "-byte buffer", rc);
   }
@@ -233,12 +254,51 @@ Result<void> OfiEndpoint::post(NetOp& op, std::string_view what, Post postOnce) 
                    std::string(what) + " rank " + std::to_string(op.peer) + ": queue full");
 }
 
+Result<std::shared_ptr<void>> OfiEndpoint::registerRegion(const void* base, std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto registration = registerBuffer(base, bytes, true, true);
+  if (!registration || !*registration) return registration;
+  const auto begin = reinterpret_cast<std::uintptr_t>(base);
+  {
+    std::lock_guard tableLock(regions_->mutex);
+    regions_->byBase[begin] = {begin + bytes, *registration};
+  }
+  ++counts_.regions;
+  std::weak_ptr<RegionTable> table = regions_;
+  return std::shared_ptr<void>(const_cast<void*>(base), [table, begin](void*) {
+    if (auto regions = table.lock()) {
+      std::lock_guard tableLock(regions->mutex);
+      regions->byBase.erase(begin);
+    }
+  });
+}
+
+RegistrationCounts OfiEndpoint::registrationCounts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
 Result<void*> OfiEndpoint::prepare(NetOp& op, int peer, const void* data, std::size_t bytes,
                                    bool isSend) {
   op.peer = peer;
   op.isSend = isSend;
   op.bytes = bytes;
-  auto registration = registerBuffer(data, bytes, isSend);
+  op.registration.reset();
+  if (!needsRegistration_ || bytes == 0) return static_cast<void*>(nullptr);
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  {
+    std::lock_guard tableLock(regions_->mutex);
+    auto it = regions_->byBase.upper_bound(begin);
+    if (it != regions_->byBase.begin() && begin + bytes <= (--it)->second.end) {
+      op.registration = it->second.registration;
+    }
+  }
+  if (op.registration) {
+    ++counts_.regionHits;
+    return ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get()));
+  }
+  ++counts_.perTransfer;
+  auto registration = registerBuffer(data, bytes, false, isSend);
   if (!registration) return std::move(registration).error();
   op.registration = std::move(*registration);
   return op.registration ? ::fi_mr_desc(static_cast<fid_mr*>(op.registration.get())) : nullptr;

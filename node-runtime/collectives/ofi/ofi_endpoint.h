@@ -10,7 +10,8 @@
 // and auto-progress providers behave the same.
 //
 // Owns: the fabric, domain, completion queue, address vector and endpoint (closed in reverse
-// order), per-transfer memory registrations when the provider asks for them (FI_MR_LOCAL).
+// order), memory registrations when the provider asks for them (FI_MR_LOCAL): one per region
+// of long-lived memory, else one per transfer.
 // Does not own: the buffers or the NetOps (the caller keeps both alive until the op is done).
 // Thread-safe: one mutex serialises every call into the provider (FI_THREAD_DOMAIN).
 // Tags with the top bit set are the endpoint's own (warmUp); callers use the other 63 bits.
@@ -47,6 +48,16 @@ struct NetOp {
 
 struct OfiOptions {
   std::string provider;  // empty: FI_PROVIDER, else efa, tcp;ofi_rxm, tcp
+  // Register buffers even when the provider does not ask for it, so tcp exercises the path
+  // efa takes (tests, and reproducing registration problems off AWS).
+  bool registerAlways = false;
+};
+
+// How transfers found their memory registration (only counted when registration is needed).
+struct RegistrationCounts {
+  std::uint64_t regions = 0;      // registerRegion() calls that registered memory
+  std::uint64_t regionHits = 0;   // transfers that used a region's registration
+  std::uint64_t perTransfer = 0;  // transfers registered (and released) on their own
 };
 
 class OfiEndpoint {
@@ -73,6 +84,12 @@ class OfiEndpoint {
   // them (see the .cc). Call after setPeers; `self` is this endpoint's rank.
   Result<void> warmUp(int self, std::chrono::steady_clock::time_point deadline);
 
+  // Memory that outlives single transfers (runtime tensors, the groups' scratch), registered
+  // once and used by every transfer that lies inside it, until the returned handle is dropped
+  // (transfers in flight keep the registration alive). Null when the provider needs none.
+  Result<std::shared_ptr<void>> registerRegion(const void* base, std::size_t bytes);
+  RegistrationCounts registrationCounts() const;
+
   // Reads the completion queue and finishes the ops it names. An error here (not of one op, of
   // the queue itself) means the endpoint is unusable.
   Result<void> progress();
@@ -82,8 +99,10 @@ class OfiEndpoint {
 
  private:
   struct Fids;
+  struct RegionTable;
   OfiEndpoint();
-  Result<std::shared_ptr<void>> registerBuffer(const void* data, std::size_t bytes, bool isSend);
+  Result<std::shared_ptr<void>> registerBuffer(const void* data, std::size_t bytes, bool forBoth,
+                                               bool isSend);
   // Fills op for a transfer and returns the buffer's descriptor (null when none is needed).
   Result<void*> prepare(NetOp& op, int peer, const void* data, std::size_t bytes, bool isSend);
   Result<void> progressLocked();
@@ -91,13 +110,16 @@ class OfiEndpoint {
   Result<void> post(NetOp& op, std::string_view what, Post postOnce);
 
   std::unique_ptr<Fids> fids_;
+  std::shared_ptr<RegionTable> regions_;  // region handles outlive us safely through a weak_ptr
+  RegistrationCounts counts_;
+  std::uint64_t nextKey_ = 1;  // requested memory registration keys
   std::string provider_;
   std::string address_;
   std::vector<std::uint64_t> peers_;  // fi_addr_t per rank
   std::size_t maxMessageBytes_ = 0;
   bool needsRegistration_ = false;
   bool rxmProtocol_ = false;  // rxm's own eager/rendezvous protocol (not its pass-through)
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
 };
 
 }  // namespace torus::coll

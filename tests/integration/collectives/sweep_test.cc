@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "node-runtime/collectives/communicator.h"
+#include "node-runtime/collectives/ofi/ofi_endpoint.h"
 #include "node-runtime/collectives/pattern.h"
 #include "tests/integration/collectives/rank_launcher.h"
 
@@ -321,6 +322,52 @@ TEST(OfiSweepRxmProtocol, EveryOpTypeReductionAndSizeMatchesTheReference) {
     ::setenv("FI_OFI_RXM_ENABLE_PASSTHRU", "0", 1);
     commOptions.transport = Transport::kOfi;
     return runSweep(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+// With registration forced on (what efa needs), runtime tensors and the algorithms' scratch are
+// registered once and every transfer inside them reuses that; user buffers register per
+// transfer. Results stay right either way.
+TEST(OfiRegistration, TensorsAreRegisteredOnceAndUserBuffersPerTransfer) {
+  LaunchOptions options;
+  options.size = 2;
+  options.commTimeout = std::chrono::milliseconds(20000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+    ::setenv("FI_TCP_IFACE", "lo", 1);
+    commOptions.transport = Transport::kOfi;
+    commOptions.ofiRegisterAlways = true;
+    auto comm = Communicator::create(std::move(commOptions));
+    if (!comm) return "create: " + comm.error().message;
+    constexpr std::size_t kCount = 64 * 1024;
+    auto tensor = (*comm)->allocate(kCount * sizeof(float));
+    if (!tensor) return "allocate: " + tensor.error().message;
+    for (float& x : tensor->as<float>())
+      x = 1.0F;
+    const RegistrationCounts before = (*comm)->registrationCounts();
+    for (int i = 0; i < 10; ++i) {
+      auto status = (*comm)->allReduce(tensor->data(), tensor->data(), kCount, DataType::kF32,
+                                       ReduceOp::kSum);
+      if (!status) return "allReduce on a tensor: " + status.error().message;
+    }
+    const RegistrationCounts tensors = (*comm)->registrationCounts();
+    if (tensor->as<float>()[kCount - 1] != 1024.0F) return "tensor sum is wrong";
+    if (tensors.perTransfer != before.perTransfer) {
+      return "tensor transfers registered themselves " +
+             std::to_string(tensors.perTransfer - before.perTransfer) + " times";
+    }
+    if (tensors.regionHits < before.regionHits + 10) return "tensor transfers missed the region";
+    std::vector<float> user(kCount, 2.0F);
+    if (auto status =
+            (*comm)->allReduce(user.data(), user.data(), kCount, DataType::kF32, ReduceOp::kSum);
+        !status) {
+      return "allReduce on a user buffer: " + status.error().message;
+    }
+    if (user[kCount - 1] != 4.0F) return "user buffer sum is wrong";
+    if ((*comm)->registrationCounts().perTransfer == tensors.perTransfer) {
+      return "a user buffer's transfers used no registration of their own";
+    }
+    return "";
   });
   EXPECT_EQ(summarizeFailures(outcomes), "");
 }

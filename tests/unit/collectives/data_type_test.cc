@@ -141,6 +141,14 @@ TEST(CommOptions, EnvironmentSetsRootAddressAndTimeoutAndRejectsBadValues) {
   ::unsetenv("TORUS_COLL_ALGO");
   ::unsetenv("NEURON_RT_ROOT_COMM_ID");
   ::unsetenv("TORUS_COLL_TIMEOUT_MS");
+  ::setenv("TORUS_COLL_OFI_REGISTER", "always", 1);
+  ASSERT_TRUE(applyEnvironment(options).ok());
+  EXPECT_TRUE(options.ofiRegisterAlways);
+  ::setenv("TORUS_COLL_OFI_REGISTER", "sometimes", 1);
+  auto badRegister = applyEnvironment(options);
+  ASSERT_FALSE(badRegister.ok());
+  EXPECT_NE(badRegister.error().message.find("TORUS_COLL_OFI_REGISTER"), std::string::npos);
+  ::unsetenv("TORUS_COLL_OFI_REGISTER");
   CommOptions defaults;
   ASSERT_TRUE(applyEnvironment(defaults).ok());
   EXPECT_EQ(defaults.timeout, kDefaultTimeout);
