@@ -116,25 +116,29 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, Describe what) 
   }
 }
 
-template <typename Describe>
-Result<void> Communicator::arriveAndWait(Describe what) {
-  ++epoch_;
-  const std::uint64_t target = epoch_;
-  storeRelease(arrival(layout_, rank_).epoch, target);
+template <typename Arrived, typename Describe>
+Result<void> Communicator::waitForAll(Arrived arrived, Describe what) {
   auto done = [&] {
     for (int r = 0; r < size_; ++r) {
-      if (loadAcquire(arrival(layout_, r).epoch) < target) return false;
+      if (!arrived(r)) return false;
     }
     return true;
   };
   auto pending = [&] {
     std::vector<int> missing;
     for (int r = 0; r < size_; ++r) {
-      if (loadAcquire(arrival(layout_, r).epoch) < target) missing.push_back(r);
+      if (!arrived(r)) missing.push_back(r);
     }
     return missing;
   };
   return waitUntil(done, pending, what);
+}
+
+template <typename Describe>
+Result<void> Communicator::arriveAndWait(Describe what) {
+  const std::uint64_t target = ++epoch_;
+  storeRelease(arrival(layout_, rank_).epoch, target);
+  return waitForAll([&](int r) { return loadAcquire(arrival(layout_, r).epoch) >= target; }, what);
 }
 
 Result<void> Communicator::meet(std::string_view what) {
@@ -372,20 +376,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
   const auto arrived = [&](int r) {
     return loadAcquire(slot(layout_, r).inlineBlock[parity].epoch) >= target;
   };
-  const auto done = [&] {
-    for (int r = 0; r < size_; ++r) {
-      if (!arrived(r)) return false;
-    }
-    return true;
-  };
-  const auto pending = [&] {
-    std::vector<int> missing;
-    for (int r = 0; r < size_; ++r) {
-      if (!arrived(r)) missing.push_back(r);
-    }
-    return missing;
-  };
-  if (auto status = waitUntil(done, pending, what); !status) {
+  if (auto status = waitForAll(arrived, what); !status) {
     return fail(std::move(status).error());
   }
   inlineViews_.resize(static_cast<std::size_t>(size_));

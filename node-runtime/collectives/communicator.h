@@ -307,6 +307,9 @@ class Communicator {
                                                  const std::vector<int>& members);
   template <typename Done, typename Pending, typename Describe>
   Result<void> waitUntil(Done done, Pending pending, Describe what);
+  // Waits until arrived(r) holds for every rank r.
+  template <typename Arrived, typename Describe>
+  Result<void> waitForAll(Arrived arrived, Describe what);
   Error fail(Error error);
   std::string segmentName(int owner, std::uint64_t id) const;
   void unlinkSegmentsOf(int owner) const;
