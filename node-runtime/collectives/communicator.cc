@@ -361,12 +361,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
   RankSlot& mine = slot(layout_, rank_);
   InlineBlock& block = mine.inlineBlock[parity];
   if (bytes > 0) std::memcpy(block.data, send, bytes);
-  block.sequence = desc.sequence;
-  block.count = desc.count;
-  block.op = desc.op;
-  block.root = desc.root;
-  block.type = desc.type;
-  block.reduceOp = desc.reduceOp;
+  block.call = CallSignature::of(desc);
   // The descriptor and the arrival line too: a peer that (wrongly) called a collective on the
   // general path waits on those, and names the mismatch instead of timing out.
   mine.desc[parity] = desc;
@@ -383,14 +378,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
   for (int r = 0; r < size_; ++r) {
     const InlineBlock& theirs = slot(layout_, r).inlineBlock[parity];
     if (r != rank_) {
-      OpDescriptor signature;
-      signature.sequence = theirs.sequence;
-      signature.count = theirs.count;
-      signature.op = theirs.op;
-      signature.root = theirs.root;
-      signature.type = theirs.type;
-      signature.reduceOp = theirs.reduceOp;
-      if (auto status = validatePeer(r, signature, desc); !status) {
+      if (auto status = validatePeer(r, theirs.call.descriptor(), desc); !status) {
         return fail(std::move(status).error().withContext(what()));
       }
     }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -30,16 +31,36 @@ constexpr std::size_t kInlineBytes = Communicator::kInlineBytes;
 // The small-message path (runInline): the line a waiting peer spins on also carries the call's
 // signature and the first bytes of data, so an 8-byte AllReduce moves one cache line per peer
 // instead of four (arrival, descriptor, data).
-struct alignas(64) InlineBlock {
-  std::uint64_t epoch;  // the arrival this block belongs to; stored last, with release
+// What a call must agree on with its peers: an OpDescriptor without the buffer references.
+struct CallSignature {
   std::uint64_t sequence;
   std::uint64_t count;
   OpKind op;
   std::int32_t root;
   DataType type;
   ReduceOp reduceOp;
+
+  static CallSignature of(const OpDescriptor& d) {
+    return {d.sequence, d.count, d.op, d.root, d.type, d.reduceOp};
+  }
+  OpDescriptor descriptor() const {
+    OpDescriptor d;
+    d.sequence = sequence;
+    d.count = count;
+    d.op = op;
+    d.root = root;
+    d.type = type;
+    d.reduceOp = reduceOp;
+    return d;
+  }
+};
+struct alignas(64) InlineBlock {
+  std::uint64_t epoch;  // the arrival this block belongs to; stored last, with release
+  CallSignature call;
   std::byte data[kInlineBytes];
 };
+static_assert(offsetof(InlineBlock, data) + 8 <= 64,
+              "an 8-byte payload must share the cache line of the epoch peers spin on");
 struct alignas(64) RankSlot {
   std::int32_t pid;
   std::uint32_t aborted;
