@@ -6,14 +6,14 @@
 #   tests/bench/collectives_vs_mpi.sh [build-dir] [runs]
 #
 # Needs Debian's openmpi-bin and libopenmpi-dev (mpicc compiles the MPI side into a temp dir).
-# Each figure is the median of `runs` runs (default 3), ours and Open MPI's interleaved. Before
+# Each figure is the median of `runs` runs (default 5), ours and Open MPI's interleaved. Before
 # each case the script waits (up to 60 s) for the CPUs to be >= 80 % idle, since this is a shared
 # 2-core machine, and prints the idle share it saw. GB = 1e9 bytes; busbw uses nccl-tests'
 # factors; both sides verify their results (check column).
 set -euo pipefail
 
 build_dir="${1:-build}"
-runs="${2:-3}"
+runs="${2:-5}"
 bench="$build_dir/bin/neuron-cc-bench"
 [[ -x "$bench" ]] || { echo "no $bench: build the neuron-cc-bench target first" >&2; exit 2; }
 for tool in mpicc mpirun gcc python3; do
