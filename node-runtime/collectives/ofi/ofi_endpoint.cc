@@ -14,6 +14,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "common/base/log.h"
+#include "node-runtime/collectives/ofi/fabric_library.h"
 
 namespace torus::coll {
 namespace {
@@ -31,20 +32,25 @@ struct FidCloser {
 template <typename T>
 using FidPtr = std::unique_ptr<T, FidCloser<T>>;
 
+// Only reached once findProvider has loaded the library: every fi_info comes from it.
+const FabricLibrary& libfabric() {
+  return *fabricLibrary().value();
+}
+
 struct InfoDeleter {
-  void operator()(fi_info* info) const { ::fi_freeinfo(info); }
+  void operator()(fi_info* info) const { libfabric().freeinfo(info); }
 };
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
 
 Error ofiError(std::string_view what, long rc) {
   return makeError(ErrorCode::kUnavailable,
-                   std::string(what) + ": " + ::fi_strerror(static_cast<int>(-rc)));
+                   std::string(what) + ": " + libfabric().strerror(static_cast<int>(-rc)));
 }
 
 // What we ask of a provider: reliable datagrams with tags, our contexts, memory registration
 // only if it insists (then we register each transfer's buffer).
 InfoPtr makeHints(const std::string& providerName) {
-  InfoPtr hints(::fi_allocinfo());
+  InfoPtr hints(libfabric().dupinfo(nullptr));  // what fi_allocinfo() expands to
   if (!hints) return hints;
   hints->caps = FI_TAGGED | FI_SEND | FI_RECV;
   hints->mode = FI_CONTEXT | FI_CONTEXT2;
@@ -69,7 +75,8 @@ void preferRxmPassThrough() {
 }
 
 Result<InfoPtr> findProvider(const std::string& requested) {
-  preferRxmPassThrough();
+  preferRxmPassThrough();  // before the library loads: its providers may read the environment then
+  if (auto loaded = fabricLibrary(); !loaded) return std::move(loaded).error();
   std::vector<std::string> candidates;
   const char* fromEnv = std::getenv("FI_PROVIDER");
   if (!requested.empty()) {
@@ -85,7 +92,7 @@ Result<InfoPtr> findProvider(const std::string& requested) {
     InfoPtr hints = makeHints(name);
     if (!hints) return makeError(ErrorCode::kResourceExhausted, "fi_allocinfo failed");
     fi_info* found = nullptr;
-    const int rc = ::fi_getinfo(FI_VERSION(1, 10), nullptr, nullptr, 0, hints.get(), &found);
+    const int rc = libfabric().getinfo(FI_VERSION(1, 10), nullptr, nullptr, 0, hints.get(), &found);
     if (rc == 0 && found != nullptr) return InfoPtr(found);
     lastRc = rc;
     if (!tried.empty()) tried += ", ";
@@ -94,7 +101,7 @@ Result<InfoPtr> findProvider(const std::string& requested) {
   return makeError(ErrorCode::kUnavailable,
                    "no libfabric provider offers tagged reliable datagrams (FI_EP_RDM, FI_TAGGED); "
                    "tried " +
-                       tried + ": " + ::fi_strerror(-lastRc) +
+                       tried + ": " + libfabric().strerror(-lastRc) +
                        " (fi_info -t FI_EP_RDM -c FI_TAGGED lists what this host has)");
 }
 
@@ -151,7 +158,7 @@ Result<std::unique_ptr<OfiEndpoint>> OfiEndpoint::open(const OfiOptions& options
   const std::string context = "opening a libfabric endpoint (" + endpoint->provider_ + ")";
 
   fid_fabric* fabric = nullptr;
-  if (int rc = ::fi_fabric(f.info->fabric_attr, &fabric, nullptr); rc != 0) {
+  if (int rc = libfabric().fabric(f.info->fabric_attr, &fabric, nullptr); rc != 0) {
     return ofiError(context + ": fi_fabric", rc);
   }
   f.fabric.reset(fabric);
@@ -212,7 +219,7 @@ Result<void> OfiEndpoint::setPeers(const std::vector<std::string>& addresses) {
       return makeError(ErrorCode::kInvalidArgument,
                        "rank " + std::to_string(r) + "'s libfabric address (" +
                            std::to_string(addresses[r].size()) + " bytes) was not accepted by " +
-                           provider_ + ": " + ::fi_strerror(count < 0 ? -count : FI_EINVAL));
+                           provider_ + ": " + libfabric().strerror(count < 0 ? -count : FI_EINVAL));
     }
     peers_[r] = inserted;
   }
@@ -384,7 +391,7 @@ Result<void> OfiEndpoint::progressLocked() {
       char detail[256] = {};
       const char* text = ::fi_cq_strerror(fids_->cq.get(), failure.prov_errno, failure.err_data,
                                           detail, sizeof(detail));
-      op->error = std::string(::fi_strerror(failure.err)) +
+      op->error = std::string(libfabric().strerror(failure.err)) +
                   (text != nullptr && *text != '\0' ? std::string(" (") + text + ")" : "");
       if (failure.err == FI_ETRUNC) {
         op->error = "message longer than the " + std::to_string(op->bytes) + " bytes expected";
