@@ -524,5 +524,26 @@ TEST_P(LargeAllReduce, StreamingStoresGiveTheReferenceResult) {
 INSTANTIATE_TEST_SUITE_P(Ranks, LargeAllReduce, ::testing::Values(2, 3),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
 
+// Recursive doubling forced over libfabric on multi-megabyte buffers, in and out of place: 3
+// ranks fold in and out, 4 run two doubling rounds on the partial result.
+class LargeDoubling : public ::testing::TestWithParam<int> {};
+
+TEST_P(LargeDoubling, SlicedExchangesGiveTheReferenceResult) {
+  LaunchOptions options;
+  options.size = GetParam();
+  options.commTimeout = std::chrono::milliseconds(20000);
+  options.deadline = std::chrono::milliseconds(110000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
+    ::setenv("FI_TCP_IFACE", "lo", 1);
+    commOptions.transport = Transport::kOfi;
+    commOptions.algorithm = Algorithm::kRecursiveDoubling;
+    return runLargeAllReduce(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LargeDoubling, ::testing::Values(2, 3, 4),
+                         [](const auto& param) { return std::to_string(param.param) + "ranks"; });
+
 }  // namespace
 }  // namespace torus::coll
