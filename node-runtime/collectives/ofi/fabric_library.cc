@@ -15,10 +15,9 @@ constexpr const char* kDefaultLibrary = "libfabric.so.1";
 // dlsym gives each name's default version (fi_getinfo@@FABRIC_1.3, ...), the one the linker
 // would have bound for code compiled against these headers.
 template <typename Function>
-bool resolve(void* handle, const char* name, Function& out, std::string& missing) {
+void resolve(void* handle, const char* name, Function& out, std::string& missing) {
   out = reinterpret_cast<Function>(::dlsym(handle, name));
   if (out == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
-  return out != nullptr;
 }
 
 Result<const FabricLibrary*> load() {
