@@ -24,6 +24,7 @@ test_packages=(
   openmpi-bin libopenmpi-dev
   iproute2 util-linux
 )
+# libfabric1 is opened at run time by the collectives (dlopen), so ldd does not list it: keep it.
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates
 )
