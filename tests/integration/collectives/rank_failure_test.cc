@@ -4,7 +4,6 @@
 // the peer is dead) with an error naming the missing rank, the communicator and the sequence.
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -53,7 +52,6 @@ std::string warmUp(Communicator& comm, int collectives) {
 enum class Placement { kOneHost, kOfi, kTwoHosts };
 
 void place(CommOptions& options, Placement placement) {
-  ::setenv("FI_TCP_IFACE", "lo", 1);
   if (placement == Placement::kOfi) options.transport = Transport::kOfi;
   if (placement == Placement::kTwoHosts) options.hostId = "host" + std::to_string(options.rank / 2);
 }

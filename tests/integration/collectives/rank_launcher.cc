@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -56,6 +57,8 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
       readEnd.reset();
       for (auto& other : pipes)
         other.reset();
+      // Ranks that use libfabric stay on loopback, like everything the tests start.
+      ::setenv("FI_TCP_IFACE", "lo", 1);
       CommOptions comm;
       comm.rank = r;
       comm.size = options.size;

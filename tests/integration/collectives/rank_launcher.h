@@ -3,8 +3,8 @@
 //
 // The parent binds the root's listening socket on 127.0.0.1:0 before forking, so there is no
 // port race; rank 0 inherits it. Each child runs `body` and exits; its message travels back over
-// a pipe. Everything is bounded: a child still running at the deadline is SIGKILLed and
-// reported as hung.
+// a pipe. Each child pins libfabric's tcp provider to loopback (FI_TCP_IFACE=lo). Everything is
+// bounded: a child still running at the deadline is SIGKILLed and reported as hung.
 #pragma once
 
 #include <chrono>

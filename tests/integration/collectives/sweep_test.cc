@@ -300,7 +300,6 @@ TEST_P(OfiSweep, EveryOpTypeReductionAndSizeMatchesTheReference) {
   options.commTimeout = std::chrono::milliseconds(20000);
   options.deadline = std::chrono::milliseconds(110000);
   const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
-    ::setenv("FI_TCP_IFACE", "lo", 1);
     commOptions.transport = Transport::kOfi;
     return runSweep(std::move(commOptions));
   });
@@ -318,7 +317,6 @@ TEST(OfiSweepRxmProtocol, EveryOpTypeReductionAndSizeMatchesTheReference) {
   options.commTimeout = std::chrono::milliseconds(20000);
   options.deadline = std::chrono::milliseconds(110000);
   const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
-    ::setenv("FI_TCP_IFACE", "lo", 1);
     ::setenv("FI_OFI_RXM_ENABLE_PASSTHRU", "0", 1);
     commOptions.transport = Transport::kOfi;
     return runSweep(std::move(commOptions));
@@ -334,7 +332,6 @@ TEST(OfiRegistration, TensorsAreRegisteredOnceAndUserBuffersPerTransfer) {
   options.size = 2;
   options.commTimeout = std::chrono::milliseconds(20000);
   const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
-    ::setenv("FI_TCP_IFACE", "lo", 1);
     commOptions.transport = Transport::kOfi;
     commOptions.ofiRegisterAlways = true;
     auto comm = Communicator::create(std::move(commOptions));
@@ -388,7 +385,6 @@ TEST_P(MultiHostSweep, EveryOpTypeReductionAndSizeMatchesTheReference) {
   options.commTimeout = std::chrono::milliseconds(20000);
   options.deadline = std::chrono::milliseconds(110000);
   const auto outcomes = launchRanks(options, [&](CommOptions commOptions) {
-    ::setenv("FI_TCP_IFACE", "lo", 1);
     commOptions.hostId =
         "host" + std::to_string(hosts.hostOfRank[static_cast<std::size_t>(commOptions.rank)]);
     commOptions.algorithm = hosts.algorithm;
@@ -534,7 +530,6 @@ TEST_P(LargeDoubling, SlicedExchangesGiveTheReferenceResult) {
   options.commTimeout = std::chrono::milliseconds(20000);
   options.deadline = std::chrono::milliseconds(110000);
   const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
-    ::setenv("FI_TCP_IFACE", "lo", 1);
     commOptions.transport = Transport::kOfi;
     commOptions.algorithm = Algorithm::kRecursiveDoubling;
     return runLargeAllReduce(std::move(commOptions));
