@@ -540,5 +540,82 @@ TEST_P(LargeDoubling, SlicedExchangesGiveTheReferenceResult) {
 INSTANTIATE_TEST_SUITE_P(Ranks, LargeDoubling, ::testing::Values(2, 3, 4),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
 
+// The ring over libfabric on chunks of several 1 MiB slices, each reduced as it lands: chunks of
+// 2 MiB and 2 MiB + 4 B give steps with unequal slice counts, in and out of place, for AllReduce,
+// ReduceScatter (partial sums alternate between two scratch areas) and AllGather.
+std::string runLargeRing(CommOptions options) {
+  auto comm = Communicator::create(std::move(options));
+  if (!comm) return "create: " + comm.error().message;
+  const int rank = (*comm)->rank();
+  const auto n = static_cast<std::size_t>((*comm)->size());
+  constexpr std::size_t kSliceElements = (std::size_t{1} << 20) / 4;
+  const std::size_t reduceCount = n * 2 * kSliceElements + 1;
+  const std::size_t blockCount = 2 * kSliceElements + 1;
+  std::vector<std::byte> a(std::max(reduceCount, n * blockCount) * 4);
+  std::vector<std::byte> b(a.size());
+  const std::pair<DataType, ReduceOp> cases[] = {{DataType::kF32, ReduceOp::kSum},
+                                                 {DataType::kI32, ReduceOp::kMax}};
+  for (const auto& [type, op] : cases) {
+    for (bool inPlace : {false, true}) {
+      const std::string where = std::string(dataTypeName(type)) + " " +
+                                std::string(reduceOpName(op)) +
+                                (inPlace ? " in-place" : " out-of-place") + ": ";
+      std::byte* in = inPlace ? b.data() : a.data();
+      fillPattern({in, reduceCount * 4}, type, op, rank, 0);
+      if (auto s = (*comm)->allReduce(in, b.data(), reduceCount, type, op); !s) {
+        return "allReduce " + where + s.error().message;
+      }
+      auto diff = compareElements({b.data(), reduceCount * 4}, type, [&](std::size_t i) {
+        return expectedReduction(static_cast<int>(n), i, type, op);
+      });
+      if (!diff.empty()) return "allReduce " + where + diff;
+
+      const std::size_t blockBytes = blockCount * 4;
+      std::byte* mine = b.data() + static_cast<std::size_t>(rank) * blockBytes;
+      fillPattern({in, n * blockBytes}, type, op, rank, 0);
+      std::byte* out = inPlace ? mine : b.data();
+      if (auto s = (*comm)->reduceScatter(in, out, blockCount, type, op); !s) {
+        return "reduceScatter " + where + s.error().message;
+      }
+      const std::size_t first = static_cast<std::size_t>(rank) * blockCount;
+      diff = compareElements({out, blockBytes}, type, [&](std::size_t i) {
+        return expectedReduction(static_cast<int>(n), first + i, type, op);
+      });
+      if (!diff.empty()) return "reduceScatter " + where + diff;
+
+      std::byte* block = inPlace ? mine : a.data();
+      fillPattern({block, blockBytes}, type, ReduceOp::kSum, rank, 0);
+      if (auto s = (*comm)->allGather(block, b.data(), blockCount, type); !s) {
+        return "allGather " + where + s.error().message;
+      }
+      for (std::size_t p = 0; p < n; ++p) {
+        diff = compareElements({b.data() + p * blockBytes, blockBytes}, type, [&](std::size_t i) {
+          return patternValue(static_cast<int>(p), i, type, ReduceOp::kSum);
+        });
+        if (!diff.empty()) return "allGather " + where + "block " + std::to_string(p) + ": " + diff;
+      }
+    }
+  }
+  return {};
+}
+
+class LargeRing : public ::testing::TestWithParam<int> {};
+
+TEST_P(LargeRing, SlicedStepsGiveTheReferenceResult) {
+  LaunchOptions options;
+  options.size = GetParam();
+  options.commTimeout = std::chrono::milliseconds(20000);
+  options.deadline = std::chrono::milliseconds(110000);
+  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
+    commOptions.transport = Transport::kOfi;
+    commOptions.algorithm = Algorithm::kRing;
+    return runLargeRing(std::move(commOptions));
+  });
+  EXPECT_EQ(summarizeFailures(outcomes), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, LargeRing, ::testing::Values(2, 4, 5),
+                         [](const auto& param) { return std::to_string(param.param) + "ranks"; });
+
 }  // namespace
 }  // namespace torus::coll
