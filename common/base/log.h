@@ -117,3 +117,14 @@ void setSinkForTesting(std::function<void(std::string_view line)> sink);
       ::torus::log::write(::torus::log::Level::k##level, ::torus::log::Component::k##component, \
                           message, {__VA_ARGS__});                                              \
   } while (false)
+
+// TORUS_LOG with the level chosen at run time, e.g. one rank of a group at Info and the others at
+// Debug, so a 64-rank job says "ready" once:
+// TORUS_LOG_AT(rank == 0 ? Level::kInfo : Level::kDebug, Coll, "communicator ready", ...);
+#define TORUS_LOG_AT(levelValue, component, message, ...)                                   \
+  do {                                                                                      \
+    const ::torus::log::Level torus_log_level_ = (levelValue);                              \
+    if (::torus::log::enabled(torus_log_level_, ::torus::log::Component::k##component))     \
+      ::torus::log::write(torus_log_level_, ::torus::log::Component::k##component, message, \
+                          {__VA_ARGS__});                                                   \
+  } while (false)

@@ -117,10 +117,11 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
     }
   }
   registerStatus();
-  TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
-            {"transport", transportName()}, {"provider", endpoint_->provider()},
-            {"hosts", layout.hosts}, {"local_ranks", layout.local.size()},
-            {"hierarchical", column_ != nullptr}, {"timeout_ms", timeout_.count()});
+  TORUS_LOG_AT(rank_ == 0 ? log::Level::kInfo : log::Level::kDebug, Coll, "communicator ready",
+               {"comm", name_}, {"rank", rank_}, {"size", size_}, {"transport", transportName()},
+               {"provider", endpoint_->provider()}, {"hosts", layout.hosts},
+               {"local_ranks", layout.local.size()}, {"hierarchical", column_ != nullptr},
+               {"timeout_ms", timeout_.count()});
   return okResult();
 }
 

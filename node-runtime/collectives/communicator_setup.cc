@@ -247,8 +247,9 @@ Result<void> Communicator::attachControl(const std::string& context) {
   TORUS_RETURN_IF_ERROR(meet("setup"), context);
   control_.unlinkNow();
   registerStatus();
-  TORUS_LOG(Info, Coll, "communicator ready", {"comm", name_}, {"rank", rank_}, {"size", size_},
-            {"transport", "shm"}, {"spin", spin_}, {"timeout_ms", timeout_.count()});
+  TORUS_LOG_AT(rank_ == 0 ? log::Level::kInfo : log::Level::kDebug, Coll, "communicator ready",
+               {"comm", name_}, {"rank", rank_}, {"size", size_}, {"transport", "shm"},
+               {"spin", spin_}, {"timeout_ms", timeout_.count()});
   return okResult();
 }
 

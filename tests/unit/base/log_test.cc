@@ -43,6 +43,27 @@ TEST_F(LogTest, LevelFilteringAndPerComponentDebug) {
   EXPECT_NE(lines_[1].find("ERROR plugin"), std::string::npos);
 }
 
+TEST_F(LogTest, RunTimeLevelIsFilteredLikeACompileTimeOne) {
+  configure(Settings{Level::kInfo, 0, Format::kText});
+  for (int rank = 0; rank < 4; ++rank) {
+    TORUS_LOG_AT(rank == 0 ? Level::kInfo : Level::kDebug, Coll, "communicator ready",
+                 {"rank", rank});
+  }
+  ASSERT_EQ(lines_.size(), 1U);
+  EXPECT_NE(lines_[0].find("INFO coll \"communicator ready\" rank=0"), std::string::npos)
+      << lines_[0];
+
+  lines_.clear();
+  configure(Settings{Level::kInfo, *parseComponentList("coll"), Format::kText});
+  for (int rank = 0; rank < 4; ++rank) {
+    TORUS_LOG_AT(rank == 0 ? Level::kInfo : Level::kDebug, Coll, "communicator ready",
+                 {"rank", rank});
+  }
+  ASSERT_EQ(lines_.size(), 4U);
+  EXPECT_NE(lines_[3].find("DEBUG coll \"communicator ready\" rank=3"), std::string::npos)
+      << lines_[3];
+}
+
 TEST_F(LogTest, JsonFormatEmitsTheSameFields) {
   configure(Settings{Level::kInfo, 0, Format::kJson});
   TORUS_LOG(Warn, Health, "device unhealthy", {"device", 3}, {"healthy", false});
