@@ -1,6 +1,8 @@
 #include "common/http/http_server.h"
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <thread>
 
 #include <httplib.h>
@@ -75,9 +77,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
   server.set_payload_max_length(options.maxBodyBytes);
   server.set_read_timeout(10, 0);
   server.set_write_timeout(10, 0);
+  auto bodilessPosts = std::make_shared<std::map<std::string, httplib::Server::Handler>>();
   for (Route& route : routes) {
-    auto handler = [handler = std::move(route.handler)](const httplib::Request& in,
-                                                        httplib::Response& out) {
+    httplib::Server::Handler handler = [handler = std::move(route.handler)](
+                                           const httplib::Request& in, httplib::Response& out) {
       Request request{in.method, in.path, in.body, in.get_header_value("Content-Type")};
       Response response = handler(request);
       out.status = response.status;
@@ -86,9 +89,28 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
     if (route.method == "GET") {
       server.Get(route.path, std::move(handler));
     } else {
+      (*bodilessPosts)[route.path] = handler;
       server.Post(route.path, std::move(handler));
     }
   }
+  // A POST with neither Content-Length nor Transfer-Encoding has an empty body (RFC 9112 §6.3),
+  // and `curl -X POST URL` sends exactly that; cpp-httplib 0.11 instead reads such a body until
+  // the client closes, which ends in the read timeout and a 400. This runs before httplib reads
+  // the body, so those requests are answered here, with an empty body.
+  server.set_pre_routing_handler(
+      [bodilessPosts](const httplib::Request& in, httplib::Response& out) {
+        if (in.method != "POST" || in.has_header("Content-Length") ||
+            in.has_header("Transfer-Encoding")) {
+          return httplib::Server::HandlerResponse::Unhandled;
+        }
+        const auto route = bodilessPosts->find(in.path);
+        if (route == bodilessPosts->end()) {
+          out.status = 404;
+        } else {
+          route->second(in, out);
+        }
+        return httplib::Server::HandlerResponse::Handled;
+      });
   server.set_exception_handler(
       [](const httplib::Request& request, httplib::Response& response, std::exception_ptr) {
         TORUS_LOG(Error, Http, "HTTP handler threw; answering 500", {"path", request.path});

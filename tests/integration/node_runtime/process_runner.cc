@@ -166,6 +166,11 @@ std::optional<std::string> httpPost(int port, const std::string& path, const std
                                 std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 
+std::optional<std::string> httpPostNoBody(int port, const std::string& path) {
+  return httpExchange(port,
+                      "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+}
+
 int loggedPort(const std::string& log, const std::string& marker) {
   const std::size_t line = log.find(marker);
   if (line == std::string::npos) return -1;

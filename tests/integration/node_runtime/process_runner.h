@@ -51,6 +51,8 @@ class BackgroundProcess {
 std::optional<std::string> httpGet(int port, const std::string& path);
 // POST with a JSON body; the same answer shape. A server may stop reading a body it refuses.
 std::optional<std::string> httpPost(int port, const std::string& path, const std::string& body);
+// POST with no body and no Content-Length, as `curl -X POST URL` sends it.
+std::optional<std::string> httpPostNoBody(int port, const std::string& path);
 
 // Polls `condition` until it holds or `limit` passes; returns the last answer.
 bool eventually(const std::function<bool()>& condition,
