@@ -36,6 +36,9 @@ const json* field(const json& object, std::string_view name) {
 
 // Every request body is one JSON object.
 Result<json> parseObject(std::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return bad("request body", "empty; expected a JSON object");
+  }
   json root;
   try {
     root = json::parse(body.begin(), body.end());

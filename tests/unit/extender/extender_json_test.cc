@@ -67,6 +67,8 @@ TEST(ExtenderJson, ContainersAddUpAndInitContainersTakeTheMax) {
 TEST(ExtenderJson, BadInputNamesTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {"{", "request body: not valid JSON"},
+      {"", "request body: empty; expected a JSON object"},
+      {" \n", "request body: empty; expected a JSON object"},
       {"[]", "request body: expected an object, got array"},
       {R"({"NodeNames":["a"]})", "Pod: missing"},
       {R"({"Pod":7,"NodeNames":[]})", "Pod: expected a Pod object, got number"},
