@@ -520,21 +520,25 @@ TEST_P(LargeAllReduce, StreamingStoresGiveTheReferenceResult) {
 INSTANTIATE_TEST_SUITE_P(Ranks, LargeAllReduce, ::testing::Values(2, 3),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
 
+// Runs `body` on `ranks` ranks that all use libfabric and the given algorithm; the failures.
+std::string runOverOfi(int ranks, Algorithm algorithm, std::string (*body)(CommOptions)) {
+  LaunchOptions options;
+  options.size = ranks;
+  options.commTimeout = std::chrono::milliseconds(20000);
+  options.deadline = std::chrono::milliseconds(110000);
+  return summarizeFailures(launchRanks(options, [algorithm, body](CommOptions commOptions) {
+    commOptions.transport = Transport::kOfi;
+    commOptions.algorithm = algorithm;
+    return body(std::move(commOptions));
+  }));
+}
+
 // Recursive doubling forced over libfabric on multi-megabyte buffers, in and out of place: 3
 // ranks fold in and out, 4 run two doubling rounds on the partial result.
 class LargeDoubling : public ::testing::TestWithParam<int> {};
 
 TEST_P(LargeDoubling, SlicedExchangesGiveTheReferenceResult) {
-  LaunchOptions options;
-  options.size = GetParam();
-  options.commTimeout = std::chrono::milliseconds(20000);
-  options.deadline = std::chrono::milliseconds(110000);
-  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
-    commOptions.transport = Transport::kOfi;
-    commOptions.algorithm = Algorithm::kRecursiveDoubling;
-    return runLargeAllReduce(std::move(commOptions));
-  });
-  EXPECT_EQ(summarizeFailures(outcomes), "");
+  EXPECT_EQ(runOverOfi(GetParam(), Algorithm::kRecursiveDoubling, runLargeAllReduce), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, LargeDoubling, ::testing::Values(2, 3, 4),
@@ -602,16 +606,7 @@ std::string runLargeRing(CommOptions options) {
 class LargeRing : public ::testing::TestWithParam<int> {};
 
 TEST_P(LargeRing, SlicedStepsGiveTheReferenceResult) {
-  LaunchOptions options;
-  options.size = GetParam();
-  options.commTimeout = std::chrono::milliseconds(20000);
-  options.deadline = std::chrono::milliseconds(110000);
-  const auto outcomes = launchRanks(options, [](CommOptions commOptions) {
-    commOptions.transport = Transport::kOfi;
-    commOptions.algorithm = Algorithm::kRing;
-    return runLargeRing(std::move(commOptions));
-  });
-  EXPECT_EQ(summarizeFailures(outcomes), "");
+  EXPECT_EQ(runOverOfi(GetParam(), Algorithm::kRing, runLargeRing), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, LargeRing, ::testing::Values(2, 4, 5),

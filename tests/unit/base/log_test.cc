@@ -44,21 +44,21 @@ TEST_F(LogTest, LevelFilteringAndPerComponentDebug) {
 }
 
 TEST_F(LogTest, RunTimeLevelIsFilteredLikeACompileTimeOne) {
+  const auto fourRanksReady = [] {
+    for (int rank = 0; rank < 4; ++rank) {
+      TORUS_LOG_AT(rank == 0 ? Level::kInfo : Level::kDebug, Coll, "communicator ready",
+                   {"rank", rank});
+    }
+  };
   configure(Settings{Level::kInfo, 0, Format::kText});
-  for (int rank = 0; rank < 4; ++rank) {
-    TORUS_LOG_AT(rank == 0 ? Level::kInfo : Level::kDebug, Coll, "communicator ready",
-                 {"rank", rank});
-  }
+  fourRanksReady();
   ASSERT_EQ(lines_.size(), 1U);
   EXPECT_NE(lines_[0].find("INFO coll \"communicator ready\" rank=0"), std::string::npos)
       << lines_[0];
 
   lines_.clear();
   configure(Settings{Level::kInfo, *parseComponentList("coll"), Format::kText});
-  for (int rank = 0; rank < 4; ++rank) {
-    TORUS_LOG_AT(rank == 0 ? Level::kInfo : Level::kDebug, Coll, "communicator ready",
-                 {"rank", rank});
-  }
+  fourRanksReady();
   ASSERT_EQ(lines_.size(), 4U);
   EXPECT_NE(lines_[3].find("DEBUG coll \"communicator ready\" rank=3"), std::string::npos)
       << lines_[3];
