@@ -107,10 +107,14 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
               {"node", record->nodeName}, {"problem", record->idsProblem});
     return std::nullopt;
   }
-  if (!state_.hasNode(record->nodeName)) {
+  {
+    // Checked and parked under one lock: adoptWaitingPods takes it after adding the node, so a
+    // node that arrives between the check and the parking still finds the pod.
     std::lock_guard lock(waitingMutex_);
-    waitingForNode_[pod.uid] = *record;
-    return pod.uid;
+    if (!state_.hasNode(record->nodeName)) {
+      waitingForNode_[pod.uid] = *record;
+      return pod.uid;
+    }
   }
   auto observed = state_.observe(record->nodeName, pod, *record->assignedIds);
   if (!observed) {
@@ -159,23 +163,20 @@ void ClusterMirror::applyPodEvent(const kube::WatchEvent& event) {
 }
 
 void ClusterMirror::adoptWaitingPods(const std::string& node) {
-  std::vector<PodRecord> ready;
-  {
-    std::lock_guard lock(waitingMutex_);
-    for (auto it = waitingForNode_.begin(); it != waitingForNode_.end();) {
-      if (it->second.nodeName == node) {
-        ready.push_back(std::move(it->second));
-        it = waitingForNode_.erase(it);
-      } else {
-        ++it;
-      }
+  // Under the lock throughout, so a pod deleted meanwhile is either still parked (and erased by
+  // forgetPod) or already held (and released by it), never held after its deletion.
+  std::lock_guard lock(waitingMutex_);
+  for (auto it = waitingForNode_.begin(); it != waitingForNode_.end();) {
+    if (it->second.nodeName != node) {
+      ++it;
+      continue;
     }
-  }
-  for (const PodRecord& record : ready) {
+    const PodRecord& record = it->second;
     if (auto observed = state_.observe(node, record.demand, *record.assignedIds); !observed) {
       TORUS_LOG(Error, Extender, "pod's Neuron ids conflict with the cluster state",
                 {"pod", record.demand.key()}, {"node", node}, {"error", observed.error().message});
     }
+    it = waitingForNode_.erase(it);
   }
 }
 

@@ -2,7 +2,8 @@
 // LNC, unhealthy devices) and which bound pod holds which ids (AWS_NEURON_IDS). State is always
 // derived from pods, never from node usage maps. A list replaces what it lists, so whatever a
 // missed event left behind goes with the next list. Used by ClusterSync (list + watch) and by
-// kubectl-neuron (one list of each).
+// kubectl-neuron (one list of each). Thread-safe: ClusterSync's node and pod informers call it
+// from their own threads, in either order.
 #pragma once
 
 #include <map>

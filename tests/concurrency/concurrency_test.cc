@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "common/base/change_notifier.h"
 #include "common/base/file_io.h"
@@ -14,6 +15,7 @@
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/runtime/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
+#include "scheduler-extender/kube/cluster_mirror.h"
 
 namespace torus {
 namespace {
@@ -69,6 +71,53 @@ TEST(AssignmentTrackerConcurrency, KubeletAnswersAndAllocationsInterleave) {
   });
   threads.clear();
   EXPECT_GT(notifications.load(), 0);
+}
+
+// The node and pod informers list on their own threads, in either order. A pod listed while its
+// node is being added must end up held on that node, never parked for a node that already came.
+TEST(ClusterMirrorConcurrency, APodListedAsItsNodeArrivesKeepsItsCores) {
+  using nlohmann::json;
+  const auto node = std::make_shared<const json>(json{
+      {"metadata",
+       {{"name", "trn-a"}, {"labels", {{"node.kubernetes.io/instance-type", "trn2.48xlarge"}}}}}});
+  const json limits = {{"aws.amazon.com/neuroncore", "4"}};
+  const auto pod = std::make_shared<const json>(
+      json{{"metadata",
+            {{"name", "p"},
+             {"namespace", "ml"},
+             {"uid", "u1"},
+             {"annotations", {{"AWS_NEURON_IDS", "4-7"}}}}},
+           {"spec",
+            {{"nodeName", "trn-a"},
+             {"containers", json::array({{{"name", "c"}, {"resources", {{"limits", limits}}}}})}}},
+           {"status", {{"phase", "Running"}}}});
+  int lost = 0;
+  for (int round = 0; round < 1000; ++round) {
+    extender::ClusterState state;
+    extender::ClusterMirror mirror(state);
+    std::atomic<int> ready{0};
+    const auto together = [&] {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+    };
+    {
+      std::jthread nodes([&] {
+        together();
+        mirror.applyNodeList({node});
+      });
+      std::jthread pods([&] {
+        together();
+        // Sweep the pod's start across the node's insertion, a quarter microsecond per round.
+        const auto start = std::chrono::steady_clock::now() + round % 400 * 250ns;
+        while (std::chrono::steady_clock::now() < start) {
+        }
+        mirror.applyPodList({pod});
+      });
+    }
+    if (!state.allocationOf("u1")) ++lost;
+  }
+  EXPECT_EQ(lost, 0) << "rounds in which the pod's cores were not held";
 }
 
 TEST(NodeMonitorConcurrency, ReadersSeeWholeSnapshotsWhileHealthFlips) {
