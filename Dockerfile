@@ -30,7 +30,7 @@ RUN /tmp/install-deps.sh --runtime \
  && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh
 
 # Unprivileged user for the binaries that do not touch the driver: neuron-ls on a simulated
-# tree and the scheduler extender (planned), whose Deployment sets runAsUser: 65532.
+# tree and the scheduler extender, whose Deployment sets runAsUser: 65532.
 RUN groupadd --gid 65532 torus \
  && useradd --uid 65532 --gid 65532 --no-log-init --no-create-home --home-dir /nonexistent \
             --shell /usr/sbin/nologin torus
@@ -39,7 +39,7 @@ COPY --from=build /src/build/bin/ /usr/local/bin/
 
 # The default user stays root on purpose, because the default entrypoint is the node agent: the
 # Neuron driver creates core_count and connected_devices with mode 0400 (root can read them,
-# nobody else can), and resetting a device between tenants means writing neuronN/reset (the
-# planned runtime does this). Its DaemonSet mounts the host's /sys, /dev and /opt/aws.
+# nobody else can), and resetting a device between tenants means writing neuronN/reset, which the
+# agent does before a container starts. Its DaemonSet mounts the host's /sys, /dev and /opt/aws.
 # neuron-ls on a real node needs root for the same reason.
 ENTRYPOINT ["/usr/local/bin/neuron-node-agent"]
