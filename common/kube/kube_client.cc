@@ -33,11 +33,36 @@ Error statusError(int status, const std::string& method, const std::string& path
   return makeError(code, message);
 }
 
-Result<json> parseReply(const std::string& method, const std::string& path,
-                        const httplib::Result& reply) {
+// What went wrong below HTTP, in words an operator can act on (httplib's own names are terse:
+// "Connection", "SSLServerVerification").
+std::string transportFailure(httplib::Error error, const std::string& server) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "cannot connect to " + server + " (refused, unreachable or no route)";
+    case httplib::Error::ConnectionTimeout:
+      return "connecting to " + server + " timed out";
+    case httplib::Error::Read:
+      return "the connection to " + server + " broke or timed out while reading the reply";
+    case httplib::Error::Write:
+      return "the connection to " + server + " broke while sending the request";
+    case httplib::Error::SSLConnection:
+      return "the TLS handshake with " + server + " failed";
+    case httplib::Error::SSLServerVerification:
+      return server +
+             "'s certificate is not signed by the kubeconfig's certificate authority "
+             "(certificate-authority / certificate-authority-data)";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load the certificate authority or client certificate the kubeconfig names";
+    default:
+      return httplib::to_string(error) + " (talking to " + server + ")";
+  }
+}
+
+Result<json> parseReply(const std::string& server, const std::string& method,
+                        const std::string& path, const httplib::Result& reply) {
   if (!reply) {
     return makeError(ErrorCode::kUnavailable,
-                     method + " " + path + ": " + httplib::to_string(reply.error()));
+                     method + " " + path + ": " + transportFailure(reply.error(), server));
   }
   if (reply->status < 200 || reply->status >= 300) {
     return statusError(reply->status, method, path, reply->body);
@@ -84,23 +109,24 @@ void KubeClient::cancel() {
 }
 
 Result<json> KubeClient::get(const std::string& path) {
-  return parseReply("GET", path, transport_->client->Get(path, transport_->headers));
+  return parseReply(config_.server, "GET", path,
+                    transport_->client->Get(path, transport_->headers));
 }
 
 Result<json> KubeClient::create(const std::string& path, const json& body) {
   return parseReply(
-      "POST", path,
+      config_.server, "POST", path,
       transport_->client->Post(path, transport_->headers, body.dump(), "application/json"));
 }
 
 Result<json> KubeClient::mergePatch(const std::string& path, const json& patch) {
-  return parseReply("PATCH", path,
+  return parseReply(config_.server, "PATCH", path,
                     transport_->client->Patch(path, transport_->headers, patch.dump(),
                                               "application/merge-patch+json"));
 }
 
 Result<json> KubeClient::strategicMergePatch(const std::string& path, const json& patch) {
-  return parseReply("PATCH", path,
+  return parseReply(config_.server, "PATCH", path,
                     transport_->client->Patch(path, transport_->headers, patch.dump(),
                                               "application/strategic-merge-patch+json"));
 }
@@ -153,7 +179,7 @@ Result<void> KubeClient::watch(const std::string& path, const std::string& resou
   }
   if (!reply && !stop.stop_requested() && reply.error() != httplib::Error::Canceled) {
     return makeError(ErrorCode::kUnavailable,
-                     "WATCH " + path + ": " + httplib::to_string(reply.error()));
+                     "WATCH " + path + ": " + transportFailure(reply.error(), config_.server));
   }
   return okResult();
 }

@@ -11,6 +11,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::kube {
 namespace {
@@ -138,6 +139,49 @@ TEST(KubeClient, AnUnreachableServerIsUnavailable) {
   auto reply = client.get("/api/v1/nodes");
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(reply.error().message.find("cannot connect to http://127.0.0.1:1"), std::string::npos)
+      << reply.error().message;
+}
+
+// A server whose certificate the kubeconfig's authority did not sign: the error says so, and the
+// same client setup with the right authority gets through.
+TEST(KubeClient, AnUntrustedCertificateIsNamedAsSuch) {
+  auto dir = TempDir::create("kube-tls");
+  ASSERT_TRUE(dir.ok());
+  const auto selfSigned = [&](const std::string& name) {
+    const std::string base = (dir->path() / name).string();
+    const auto made = testing::runProcess(
+        {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", base + ".key",
+         "-out", base + ".crt"});
+    EXPECT_EQ(made.exitCode, 0) << made.err;
+    return base;
+  };
+  const std::string server = selfSigned("server");
+  const std::string stranger = selfSigned("stranger");
+  httplib::SSLServer tls((server + ".crt").c_str(), (server + ".key").c_str());
+  ASSERT_TRUE(tls.is_valid());
+  tls.Get("/api/v1/nodes", [](const httplib::Request&, httplib::Response& response) {
+    response.set_content(R"({"kind":"NodeList","items":[]})", "application/json");
+  });
+  const int port = tls.bind_to_any_port("127.0.0.1");
+  std::jthread serving([&] { tls.listen_after_bind(); });
+  while (!tls.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  KubeConfig config;
+  config.server = "https://127.0.0.1:" + std::to_string(port);
+  config.caFile = stranger + ".crt";
+  auto refused = KubeClient(config, std::chrono::seconds(5)).get("/api/v1/nodes");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find(
+                "certificate is not signed by the kubeconfig's certificate authority"),
+            std::string::npos)
+      << refused.error().message;
+  config.caFile = server + ".crt";
+  auto trusted = KubeClient(config, std::chrono::seconds(5)).get("/api/v1/nodes");
+  EXPECT_TRUE(trusted.ok()) << trusted.error().message;
+  tls.stop();
 }
 
 TEST(KubeConfigLoading, ReadsTheCurrentContextAndMaterialisesInlineData) {
