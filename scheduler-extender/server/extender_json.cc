@@ -70,12 +70,15 @@ Result<int> wholeQuantity(const json& value, const std::string& path) {
     return static_cast<int>(number);
   }
   if (!value.is_string()) return bad(path, "expected a quantity, got " + typeName(value));
-  auto number = parseInt(value.get<std::string>(), 0, 4096);
-  if (!number) {
-    return bad(path, "expected a whole number (extended resources cannot be fractional), got " +
-                         quoteJsonString(clipForMessage(value.get<std::string>())));
+  const std::string& text = value.get<std::string>();
+  auto number = parseInt(text, 0, 4096);
+  if (number) return number;
+  const std::size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
+  if (text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos) {
+    return bad(path, "expected 0..4096, got " + quoteJsonString(clipForMessage(text)));
   }
-  return number;
+  return bad(path, "expected a whole number (extended resources cannot be fractional), got " +
+                       quoteJsonString(clipForMessage(text)));
 }
 
 // Per resource, what one container asks for: requests, or limits when requests are absent.

@@ -95,7 +95,7 @@ TEST_F(ExtenderBinaryTest, BadInputGetsAClearErrorAndTheServerKeepsServing) {
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{}},"NodeNames":{"a":1}})",
        "NodeNames: expected a list, got object"},
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuron":"-1"}}}]}},"NodeNames":[]})",
-       "expected a whole number"},
+       "expected 0..4096, got \"-1\""},
   };
   for (const auto& [body, message] : cases) {
     const json reply = post("filter", body);

@@ -83,6 +83,10 @@ TEST(ExtenderJson, BadInputNamesTheField) {
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuroncore":"1.5"}}}]}},"NodeNames":[]})",
        "Pod.spec.containers[0].resources.limits[\"aws.amazon.com/neuroncore\"]: expected a whole "
        "number"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuroncore":"99999999999999999999"}}}]}},"NodeNames":[]})",
+       "expected 0..4096, got \"99999999999999999999\""},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuroncore":"-1"}}}]}},"NodeNames":[]})",
+       "expected 0..4096, got \"-1\""},
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuroncore":"1","aws.amazon.com/neuron":"1"}}}]}},"NodeNames":[]})",
        "a pod can take Neuron cores or whole devices, not both"},
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":{}}},"NodeNames":[]})",
