@@ -78,7 +78,6 @@ Result<json> parseReply(const std::string& server, const std::string& method,
 
 struct KubeClient::Transport {
   std::unique_ptr<httplib::Client> client;
-  httplib::Headers headers;
 };
 
 KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
@@ -96,10 +95,8 @@ KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
   client.set_connection_timeout(seconds, 0);
   client.set_read_timeout(seconds, 0);
   client.set_write_timeout(seconds, 0);
-  transport_->headers = {{"Accept", "application/json"}, {"User-Agent", "torus/0.1"}};
-  if (!config_.token.empty()) {
-    transport_->headers.emplace("Authorization", "Bearer " + config_.token);
-  }
+  // One TLS connection for every request of this client: a handshake costs more than most calls.
+  client.set_keep_alive(true);
 }
 
 KubeClient::~KubeClient() = default;
@@ -108,27 +105,52 @@ void KubeClient::cancel() {
   transport_->client->stop();
 }
 
+namespace {
+
+httplib::Headers requestHeaders(const KubeConfig& config) {
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", "torus/0.1"}};
+  if (!config.token.empty()) headers.emplace("Authorization", "Bearer " + config.token.current());
+  return headers;
+}
+
+}  // namespace
+
+// A 401 after the token file changed under us (rotation) is retried once with the new token.
+template <typename Send>
+Result<json> KubeClient::send(const char* method, const std::string& path, Send&& request) {
+  httplib::Result reply = request(requestHeaders(config_));
+  if (reply && reply->status == 401 && !config_.token.file().empty()) {
+    config_.token.invalidate();
+    reply = request(requestHeaders(config_));
+  }
+  return parseReply(config_.server, method, path, reply);
+}
+
 Result<json> KubeClient::get(const std::string& path) {
-  return parseReply(config_.server, "GET", path,
-                    transport_->client->Get(path, transport_->headers));
+  return send("GET", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Get(path, headers);
+  });
 }
 
 Result<json> KubeClient::create(const std::string& path, const json& body) {
-  return parseReply(
-      config_.server, "POST", path,
-      transport_->client->Post(path, transport_->headers, body.dump(), "application/json"));
+  const std::string text = body.dump();
+  return send("POST", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Post(path, headers, text, "application/json");
+  });
 }
 
 Result<json> KubeClient::mergePatch(const std::string& path, const json& patch) {
-  return parseReply(config_.server, "PATCH", path,
-                    transport_->client->Patch(path, transport_->headers, patch.dump(),
-                                              "application/merge-patch+json"));
+  const std::string text = patch.dump();
+  return send("PATCH", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Patch(path, headers, text, "application/merge-patch+json");
+  });
 }
 
 Result<json> KubeClient::strategicMergePatch(const std::string& path, const json& patch) {
-  return parseReply(config_.server, "PATCH", path,
-                    transport_->client->Patch(path, transport_->headers, patch.dump(),
-                                              "application/strategic-merge-patch+json"));
+  const std::string text = patch.dump();
+  return send("PATCH", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Patch(path, headers, text, "application/strategic-merge-patch+json");
+  });
 }
 
 Result<void> KubeClient::watch(const std::string& path, const std::string& resourceVersion,
@@ -141,7 +163,7 @@ Result<void> KubeClient::watch(const std::string& path, const std::string& resou
   int status = 0;
   std::string errorBody;
   auto reply = transport_->client->Get(
-      target, transport_->headers,
+      target, requestHeaders(config_),
       [&](const httplib::Response& response) {
         status = response.status;
         return true;
@@ -175,6 +197,7 @@ Result<void> KubeClient::watch(const std::string& path, const std::string& resou
       });
   if (failure) return *failure;
   if (status != 0 && (status < 200 || status >= 300)) {
+    if (status == 401) config_.token.invalidate();  // the caller's next list or watch re-reads it
     return statusError(status, "WATCH", path, errorBody);
   }
   if (!reply && !stop.stop_requested() && reply.error() != httplib::Error::Canceled) {

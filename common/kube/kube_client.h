@@ -57,6 +57,10 @@ class KubeClient {
 
  private:
   struct Transport;
+  // Sends with fresh headers (the bearer token may have rotated since the last call).
+  template <typename Send>
+  Result<nlohmann::json> send(const char* method, const std::string& path, Send&& request);
+
   KubeConfig config_;
   std::unique_ptr<Transport> transport_;
 };

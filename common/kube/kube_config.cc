@@ -111,11 +111,13 @@ Result<KubeConfig> loadKubeconfig(const std::filesystem::path& path, std::string
                             " uses an exec or auth-provider plugin, which is not supported; "
                             "use a token or client certificate");
     }
-    config.token = scalar(user, "token");
+    if (const std::string token = scalar(user, "token"); !token.empty()) {
+      config.token = BearerToken::fixed(token);
+    }
     if (const std::string tokenFile = scalar(user, "tokenFile"); !tokenFile.empty()) {
-      auto token = readSmallFile(tokenFile, 64 * 1024);
+      auto token = BearerToken::fromFile(tokenFile);
       if (!token) return std::move(token).error().withContext(where);
-      config.token = std::string(trim(*token));
+      config.token = std::move(*token);
     }
     config.clientCertFile = scalar(user, "client-certificate");
     config.clientKeyFile = scalar(user, "client-key");
@@ -140,13 +142,14 @@ Result<KubeConfig> inClusterConfig(const std::filesystem::path& accountDir) {
         ErrorCode::kFailedPrecondition,
         "not running in a pod (KUBERNETES_SERVICE_HOST/PORT unset); pass --kubeconfig");
   }
-  auto token = readSmallFile(accountDir / "token", 64 * 1024);
+  // The kubelet rotates this projected token; BearerToken follows the file.
+  auto token = BearerToken::fromFile(accountDir / "token");
   if (!token) return std::move(token).error().withContext("in-cluster config");
   KubeConfig config;
   const std::string hostText(host);
   const bool ipv6 = hostText.find(':') != std::string::npos;
   config.server = "https://" + (ipv6 ? "[" + hostText + "]" : hostText) + ":" + port;
-  config.token = std::string(trim(*token));
+  config.token = std::move(*token);
   config.caFile = (accountDir / "ca.crt").string();
   return config;
 }

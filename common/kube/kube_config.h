@@ -13,13 +13,14 @@
 
 #include "common/base/result.h"
 #include "common/base/temp_dir.h"
+#include "common/kube/bearer_token.h"
 
 namespace torus::kube {
 
 struct KubeConfig {
   std::string server;          // https://host:port
   std::string caFile;          // empty: system roots
-  std::string token;           // bearer token
+  BearerToken token;           // fixed, or re-read from its file when it rotates
   std::string clientCertFile;  // with clientKeyFile: mutual TLS
   std::string clientKeyFile;
   bool insecureSkipTlsVerify = false;

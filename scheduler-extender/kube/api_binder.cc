@@ -27,7 +27,7 @@ std::string nodeNameOf(const json& pod) {
 
 }  // namespace
 
-ApiBinder::ApiBinder(const kube::KubeConfig& config) : config_(config) {}
+ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
   json patch;
@@ -37,29 +37,29 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation)
   annotations[kube::kAllocTimeAnnotation] = std::to_string(allocation.allocTimeNs);
   annotations[kube::kAllocatedAnnotation] = "false";
   annotations[kube::kResourceTypeAnnotation] = pod.resourceName;
-  kube::KubeClient client(config_);
-  if (auto patched = client.mergePatch(podPath(pod.namespace_, pod.name), patch); !patched) {
-    postEvent(pod, false, "NeuronBindFailed",
+  auto client = clients_.acquire();
+  if (auto patched = client->mergePatch(podPath(pod.namespace_, pod.name), patch); !patched) {
+    postEvent(*client, pod, false, "NeuronBindFailed",
               "could not record Neuron ids on the pod: " + patched.error().message);
     return std::move(patched).error().withContext("annotating pod " + pod.key());
   }
-  if (auto bound = postBinding(pod, allocation.node); !bound) {
-    postEvent(pod, false, "NeuronBindFailed", bound.error().message);
+  if (auto bound = postBinding(*client, pod, allocation.node); !bound) {
+    postEvent(*client, pod, false, "NeuronBindFailed", bound.error().message);
     return bound;
   }
-  postEvent(pod, true, "NeuronAllocated",
+  postEvent(*client, pod, true, "NeuronAllocated",
             "assigned " + pod.resourceName + " " + allocation.ids.toRangeString() + " on node " +
                 allocation.node);
   return okResult();
 }
 
-Result<void> ApiBinder::postBinding(const PodDemand& pod, const std::string& node) {
+Result<void> ApiBinder::postBinding(kube::KubeClient& client, const PodDemand& pod,
+                                    const std::string& node) {
   const json binding = {
       {"apiVersion", "v1"},
       {"kind", "Binding"},
       {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_}, {"uid", pod.uid}}},
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
-  kube::KubeClient client(config_);
   auto created = client.create(podPath(pod.namespace_, pod.name) + "/binding", binding);
   if (created) return okResult();
   if (created.error().code == ErrorCode::kAborted) {
@@ -73,14 +73,14 @@ Result<void> ApiBinder::postBinding(const PodDemand& pod, const std::string& nod
 }
 
 Result<PodDemand> ApiBinder::fetchPod(const std::string& podNamespace, const std::string& name) {
-  kube::KubeClient client(config_);
-  auto pod = client.get(podPath(podNamespace, name));
+  auto client = clients_.acquire();
+  auto pod = client->get(podPath(podNamespace, name));
   if (!pod) return std::move(pod).error();
   return parsePodObject(*pod, "pod " + podNamespace + "/" + name);
 }
 
-void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& reason,
-                          const std::string& message) {
+void ApiBinder::postEvent(kube::KubeClient& client, const PodDemand& pod, bool normal,
+                          const std::string& reason, const std::string& message) {
   const std::string now = utcNowRfc3339();
   const json event = {
       {"apiVersion", "v1"},
@@ -100,7 +100,6 @@ void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& 
       {"firstTimestamp", now},
       {"lastTimestamp", now},
       {"count", 1}};
-  kube::KubeClient client(config_);
   if (auto created = client.create("/api/v1/namespaces/" + pod.namespace_ + "/events", event);
       !created) {
     // An event is a courtesy; the bind stands without it.

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "common/kube/kube_client.h"
+#include "common/kube/kube_client_pool.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
@@ -23,12 +23,12 @@ class ApiBinder final : public PodBinder {
   Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) override;
 
  private:
-  Result<void> postBinding(const PodDemand& pod, const std::string& node);
-  void postEvent(const PodDemand& pod, bool normal, const std::string& reason,
-                 const std::string& message);
+  Result<void> postBinding(kube::KubeClient& client, const PodDemand& pod, const std::string& node);
+  void postEvent(kube::KubeClient& client, const PodDemand& pod, bool normal,
+                 const std::string& reason, const std::string& message);
 
-  // One connection per request: binds arrive in parallel and a client serialises its requests.
-  kube::KubeConfig config_;
+  // Binds arrive in parallel; each borrows a kept-alive connection for its three calls.
+  kube::KubeClientPool clients_;
 };
 
 }  // namespace torus::extender

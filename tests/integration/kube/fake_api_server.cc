@@ -146,6 +146,17 @@ void FakeApiServer::remove(const std::string& collection, const std::string& key
   changeLocked(collection, "DELETED", it->second);
 }
 
+void FakeApiServer::putSilently(const std::string& collection, json object) {
+  std::lock_guard lock(mutex_);
+  json& metadata = object["metadata"];
+  if (!metadata.contains("uid")) metadata["uid"] = "uid-" + std::to_string(++uids_);
+  if (collection == "pods" && !metadata.contains("namespace")) metadata["namespace"] = "default";
+  ++version_;
+  metadata["resourceVersion"] = std::to_string(version_);
+  const std::string key = keyOf(collection, object);
+  objects_[collection][key] = std::move(object);
+}
+
 void FakeApiServer::removeSilently(const std::string& collection, const std::string& key) {
   std::lock_guard lock(mutex_);
   objects_[collection].erase(key);

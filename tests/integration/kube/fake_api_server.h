@@ -35,6 +35,8 @@ class FakeApiServer {
   // assigned) and tells the watchers.
   void put(const std::string& collection, nlohmann::json object);
   void remove(const std::string& collection, const std::string& key);
+  // Stores without telling the watchers: a watch that lags behind the API (a list sees it).
+  void putSilently(const std::string& collection, nlohmann::json object);
   // Removes without telling the watchers: a missed event, healed only by a re-list.
   void removeSilently(const std::string& collection, const std::string& key);
   // Key: "namespace/name" for pods, "name" for nodes.

@@ -58,7 +58,7 @@ struct Cache {
 KubeConfig configOf(const FakeApiServer& api) {
   KubeConfig config;
   config.server = api.url();
-  config.token = "t";
+  config.token = kube::BearerToken::fixed("t");
   return config;
 }
 

@@ -3,14 +3,19 @@
 // create, and watch streams (events, 410 Gone), plus kubeconfig and in-cluster loading.
 #include "common/kube/kube_client.h"
 
+#include <filesystem>
+#include <mutex>
 #include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "common/kube/kube_client_pool.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::kube {
@@ -24,8 +29,23 @@ class FakeApiServer {
     server_.Get(
         "/api/v1/nodes/n1", [this](const httplib::Request& request, httplib::Response& response) {
           lastAuthorization_ = request.get_header_value("Authorization");
+          std::lock_guard lock(mutex_);
+          clientPorts_.push_back(request.remote_port);
           response.set_content(R"({"kind":"Node","metadata":{"name":"n1"}})", "application/json");
         });
+    // Accepts only the token currently in `validToken_`, as an API server does after rotation.
+    server_.Get("/api/v1/nodes/rotating",
+                [this](const httplib::Request& request, httplib::Response& response) {
+                  std::lock_guard lock(mutex_);
+                  ++rotatingCalls_;
+                  if (request.get_header_value("Authorization") != "Bearer " + validToken_) {
+                    response.status = 401;
+                    response.set_content(R"({"kind":"Status","message":"Unauthorized","code":401})",
+                                         "application/json");
+                    return;
+                  }
+                  response.set_content(R"({"kind":"Node"})", "application/json");
+                });
     server_.Get("/api/v1/nodes/missing", [](const httplib::Request&, httplib::Response& response) {
       response.status = 404;
       response.set_content(
@@ -70,13 +90,17 @@ class FakeApiServer {
   KubeConfig config() const {
     KubeConfig config;
     config.server = "http://127.0.0.1:" + std::to_string(port_);
-    config.token = "secret-token";
+    config.token = BearerToken::fixed("secret-token");
     return config;
   }
 
   httplib::Server server_;
   int port_ = 0;
   std::jthread thread_;
+  std::mutex mutex_;
+  std::string validToken_;
+  int rotatingCalls_ = 0;
+  std::vector<int> clientPorts_;  // the client's source port of each /api/v1/nodes/n1 request
   std::string lastAuthorization_;
   std::string lastContentType_;
   std::string lastBody_;
@@ -210,7 +234,7 @@ users:
   auto config = loadKubeconfig(path);
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->server, "https://10.0.0.1:6443");
-  EXPECT_EQ(config->token, "abc");
+  EXPECT_EQ(config->token.current(), "abc");
   EXPECT_EQ(*readSmallFile(config->caFile), "---\n");
   auto plugin = loadKubeconfig(path, "other");
   ASSERT_FALSE(plugin.ok());
@@ -219,6 +243,109 @@ users:
             std::string::npos);
   EXPECT_FALSE(loadKubeconfig(dir->path() / "absent").ok());
   EXPECT_FALSE(decodeBase64("not base64!").ok());
+}
+
+// A TLS handshake per call was most of a bind's cost: calls on one client share a connection,
+// and a pool hands the same kept-alive client to the next borrower.
+TEST(KubeClient, ReusesItsConnectionAndThePoolReusesClients) {
+  FakeApiServer api;
+  KubeClient client(api.config());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(client.get("/api/v1/nodes/n1").ok());
+  KubeClientPool pool(api.config(), 1);
+  {
+    auto first = pool.acquire();
+    ASSERT_TRUE(first->get("/api/v1/nodes/n1").ok());
+    auto second = pool.acquire();  // borrowed at the same time: a second connection
+    ASSERT_TRUE(second->get("/api/v1/nodes/n1").ok());
+  }
+  EXPECT_EQ(pool.idleCount(), 1u);  // only one is kept
+  ASSERT_TRUE(pool.acquire()->get("/api/v1/nodes/n1").ok());
+  std::lock_guard lock(api.mutex_);
+  ASSERT_EQ(api.clientPorts_.size(), 6u);
+  EXPECT_EQ(api.clientPorts_[0], api.clientPorts_[1]);
+  EXPECT_EQ(api.clientPorts_[1], api.clientPorts_[2]);
+  EXPECT_NE(api.clientPorts_[3], api.clientPorts_[4]);
+  // The kept client is one of the two used before (the second one, given back last is dropped
+  // or kept; either way its connection is reused, not a new one).
+  EXPECT_TRUE(api.clientPorts_[5] == api.clientPorts_[3] ||
+              api.clientPorts_[5] == api.clientPorts_[4]);
+}
+
+// Projected service-account tokens and kubeconfig tokenFiles rotate under a running process.
+TEST(KubeClient, FollowsARotatedTokenFile) {
+  FakeApiServer api;
+  auto dir = TempDir::create("token");
+  ASSERT_TRUE(dir.ok());
+  const auto tokenFile = dir->path() / "token";
+  ASSERT_TRUE(writeFile(tokenFile, "token-one\n").ok());
+  auto token = BearerToken::fromFile(tokenFile);
+  ASSERT_TRUE(token.ok()) << token.error().message;
+  KubeConfig config = api.config();
+  config.token = *token;
+  KubeClient client(config);
+  api.validToken_ = "token-one";
+  ASSERT_TRUE(client.get("/api/v1/nodes/rotating").ok());
+
+  // Rotation: a new file (new inode) with a new token, the old one no longer accepted.
+  ASSERT_TRUE(writeFile(dir->path() / "next", "token-two").ok());
+  std::filesystem::rename(dir->path() / "next", tokenFile);
+  api.validToken_ = "token-two";
+  auto rotated = client.get("/api/v1/nodes/rotating");
+  EXPECT_TRUE(rotated.ok()) << rotated.error().message;
+
+  // Rewritten in place with the same size and modification time: nothing on disk looks changed,
+  // so the first try sends the old token; the 401 makes the client re-read and try once more.
+  struct stat before {};
+  ASSERT_EQ(::stat(tokenFile.c_str(), &before), 0);
+  ASSERT_TRUE(writeFile(tokenFile, "token-3x3").ok());
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, tokenFile.c_str(), times, 0), 0);
+  api.validToken_ = "token-3x3";
+  api.rotatingCalls_ = 0;
+  auto retried = client.get("/api/v1/nodes/rotating");
+  EXPECT_TRUE(retried.ok()) << retried.error().message;
+  EXPECT_EQ(api.rotatingCalls_, 2);
+
+  // A token the server refuses for good is reported, after exactly one retry.
+  api.validToken_ = "revoked-everything";
+  api.rotatingCalls_ = 0;
+  auto refused = client.get("/api/v1/nodes/rotating");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(api.rotatingCalls_, 2);
+
+  // A token file that disappears keeps the last good token and says so once.
+  std::filesystem::remove(tokenFile);
+  api.validToken_ = "token-3x3";
+  EXPECT_TRUE(client.get("/api/v1/nodes/rotating").ok());
+}
+
+TEST(KubeConfigLoading, ReadsTokenFileAndRefusesAnEmptyOne) {
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  const auto path = dir->path() / "config";
+  ASSERT_TRUE(writeFile(dir->path() / "token", "from-file\n").ok());
+  ASSERT_TRUE(writeFile(dir->path() / "empty", "\n").ok());
+  ASSERT_TRUE(writeFile(path,
+                        "current-context: a\ncontexts:\n"
+                        "  - {name: a, context: {cluster: c, user: file}}\n"
+                        "  - {name: b, context: {cluster: c, user: empty}}\n"
+                        "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n"
+                        "users:\n"
+                        "  - {name: file, user: {tokenFile: " +
+                            (dir->path() / "token").string() +
+                            "}}\n"
+                            "  - {name: empty, user: {tokenFile: " +
+                            (dir->path() / "empty").string() + "}}\n")
+                  .ok());
+  auto config = loadKubeconfig(path);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->token.current(), "from-file");
+  EXPECT_EQ(config->token.file(), dir->path() / "token");
+  auto empty = loadKubeconfig(path, "b");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("is empty"), std::string::npos) << empty.error().message;
 }
 
 TEST(KubeConfigLoading, InClusterNeedsTheServiceEnvironment) {
