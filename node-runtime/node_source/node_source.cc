@@ -18,8 +18,8 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
                   "and discover it",
                   &options->simulate);
   table.addString("simulate-dir", "TORUS_SIMULATE_DIR", "simulateDir", "DIR",
-                  "directory for the simulated tree (kept); default: a temporary directory "
-                  "removed at exit",
+                  "directory for the simulated tree (kept; a restart reuses it as it is, "
+                  "faults included); default: a temporary directory removed at exit",
                   &options->simulateDir);
   table.add({"simulate-fault", "TORUS_SIMULATE_FAULTS", "simulateFaults", "FAULT", "",
              "inject a fault into the simulated tree: device-node-missing:N, garble:N:ATTR, "
@@ -94,8 +94,9 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
   spec.faults = options.faults;
   auto tree = simulator::writeSimulatedTree(spec, root);
   if (!tree) return std::move(tree).error();
-  TORUS_LOG(Info, Simulator, "wrote simulated driver tree", {"instance_type", options.simulate},
-            {"root", root.string()}, {"files", tree->files},
+  TORUS_LOG(Info, Simulator,
+            tree->reused ? "reusing the simulated driver tree" : "wrote simulated driver tree",
+            {"instance_type", options.simulate}, {"root", root.string()}, {"files", tree->files},
             {"character_devices", tree->characterDevices},
             {"faults", static_cast<int>(options.faults.size())});
   prepared.roots = tree->roots();

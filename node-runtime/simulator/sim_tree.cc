@@ -27,6 +27,8 @@ using discovery::kDeviceMemCategories;
 using discovery::kHostMemCategories;
 
 constexpr const char* kNeuronLinkSpeed = "32.0 GT/s\n";
+// Names the instance type of a finished tree, so a restart can reuse it.
+constexpr const char* kStampFile = ".torus-simulated-instance-type";
 
 class TreeWriter {
  public:
@@ -226,6 +228,35 @@ bool makeDeviceNode(const fs::path& path, bool tryCharacterDevice) {
   return false;
 }
 
+// An agent restarted over its tree (a DaemonSet pod restart, a crash) must find the node as it
+// was, faults injected since included, exactly as a real node's sysfs survives an agent restart.
+Result<SimulatedTree> reuseTree(const SimulationSpec& spec, const fs::path& root) {
+  auto stamp = readSmallFile(root / kStampFile, 256);
+  if (!stamp) {
+    return makeError(ErrorCode::kAlreadyExists,
+                     "simulate: " + (root / "sys").string() +
+                         " exists but is not a complete simulated tree (no " + kStampFile +
+                         "); use an empty directory");
+  }
+  const std::string written(trim(*stamp));
+  if (written != spec.instanceType) {
+    return makeError(ErrorCode::kAlreadyExists, "simulate: " + root.string() +
+                                                    " holds a simulated " + written +
+                                                    " tree, not " + spec.instanceType +
+                                                    "; use another directory or remove this one");
+  }
+  SimulatedTree tree;
+  tree.root = root;
+  tree.reused = true;
+  struct stat node {};
+  tree.characterDevices =
+      ::stat(tree.roots().deviceNode(0).c_str(), &node) == 0 && S_ISCHR(node.st_mode);
+  for (const Fault& fault : spec.faults) {
+    TORUS_RETURN_IF_ERROR(applyFault(root, fault), "simulate");
+  }
+  return tree;
+}
+
 }  // namespace
 
 Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::path& root) {
@@ -248,10 +279,7 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
     return makeError(ErrorCode::kInvalidArgument, "simulate: UltraServer node id must be 0..3");
   }
   std::error_code ec;
-  if (fs::exists(root / "sys", ec)) {
-    return makeError(ErrorCode::kAlreadyExists, "simulate: " + (root / "sys").string() +
-                                                    " already exists; use an empty directory");
-  }
+  if (fs::exists(root / "sys", ec)) return reuseTree(spec, root);
   SimulatedTree tree;
   tree.root = root;
   tree.characterDevices = spec.characterDevices;
@@ -284,6 +312,8 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   for (const Fault& fault : spec.faults) {
     TORUS_RETURN_IF_ERROR(applyFault(root, fault), "simulate");
   }
+  // Written last: a tree whose writing was cut short has no stamp and is not reused.
+  TORUS_RETURN_IF_ERROR(writeFile(root / kStampFile, std::string(type->name) + "\n"), "simulate");
   return tree;
 }
 

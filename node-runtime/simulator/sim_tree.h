@@ -30,9 +30,13 @@ struct SimulatedTree {
   std::filesystem::path root;
   bool characterDevices = false;  // whether /dev nodes are real character devices
   int files = 0;                  // attributes written, for the log
+  bool reused = false;            // an existing tree of the same type, left as it was
   discovery::DiscoveryRoots roots() const { return discovery::DiscoveryRoots::under(root); }
 };
 
+// Writes the tree into `root`, or reuses the tree a previous run wrote there for the same instance
+// type (faults injected since are kept; `spec.faults` are applied on top). A directory holding
+// another type's tree, or something else under sys/, is refused.
 Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec,
                                          const std::filesystem::path& root);
 

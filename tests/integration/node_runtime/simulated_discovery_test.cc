@@ -92,14 +92,33 @@ TEST(SimulatedDiscovery, UltraServerPositionComesFromClassAttributes) {
   EXPECT_FALSE(found->node.ultraServer->serverId4.empty());
 }
 
-TEST(SimulatedDiscovery, RefusesToWriteOverAnExistingTree) {
+// An agent restarted over its --simulate-dir (a DaemonSet pod restart) finds the node as it was,
+// with the faults injected since; another type's tree, or a foreign sys/, is refused.
+TEST(SimulatedDiscovery, ReusesItsOwnTreeAndRefusesAnyOther) {
   auto dir = TempDir::create("sim-discovery");
   simulator::SimulationSpec spec;
   spec.instanceType = "inf2.xlarge";
-  ASSERT_TRUE(simulator::writeSimulatedTree(spec, dir->path()).ok());
+  auto first = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->reused);
+  // A fault injected while the first agent ran: the device node disappears.
+  std::filesystem::remove(first->roots().deviceNode(0));
   auto again = simulator::writeSimulatedTree(spec, dir->path());
-  ASSERT_FALSE(again.ok());
-  EXPECT_NE(again.error().message.find("already exists"), std::string::npos);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_TRUE(again->reused);
+  EXPECT_FALSE(std::filesystem::exists(again->roots().deviceNode(0)));
+
+  spec.instanceType = "trn2.48xlarge";
+  auto otherType = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_FALSE(otherType.ok());
+  EXPECT_NE(otherType.error().message.find("holds a simulated inf2.xlarge tree"), std::string::npos)
+      << otherType.error().message;
+
+  std::filesystem::create_directories(dir->path() / "foreign" / "sys");
+  auto foreign = simulator::writeSimulatedTree(spec, dir->path() / "foreign");
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.error().message.find("not a complete simulated tree"), std::string::npos);
+
   spec.instanceType = "trn9.huge";
   auto unknown = simulator::writeSimulatedTree(spec, dir->path() / "other");
   ASSERT_FALSE(unknown.ok());
