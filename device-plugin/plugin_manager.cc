@@ -38,9 +38,13 @@ DevicePluginManager::~DevicePluginManager() {
 
 Result<void> DevicePluginManager::start() {
   resetter_ = std::make_unique<ReleaseResetter>(node_, tracker_);
-  poller_ = std::make_unique<PodResourcesPoller>(options_.podResourcesSocket,
-                                                 options_.podResourcesInterval, node_, tracker_,
-                                                 [this] { resetter_->kubeletAnswered(); });
+  poller_ = std::make_unique<PodResourcesPoller>(
+      options_.podResourcesSocket, options_.podResourcesInterval, node_, tracker_, [this] {
+        resetter_->kubeletAnswered();
+        if (handoff_) {
+          handoff_->kubeletHolds(tracker_.current().holders);
+        }
+      });
   std::error_code ec;
   if (std::filesystem::is_directory(options_.pluginDir, ec)) {
     TORUS_RETURN_IF_ERROR(restartServers(), "serving");

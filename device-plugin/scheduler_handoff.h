@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/topology/core_set.h"
+#include "device-plugin/assignments.h"
 #include "device-plugin/resource_kind.h"
 
 namespace torus::plugin {
@@ -40,6 +41,11 @@ class SchedulerHandoff {
                                                        const topology::CoreSet& mustInclude) = 0;
   // kubelet allocated these ids: the pod promised them is marked NEURON_ALLOCATED=true.
   virtual void allocated(ResourceKind kind, const topology::CoreSet& ids) = 0;
+  // What kubelet's pod-resources says each pod really holds (after every List). kubelet never
+  // says which pod a GetPreferredAllocation is for, so a pod can end up with another pod's
+  // promise; the hand-off is then corrected to what the pod holds, so that whoever accounts from
+  // AWS_NEURON_IDS (the extender) sees the truth.
+  virtual void kubeletHolds(const std::vector<Holder>& holders) { (void)holders; }
 };
 
 }  // namespace torus::plugin

@@ -61,10 +61,10 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
 PodAnnotationHandoff::PodAnnotationHandoff(const kube::KubeConfig& config,
                                            const std::string& nodeName,
                                            kube::InformerOptions options)
-    : config_(config) {
+    : config_(config), podsPath_("/api/v1/pods?fieldSelector=spec.nodeName%3D" + nodeName) {
   patcher_ = std::jthread([this](std::stop_token stop) { patchLoop(stop); });
   informer_ = std::make_unique<kube::Informer>(
-      config, "/api/v1/pods?fieldSelector=spec.nodeName%3D" + nodeName,
+      config, podsPath_,
       kube::InformerHandlers{[this](const auto& items) { applyList(items); },
                              [this](const kube::WatchEvent& event) { applyEvent(event); }},
       options);
@@ -82,9 +82,19 @@ void PodAnnotationHandoff::keepLocked(const json& pod) {
     promises_.erase(uid);
     paths_.erase(uid);
     handedOut_.erase(uid);
+    corrected_.erase(uid);
     return;
   }
   if (handedOut_.count(uid) != 0) promise->allocated = true;
+  // Our correction is on its way to the API; an event from before it must not undo it here.
+  if (const auto fixed = corrected_.find(uid); fixed != corrected_.end()) {
+    if (promise->ids == fixed->second) {
+      corrected_.erase(fixed);
+    } else {
+      promise->ids = fixed->second;
+      promise->allocated = true;
+    }
+  }
   paths_[uid] = "/api/v1/namespaces/" + stringAt(pod, "metadata", "namespace") + "/pods/" +
                 stringAt(pod, "metadata", "name");
   promises_[uid] = std::move(*promise);
@@ -100,6 +110,7 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
     keepLocked(*item);
   }
   std::erase_if(handedOut_, [&](const std::string& uid) { return listed.count(uid) == 0; });
+  std::erase_if(corrected_, [&](const auto& entry) { return listed.count(entry.first) == 0; });
 }
 
 void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
@@ -109,9 +120,27 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
     promises_.erase(uid);
     paths_.erase(uid);
     handedOut_.erase(uid);
+    corrected_.erase(uid);
     return;
   }
   keepLocked(*event.object);
+}
+
+void PodAnnotationHandoff::refreshFromApi() {
+  kube::KubeClient client(config_, std::chrono::seconds(2));
+  auto list = client.get(podsPath_);
+  if (!list) {
+    TORUS_LOG(Warn, Plugin, "cannot list this node's pods for the scheduler's hand-off",
+              {"error", list.error().message});
+    return;
+  }
+  const auto items = list->find("items");
+  if (items == list->end() || !items->is_array()) return;
+  std::vector<std::shared_ptr<const json>> pods;
+  pods.reserve(items->size());
+  for (const json& item : *items)
+    pods.push_back(std::make_shared<const json>(item));
+  applyList(pods);
 }
 
 std::optional<topology::CoreSet> PodAnnotationHandoff::promisedIds(
@@ -125,6 +154,18 @@ std::optional<topology::CoreSet> PodAnnotationHandoff::promisedIds(
       promises.push_back(promise);
   }
   auto match = plugin::matchPromise(promises, kind, size, available, mustInclude);
+  if (!match) {
+    // kubelet acts on a pod as soon as it is bound, often before our watch shows the pod; the
+    // extender wrote AWS_NEURON_IDS before the Binding, so a fresh list has it.
+    refreshFromApi();
+    {
+      std::lock_guard lock(mutex_);
+      promises.clear();
+      for (const auto& [uid, promise] : promises_)
+        promises.push_back(promise);
+    }
+    match = plugin::matchPromise(promises, kind, size, available, mustInclude);
+  }
   if (!match) return std::nullopt;
   TORUS_LOG(Debug, Plugin, "matched the scheduler's hand-off", {"pod", match->key},
             {"ids", match->ids.toRangeString()});
@@ -140,9 +181,51 @@ void PodAnnotationHandoff::allocated(plugin::ResourceKind kind, const topology::
     }
     promise.allocated = true;
     handedOut_.insert(uid);
-    patches_.push_back({paths_[uid], uid, promise.key});
-    wake_.notify_all();
+    queueLocked(uid, {{kube::kAllocatedAnnotation, "true"}},
+                "marked the scheduler's hand-off allocated");
     return;
+  }
+}
+
+void PodAnnotationHandoff::queueLocked(const std::string& uid, json annotations, std::string what) {
+  json body;
+  body["metadata"]["uid"] = uid;
+  body["metadata"]["annotations"] = std::move(annotations);
+  patches_.push_back({paths_[uid], promises_[uid].key, std::move(body), std::move(what)});
+  wake_.notify_all();
+}
+
+void PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holders) {
+  // A pod's ids of one kind, over all its containers (AWS_NEURON_IDS is per pod).
+  std::map<std::pair<std::string, bool>, topology::CoreSet> held;
+  for (const plugin::Holder& holder : holders) {
+    held[{holder.pod, plugin::countsDevices(holder.kind)}] |= holder.ids;
+  }
+  std::lock_guard lock(mutex_);
+  for (auto& [uid, promise] : promises_) {
+    const auto actual = held.find({promise.key, plugin::countsDevices(promise.kind)});
+    if (actual == held.end()) continue;
+    if (actual->second == promise.ids) {
+      if (!promise.allocated) {
+        promise.allocated = true;
+        handedOut_.insert(uid);
+        queueLocked(uid, {{kube::kAllocatedAnnotation, "true"}},
+                    "marked the scheduler's hand-off allocated");
+      }
+      continue;
+    }
+    TORUS_LOG(Warn, Plugin,
+              "a pod holds other ids than the scheduler promised it; correcting its hand-off",
+              {"pod", promise.key}, {"promised", promise.ids.toRangeString()},
+              {"holds", actual->second.toRangeString()});
+    promise.ids = actual->second;
+    promise.allocated = true;
+    handedOut_.insert(uid);
+    corrected_[uid] = actual->second;
+    queueLocked(uid,
+                {{kube::kNeuronIdsAnnotation, actual->second.toListString()},
+                 {kube::kAllocatedAnnotation, "true"}},
+                "corrected the hand-off to the ids the pod holds");
   }
 }
 
@@ -155,18 +238,17 @@ void PodAnnotationHandoff::patchLoop(std::stop_token stop) {
     Patch patch = std::move(patches_.front());
     patches_.pop_front();
     lock.unlock();
-    json body = kube::annotationPatch(kube::kAllocatedAnnotation, "true");
-    body["metadata"]["uid"] = patch.uid;
     for (int attempt = 1; attempt <= kPatchAttempts && !stop.stop_requested(); ++attempt) {
-      auto patched = client.mergePatch(patch.path, body);
+      auto patched = client.mergePatch(patch.path, patch.body);
       if (patched) {
-        TORUS_LOG(Info, Plugin, "marked the scheduler's hand-off allocated", {"pod", patch.key});
+        TORUS_LOG(Info, Plugin, patch.what, {"pod", patch.key});
         break;
       }
       const bool retry =
           patched.error().code == ErrorCode::kUnavailable && attempt < kPatchAttempts;
-      TORUS_LOG(Warn, Plugin, "could not mark the hand-off allocated", {"pod", patch.key},
-                {"error", patched.error().message}, {"attempt", attempt}, {"retrying", retry});
+      TORUS_LOG(Warn, Plugin, "could not update the scheduler's hand-off", {"pod", patch.key},
+                {"change", patch.what}, {"error", patched.error().message}, {"attempt", attempt},
+                {"retrying", retry});
       if (!retry) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
     }

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/kube/informer.h"
 #include "common/kube/kube_config.h"
@@ -36,26 +36,34 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
                                                const topology::CoreSet& available,
                                                const topology::CoreSet& mustInclude) override;
   void allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) override;
+  void kubeletHolds(const std::vector<plugin::Holder>& holders) override;
 
   bool hasSynced() const { return informer_->hasSynced(); }
 
  private:
   struct Patch {
     std::string path;
-    std::string uid;
     std::string key;
+    nlohmann::json body;  // a merge-patch pinned to the pod's UID
+    std::string what;     // for the log
   };
   void applyList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
   void applyEvent(const kube::WatchEvent& event);
   void keepLocked(const nlohmann::json& pod);
+  void queueLocked(const std::string& uid, nlohmann::json annotations, std::string what);
+  // A fresh list of this node's pods, straight from the API: kubelet may ask for a pod's ids
+  // before the watch has delivered the extender's annotation on it.
+  void refreshFromApi();
   void patchLoop(std::stop_token stop);
 
   kube::KubeConfig config_;
+  std::string podsPath_;  // this node's pods
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::map<std::string, plugin::PromisedPod> promises_;  // by UID
   std::map<std::string, std::string> paths_;             // UID -> API path of the pod
   std::set<std::string> handedOut_;                      // allocated here, before the API shows it
+  std::map<std::string, topology::CoreSet> corrected_;   // UID -> ids we wrote as what it holds
   std::deque<Patch> patches_;
   std::jthread patcher_;
   std::unique_ptr<kube::Informer> informer_;  // last: its thread calls into the rest

@@ -98,6 +98,7 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
     if (state_.allocationOf(pod.uid) && (record->finished() || !pod.wantsNeuron())) {
       state_.release(pod.uid);
       TORUS_LOG(Info, Extender, "released", {"pod", pod.key()}, {"phase", record->phase});
+      retryConflicting();
     }
     return std::nullopt;
   }
@@ -115,15 +116,41 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
       waitingForNode_[pod.uid] = *record;
       return pod.uid;
     }
+    auto observed = state_.observe(record->nodeName, pod, *record->assignedIds);
+    if (!observed && observed.error().code != ErrorCode::kAborted) {
+      TORUS_LOG(Error, Extender, "pod's Neuron ids do not fit its node", {"pod", pod.key()},
+                {"node", record->nodeName}, {"ids", record->assignedIds->toRangeString()},
+                {"error", observed.error().message});
+      conflicting_.erase(pod.uid);
+      return std::nullopt;
+    }
+    if (!observed) {
+      TORUS_LOG(Warn, Extender,
+                "pod's Neuron ids are held by another pod here; tracking it once they are free",
+                {"pod", pod.key()}, {"node", record->nodeName},
+                {"ids", record->assignedIds->toRangeString()}, {"error", observed.error().message});
+      conflicting_[pod.uid] = *record;
+      return pod.uid;
+    }
+    conflicting_.erase(pod.uid);
   }
-  auto observed = state_.observe(record->nodeName, pod, *record->assignedIds);
-  if (!observed) {
-    TORUS_LOG(Error, Extender, "pod's Neuron ids conflict with the cluster state",
-              {"pod", pod.key()}, {"node", record->nodeName},
-              {"ids", record->assignedIds->toRangeString()}, {"error", observed.error().message});
-    return std::nullopt;
-  }
+  // Its move may have freed what a parked pod holds.
+  retryConflicting();
   return pod.uid;
+}
+
+void ClusterMirror::retryConflicting() {
+  std::lock_guard lock(waitingMutex_);
+  for (auto it = conflicting_.begin(); it != conflicting_.end();) {
+    const PodRecord& record = it->second;
+    if (!state_.observe(record.nodeName, record.demand, *record.assignedIds)) {
+      ++it;
+      continue;
+    }
+    TORUS_LOG(Info, Extender, "pod's Neuron ids are free now; tracked",
+              {"pod", record.demand.key()}, {"ids", record.assignedIds->toRangeString()});
+    it = conflicting_.erase(it);
+  }
 }
 
 void ClusterMirror::forgetPod(const json& object) {
@@ -131,10 +158,12 @@ void ClusterMirror::forgetPod(const json& object) {
   {
     std::lock_guard lock(waitingMutex_);
     waitingForNode_.erase(uid);
+    conflicting_.erase(uid);
   }
   if (const auto held = state_.allocationOf(uid); held && state_.release(uid)) {
     TORUS_LOG(Info, Extender, "released", {"pod", held->podKey}, {"node", held->node},
               {"ids", held->ids.toRangeString()});
+    retryConflicting();
   }
 }
 
@@ -148,9 +177,11 @@ void ClusterMirror::applyPodList(const std::vector<std::shared_ptr<const json>>&
     const std::set<std::string> listed(holding.begin(), holding.end());
     std::erase_if(waitingForNode_,
                   [&](const auto& entry) { return listed.count(entry.first) == 0; });
+    std::erase_if(conflicting_, [&](const auto& entry) { return listed.count(entry.first) == 0; });
   }
   if (const int dropped = state_.retainObserved(holding); dropped > 0) {
     TORUS_LOG(Info, Extender, "released allocations of pods that are gone", {"count", dropped});
+    retryConflicting();
   }
 }
 

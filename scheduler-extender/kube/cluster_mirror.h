@@ -36,11 +36,17 @@ class ClusterMirror {
   std::optional<std::string> applyPod(const nlohmann::json& object);
   void forgetPod(const nlohmann::json& object);
   void adoptWaitingPods(const std::string& node);
+  // Tries the pods whose ids were held by another pod again, after something was released.
+  void retryConflicting();
 
   ClusterState& state_;
   // Pods seen bound to a node we do not know yet (nodes and pods are not listed in one order).
   std::mutex waitingMutex_;
   std::map<std::string, PodRecord> waitingForNode_;  // by UID
+  // Pods whose ids another pod still holds here. When a node's agent corrects two swapped
+  // hand-offs (kubelet gave A the ids promised to B and B those of A), the pods' updates arrive
+  // one at a time and the first one conflicts until the second lands.
+  std::map<std::string, PodRecord> conflicting_;  // by UID, under waitingMutex_
 };
 
 }  // namespace torus::extender

@@ -521,6 +521,63 @@ TEST_F(DevicePluginTest, FollowsTheSchedulerExtendersHandOffAndMarksItAllocated)
   EXPECT_EQ(preferred(kCores, 4, rest), "0,1,2,3");
 }
 
+// kubelet asks for a pod's ids as soon as the pod is bound, which can be before our watch shows
+// the pod; the extender annotated it before binding it, so the API already has the promise.
+TEST_F(DevicePluginTest, AHandOffTheWatchHasNotShownYetIsStillHonoured) {
+  FakeApiServer api;
+  kube::KubeConfig config;
+  config.server = api.url();
+  handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, "node-a");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(handoff_->hasSynced());
+  start("trn2.48xlarge");
+  api.putSilently("pods", promisedPod("early", "node-a", "20,21,22,23", kCores, "1700000000"));
+  EXPECT_EQ(preferred(kCores, 4, range(0, 64)), "20,21,22,23");
+}
+
+// GetPreferredAllocation names no pod, so kubelet can give pod A the ids promised to pod B (same
+// size) and B those of A. What pods really hold (pod-resources) is written back on each pod, so
+// the extender, which accounts from AWS_NEURON_IDS, never believes a held core is free.
+TEST_F(DevicePluginTest, APodHoldingAnotherPodsPromiseGetsItsHandOffCorrected) {
+  FakeApiServer api;
+  api.put("pods", promisedPod("a", "node-a", "8,9,10,11", kCores, "1700000000000000001"));
+  api.put("pods", promisedPod("b", "node-a", "12,13,14,15", kCores, "1700000000000000002"));
+  api.put("pods", promisedPod("c", "node-a", "16,17,18,19", kCores, "1700000000000000003"));
+  kube::KubeConfig config;
+  config.server = api.url();
+  handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, "node-a");
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(handoff_->hasSynced());
+  start("trn2.48xlarge");
+  kubelet_->setPodAssignments({{"ml", "a", kCores, {"12", "13", "14", "15"}},
+                               {"ml", "b", kCores, {"8", "9", "10", "11"}},
+                               {"ml", "c", kCores, {"16", "17", "18", "19"}}});
+  const auto annotations = [&](const std::string& pod) {
+    return api.get("pods", "ml/" + pod)->at("metadata").at("annotations");
+  };
+  const auto settled = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < settled &&
+         !(annotations("a")["AWS_NEURON_IDS"] == "12,13,14,15" &&
+           annotations("b")["AWS_NEURON_IDS"] == "8,9,10,11" &&
+           annotations("c")["NEURON_ALLOCATED"] == "true")) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(annotations("a")["AWS_NEURON_IDS"], "12,13,14,15");
+  EXPECT_EQ(annotations("a")["NEURON_ALLOCATED"], "true");
+  EXPECT_EQ(annotations("b")["AWS_NEURON_IDS"], "8,9,10,11");
+  EXPECT_EQ(annotations("b")["NEURON_ALLOCATED"], "true");
+  // c got what it was promised: only marked allocated.
+  EXPECT_EQ(annotations("c")["AWS_NEURON_IDS"], "16,17,18,19");
+  EXPECT_EQ(annotations("c")["NEURON_ALLOCATED"], "true");
+  // Each pod is written once, however many times kubelet is asked again (every 100 ms here).
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(api.writes().size(), 3U);
+}
+
 TEST(NodeAgentBinary, AnUnusableKubeconfigOrNoNodeNameIsAClearError) {
   auto dir = TempDir::create("agent-kube");
   ASSERT_TRUE(dir.ok());

@@ -34,27 +34,28 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
   grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* response) override {
     std::lock_guard lock(mutex_);
-    for (const auto& [resource, ids] : held_) {
+    for (const PodHolding& holding : held_) {
       auto* pod = response->add_pod_resources();
-      pod->set_name("pod-" + std::to_string(response->pod_resources_size()));
-      pod->set_namespace_("default");
+      pod->set_name(holding.pod.empty() ? "pod-" + std::to_string(response->pod_resources_size())
+                                        : holding.pod);
+      pod->set_namespace_(holding.podNamespace);
       auto* container = pod->add_containers();
       container->set_name("main");
       auto* devices = container->add_devices();
-      devices->set_resource_name(resource);
-      for (const std::string& id : ids)
+      devices->set_resource_name(holding.resource);
+      for (const std::string& id : holding.ids)
         devices->add_device_ids(id);
     }
     return grpc::Status::OK;
   }
-  void set(std::map<std::string, std::vector<std::string>> held) {
+  void set(std::vector<PodHolding> held) {
     std::lock_guard lock(mutex_);
     held_ = std::move(held);
   }
 
  private:
   std::mutex mutex_;
-  std::map<std::string, std::vector<std::string>> held_;
+  std::vector<PodHolding> held_;
 };
 
 FakeKubelet::FakeKubelet(std::string pluginDir, std::string podResourcesSocket)
@@ -187,6 +188,13 @@ std::unique_ptr<v1beta1::DevicePlugin::Stub> FakeKubelet::pluginClient(
 }
 
 void FakeKubelet::setAssignments(std::map<std::string, std::vector<std::string>> held) {
+  std::vector<PodHolding> pods;
+  for (auto& [resource, ids] : held)
+    pods.push_back({"default", "", resource, std::move(ids)});
+  podResources_->set(std::move(pods));
+}
+
+void FakeKubelet::setPodAssignments(std::vector<PodHolding> held) {
   podResources_->set(std::move(held));
 }
 

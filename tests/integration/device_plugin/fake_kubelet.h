@@ -50,6 +50,14 @@ class FakeKubelet {
 
   // What pod-resources List answers: resource -> ids held by one container each.
   void setAssignments(std::map<std::string, std::vector<std::string>> held);
+  // The same, naming the pods: what kubelet really gave each one.
+  struct PodHolding {
+    std::string podNamespace;
+    std::string pod;
+    std::string resource;
+    std::vector<std::string> ids;
+  };
+  void setPodAssignments(std::vector<PodHolding> held);
 
  private:
   class Registration;

@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include "common/base/temp_dir.h"
+#include "common/topology/core_set.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
@@ -180,6 +181,39 @@ TEST_F(ExtenderApiTest, DeletingAPodFreesItsCores) {
   EXPECT_EQ(again["NodeNames"], json({"trn-a"}));
 }
 
+// kubelet can give pod A the ids promised to B and B those of A; the node's agent then rewrites
+// both pods' AWS_NEURON_IDS, one after the other. The first update conflicts with the second pod
+// until that one moves too; neither pod may be dropped from the state on the way.
+TEST_F(ExtenderApiTest, SwappedHandOffsCorrectedByTheNodeAreBothTracked) {
+  ASSERT_EQ(schedule("first", kCores, 4, "trn-a")["Error"], "");
+  ASSERT_EQ(schedule("second", kCores, 4, "trn-a")["Error"], "");
+  ASSERT_TRUE(eventually([&] { return freeCores("trn-a") == "8-63"; }));
+  json first = *api_.get("pods", "ml/first");
+  json second = *api_.get("pods", "ml/second");
+  const std::string firstIds = first["metadata"]["annotations"]["AWS_NEURON_IDS"];
+  const std::string secondIds = second["metadata"]["annotations"]["AWS_NEURON_IDS"];
+  ASSERT_NE(firstIds, secondIds);
+  first["metadata"]["annotations"]["AWS_NEURON_IDS"] = secondIds;
+  api_.put("pods", first);
+  ASSERT_TRUE(eventually([&] {
+    return extender_->stderrText().find("held by another pod here") != std::string::npos;
+  })) << extender_->stderrText();
+  second["metadata"]["annotations"]["AWS_NEURON_IDS"] = firstIds;
+  api_.put("pods", second);
+  const auto asRange = [](const std::string& list) {
+    return topology::CoreSet::parse(list)->toRangeString();
+  };
+  ASSERT_TRUE(eventually([&] {
+    return allocationOf("ml/first")["ids"] == asRange(secondIds) &&
+           allocationOf("ml/second")["ids"] == asRange(firstIds);
+  })) << state().dump();
+  EXPECT_EQ(freeCores("trn-a"), "8-63");
+  // And both are released when their pods go.
+  api_.remove("pods", "ml/first");
+  api_.remove("pods", "ml/second");
+  EXPECT_TRUE(eventually([&] { return freeCores("trn-a") == "0-63"; }));
+}
+
 TEST_F(ExtenderApiTest, FinishedPodsGiveTheirCoresBack) {
   ASSERT_EQ(schedule("job", kCores, 8, "trn-b")["Error"], "");
   ASSERT_TRUE(eventually([&] { return freeCores("trn-b") == "8-63"; }));
@@ -247,7 +281,8 @@ TEST_F(ExtenderApiTest, BindAfterARestartLooksThePodUp) {
 
 TEST_F(ExtenderApiTest, PodsWithConflictingIdsNeverDoubleAllocate) {
   // Two pods that claim the same cores on one node (e.g. written by another tool): the first
-  // one seen keeps them and the conflict is logged, not silently merged.
+  // one seen keeps them and the conflict is logged, not silently merged; the second is tracked
+  // once the first has gone.
   for (const char* name : {"first", "second"}) {
     json pod = makePod("ml", name, kCores, 4);
     pod["spec"]["nodeName"] = "trn-b";
@@ -256,11 +291,14 @@ TEST_F(ExtenderApiTest, PodsWithConflictingIdsNeverDoubleAllocate) {
     api_.put("pods", pod);
   }
   ASSERT_TRUE(eventually([&] {
-    return extender_->stderrText().find("conflict with the cluster state") != std::string::npos;
+    return extender_->stderrText().find("held by another pod here") != std::string::npos;
   }));
   EXPECT_EQ(freeCores("trn-b"), "4-63");
   EXPECT_FALSE(allocationOf("ml/first").is_null());
   EXPECT_TRUE(allocationOf("ml/second").is_null());
+  api_.remove("pods", "ml/first");
+  EXPECT_TRUE(eventually([&] { return !allocationOf("ml/second").is_null(); }));
+  EXPECT_EQ(freeCores("trn-b"), "4-63");
 }
 
 TEST_F(ExtenderApiTest, NodesFollowTheApi) {
