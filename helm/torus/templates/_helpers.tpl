@@ -17,3 +17,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "torus.extenderService" -}}
 {{ include "torus.fullname" . }}-extender
 {{- end -}}
+
+{{- /* hostNetwork for a component's pod spec; its DNS still resolves cluster names. */ -}}
+{{- define "torus.hostNetwork" -}}
+{{- if .hostNetwork }}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
+{{- end -}}
