@@ -2,6 +2,7 @@
 #
 #   docker build -t torus:dev .
 #   docker build --build-arg SOURCE_URL=<repository URL> -t torus:dev .
+#   podman build -t torus:dev .      (scripts/local-cluster.sh does this, with no registry)
 #
 # The package lists live in scripts/install-deps.sh only, so this file, CI and a developer
 # machine always install the same versions from Debian bookworm.
@@ -14,8 +15,11 @@ COPY scripts/install-deps.sh scripts/install-deps.sh
 RUN scripts/install-deps.sh --build
 COPY . .
 # .git is not in the build context (.dockerignore), so the binaries report commit "unknown".
-# The same script CI runs, so the image's build steps are tested on every change.
-RUN scripts/build-release.sh build
+# The same script CI runs, so the image's build steps are tested on every change. ccache's
+# directory is a build cache (BuildKit and podman/buildah keep it between builds), so a rebuild
+# after a small edit compiles only what changed.
+RUN --mount=type=cache,target=/root/.cache/ccache,id=torus-ccache \
+    CCACHE_DIR=/root/.cache/ccache scripts/build-release.sh build
 
 # ---- runtime ---------------------------------------------------------------------------------
 FROM debian:bookworm-slim

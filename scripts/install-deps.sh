@@ -3,7 +3,7 @@
 # README.md, .ci/run and the Dockerfile all call this one script so their package lists
 # can never drift apart.
 #
-#   scripts/install-deps.sh            build + test dependencies (developer machine, CI)
+#   scripts/install-deps.sh            build + test + local-cluster dependencies (developer, CI)
 #   scripts/install-deps.sh --build    only what building needs (the Dockerfile's build stage)
 #   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
 set -euo pipefail
@@ -24,13 +24,20 @@ test_packages=(
   openmpi-bin libopenmpi-dev
   iproute2 util-linux
 )
+# The local Kubernetes cluster of the end-to-end tests and the demo (scripts/local-cluster.sh):
+# runc and the CNI loopback plugin for containerd, podman and debootstrap to build the image
+# from the Dockerfile without a Docker engine or a registry; Go builds the rest from modules.
+cluster_packages=(
+  runc containernetworking-plugins podman buildah debootstrap
+  iptables conntrack ethtool socat python3 tmux
+)
 # libfabric1 is opened at run time by the collectives (dlopen), so ldd does not list it: keep it.
 runtime_packages=(
   libgrpc++1.51 libprotobuf32 libfabric1 libyaml-cpp0.7 libcpp-httplib0.11 libssl3 ca-certificates
 )
 
 case "${1:-}" in
-  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  "") packages=("${build_packages[@]}" "${test_packages[@]}" "${cluster_packages[@]}") ;;
   --build) packages=("${build_packages[@]}") ;;
   --runtime) packages=("${runtime_packages[@]}") ;;
   *) echo "install-deps: unknown argument $1 (use --build or --runtime)" >&2; exit 2 ;;

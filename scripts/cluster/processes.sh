@@ -1,0 +1,62 @@
+# Starting, waiting for and stopping the local cluster's processes (sourced by local-cluster.sh).
+# Every process runs in its own session (setsid), its pid in $STATE/pids/NAME.pid and its output
+# in $STATE/logs/NAME.log; `down` stops them by pid, newest first.
+
+log() { printf '[local-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on now.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_process NAME COMMAND...: runs COMMAND in the background, logging to $STATE/logs/NAME.log.
+start_process() {
+  local name="$1"
+  shift
+  mkdir -p "$STATE/pids" "$STATE/logs"
+  setsid "$@" >> "$STATE/logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$STATE/pids/$name.pid"
+  echo "$name" >> "$STATE/pids/order"
+}
+
+process_alive() {
+  local pid_file="$STATE/pids/$1.pid"
+  [[ -f "$pid_file" ]] && kill -0 "$(cat "$pid_file")" 2> /dev/null
+}
+
+# wait_for NAME SECONDS CHECK...: runs CHECK until it succeeds; fails with the log's tail if NAME
+# exits or SECONDS pass first.
+wait_for() {
+  local name="$1" seconds="$2"
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" > /dev/null 2>&1; do
+    if ! process_alive "$name"; then
+      tail -n 30 "$STATE/logs/$name.log" >&2
+      die "$name exited while starting (log: $STATE/logs/$name.log)"
+    fi
+    if ((SECONDS >= deadline)); then
+      tail -n 30 "$STATE/logs/$name.log" >&2
+      die "$name not ready after ${seconds}s (log: $STATE/logs/$name.log)"
+    fi
+    sleep 0.5
+  done
+}
+
+# stop_process NAME: SIGTERM to its session, SIGKILL after 10 s.
+stop_process() {
+  local pid_file="$STATE/pids/$1.pid" pid
+  [[ -f "$pid_file" ]] || return 0
+  pid="$(cat "$pid_file")"
+  if kill -0 "$pid" 2> /dev/null; then
+    kill -TERM -- "-$pid" 2> /dev/null || kill -TERM "$pid" 2> /dev/null || true
+    local waited=0
+    while kill -0 "$pid" 2> /dev/null && ((waited < 100)); do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    kill -KILL -- "-$pid" 2> /dev/null || kill -KILL "$pid" 2> /dev/null || true
+  fi
+  rm -f "$pid_file"
+}

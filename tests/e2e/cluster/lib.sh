@@ -1,0 +1,146 @@
+# Helpers of the real-cluster end-to-end tests (sourced by real_cluster_test.sh): checks with
+# deadlines, pods built from one template, and what a pod's container saw.
+
+PASSED=0
+FAILED=0
+FAILURES=()
+
+# check NAME COMMAND...: one named check; a failure is counted and the run goes on.
+check() {
+  local name="$1"
+  shift
+  local output
+  if output="$("$@" 2>&1)"; then
+    PASSED=$((PASSED + 1))
+    printf 'PASS  %s\n' "$name"
+  else
+    FAILED=$((FAILED + 1))
+    FAILURES+=("$name")
+    printf 'FAIL  %s\n%s\n' "$name" "$(printf '%s\n' "$output" | tail -n 40 | sed 's/^/      /')"
+  fi
+}
+
+# eventually SECONDS COMMAND...: COMMAND succeeds within SECONDS (its last output otherwise).
+eventually() {
+  local seconds="$1"
+  shift
+  local deadline=$((SECONDS + seconds)) output
+  while true; do
+    if output="$("$@" 2>&1)"; then return 0; fi
+    if ((SECONDS >= deadline)); then
+      printf 'not true after %ss: %s\n%s\n' "$seconds" "$*" "$output"
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+
+# pod_manifest NAME RESOURCE COUNT [SCHEDULER]: a pod that reports what Neuron gave it and exits.
+# It reports in its termination message, which the API serves: `kubectl logs` needs the kubelet's
+# address, and a kubelet since 1.35 publishes none for a node on loopback only.
+pod_manifest() {
+  local name="$1" resource="$2" count="$3" scheduler="${4:-default-scheduler}"
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: e2e
+  labels: {e2e: neuron}
+spec:
+  schedulerName: $scheduler
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log']
+      resources:
+        limits:
+          aws.amazon.com/$resource: $count
+YAML
+}
+
+pod_report() {
+  k get pod -n e2e "$1" -o jsonpath='{.status.containerStatuses[0].state.terminated.message}'
+}
+
+pod_phase() { k get pod -n e2e "$1" -o jsonpath='{.status.phase}'; }
+
+pod_succeeded() {
+  local phase
+  phase="$(pod_phase "$1")"
+  [[ "$phase" == Succeeded ]] || { echo "phase: ${phase:-none}"; k describe pod -n e2e "$1" | tail -n 15; return 1; }
+}
+
+# expand_ids "0-3,8": one id per line.
+expand_ids() {
+  python3 - "$1" <<'PY'
+import sys
+for part in filter(None, sys.argv[1].split(",")):
+    low, _, high = part.partition("-")
+    for i in range(int(low), int(high or low) + 1):
+        print(i)
+PY
+}
+
+# check_pod_saw NAME RESOURCE COUNT: the container's env and device nodes match what was asked:
+# COUNT cores or devices, every /dev/neuronN of those cores and no other, and devices that the
+# driver's connected_devices (the simulated sysfs) says are NeuronLink-connected.
+check_pod_saw() {
+  local name="$1" resource="$2" count="$3" output
+  output="$(pod_report "$name")" || return 1
+  echo "$output"
+  python3 - "$resource" "$count" "$CORES_PER_DEVICE" "$SIMULATED_NODE_DIR" "$output" "$EXPECTED_LNC" <<'PY'
+import os, sys
+resource, count, per_device, node_dir, output, lnc = sys.argv[1:7]
+count, per_device = int(count), int(per_device)
+seen = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+cores = []
+for part in filter(None, seen.get("CORES", "").split(",")):
+    low, _, high = part.partition("-")
+    cores += range(int(low), int(high or low) + 1)
+devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
+want_cores = count if resource == "neuroncore" else count * per_device
+assert len(cores) == want_cores == len(set(cores)), f"cores {cores}: want {want_cores}"
+assert devices == sorted({c // per_device for c in cores}), f"devices {devices} for cores {cores}"
+if resource == "neuron":
+    assert len(devices) == count, f"devices {devices}: want {count}"
+assert seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, want {lnc!r}"
+def neighbours(d):
+    path = os.path.join(node_dir, "sys/class/neuron_device", f"neuron{d}", "connected_devices")
+    return {int(x) for x in open(path).read().replace(",", " ").split()}
+reached, todo = {devices[0]}, [devices[0]]
+while todo:
+    for n in neighbours(todo.pop()) & set(devices):
+        if n not in reached:
+            reached.add(n)
+            todo.append(n)
+assert reached == set(devices), f"devices {devices} are not NeuronLink-connected"
+PY
+}
+
+annotation_of() {
+  k get pod -n e2e "$1" -o "jsonpath={.metadata.annotations.$2}"
+}
+
+# The container's cores are the ids the extender wrote on the pod (the hand-off).
+check_handoff_honoured() {
+  local name="$1" annotated seen
+  annotated="$(annotation_of "$name" AWS_NEURON_IDS)"
+  seen="$(pod_report "$name" | sed -n 's/^CORES=//p')"
+  [[ -n "$annotated" ]] || { echo "no AWS_NEURON_IDS on $name"; return 1; }
+  if [[ "$(annotation_of "$name" NEURON_RESOURCE_TYPE)" == aws.amazon.com/neuron ]]; then
+    # Device ids on the pod; the container sees their cores.
+    local cores=()
+    local device
+    for device in $(expand_ids "$annotated"); do
+      cores+=("$(seq -s, $((device * CORES_PER_DEVICE)) $(((device + 1) * CORES_PER_DEVICE - 1)))")
+    done
+    annotated="$(IFS=,; echo "${cores[*]}")"
+  fi
+  [[ "$(expand_ids "$annotated" | sort -n)" == "$(expand_ids "$seen" | sort -n)" ]] ||
+    { echo "annotated $annotated, container saw $seen"; return 1; }
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# End-to-end on a real Kubernetes: scripts/local-cluster.sh brings up upstream's API server,
+# controller manager, scheduler and kubelet (built from their Go modules) with containerd and a
+# simulated trn2.48xlarge node, installs Torus with `helm install`, and this script checks what
+# Kubernetes and the workloads see: registration with the real kubelet, pods of every size through
+# the default scheduler and through the chart's second scheduler and extender, the hand-off, helm
+# test and upgrade, and that no Torus identity was ever refused by the API server.
+#
+# Usage: tests/e2e/cluster/real_cluster_test.sh [--keep]   (--keep leaves the cluster running)
+# Needs root (kubelet, containerd). Prints 'N passed, N failed'; exits non-zero on any failure,
+# printing the component logs that explain it. Bounded: every wait has a deadline.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
+source "$REPO/tests/e2e/cluster/lib.sh"
+
+keep=0
+[[ "${1:-}" == --keep ]] && keep=1
+STATE_DIR="$(mktemp -d /tmp/torus-e2e-XXXXXX)"
+cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
+
+print_logs() {
+  echo "--- component logs (last lines) ---"
+  local log
+  for log in "$STATE_DIR"/logs/*.log; do
+    [[ "$log" == */audit.log ]] && continue
+    echo "=== $log"
+    tail -n 25 "$log"
+  done
+  k get pods -A -o wide 2> /dev/null || true
+  local pod
+  for pod in $(k get pods -n kube-system -o name 2> /dev/null); do
+    echo "=== kubectl logs $pod"
+    k logs -n kube-system "$pod" --tail=25 2> /dev/null || true
+  done
+}
+
+finish() {
+  local status=$?
+  if ((FAILED > 0 || status != 0)); then print_logs; fi
+  if ((keep)); then
+    echo "cluster left running: export KUBECONFIG=$KUBECONFIG; scripts/local-cluster.sh down --state-dir=$STATE_DIR"
+  else
+    cluster down > /dev/null 2>&1 || true
+  fi
+}
+trap finish EXIT
+
+started=$SECONDS
+echo "== local cluster (state: $STATE_DIR)"
+cluster up
+source "$STATE_DIR/cluster.env"
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR
+echo "cluster with Torus up in $((SECONDS - started)) s"
+
+# trn2.48xlarge: 16 devices of 8 physical cores; LNC 2 makes 4 logical cores per device.
+CORES_PER_DEVICE=4
+EXPECTED_LNC=2
+export CORES_PER_DEVICE EXPECTED_LNC
+
+allocatable_is() {
+  local have
+  have="$(k get node "$NODE_NAME" -o "jsonpath={.status.allocatable.aws\.amazon\.com/$1}")"
+  [[ "$have" == "$2" ]] || { echo "allocatable aws.amazon.com/$1: ${have:-none}"; return 1; }
+}
+lnc_label_is() {
+  [[ "$(k get node "$NODE_NAME" -o 'jsonpath={.metadata.labels.torus\.dev/lnc}')" == "$1" ]]
+}
+check "kubelet advertises aws.amazon.com/neuroncore: 64" eventually 30 allocatable_is neuroncore 64
+check "kubelet advertises aws.amazon.com/neuron: 16" eventually 30 allocatable_is neuron 16
+check "the agent labels its node torus.dev/lnc=2" eventually 30 lnc_label_is 2
+
+k create namespace e2e > /dev/null
+
+# run_pods SCHEDULER SUFFIX: pods of every size, one after the other (they exit after printing).
+run_pods() {
+  local scheduler="$1" suffix="$2" resource count name
+  for spec in neuroncore:1 neuroncore:4 neuroncore:16 neuron:1 neuron:4 neuron:16; do
+    resource="${spec%%:*}" count="${spec##*:}"
+    name="$resource-$count-$suffix"
+    pod_manifest "$name" "$resource" "$count" "$scheduler" | k apply -f - > /dev/null
+    check "$name runs ($scheduler)" eventually 90 pod_succeeded "$name"
+    check "$name saw $count $resource as one NeuronLink-connected set" check_pod_saw "$name" "$resource" "$count"
+    if [[ "$scheduler" != default-scheduler ]]; then
+      check "$name got the ids the extender wrote on it" check_handoff_honoured "$name"
+    fi
+    k delete pod -n e2e "$name" --wait=false > /dev/null
+  done
+}
+
+echo "== pods through the default scheduler (device plugin alone)"
+run_pods default-scheduler plain
+echo "== pods through the chart's second scheduler and the extender"
+run_pods neuron-scheduler extender
+
+echo "== a pod that fits no node"
+pod_manifest too-big neuroncore 65 neuron-scheduler | k apply -f - > /dev/null
+pending_with_reason() {
+  [[ "$(pod_phase too-big)" == Pending ]] || return 1
+  k get pod -n e2e too-big -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}' |
+    grep -q 'aws.amazon.com/neuroncore'
+}
+check "a 65-core pod stays Pending and says why" eventually 30 pending_with_reason
+k delete pod -n e2e too-big --wait=false > /dev/null
+
+echo "== helm test and upgrade"
+HELM="$REPO/build/tools/helm"
+check "helm test" "$HELM" --kubeconfig "$KUBECONFIG" test torus -n kube-system --timeout 2m
+check "helm upgrade with a changed value" "$HELM" --kubeconfig "$KUBECONFIG" upgrade torus \
+  "$REPO/helm/torus" -n kube-system --reuse-values --set nodeAgent.logLevel=debug --wait --timeout 3m
+check "the upgraded agent runs with the new value" eventually 60 sh -c \
+  "'$KUBECTL' --kubeconfig '$KUBECONFIG' get ds -n kube-system -o jsonpath='{.items[0].spec.template.spec.containers[0].args}' | grep -q -- --log-level=debug"
+
+echo "== no Torus identity was refused by the API server"
+refusals() {
+  python3 - "$STATE_DIR/logs/audit.log" <<'PY'
+import json, sys
+refused = set()
+for line in open(sys.argv[1]):
+    event = json.loads(line)
+    user = event.get("user", {}).get("username", "")
+    code = event.get("responseStatus", {}).get("code", 0)
+    if code == 403 and (user.startswith("system:serviceaccount:kube-system:torus") or
+                        user == "system:serviceaccount:kube-system:neuron-scheduler"):
+        refused.add(f'{user} {event["verb"]} {event["requestURI"]}')
+for r in sorted(refused):
+    print("403:", r)
+sys.exit(1 if refused else 0)
+PY
+}
+check "no 403 for the chart's ServiceAccounts in the audit log" refusals
+
+echo "== helm uninstall"
+check "helm uninstall" "$HELM" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait --timeout 2m
+leftover() {
+  local left
+  left="$(k get all,sa,role,rolebinding,configmap -n kube-system -l app.kubernetes.io/instance=torus -o name 2> /dev/null)"
+  left+="$(k get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=torus -o name 2> /dev/null)"
+  [[ -z "$left" ]] || { echo "left behind: $left"; return 1; }
+}
+check "uninstall leaves none of the chart's objects" eventually 30 leftover
+
+echo "took $((SECONDS - started)) s"
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
