@@ -6,6 +6,7 @@
 #   scripts/local-cluster.sh status          what runs, where its logs are
 #   scripts/local-cluster.sh down            stop every process started, unmount, remove state
 #   scripts/local-cluster.sh image           build Torus's image from the Dockerfile (podman)
+#   scripts/local-cluster.sh restart NAME    stop and start one component (kubelet, containerd, ...)
 #
 # Options of `up`:
 #   --k8s-version=V       Kubernetes to build and run (default: scripts/cluster/versions.sh)
@@ -29,6 +30,11 @@ source "$REPO/scripts/cluster/processes.sh"
 
 command="${1:-}"
 [[ -n "$command" ]] && shift
+RESTART_NAME=""
+if [[ "$command" == restart && $# -gt 0 && "$1" != -* ]]; then
+  RESTART_NAME="$1"
+  shift
+fi
 STATE="$TORUS_CACHE/local-cluster"
 INSTANCE_TYPE="trn2.48xlarge"
 LNC=""
@@ -45,7 +51,7 @@ while [[ $# -gt 0 ]]; do
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -383,6 +389,11 @@ status() {
 
 case "$command" in
   up) up ;;
+  restart)
+    [[ -n "$RESTART_NAME" ]] || die "restart needs a component name (see status)"
+    restart_process "$RESTART_NAME"
+    log "restarted $RESTART_NAME (log: $STATE/logs/$RESTART_NAME.log)"
+    ;;
   image)
     check_prerequisites
     "$REPO/scripts/cluster/build-components.sh" --only=runc
@@ -392,6 +403,6 @@ case "$command" in
     ;;
   down) down ;;
   status) status ;;
-  -h | --help | "") sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
-  *) echo "local-cluster: unknown command '$command' (up, down, status, image)" >&2; exit 2 ;;
+  -h | --help | "") sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart)" >&2; exit 2 ;;
 esac

@@ -1,25 +1,67 @@
 #!/usr/bin/env bash
-# Builds Torus and runs the main job: the scheduler extender on a simulated cluster (256
-# trn2.48xlarge + 64 inf2.48xlarge) on 127.0.0.1:12345, and the node agent on a simulated
-# trn2.48xlarge (16 Trainium2 devices, LNC 2, 64 logical cores), serving /healthz on
-# 127.0.0.1:9400 and the kubelet device plugin API in build/demo/device-plugins (a kubelet
-# started with that directory would register it), until Ctrl-C. Extra arguments go to neuron-node-agent (try --simulate-fault=ecc:3 or
-# --log-level=debug, or --device-plugin-dir=/var/lib/kubelet/device-plugins on a real node).
+# The main job: a real Kubernetes on this machine (scripts/local-cluster.sh) with Torus installed
+# by its Helm chart on a simulated trn2.48xlarge node, the example pods from deploy/examples/
+# scheduled through the chart's neuron-scheduler and the extender, and where each one landed,
+# shown by kubectl neuron. The cluster stays up until Ctrl-C, then everything is stopped.
+#
+# The first run on a machine builds Kubernetes, containerd, runc and etcd from their Go modules
+# (about 10 minutes on 2 cores) and Torus's image (about 5 more); later runs start in a minute.
+# Needs root (the kubelet and containerd). Arguments go to `local-cluster.sh up`, for example
+# --k8s-version=v1.34.4 or --set nodeAgent.simulate.faults={ecc:3}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+state="${TORUS_DEMO_STATE:-${XDG_CACHE_HOME:-$HOME/.cache}/torus/local-cluster}"
 
-cmake -S . -B build -G Ninja >/dev/null
-cmake --build build -j "$(nproc)" --target neuron-node-agent neuron-ls neuron-scheduler-extender
+echo "== building kubectl-neuron and neuron-ls"
+scripts/get-helm.sh > /dev/null
+cmake -S . -B build -G Ninja > /dev/null
+cmake --build build -j "$(nproc)" --target kubectl-neuron neuron-ls
 
-echo "== neuron-ls on a simulated trn2.48xlarge =="
-build/bin/neuron-ls --simulate=trn2.48xlarge --topology
-echo "== neuron-scheduler-extender on a simulated cluster (http://127.0.0.1:12345) =="
-build/bin/neuron-scheduler-extender --listen=127.0.0.1:12345 \
-  --simulate-cluster=trn2.48xlarge:256,inf2.48xlarge:64 &
-extender=$!
-trap 'kill "$extender" 2>/dev/null; wait "$extender" 2>/dev/null' EXIT
-echo "== neuron-node-agent (Ctrl-C stops both; curl http://127.0.0.1:9400/metrics or /allocations; extender: curl http://127.0.0.1:12345/state) =="
-mkdir -p build/demo/device-plugins
-build/bin/neuron-node-agent --simulate=trn2.48xlarge --metrics-addr=127.0.0.1:9400 \
-  --device-plugin-dir=build/demo/device-plugins \
-  --pod-resources-socket=build/demo/pod-resources.sock "$@"
+if [[ -f "$state/pids/order" ]]; then
+  echo "== a local cluster already runs from $state; stopping it first"
+  scripts/local-cluster.sh down --state-dir="$state"
+fi
+cleanup() {
+  echo
+  echo "== stopping the local cluster"
+  scripts/local-cluster.sh down --state-dir="$state"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== local Kubernetes with Torus (scripts/local-cluster.sh up)"
+scripts/local-cluster.sh up --state-dir="$state" "$@"
+source "$state/cluster.env"
+export KUBECONFIG
+kubectl=("$KUBECTL")
+neuron() { build/bin/kubectl-neuron "$@"; }
+
+echo "== the example pods (deploy/examples/), through neuron-scheduler"
+for example in one-core four-cores one-device sixteen-devices; do
+  "${kubectl[@]}" apply -f "deploy/examples/$example.yaml"
+done
+deadline=$((SECONDS + 180))
+while ((SECONDS < deadline)); do
+  pending="$("${kubectl[@]}" get pods -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' |
+    grep -cv -e Succeeded -e Failed || true)"
+  ((pending == 0)) && break
+  sleep 2
+done
+"${kubectl[@]}" get pods -o wide
+
+echo "== where each pod landed (kubectl neuron pods)"
+neuron pods
+echo "== the node (kubectl neuron nodes; kubectl neuron node $NODE_NAME)"
+neuron nodes
+neuron node "$NODE_NAME"
+
+cat <<TEXT
+
+The cluster keeps running until Ctrl-C. In another shell:
+  export KUBECONFIG=$KUBECONFIG
+  $KUBECTL get pods -A
+  build/bin/kubectl-neuron nodes
+  curl -s http://127.0.0.1:$AGENT_METRICS_PORT/metrics | grep torus_     # the node agent
+  curl -s http://127.0.0.1:$EXTENDER_PORT/state                         # the extender
+TEXT
+while true; do sleep 3600; done

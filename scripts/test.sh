@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Builds Torus and runs every test (unit, integration, e2e) with CTest.
+# Builds Torus and runs every test (unit, integration, e2e) with CTest, then the end-to-end test on
+# a real Kubernetes (tests/e2e/cluster/real_cluster_test.sh: builds upstream's components once,
+# needs root).
 #
 #   scripts/test.sh                               build/ (RelWithDebInfo, warnings as errors)
-#   scripts/test.sh --sanitize=address,undefined  build-asan/ with ASan+UBSan
-#   scripts/test.sh --sanitize=thread             build-tsan/ with TSan
-# Extra arguments after -- go to ctest (e.g. -- -L unit, -- -R Placement).
+#   scripts/test.sh --sanitize=address,undefined  build-asan/ with ASan+UBSan (CTest only)
+#   scripts/test.sh --sanitize=thread             build-tsan/ with TSan (CTest only)
+#   scripts/test.sh --no-cluster                  CTest only, without the real-cluster test
+# Extra arguments after -- go to ctest (e.g. -- -L unit, -- -R Placement) and skip the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sanitize=""
+cluster=1
 build_dir="build"
 ctest_args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize=*) sanitize="${1#--sanitize=}" ;;
-    --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --sanitize=*) sanitize="${1#--sanitize=}"; cluster=0 ;;
+    --no-cluster) cluster=0 ;;
+    --) shift; ctest_args=("$@"); cluster=0; break ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -34,3 +39,11 @@ cmake --build "$build_dir" -j "$jobs"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
+
+if ((cluster)); then
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "test.sh: the real-cluster test needs root (kubelet, containerd); run it as root" >&2
+    exit 1
+  fi
+  tests/e2e/cluster/real_cluster_test.sh
+fi

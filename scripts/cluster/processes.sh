@@ -15,9 +15,19 @@ start_process() {
   local name="$1"
   shift
   mkdir -p "$STATE/pids" "$STATE/logs"
+  printf '%q ' "$@" > "$STATE/pids/$name.cmd"
   setsid "$@" >> "$STATE/logs/$name.log" 2>&1 < /dev/null &
   echo $! > "$STATE/pids/$name.pid"
-  echo "$name" >> "$STATE/pids/order"
+  grep -qx "$name" "$STATE/pids/order" 2> /dev/null || echo "$name" >> "$STATE/pids/order"
+}
+
+# restart_process NAME: stops NAME and starts it again with the command line it had.
+restart_process() {
+  local name="$1" command
+  [[ -f "$STATE/pids/$name.cmd" ]] || die "no process named $name was started from $STATE"
+  command="$(cat "$STATE/pids/$name.cmd")"
+  stop_process "$name"
+  eval "start_process $name $command"
 }
 
 process_alive() {

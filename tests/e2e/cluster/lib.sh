@@ -37,11 +37,12 @@ eventually() {
 
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
-# pod_manifest NAME RESOURCE COUNT [SCHEDULER]: a pod that reports what Neuron gave it and exits.
+# pod_manifest NAME RESOURCE COUNT [SCHEDULER [SECONDS]]: a pod that reports what Neuron gave it,
+# stays SECONDS (default 0) and exits.
 # It reports in its termination message, which the API serves: `kubectl logs` needs the kubelet's
 # address, and a kubelet since 1.35 publishes none for a node on loopback only.
 pod_manifest() {
-  local name="$1" resource="$2" count="$3" scheduler="${4:-default-scheduler}"
+  local name="$1" resource="$2" count="$3" scheduler="${4:-default-scheduler}" stay="${5:-0}"
   cat <<YAML
 apiVersion: v1
 kind: Pod
@@ -56,7 +57,7 @@ spec:
   containers:
     - name: app
       image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log']
+      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log; sleep $stay']
       resources:
         limits:
           aws.amazon.com/$resource: $count
@@ -143,4 +144,23 @@ check_handoff_honoured() {
   fi
   [[ "$(expand_ids "$annotated" | sort -n)" == "$(expand_ids "$seen" | sort -n)" ]] ||
     { echo "annotated $annotated, container saw $seen"; return 1; }
+}
+
+pod_running() { [[ "$(pod_phase "$1")" == Running ]]; }
+
+# cores_held_by POD: the cores kubelet gave the pod's containers, as the agent reports them
+# (from kubelet's pod-resources), one per line.
+cores_held_by() {
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations" | python3 -c '
+import json, sys
+pod = sys.argv[1]
+for holder in json.load(sys.stdin)["holders"]:
+    if holder["pod"] == pod:
+        for core in holder["cores"]:
+            print(core)' "e2e/$1"
+}
+
+# klog_seconds LINE: the time of day of a klog line ("I1124 05:01:42.123456 ..."), in seconds.
+klog_seconds() {
+  awk '{split($2, t, ":"); printf "%.6f\n", t[1] * 3600 + t[2] * 60 + t[3]}' <<< "$1"
 }

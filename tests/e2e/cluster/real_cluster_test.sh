@@ -49,8 +49,12 @@ started=$SECONDS
 echo "== local cluster (state: $STATE_DIR)"
 cluster up
 source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL SIMULATED_NODE_DIR
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT EXTENDER_PORT
 echo "cluster with Torus up in $((SECONDS - started)) s"
+
+node_is_ready() {
+  [[ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
 
 # trn2.48xlarge: 16 devices of 8 physical cores; LNC 2 makes 4 logical cores per device.
 CORES_PER_DEVICE=4
@@ -101,6 +105,115 @@ pending_with_reason() {
 }
 check "a 65-core pod stays Pending and says why" eventually 30 pending_with_reason
 k delete pod -n e2e too-big --wait=false > /dev/null
+
+echo "== faults: kubelet restart, agent and extender restarts with pods running"
+for n in 1 2; do
+  pod_manifest "hold-$n" neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
+  check "hold-$n runs" eventually 90 pod_running "hold-$n"
+done
+held_before="$( (cores_held_by hold-1; cores_held_by hold-2) | sort -n | tr '\n' ' ')"
+check "the agent reports what hold-1 and hold-2 hold" test "$(wc -w <<< "$held_before")" = 8
+
+kubelet_log="$STATE_DIR/logs/kubelet.log"
+lines_before="$(wc -l < "$kubelet_log")"
+cluster restart kubelet > /dev/null
+registered_again() {
+  local log registered
+  log="$(tail -n +"$((lines_before + 1))" "$kubelet_log")"
+  for resource in neuroncore neuron; do
+    grep -q "Got registration request from device plugin with resource.*aws.amazon.com/$resource\"" <<< "$log" || return 1
+  done
+}
+check "both resources register again after a kubelet restart" eventually 60 registered_again
+registration_delay() {
+  local log socket_at last_at
+  log="$(tail -n +"$((lines_before + 1))" "$kubelet_log")"
+  socket_at="$(klog_seconds "$(grep -m1 'Creating device plugin registration server' <<< "$log")")"
+  last_at="$(klog_seconds "$(grep 'Got registration request from device plugin' <<< "$log" | tail -1)")"
+  python3 -c "import sys; d = $last_at - $socket_at; print(f'registered {d:.2f} s after the kubelet made its socket'); sys.exit(d > 2)"
+}
+check "...within 2 s of the kubelet's plugin socket appearing" registration_delay
+check "the node is Ready again" eventually 60 node_is_ready
+
+k delete pod -n kube-system -l app.kubernetes.io/component=node-agent --wait=false > /dev/null
+agent_ready() {
+  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
+    -o jsonpath='{.items[*].status.containerStatuses[0].ready}')" == true ]]
+}
+check "a deleted agent pod is replaced and Ready" eventually 90 agent_ready
+held_again() {
+  [[ "$( (cores_held_by hold-1; cores_held_by hold-2) | sort -n | tr '\n' ' ')" == "$held_before" ]]
+}
+check "the new agent recovers what the running pods hold" eventually 30 held_again
+pod_manifest after-restart neuroncore 4 | k apply -f - > /dev/null
+check "a pod after the agent restart runs" eventually 90 pod_succeeded after-restart
+disjoint_from_running() {
+  local got
+  got="$(pod_report after-restart | sed -n 's/^CORES=//p')"
+  for core in $(expand_ids "$got"); do
+    if grep -qw "$core" <<< "$held_before"; then
+      echo "core $core given to after-restart is held by a running pod ($held_before)"
+      return 1
+    fi
+  done
+}
+check "...on cores no running pod holds" disjoint_from_running
+
+k delete pod -n kube-system -l app.kubernetes.io/component=scheduler-extender --wait=false > /dev/null
+state_matches_pods() {
+  python3 - "$EXTENDER_PORT" "$KUBECTL" "$KUBECONFIG" <<'PY'
+import json, subprocess, sys, urllib.request
+port, kubectl, kubeconfig = sys.argv[1:4]
+state = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=5))
+held = {a["pod"]: a["ids"] for a in state["allocations"]}
+pods = json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json"]))
+def ranges(text):
+    ids = sorted({int(x) for x in text.split(",") if x})
+    out, i = [], 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(out)
+want = {}
+for pod in pods["items"]:
+    ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS")
+    if ids and pod["status"].get("phase") in ("Pending", "Running"):
+        want[pod["metadata"]["namespace"] + "/" + pod["metadata"]["name"]] = ranges(ids)
+print("extender:", held, "pods:", want)
+sys.exit(0 if held == want else 1)
+PY
+}
+check "a restarted extender rebuilds /state equal to the pods' AWS_NEURON_IDS" eventually 90 state_matches_pods
+
+resets_counted() {
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+    grep -q '^torus_device_release_resets_total{result="ok"} [1-9]'
+}
+k delete pod -n e2e hold-1 hold-2 --wait=false > /dev/null
+check "deleting pods resets their devices (counted in /metrics)" eventually 60 resets_counted
+
+echo "== kubectl neuron against the real API"
+pod_manifest shown neuroncore 8 neuron-scheduler 600 | k apply -f - > /dev/null
+check "a pod for kubectl neuron runs" eventually 90 pod_running shown
+neuron_cli() { KUBECONFIG="$KUBECONFIG" "$REPO/build/bin/kubectl-neuron" "$@"; }
+shows_pod() {
+  local ids
+  ids="$(annotation_of shown AWS_NEURON_IDS)"
+  neuron_cli nodes | grep -E "$NODE_NAME .*trn2.48xlarge.* 8/64 " &&
+    neuron_cli node "$NODE_NAME" | grep "e2e/shown" &&
+    neuron_cli pods --json | python3 -c '
+import json, sys
+pods = {p["namespace"] + "/" + p["name"]: p for p in json.load(sys.stdin)}
+shown = pods["e2e/shown"]
+want = sorted(int(i) for i in sys.argv[1].split(","))
+print(shown)
+sys.exit(0 if shown["ids"] == want and shown["phase"] == "Running" and shown["allocated"] == "true" else 1)' "$ids"
+}
+check "kubectl neuron nodes, node and pods show what the pod holds" eventually 30 shows_pod
+k delete pod -n e2e shown --wait=false > /dev/null
 
 echo "== helm test and upgrade"
 HELM="$REPO/build/tools/helm"
