@@ -64,4 +64,8 @@ The cluster keeps running until Ctrl-C. In another shell:
   curl -s http://127.0.0.1:$AGENT_METRICS_PORT/metrics | grep torus_     # the node agent
   curl -s http://127.0.0.1:$EXTENDER_PORT/state                         # the extender
 TEXT
-while true; do sleep 3600; done
+# `wait` returns at once when a signal arrives, so Ctrl-C or SIGTERM stop the cluster promptly.
+while true; do
+  sleep 3600 &
+  wait $!
+done
