@@ -12,12 +12,14 @@
 #include "common/config/command_line.h"
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/check_command.h"
+#include "node-runtime/agent/forget_nodes.h"
 #include "node-runtime/agent/node_agent.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "neuron-node-agent [flags]\n       neuron-node-agent check [--json] [flags]";
+    "neuron-node-agent [flags]\n       neuron-node-agent check [--json] [flags]\n"
+    "       neuron-node-agent forget-nodes [--kubeconfig=FILE]";
 constexpr const char* kDescription =
     "The Torus node agent: discovers this node's Neuron devices, cores and LNC from the driver's\n"
     "sysfs and serves /healthz. With --simulate=TYPE it first writes a simulated driver tree\n"
@@ -25,6 +27,9 @@ constexpr const char* kDescription =
     "`check` runs the deep health check once (memory pattern test on each idle device,\n"
     "every NeuronLink timed, an AllReduce ring along NeuronLink) and exits 0 when it passed,\n"
     "1 when a device or link failed, 2 when the node could not be checked.\n\n"
+    "`forget-nodes` removes from every Node what agents published (torus.dev/* and UltraServer\n"
+    "labels, the torus.dev/topology annotation, the NeuronHealthy condition); the chart runs it\n"
+    "when it is uninstalled.\n\n"
     "Examples:\n"
     "  neuron-node-agent --simulate=trn2.48xlarge --metrics-addr=127.0.0.1:9400\n"
     "  neuron-node-agent --config=/etc/torus/agent.yaml\n"
@@ -48,6 +53,9 @@ int main(int argc, char** argv) {
   }
   torus::log::configure(config.log);
   if (command == std::vector<std::string>{"check"}) return torus::agent::runCheckCommand(config);
+  if (command == std::vector<std::string>{"forget-nodes"}) {
+    return torus::agent::runForgetNodesCommand(config);
+  }
   if (!command.empty()) {
     std::fprintf(stderr, "neuron-node-agent: unexpected argument \"%s\" (see --help)\n",
                  command.front().c_str());

@@ -25,3 +25,32 @@ hostNetwork: true
 dnsPolicy: ClusterFirstWithHostNet
 {{- end }}
 {{- end -}}
+
+{{- /* The second scheduler's KubeSchedulerConfiguration (its ConfigMap, and a checksum on its pods). */ -}}
+{{- define "torus.schedulerConfig" -}}
+{{- $name := .Values.scheduler.name -}}
+apiVersion: {{ .Values.scheduler.configApiVersion }}
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: {{ .Values.scheduler.leaderElect }}
+  resourceNamespace: {{ .Release.Namespace }}
+  resourceName: {{ $name }}
+profiles:
+  - schedulerName: {{ $name }}
+extenders:
+  - urlPrefix: {{ .Values.scheduler.extenderURL | default (printf "http://%s.%s.svc:%v" (include "torus.extenderService" .) .Release.Namespace .Values.extender.port) }}
+    filterVerb: filter
+    prioritizeVerb: prioritize
+    bindVerb: bind
+    preemptVerb: preempt
+    weight: {{ .Values.scheduler.extenderWeight }}
+    enableHTTPS: false
+    httpTimeout: {{ .Values.scheduler.httpTimeout }}
+    nodeCacheCapable: {{ .Values.scheduler.nodeCacheCapable }}
+    ignorable: false
+    managedResources:
+      - name: aws.amazon.com/neuroncore
+        ignoredByScheduler: false
+      - name: aws.amazon.com/neuron
+        ignoredByScheduler: false
+{{- end -}}

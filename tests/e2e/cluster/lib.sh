@@ -73,7 +73,11 @@ pod_phase() { k get pod -n e2e "$1" -o jsonpath='{.status.phase}'; }
 pod_succeeded() {
   local phase
   phase="$(pod_phase "$1")"
-  [[ "$phase" == Succeeded ]] || { echo "phase: ${phase:-none}"; k describe pod -n e2e "$1" | tail -n 15; return 1; }
+  [[ "$phase" == Succeeded ]] || {
+    echo "phase: ${phase:-none} $(k get pod -n e2e "$1" -o jsonpath='{.status.reason}: {.status.message}')"
+    k describe pod -n e2e "$1" | sed -n '/^Events:/,$p' | tail -n 8
+    return 1
+  }
 }
 
 # expand_ids "0-3,8": one id per line.

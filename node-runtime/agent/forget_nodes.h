@@ -1,0 +1,21 @@
+// `neuron-node-agent forget-nodes`: removes from every Node what agents published — their labels
+// (torus.dev/*, UltraServer), the torus.dev/topology annotation and the NeuronHealthy condition —
+// so that `helm uninstall` leaves nodes as it found them (the chart runs it as a post-delete
+// hook). Single-key patches: nothing else on a Node is touched.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "node-runtime/agent/agent_config.h"
+
+namespace torus::agent {
+
+// The merge-patch that removes the agent's keys from `node`; null when it carries none.
+nlohmann::json forgetMetadataPatch(const nlohmann::json& node);
+// Whether `node` carries the agent's NeuronHealthy condition.
+bool hasNeuronCondition(const nlohmann::json& node);
+
+// Exit code: 0 when every node is clean, 1 when a node could not be patched, 2 without API access.
+int runForgetNodesCommand(const AgentConfig& config);
+
+}  // namespace torus::agent
