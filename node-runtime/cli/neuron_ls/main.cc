@@ -4,10 +4,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
 #include "common/config/command_line.h"
 #include "common/config/log_settings.h"
 #include "common/config/settings.h"
+#include "node-runtime/agent/node_metadata.h"
 #include "node-runtime/cli/neuron_ls/neuron_ls_render.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/node_source/node_source.h"
@@ -24,11 +27,13 @@ constexpr const char* kDescription =
     "  neuron-ls\n"
     "  neuron-ls --simulate=trn2.48xlarge --json\n"
     "  neuron-ls --simulate=inf2.48xlarge --topology\n"
+    "  neuron-ls --simulate=trn2.48xlarge --node-metadata   # labels + torus.dev/topology\n"
     "  neuron-ls --simulate=trn2.48xlarge --simulate-fault=ecc:3 --simulate-fault=link-cut:0-1";
 
 struct Options {
   bool json = false;
   bool topology = false;
+  bool nodeMetadata = false;
   torus::node_source::NodeSourceOptions source;
   torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
 };
@@ -41,6 +46,10 @@ int main(int argc, char** argv) {
   table.addSwitch("json", "", "", "print JSON (neuron-ls -j keys) instead of a table",
                   &options.json);
   table.addSwitch("topology", "", "", "draw the NeuronLink ring or torus", &options.topology);
+  table.addSwitch("node-metadata", "", "",
+                  "print the labels and annotations the node agent publishes on this node's Node "
+                  "(JSON)",
+                  &options.nodeMetadata);
   torus::node_source::addNodeSourceSettings(table, &options.source);
   torus::config::addLogSettings(table, &options.log);
 
@@ -60,7 +69,12 @@ int main(int argc, char** argv) {
     return discovery.error().code == torus::ErrorCode::kInvalidArgument ? 2 : 1;
   }
   std::string out;
-  if (options.json) {
+  if (options.nodeMetadata) {
+    const torus::agent::NodeMetadata metadata = torus::agent::nodeMetadata(discovery->node);
+    out =
+        nlohmann::json{{"labels", metadata.labels}, {"annotations", metadata.annotations}}.dump(2) +
+        "\n";
+  } else if (options.json) {
     out = torus::cli::renderDeviceJson(*discovery);
   } else if (options.topology) {
     out = torus::cli::renderTopology(*discovery);
