@@ -18,6 +18,15 @@ std::string podPath(const std::string& podNamespace, const std::string& name) {
   return "/api/v1/namespaces/" + podNamespace + "/pods/" + name;
 }
 
+std::string annotationOf(const json& pod, const char* key) {
+  const auto metadata = pod.find("metadata");
+  if (metadata == pod.end() || !metadata->is_object()) return "";
+  const auto annotations = metadata->find("annotations");
+  if (annotations == metadata->end() || !annotations->is_object()) return "";
+  const auto value = annotations->find(key);
+  return value != annotations->end() && value->is_string() ? value->get<std::string>() : "";
+}
+
 std::string nodeNameOf(const json& pod) {
   const auto spec = pod.find("spec");
   if (spec == pod.end() || !spec->is_object()) return "";
@@ -30,20 +39,13 @@ std::string nodeNameOf(const json& pod) {
 ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
-  json patch;
-  patch["metadata"]["uid"] = pod.uid;  // refuse to annotate a newer pod of the same name
-  json& annotations = patch["metadata"]["annotations"];
+  json annotations;
   annotations[kube::kNeuronIdsAnnotation] = allocation.ids.toListString();
   annotations[kube::kAllocTimeAnnotation] = std::to_string(allocation.allocTimeNs);
   annotations[kube::kAllocatedAnnotation] = "false";
   annotations[kube::kResourceTypeAnnotation] = pod.resourceName;
   auto client = clients_.acquire();
-  if (auto patched = client->mergePatch(podPath(pod.namespace_, pod.name), patch); !patched) {
-    postEvent(*client, pod, false, "NeuronBindFailed",
-              "could not record Neuron ids on the pod: " + patched.error().message);
-    return std::move(patched).error().withContext("annotating pod " + pod.key());
-  }
-  if (auto bound = postBinding(*client, pod, allocation.node); !bound) {
+  if (auto bound = postBinding(*client, pod, allocation.node, annotations); !bound) {
     postEvent(*client, pod, false, "NeuronBindFailed", bound.error().message);
     return bound;
   }
@@ -53,19 +55,27 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation)
   return okResult();
 }
 
+// One call: the API server merges a Binding's annotations into the pod together with its node
+// (pods/binding), so the node's kubelet and agent never see the pod bound without its ids, and a
+// bind costs one write instead of two.
 Result<void> ApiBinder::postBinding(kube::KubeClient& client, const PodDemand& pod,
-                                    const std::string& node) {
-  const json binding = {
-      {"apiVersion", "v1"},
-      {"kind", "Binding"},
-      {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_}, {"uid", pod.uid}}},
-      {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+                                    const std::string& node, const json& annotations) {
+  const json binding = {{"apiVersion", "v1"},
+                        {"kind", "Binding"},
+                        {"metadata",
+                         {{"name", pod.name},
+                          {"namespace", pod.namespace_},
+                          {"uid", pod.uid},
+                          {"annotations", annotations}}},
+                        {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   auto created = client.create(podPath(pod.namespace_, pod.name) + "/binding", binding);
   if (created) return okResult();
   if (created.error().code == ErrorCode::kAborted) {
-    // 409: already bound. If to this node, an earlier try of this bind got through.
+    // 409: already bound. If to this node with these ids, an earlier try of this bind got through.
     auto current = client.get(podPath(pod.namespace_, pod.name));
-    if (current && nodeNameOf(*current) == node) {
+    if (current && nodeNameOf(*current) == node &&
+        annotationOf(*current, kube::kNeuronIdsAnnotation) ==
+            annotations[kube::kNeuronIdsAnnotation].get<std::string>()) {
       return okResult();
     }
   }

@@ -1,14 +1,17 @@
-// ApiBinder: carries a bind decision to the cluster. First the pod's annotations (AWS_NEURON_IDS,
-// NEURON_ALLOC_TIME, NEURON_ALLOCATED=false, NEURON_RESOURCE_TYPE — one JSON merge-patch that
-// sets only these keys and is pinned to the pod's UID), then the Binding, so the node's plugin
-// always finds the ids once the pod lands. An Event on the pod says what was assigned, or why not.
+// ApiBinder: carries a bind decision to the cluster in one call: a Binding pinned to the pod's UID
+// whose annotations (AWS_NEURON_IDS, NEURON_ALLOC_TIME, NEURON_ALLOCATED=false,
+// NEURON_RESOURCE_TYPE) the API server merges into the pod together with its node, so the node's
+// plugin always finds the ids once the pod lands, and other annotations stay. An Event on the
+// pod says what was assigned, or why not.
 //
-// Retries are safe: the same allocation gives the same patch, and a Binding refused because the
-// pod is already on that very node counts as done.
+// Retries are safe: a Binding refused because the pod is already on that very node with these
+// ids counts as done.
 #pragma once
 
 #include <memory>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/kube/kube_client_pool.h"
 #include "scheduler-extender/verbs/pod_binder.h"
@@ -23,7 +26,8 @@ class ApiBinder final : public PodBinder {
   Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) override;
 
  private:
-  Result<void> postBinding(kube::KubeClient& client, const PodDemand& pod, const std::string& node);
+  Result<void> postBinding(kube::KubeClient& client, const PodDemand& pod, const std::string& node,
+                           const nlohmann::json& annotations);
   void postEvent(kube::KubeClient& client, const PodDemand& pod, bool normal,
                  const std::string& reason, const std::string& message);
 

@@ -103,7 +103,7 @@ class ExtenderApiTest : public ::testing::Test {
   int port_ = 0;
 };
 
-TEST_F(ExtenderApiTest, BindWritesTheAnnotationsThenTheBinding) {
+TEST_F(ExtenderApiTest, BindWritesTheAnnotationsWithTheBinding) {
   ASSERT_EQ(schedule("train-0", kCores, 4, "trn-a")["Error"], "");
   const json pod = *api_.get("pods", "ml/train-0");
   EXPECT_EQ(pod["spec"]["nodeName"], "trn-a");
@@ -115,19 +115,16 @@ TEST_F(ExtenderApiTest, BindWritesTheAnnotationsThenTheBinding) {
             1'600'000'000'000'000'000LL);
   EXPECT_EQ(annotations["example.com/owner"], "team-a");  // someone else's key survives
 
-  // The writes, in order: one merge-patch touching only our keys (pinned to the UID), then the
-  // Binding, then an Event.
+  // The writes, in order: one Binding pinned to the UID that carries only our four keys (the API
+  // server merges them into the pod with its node), then an Event.
   std::vector<FakeApiServer::Write> writes = api_.writes();
-  ASSERT_GE(writes.size(), 3U);
-  EXPECT_EQ(writes[0].method, "PATCH");
-  EXPECT_EQ(writes[0].contentType, "application/merge-patch+json");
+  ASSERT_GE(writes.size(), 2U);
+  EXPECT_EQ(writes[0].method, "POST");
+  EXPECT_EQ(writes[0].path, "/api/v1/namespaces/ml/pods/train-0/binding");
+  EXPECT_EQ(writes[0].body["target"]["name"], "trn-a");
   EXPECT_EQ(writes[0].body["metadata"]["uid"], pod["metadata"]["uid"]);
   EXPECT_EQ(writes[0].body["metadata"]["annotations"].size(), 4U);
-  EXPECT_EQ(writes[0].body["metadata"].size(), 2U);
-  EXPECT_EQ(writes[0].body.size(), 1U);
-  EXPECT_EQ(writes[1].path, "/api/v1/namespaces/ml/pods/train-0/binding");
-  EXPECT_EQ(writes[1].body["target"]["name"], "trn-a");
-  EXPECT_EQ(writes[1].body["metadata"]["uid"], pod["metadata"]["uid"]);
+  EXPECT_EQ(writes[1].path, "/api/v1/namespaces/ml/events");
   ASSERT_TRUE(eventually([&] { return !api_.events().empty(); }));
   EXPECT_EQ(api_.events()[0]["reason"], "NeuronAllocated");
   EXPECT_EQ(api_.events()[0]["involvedObject"]["name"], "train-0");

@@ -422,6 +422,13 @@ void FakeApiServer::handleBinding(const std::string& key, const httplib::Request
     return;
   }
   pod["spec"]["nodeName"] = binding["target"]["name"];
+  // As the API server does: the Binding's annotations are merged into the pod with its node.
+  if (binding["metadata"].contains("annotations") &&
+      binding["metadata"]["annotations"].is_object()) {
+    for (const auto& [annotation, value] : binding["metadata"]["annotations"].items()) {
+      pod["metadata"]["annotations"][annotation] = value;
+    }
+  }
   changeLocked("pods", "MODIFIED", pod);
   response.status = 201;
   response.set_content(R"({"kind":"Status","apiVersion":"v1","status":"Success","code":201})",
