@@ -36,7 +36,7 @@ std::string nodeNameOf(const json& pod) {
 
 }  // namespace
 
-ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config) {}
+ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), events_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
   json annotations;
@@ -46,10 +46,10 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation)
   annotations[kube::kResourceTypeAnnotation] = pod.resourceName;
   auto client = clients_.acquire();
   if (auto bound = postBinding(*client, pod, allocation.node, annotations); !bound) {
-    postEvent(*client, pod, false, "NeuronBindFailed", bound.error().message);
+    postEvent(pod, false, "NeuronBindFailed", bound.error().message);
     return bound;
   }
-  postEvent(*client, pod, true, "NeuronAllocated",
+  postEvent(pod, true, "NeuronAllocated",
             "assigned " + pod.resourceName + " " + allocation.ids.toRangeString() + " on node " +
                 allocation.node);
   return okResult();
@@ -89,8 +89,8 @@ Result<PodDemand> ApiBinder::fetchPod(const std::string& podNamespace, const std
   return parsePodObject(*pod, "pod " + podNamespace + "/" + name);
 }
 
-void ApiBinder::postEvent(kube::KubeClient& client, const PodDemand& pod, bool normal,
-                          const std::string& reason, const std::string& message) {
+void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& reason,
+                          const std::string& message) {
   const std::string now = utcNowRfc3339();
   const json event = {
       {"apiVersion", "v1"},
@@ -110,12 +110,7 @@ void ApiBinder::postEvent(kube::KubeClient& client, const PodDemand& pod, bool n
       {"firstTimestamp", now},
       {"lastTimestamp", now},
       {"count", 1}};
-  if (auto created = client.create("/api/v1/namespaces/" + pod.namespace_ + "/events", event);
-      !created) {
-    // An event is a courtesy; the bind stands without it.
-    TORUS_LOG(Warn, Extender, "could not post event", {"pod", pod.key()}, {"reason", reason},
-              {"error", created.error().message});
-  }
+  events_.post(pod.namespace_, event, pod.key(), reason);
 }
 
 }  // namespace torus::extender

@@ -2,7 +2,7 @@
 // whose annotations (AWS_NEURON_IDS, NEURON_ALLOC_TIME, NEURON_ALLOCATED=false,
 // NEURON_RESOURCE_TYPE) the API server merges into the pod together with its node, so the node's
 // plugin always finds the ids once the pod lands, and other annotations stay. An Event on the
-// pod says what was assigned, or why not.
+// pod says what was assigned, or why not (posted in the background, after the bind answers).
 //
 // Retries are safe: a Binding refused because the pod is already on that very node with these
 // ids counts as done.
@@ -14,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/kube/kube_client_pool.h"
+#include "scheduler-extender/kube/event_poster.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
@@ -28,11 +29,12 @@ class ApiBinder final : public PodBinder {
  private:
   Result<void> postBinding(kube::KubeClient& client, const PodDemand& pod, const std::string& node,
                            const nlohmann::json& annotations);
-  void postEvent(kube::KubeClient& client, const PodDemand& pod, bool normal,
-                 const std::string& reason, const std::string& message);
+  void postEvent(const PodDemand& pod, bool normal, const std::string& reason,
+                 const std::string& message);
 
   // Binds arrive in parallel; each borrows a kept-alive connection for its three calls.
   kube::KubeClientPool clients_;
+  EventPoster events_;
 };
 
 }  // namespace torus::extender
