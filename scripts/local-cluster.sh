@@ -14,6 +14,8 @@
 #   --lnc=N               the simulated node's logical NeuronCore config (default: the type's)
 #   --node-name=NAME      the node's name (default torus-node-1)
 #   --no-torus            start the cluster only; do not build the image or install the chart
+#   --fake-nodes=T:N,...  add N fake nodes of type T (kwok), e.g. trn2.48xlarge:1000,inf2.48xlarge:200,
+#                         carrying what the node agent would publish (needs build/bin/neuron-ls)
 #   --set key=value       passed to `helm install` (repeatable)
 # Options of all three:
 #   --state-dir=DIR       where state, logs, pids and the kubeconfig live
@@ -40,6 +42,7 @@ INSTANCE_TYPE="trn2.48xlarge"
 LNC=""
 NODE_NAME="torus-node-1"
 INSTALL_TORUS=1
+FAKE_NODES=""
 HELM_SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -48,10 +51,11 @@ while [[ $# -gt 0 ]]; do
     --lnc=*) LNC="${1#*=}" ;;
     --node-name=*) NODE_NAME="${1#*=}" ;;
     --no-torus) INSTALL_TORUS=0 ;;
+    --fake-nodes=*) FAKE_NODES="${1#*=}" ;;
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -252,6 +256,44 @@ install_torus() {
     }
 }
 
+# kwok keeps the fake nodes Ready and runs their pods; only nodes annotated for it are its.
+add_fake_nodes() {
+  local neuron_ls="$REPO/build/bin/neuron-ls"
+  [[ -x "$neuron_ls" ]] || die "--fake-nodes needs $neuron_ls (cmake --build build --target neuron-ls)"
+  "$REPO/scripts/cluster/build-components.sh" --only=kwok
+  local manifest="$STATE/fake-nodes.json"
+  python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" "$FAKE_NODES" > "$manifest" ||
+    die "cannot make the fake nodes"
+  # kwok's own stages, from its module: nodes become Ready and renew their leases, pods run,
+  # complete and go when deleted.
+  local stages
+  stages="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  local configs=()
+  local stage
+  for stage in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    [[ -f "$stages/$stage.yaml" ]] || die "kwok stage $stages/$stage.yaml is missing"
+    configs+=(--config "$stages/$stage.yaml")
+  done
+  start_process kwok "$TORUS_CACHE/kwok-$KWOK_VERSION/bin/kwok" --kubeconfig "$KUBECONFIG_FILE" \
+    "${configs[@]}" --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr=10.89.0.0/16 --node-ip=127.0.0.1
+  local count
+  count="$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$manifest")"
+  log "creating $count fake nodes ($FAKE_NODES)"
+  kubectl_ create -f "$manifest" > /dev/null
+  local deadline=$((SECONDS + 300)) ready=0
+  while ((SECONDS < deadline)); do
+    ready="$(kubectl_ get nodes -l type=kwok --no-headers 2> /dev/null | grep -cw Ready || true)"
+    ((ready >= count)) && break
+    process_alive kwok || die "kwok exited (log: $STATE/logs/kwok.log)"
+    sleep 2
+  done
+  ((ready >= count)) || die "only $ready of $count fake nodes became Ready (log: $STATE/logs/kwok.log)"
+  log "$count fake nodes Ready"
+}
+
 write_env_file() {
   cat > "$STATE/cluster.env" <<ENV
 K8S_VERSION=$K8S_VERSION
@@ -304,6 +346,7 @@ up() {
     install_torus
     log "Torus installed"
   fi
+  [[ -z "$FAKE_NODES" ]] || add_fake_nodes
   log "cluster up in $((SECONDS - started)) s"
   echo "export KUBECONFIG=$KUBECONFIG_FILE"
   if ((INSTALL_TORUS)) && [[ -x "$REPO/build/bin/kubectl-neuron" ]]; then
@@ -403,6 +446,6 @@ case "$command" in
     ;;
   down) down ;;
   status) status ;;
-  -h | --help | "") sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  -h | --help | "") sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
   *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart)" >&2; exit 2 ;;
 esac
