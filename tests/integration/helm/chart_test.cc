@@ -173,8 +173,8 @@ TEST(DeployManifests, TwoNodeJobBootstrapsThroughItsHeadlessService) {
 }
 
 TEST(HelmChart, DeployManifestsMatchTheChart) {
-  const ProcessResult rendered =
-      runProcess({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system", "--no-hooks"});
+  const ProcessResult rendered = runProcess(
+      {TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system", "--no-hooks"});
   ASSERT_EQ(rendered.exitCode, 0) << rendered.err;
   auto committed = readSmallFile(std::string(TORUS_SOURCE_DIR) + "/deploy/torus.yaml", 4 << 20);
   ASSERT_TRUE(committed.ok()) << committed.error().message;
