@@ -25,10 +25,11 @@ test_packages=(
   iproute2 util-linux
 )
 # The local Kubernetes cluster of the end-to-end tests and the demo (scripts/local-cluster.sh):
-# runc and the CNI loopback plugin for containerd, podman and debootstrap to build the image
-# from the Dockerfile without a Docker engine or a registry; Go builds the rest from modules.
+# the CNI bridge plugin for containerd, libseccomp for the runc built from its Go module, podman
+# and debootstrap to build the image from the Dockerfile without a Docker engine or a registry,
+# tmux for terminal tests; Go builds the rest from modules.
 cluster_packages=(
-  runc containernetworking-plugins podman buildah debootstrap
+  containernetworking-plugins podman buildah debootstrap libseccomp-dev
   iptables conntrack ethtool socat python3 tmux
 )
 # libfabric1 is opened at run time by the collectives (dlopen), so ldd does not list it: keep it.
