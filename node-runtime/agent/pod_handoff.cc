@@ -6,27 +6,14 @@
 #include "common/base/parse.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::agent {
 namespace {
 
 using nlohmann::json;
 
-std::string stringAt(const json& object, const char* first, const char* second) {
-  const auto outer = object.find(first);
-  if (outer == object.end() || !outer->is_object()) return "";
-  const auto inner = outer->find(second);
-  return inner != outer->end() && inner->is_string() ? inner->get<std::string>() : "";
-}
-
-std::string annotation(const json& pod, const char* key) {
-  const auto metadata = pod.find("metadata");
-  if (metadata == pod.end() || !metadata->is_object()) return "";
-  const auto annotations = metadata->find("annotations");
-  if (annotations == metadata->end() || !annotations->is_object()) return "";
-  const auto value = annotations->find(key);
-  return value != annotations->end() && value->is_string() ? value->get<std::string>() : "";
-}
+using kube::annotationOf;
 
 constexpr int kPatchAttempts = 5;
 
@@ -34,12 +21,13 @@ constexpr int kPatchAttempts = 5;
 
 std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
   if (!pod.is_object()) return std::nullopt;
-  const std::string idsText = annotation(pod, kube::kNeuronIdsAnnotation);
-  const std::string phase = stringAt(pod, "status", "phase");
+  const std::string idsText = annotationOf(pod, kube::kNeuronIdsAnnotation);
+  const std::string phase = kube::stringField(pod, "status", "phase");
   if (idsText.empty() || phase == "Succeeded" || phase == "Failed") return std::nullopt;
   plugin::PromisedPod promise;
-  promise.uid = stringAt(pod, "metadata", "uid");
-  promise.key = stringAt(pod, "metadata", "namespace") + "/" + stringAt(pod, "metadata", "name");
+  promise.uid = kube::stringField(pod, "metadata", "uid");
+  promise.key = kube::stringField(pod, "metadata", "namespace") + "/" +
+                kube::stringField(pod, "metadata", "name");
   auto ids = topology::CoreSet::parse(idsText);
   if (!ids || ids->empty() || promise.uid.empty()) {
     TORUS_LOG(Warn, Plugin, "ignoring an unreadable scheduler hand-off", {"pod", promise.key},
@@ -48,13 +36,13 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
   }
   promise.ids = *ids;
   // AWS's extension sets the type only for core requests; no type means whole devices.
-  const std::string type = annotation(pod, kube::kResourceTypeAnnotation);
+  const std::string type = annotationOf(pod, kube::kResourceTypeAnnotation);
   promise.kind = type == "aws.amazon.com/neuroncore" ? plugin::ResourceKind::kNeuronCore
                                                      : plugin::ResourceKind::kNeuron;
-  if (auto time = parseInt64(annotation(pod, kube::kAllocTimeAnnotation), 0, INT64_MAX)) {
+  if (auto time = parseInt64(annotationOf(pod, kube::kAllocTimeAnnotation), 0, INT64_MAX)) {
     promise.allocTimeNs = *time;
   }
-  promise.allocated = annotation(pod, kube::kAllocatedAnnotation) == "true";
+  promise.allocated = annotationOf(pod, kube::kAllocatedAnnotation) == "true";
   return promise;
 }
 
@@ -77,7 +65,7 @@ PodAnnotationHandoff::~PodAnnotationHandoff() {
 
 void PodAnnotationHandoff::keepLocked(const json& pod) {
   auto promise = promiseOfPod(pod);
-  const std::string uid = stringAt(pod, "metadata", "uid");
+  const std::string uid = kube::stringField(pod, "metadata", "uid");
   if (!promise) {
     promises_.erase(uid);
     paths_.erase(uid);
@@ -95,8 +83,8 @@ void PodAnnotationHandoff::keepLocked(const json& pod) {
       promise->allocated = true;
     }
   }
-  paths_[uid] = "/api/v1/namespaces/" + stringAt(pod, "metadata", "namespace") + "/pods/" +
-                stringAt(pod, "metadata", "name");
+  paths_[uid] = "/api/v1/namespaces/" + kube::stringField(pod, "metadata", "namespace") + "/pods/" +
+                kube::stringField(pod, "metadata", "name");
   promises_[uid] = std::move(*promise);
 }
 
@@ -106,7 +94,7 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
   paths_.clear();
   std::set<std::string> listed;
   for (const auto& item : items) {
-    listed.insert(stringAt(*item, "metadata", "uid"));
+    listed.insert(kube::stringField(*item, "metadata", "uid"));
     keepLocked(*item);
   }
   std::erase_if(handedOut_, [&](const std::string& uid) { return listed.count(uid) == 0; });
@@ -116,7 +104,7 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
 void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
   std::lock_guard lock(mutex_);
   if (event.type == "DELETED") {
-    const std::string uid = stringAt(*event.object, "metadata", "uid");
+    const std::string uid = kube::stringField(*event.object, "metadata", "uid");
     promises_.erase(uid);
     paths_.erase(uid);
     handedOut_.erase(uid);

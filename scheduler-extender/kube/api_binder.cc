@@ -7,6 +7,7 @@
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/object_fields.h"
 #include "scheduler-extender/server/extender_json.h"
 
 namespace torus::extender {
@@ -18,20 +19,8 @@ std::string podPath(const std::string& podNamespace, const std::string& name) {
   return "/api/v1/namespaces/" + podNamespace + "/pods/" + name;
 }
 
-std::string annotationOf(const json& pod, const char* key) {
-  const auto metadata = pod.find("metadata");
-  if (metadata == pod.end() || !metadata->is_object()) return "";
-  const auto annotations = metadata->find("annotations");
-  if (annotations == metadata->end() || !annotations->is_object()) return "";
-  const auto value = annotations->find(key);
-  return value != annotations->end() && value->is_string() ? value->get<std::string>() : "";
-}
-
 std::string nodeNameOf(const json& pod) {
-  const auto spec = pod.find("spec");
-  if (spec == pod.end() || !spec->is_object()) return "";
-  const auto node = spec->find("nodeName");
-  return node != spec->end() && node->is_string() ? node->get<std::string>() : "";
+  return kube::stringField(pod, "spec", "nodeName");
 }
 
 }  // namespace
@@ -74,7 +63,7 @@ Result<void> ApiBinder::postBinding(kube::KubeClient& client, const PodDemand& p
     // 409: already bound. If to this node with these ids, an earlier try of this bind got through.
     auto current = client.get(podPath(pod.namespace_, pod.name));
     if (current && nodeNameOf(*current) == node &&
-        annotationOf(*current, kube::kNeuronIdsAnnotation) ==
+        kube::annotationOf(*current, kube::kNeuronIdsAnnotation) ==
             annotations[kube::kNeuronIdsAnnotation].get<std::string>()) {
       return okResult();
     }

@@ -54,131 +54,89 @@ check_built_version() {
   [[ "$resolved" == "$3" ]] || { log "$2: built $resolved, not the pinned $3"; exit 1; }
 }
 
-# The k8s.io/kubernetes module points its k8s.io/* staging modules at ./staging, which a
-# dependent module cannot use; each is published as k8s.io/<name> v0.<minor>.<patch>.
-build_kubernetes() {
-  local version="$K8S_VERSION" out="$TORUS_CACHE/k8s-$K8S_VERSION"
-  if [[ -f "$out/.complete" ]]; then log "kubernetes $version: cached in $out"; return; fi
+# build_module NAME MODULE VERSION TAGS LDFLAGS BINARY=PACKAGE...: builds the main PACKAGEs of
+# MODULE@VERSION into $TORUS_CACHE/NAME-VERSION/bin/BINARY, once. MODULE_REPLACES (an array, may
+# be empty) holds replace directives for the tools module.
+build_module() {
+  local name="$1" module="$2" version="$3" tags="$4" ldflags="$5"
+  shift 5
+  local out="$TORUS_CACHE/$name-$version"
+  if [[ -f "$out/.complete" ]]; then log "$name $version: cached in $out"; return; fi
   local started=$SECONDS src="$out/src"
-  log "kubernetes $version: downloading the module"
+  make_tools_module "$src" "$module" "$version" "${MODULE_REPLACES[@]}"
+  (
+    cd "$src"
+    log "$name $version: resolving dependencies"
+    local target packages=()
+    for target in "$@"; do packages+=("${target#*=}@$version"); done
+    go get "${packages[@]}" > /dev/null
+    mkdir -p "$out/bin"
+    local i=0
+    for target in "$@"; do
+      i=$((i + 1))
+      log "$name $version: building ${target%%=*} ($i/$#)"
+      go build -tags "$tags" -ldflags "$ldflags" -o "$out/bin/${target%%=*}" "${target#*=}"
+    done
+  )
+  check_built_version "$src" "$module" "$version"
+  touch "$out/.complete"
+  log "$name $version: built in $((SECONDS - started)) s"
+}
+
+# The k8s.io/kubernetes module points its k8s.io/* staging modules at ./staging, which a
+# dependent module cannot use; each is published as k8s.io/<name> v0.<minor>.<patch>. The first
+# build on a machine takes about 8 minutes on 2 cores.
+build_kubernetes() {
+  local version="$K8S_VERSION"
   (cd /tmp && go mod download -json "k8s.io/kubernetes@$version" > /dev/null)
   local gomod
   gomod="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$version.mod"
-  local staging_version="v0.${version#v1.}"
-  local replaces=()
+  local staging_version="v0.${version#v1.}" name
+  MODULE_REPLACES=()
   while read -r name; do
-    replaces+=("$name=$name $staging_version")
+    MODULE_REPLACES+=("$name=$name $staging_version")
   done < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}' "$gomod")
-  make_tools_module "$src" k8s.io/kubernetes "$version" "${replaces[@]}"
   local major minor
   major="${version#v}"; major="${major%%.*}"
   minor="${version#v*.}"; minor="${minor%%.*}"
-  local ldflags="-s -w"
-  local var
+  local ldflags="-s -w" var
   for var in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags+=" -X $var.gitVersion=$version -X $var.gitMajor=$major -X $var.gitMinor=$minor"
     ldflags+=" -X $var.gitTreeState=clean -X $var.buildDate=1970-01-01T00:00:00Z"
   done
-  local commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
-  (
-    cd "$src"
-    log "kubernetes $version: resolving dependencies"
-    local packages=("${commands[@]/#/k8s.io/kubernetes/cmd/}")
-    go get "${packages[@]/%/@$version}" > /dev/null
-    mkdir -p "$out/bin"
-    local i=0 command
-    for command in "${commands[@]}"; do
-      i=$((i + 1))
-      log "kubernetes $version: building $command ($i/${#commands[@]}; the first build on a machine takes 10-20 minutes)"
-      go build -ldflags "$ldflags" -o "$out/bin/$command" "k8s.io/kubernetes/cmd/$command"
-    done
-  )
-  check_built_version "$src" k8s.io/kubernetes "$version"
-  touch "$out/.complete"
-  log "kubernetes $version: built in $((SECONDS - started)) s"
+  local targets=() command
+  for command in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
+    targets+=("$command=k8s.io/kubernetes/cmd/$command")
+  done
+  build_module k8s k8s.io/kubernetes "$version" "" "$ldflags" "${targets[@]}"
+  MODULE_REPLACES=()
 }
 
 build_containerd() {
-  local out="$TORUS_CACHE/containerd-$CONTAINERD_VERSION"
-  if [[ -f "$out/.complete" ]]; then log "containerd $CONTAINERD_VERSION: cached in $out"; return; fi
-  local started=$SECONDS src="$out/src"
-  make_tools_module "$src" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
-  local commands=(containerd containerd-shim-runc-v2 ctr)
-  (
-    cd "$src"
-    log "containerd $CONTAINERD_VERSION: resolving dependencies"
-    local packages=("${commands[@]/#/github.com/containerd/containerd/v2/cmd/}")
-    go get "${packages[@]/%/@$CONTAINERD_VERSION}" > /dev/null
-    mkdir -p "$out/bin"
-    local command
-    for command in "${commands[@]}"; do
-      log "containerd $CONTAINERD_VERSION: building $command"
-      go build -tags "no_btrfs no_devmapper no_zfs no_aufs" -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
-        -o "$out/bin/$command" "github.com/containerd/containerd/v2/cmd/$command"
-    done
-  )
-  check_built_version "$src" github.com/containerd/containerd/v2 "$CONTAINERD_VERSION"
-  touch "$out/.complete"
-  log "containerd $CONTAINERD_VERSION: built in $((SECONDS - started)) s"
+  local module=github.com/containerd/containerd/v2
+  build_module containerd "$module" "$CONTAINERD_VERSION" "no_btrfs no_devmapper no_zfs no_aufs" \
+    "-s -w -X $module/version.Version=$CONTAINERD_VERSION" \
+    "containerd=$module/cmd/containerd" \
+    "containerd-shim-runc-v2=$module/cmd/containerd-shim-runc-v2" "ctr=$module/cmd/ctr"
 }
 
 build_etcd() {
-  local out="$TORUS_CACHE/etcd-$ETCD_VERSION"
-  if [[ -f "$out/.complete" ]]; then log "etcd $ETCD_VERSION: cached in $out"; return; fi
-  local started=$SECONDS src="$out/src"
-  make_tools_module "$src" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-  (
-    cd "$src"
-    log "etcd $ETCD_VERSION: resolving dependencies"
-    go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" > /dev/null
-    mkdir -p "$out/bin"
-    log "etcd $ETCD_VERSION: building etcd"
-    go build -ldflags "-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3
-  )
-  check_built_version "$src" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-  touch "$out/.complete"
-  log "etcd $ETCD_VERSION: built in $((SECONDS - started)) s"
+  build_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION" "" "-s -w" \
+    "etcd=go.etcd.io/etcd/server/v3"
 }
 
 build_kwok() {
-  local out="$TORUS_CACHE/kwok-$KWOK_VERSION"
-  if [[ -f "$out/.complete" ]]; then log "kwok $KWOK_VERSION: cached in $out"; return; fi
-  local started=$SECONDS src="$out/src"
-  make_tools_module "$src" sigs.k8s.io/kwok "$KWOK_VERSION"
-  (
-    cd "$src"
-    log "kwok $KWOK_VERSION: resolving dependencies"
-    go get "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" > /dev/null
-    mkdir -p "$out/bin"
-    log "kwok $KWOK_VERSION: building kwok"
-    go build -ldflags "-s -w" -o "$out/bin/kwok" sigs.k8s.io/kwok/cmd/kwok
-  )
-  check_built_version "$src" sigs.k8s.io/kwok "$KWOK_VERSION"
-  touch "$out/.complete"
-  log "kwok $KWOK_VERSION: built in $((SECONDS - started)) s"
+  build_module kwok sigs.k8s.io/kwok "$KWOK_VERSION" "" "-s -w" "kwok=sigs.k8s.io/kwok/cmd/kwok"
 }
 
 # runc links libseccomp (cgo), as upstream's release binaries do: seccomp profiles are applied
 # by runc itself.
 build_runc() {
-  local out="$TORUS_CACHE/runc-$RUNC_VERSION"
-  if [[ -f "$out/.complete" ]]; then log "runc $RUNC_VERSION: cached in $out"; return; fi
-  local started=$SECONDS src="$out/src"
-  make_tools_module "$src" github.com/opencontainers/runc "$RUNC_VERSION"
-  (
-    cd "$src"
-    log "runc $RUNC_VERSION: resolving dependencies"
-    go get "github.com/opencontainers/runc@$RUNC_VERSION" > /dev/null
-    mkdir -p "$out/bin"
-    log "runc $RUNC_VERSION: building runc"
-    CGO_ENABLED=1 go build -tags seccomp -ldflags "-s -w -X main.version=${RUNC_VERSION#v}" \
-      -o "$out/bin/runc" github.com/opencontainers/runc
-  )
-  check_built_version "$src" github.com/opencontainers/runc "$RUNC_VERSION"
-  touch "$out/.complete"
-  log "runc $RUNC_VERSION: built in $((SECONDS - started)) s"
+  CGO_ENABLED=1 build_module runc github.com/opencontainers/runc "$RUNC_VERSION" seccomp \
+    "-s -w -X main.version=${RUNC_VERSION#v}" "runc=github.com/opencontainers/runc"
 }
 
+MODULE_REPLACES=()
 IFS=, read -ra parts <<< "$only"
 for part in "${parts[@]}"; do
   case "$part" in

@@ -121,6 +121,18 @@ class DevicePluginTest : public ::testing::Test {
     return ids;
   }
 
+  // The agent's view of the extender's hand-off, for pods bound to `node` in `api`; before
+  // start().
+  void followHandoff(const FakeApiServer& api, const std::string& node) {
+    kube::KubeConfig config;
+    config.server = api.url();
+    handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, node);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_TRUE(handoff_->hasSynced());
+  }
+
   static std::vector<std::string> range(int first, int count) {
     std::vector<std::string> ids;
     for (int id = first; id < first + count; ++id)
@@ -479,13 +491,7 @@ TEST_F(DevicePluginTest, FollowsTheSchedulerExtendersHandOffAndMarksItAllocated)
   api.put("pods", promisedPod("cores", "node-a", "8,9,10,11", kCores, "1700000000000000002"));
   api.put("pods", promisedPod("devices", "node-a", "4,5,6,7", "", "1700000000000000001"));
   api.put("pods", promisedPod("elsewhere", "node-b", "0,1,2,3", kCores, "1600000000000000000"));
-  kube::KubeConfig config;
-  config.server = api.url();
-  handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, "node-a");
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(handoff_->hasSynced());
+  ASSERT_NO_FATAL_FAILURE(followHandoff(api, "node-a"));
   start("trn2.48xlarge");
 
   // Our own placement would pick 0-3; the extender's choice wins (node-b's pod is not ours).
@@ -525,13 +531,7 @@ TEST_F(DevicePluginTest, FollowsTheSchedulerExtendersHandOffAndMarksItAllocated)
 // the pod; the extender annotated it before binding it, so the API already has the promise.
 TEST_F(DevicePluginTest, AHandOffTheWatchHasNotShownYetIsStillHonoured) {
   FakeApiServer api;
-  kube::KubeConfig config;
-  config.server = api.url();
-  handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, "node-a");
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(handoff_->hasSynced());
+  ASSERT_NO_FATAL_FAILURE(followHandoff(api, "node-a"));
   start("trn2.48xlarge");
   api.putSilently("pods", promisedPod("early", "node-a", "20,21,22,23", kCores, "1700000000"));
   EXPECT_EQ(preferred(kCores, 4, range(0, 64)), "20,21,22,23");
@@ -545,13 +545,7 @@ TEST_F(DevicePluginTest, APodHoldingAnotherPodsPromiseGetsItsHandOffCorrected) {
   api.put("pods", promisedPod("a", "node-a", "8,9,10,11", kCores, "1700000000000000001"));
   api.put("pods", promisedPod("b", "node-a", "12,13,14,15", kCores, "1700000000000000002"));
   api.put("pods", promisedPod("c", "node-a", "16,17,18,19", kCores, "1700000000000000003"));
-  kube::KubeConfig config;
-  config.server = api.url();
-  handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, "node-a");
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(handoff_->hasSynced());
+  ASSERT_NO_FATAL_FAILURE(followHandoff(api, "node-a"));
   start("trn2.48xlarge");
   kubelet_->setPodAssignments({{"ml", "a", kCores, {"12", "13", "14", "15"}},
                                {"ml", "b", kCores, {"8", "9", "10", "11"}},

@@ -116,9 +116,9 @@ TEST_F(ExtenderApiTest, BindWritesTheAnnotationsWithTheBinding) {
   EXPECT_EQ(annotations["example.com/owner"], "team-a");  // someone else's key survives
 
   // The writes, in order: one Binding pinned to the UID that carries only our four keys (the API
-  // server merges them into the pod with its node), then an Event.
+  // server merges them into the pod with its node), then an Event, posted after bind answered.
+  ASSERT_TRUE(eventually([&] { return api_.writes().size() >= 2; }));
   std::vector<FakeApiServer::Write> writes = api_.writes();
-  ASSERT_GE(writes.size(), 2U);
   EXPECT_EQ(writes[0].method, "POST");
   EXPECT_EQ(writes[0].path, "/api/v1/namespaces/ml/pods/train-0/binding");
   EXPECT_EQ(writes[0].body["target"]["name"], "trn-a");

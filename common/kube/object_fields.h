@@ -1,0 +1,16 @@
+// Non-throwing reads of Kubernetes objects as the API returns them (JSON): a field that is
+// missing or of another type reads as empty, never as an exception in a watch thread.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace torus::kube {
+
+// object[outer][inner] when both are there and the value is a string; "" otherwise.
+std::string stringField(const nlohmann::json& object, const char* outer, const char* inner);
+// metadata.annotations[key] when it is a string; "" otherwise.
+std::string annotationOf(const nlohmann::json& object, const char* key);
+
+}  // namespace torus::kube
