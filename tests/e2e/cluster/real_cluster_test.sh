@@ -66,6 +66,15 @@ allocatable_is() {
   have="$(k get node "$NODE_NAME" -o "jsonpath={.status.allocatable.aws\.amazon\.com/$1}")"
   [[ "$have" == "$2" ]] || { echo "allocatable aws.amazon.com/$1: ${have:-none}"; return 1; }
 }
+# Nothing held as the agent sees it (its ListAndWatch then offers every id again) and as kubelet
+# counts it.
+all_free() {
+  local holders
+  holders="$(curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations" |
+    python3 -c 'import json, sys; print(len(json.load(sys.stdin)["holders"]))')"
+  [[ "$holders" == 0 ]] || { echo "the agent still sees $holders holders"; return 1; }
+  allocatable_is neuroncore 64 && allocatable_is neuron 16
+}
 lnc_label_is() {
   [[ "$(k get node "$NODE_NAME" -o 'jsonpath={.metadata.labels.torus\.dev/lnc}')" == "$1" ]]
 }
@@ -88,6 +97,10 @@ run_pods() {
       check "$name got the ids the extender wrote on it" check_handoff_honoured "$name"
     fi
     k delete pod -n e2e "$name" --wait=false > /dev/null
+    # A device held whole makes its cores unavailable as neuroncore (and any core held, its
+    # device) until the agent sees the pod gone; the extender may already place the next pod
+    # there, and kubelet would refuse it. Wait for kubelet to count everything free again.
+    check "kubelet counts all 64 cores and 16 devices free after $name" eventually 60 all_free
   done
 }
 
@@ -275,6 +288,22 @@ print("left on the node:", left)
 sys.exit(1 if left else 0)'
 }
 check "uninstall leaves no torus.dev label, annotation or NeuronHealthy condition" eventually 30 node_forgotten
+
+echo "== LNC 1: the counts double"
+check "helm install with nodeAgent.lnc=1" "$HELM" --kubeconfig "$KUBECONFIG" install torus \
+  "$REPO/helm/torus" -n kube-system -f "$STATE_DIR/values-local.yaml" --set nodeAgent.lnc=1 \
+  --wait --timeout 3m
+check "kubelet advertises 128 cores at LNC 1" eventually 60 allocatable_is neuroncore 128
+check "and still 16 devices" eventually 30 allocatable_is neuron 16
+CORES_PER_DEVICE=8
+EXPECTED_LNC=1
+pod_manifest lnc1-cores neuroncore 16 | k apply -f - > /dev/null
+check "a 16-core pod runs at LNC 1" eventually 90 pod_succeeded lnc1-cores
+check "...on two NeuronLink-connected devices, with NEURON_LOGICAL_NC_CONFIG=1" \
+  check_pod_saw lnc1-cores neuroncore 16
+k delete pod -n e2e lnc1-cores --wait=false > /dev/null
+check "helm uninstall (LNC 1)" "$HELM" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system \
+  --wait --timeout 2m
 
 echo "took $((SECONDS - started)) s"
 echo "$PASSED passed, $FAILED failed"
