@@ -91,8 +91,9 @@ print(len(times), span, len(times) / span)'
 
 # Every extender placement: the right count of ids, NeuronLink-connected on its node.
 valid_share() {
-  python3 - "$KUBECTL" "$KUBECONFIG" "$1" <<'PY'
+  PYTHONPATH="$REPO/tests/e2e/cluster" python3 - "$KUBECTL" "$KUBECONFIG" "$1" <<'PY'
 import json, subprocess, sys
+from neuronlink import connected
 kubectl, kubeconfig, namespace = sys.argv[1:4]
 get = lambda *a: json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, *a, "-o", "json"]))
 nodes = {n["metadata"]["name"]: json.loads(n["metadata"]["annotations"]["torus.dev/topology"])
@@ -109,13 +110,7 @@ for pod in get("get", "pods", "-n", namespace)["items"]:
         continue
     devices = sorted(set(ids)) if resource.endswith("/neuron") else \
         sorted({i // topo["coresPerDevice"] for i in ids})
-    reached, todo = {devices[0]}, [devices[0]]
-    while todo:
-        for n in topo["links"][todo.pop()]:
-            if n in devices and n not in reached:
-                reached.add(n)
-                todo.append(n)
-    valid += reached == set(devices)
+    valid += connected(devices, lambda d: topo["links"][d])
 print(valid, total)
 PY
 }

@@ -98,8 +98,10 @@ check_pod_saw() {
   local name="$1" resource="$2" count="$3" output
   output="$(pod_report "$name")" || return 1
   echo "$output"
-  python3 - "$resource" "$count" "$CORES_PER_DEVICE" "$SIMULATED_NODE_DIR" "$output" "$EXPECTED_LNC" <<'PY'
+  PYTHONPATH="$REPO/tests/e2e/cluster" python3 - "$resource" "$count" "$CORES_PER_DEVICE" \
+    "$SIMULATED_NODE_DIR" "$output" "$EXPECTED_LNC" <<'PY'
 import os, sys
+from neuronlink import connected
 resource, count, per_device, node_dir, output, lnc = sys.argv[1:7]
 count, per_device = int(count), int(per_device)
 seen = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
@@ -117,13 +119,7 @@ assert seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, w
 def neighbours(d):
     path = os.path.join(node_dir, "sys/class/neuron_device", f"neuron{d}", "connected_devices")
     return {int(x) for x in open(path).read().replace(",", " ").split()}
-reached, todo = {devices[0]}, [devices[0]]
-while todo:
-    for n in neighbours(todo.pop()) & set(devices):
-        if n not in reached:
-            reached.add(n)
-            todo.append(n)
-assert reached == set(devices), f"devices {devices} are not NeuronLink-connected"
+assert connected(devices, neighbours), f"devices {devices} are not NeuronLink-connected"
 PY
 }
 
