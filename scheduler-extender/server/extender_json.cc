@@ -1,6 +1,9 @@
 #include "scheduler-extender/server/extender_json.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -131,6 +134,19 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   }
   const auto spec = pod->find("spec");
   if (spec == pod->end() || !spec->is_object()) return bad(path + ".spec", "missing");
+  if (const auto priority = spec->find("priority");
+      priority != spec->end() && !priority->is_null()) {
+    if (!priority->is_number_integer()) {
+      return bad(path + ".spec.priority", "expected an integer, got " + typeName(*priority));
+    }
+    const bool inRange =
+        priority->is_number_unsigned()
+            ? priority->get<std::uint64_t>() <= std::numeric_limits<std::int32_t>::max()
+            : std::in_range<std::int32_t>(priority->get<std::int64_t>());
+    if (!inRange)
+      return bad(path + ".spec.priority", priority->dump() + " is not a 32-bit integer");
+    demand.priority = priority->get<int>();
+  }
   std::map<std::string, int> total;
   std::map<std::string, int> initMax;
   for (const char* list : {"containers", "initContainers"}) {

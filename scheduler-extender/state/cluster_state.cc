@@ -106,6 +106,7 @@ Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodD
       pod.unit,
       *chosen,
       pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen)};
+  allocation.priority = pod.priority;
   allocation.assumed = true;
   allocation.decidedAt = std::chrono::steady_clock::now();
   allocation.allocTimeNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -225,6 +226,7 @@ Result<Allocation> ClusterState::recordLocked(const std::string& nodeName, const
                                               " on " + nodeName + " are already held");
   }
   Allocation allocation{nodeName, pod.key(), pod.uid, pod.unit, ids, cores};
+  allocation.priority = pod.priority;
   entry.usedCores |= cores;
   allocations_[pod.uid] = allocation;
   return allocation;
@@ -236,6 +238,7 @@ Result<Allocation> ClusterState::observe(const std::string& nodeName, const PodD
   if (const auto held = allocations_.find(pod.uid); held != allocations_.end()) {
     if (held->second.node == nodeName && held->second.ids == ids && held->second.unit == pod.unit) {
       held->second.assumed = false;
+      held->second.priority = pod.priority;
       return held->second;
     }
     releaseLocked(held);  // the pod's annotation is the truth; our guess was superseded

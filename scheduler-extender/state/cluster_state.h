@@ -36,6 +36,7 @@ struct Allocation {
   bool assumed = false;
   std::chrono::steady_clock::time_point decidedAt{};
   std::int64_t allocTimeNs = 0;  // NEURON_ALLOC_TIME, the same on every retry of one bind
+  int priority = 0;              // the pod's spec.priority: who may preempt it
 };
 
 // A node as the verbs see it: model, free cores, and who holds the rest.

@@ -16,6 +16,9 @@ struct PodDemand {
   topology::AllocationUnit unit = topology::AllocationUnit::kCore;
   int count = 0;             // 0: the pod asks for no Neuron resource
   std::string resourceName;  // the resource it asked through
+  // spec.priority as the API server resolved it from the PriorityClass (0 when unset): only pods
+  // of lower priority may be preempted for this one.
+  int priority = 0;
   std::map<std::string, std::string> annotations;
 
   bool wantsNeuron() const { return count > 0; }

@@ -1,5 +1,7 @@
 #include "scheduler-extender/verbs/verbs.h"
 
+#include "scheduler-extender/verbs/victims.h"
+
 namespace torus::extender {
 
 FilterResult filter(const ClusterState& state, const PodDemand& pod,
@@ -67,15 +69,9 @@ std::map<std::string, std::vector<std::string>> preempt(
     }
     const auto view = state.node(node);
     if (!view) continue;
-    NodeState after = *view;
-    for (const std::string& uid : victims) {
-      if (const auto held = state.allocationOf(uid); held && held->node == node) {
-        after.freeCores |= held->cores;
-      }
+    if (auto chosen = chooseVictims(*view, state.allocationsOn(node), pod, victims)) {
+      accepted[node] = std::move(*chosen);
     }
-    auto chosen =
-        topology::choosePlacement(after.model, {pod.unit, pod.count, freeIds(after, pod.unit), {}});
-    if (chosen) accepted[node] = victims;
   }
   return accepted;
 }

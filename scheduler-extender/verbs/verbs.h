@@ -25,7 +25,9 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
 Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
                            PodBinder* binder = nullptr);
 
-// Keeps only the nodes whose victims, once gone, really free a valid set for the pod.
+// Per node, the victims whose eviction frees a valid set for the pod (chooseVictims: kube-
+// scheduler's own when they do, a minimal set of lower-priority pods otherwise); nodes where no
+// such set exists are left out.
 std::map<std::string, std::vector<std::string>> preempt(
     const ClusterState& state, const PodDemand& pod,
     const std::map<std::string, std::vector<std::string>>& victimsByNode);

@@ -64,6 +64,16 @@ TEST(ExtenderJson, ContainersAddUpAndInitContainersTakeTheMax) {
   EXPECT_FALSE(plain->pod.wantsNeuron());
 }
 
+TEST(ExtenderJson, ReadsThePodsPriority) {
+  auto high = parseExtenderArgs(
+      R"({"Pod":{"metadata":{"name":"p"},"spec":{"priority":-2147483648}},"NodeNames":[]})");
+  ASSERT_TRUE(high.ok()) << high.error().message;
+  EXPECT_EQ(high->pod.priority, -2147483648LL);
+  auto unset = parseExtenderArgs(R"({"Pod":{"metadata":{"name":"p"},"spec":{}},"NodeNames":[]})");
+  ASSERT_TRUE(unset.ok());
+  EXPECT_EQ(unset->pod.priority, 0);
+}
+
 TEST(ExtenderJson, BadInputNamesTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {"{", "request body: not valid JSON"},
@@ -91,6 +101,12 @@ TEST(ExtenderJson, BadInputNamesTheField) {
        "a pod can take Neuron cores or whole devices, not both"},
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":{}}},"NodeNames":[]})",
        "Pod.spec.containers: expected a list, got object"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"priority":"high"}},"NodeNames":[]})",
+       "Pod.spec.priority: expected an integer, got string"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"priority":3000000000}},"NodeNames":[]})",
+       "Pod.spec.priority: 3000000000 is not a 32-bit integer"},
+      {R"({"Pod":{"metadata":{"name":"p"},"spec":{"priority":-3000000000}},"NodeNames":[]})",
+       "Pod.spec.priority: -3000000000 is not a 32-bit integer"},
   };
   for (const auto& [body, message] : cases) {
     auto args = parseExtenderArgs(body);

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -103,14 +104,27 @@ TEST(Bind, ConcurrentBindsNeverHandOutACoreTwice) {
 TEST(Preempt, KeepsOnlyVictimSetsThatFreeAValidShape) {
   ClusterState state;
   ASSERT_TRUE(state.upsertNode("n", "trn1.32xlarge").ok());
-  ASSERT_TRUE(bindPod(state, pod("row0", kDevice, 4), "n").ok());  // 0-3
-  ASSERT_TRUE(bindPod(state, pod("row1", kDevice, 4), "n").ok());  // 4-7 (or an aligned row)
-  ASSERT_TRUE(bindPod(state, pod("rest", kDevice, 8), "n").ok());  // the other two rows
-  const PodDemand wants8 = pod("new", kDevice, 8);
-  // Evicting one row frees 4 devices: not enough for 8, so the extender declines that node.
+  for (const char* uid : {"row0", "row1"}) {
+    ASSERT_TRUE(bindPod(state, pod(uid, kDevice, 4), "n").ok());
+  }
+  PodDemand rest = pod("rest", kDevice, 8);
+  rest.priority = 500;  // more important than the preemptor: never a victim
+  ASSERT_TRUE(bindPod(state, rest, "n").ok());
+  for (const Allocation& allocation : state.allocationsOn("n")) {
+    PodDemand seen = allocation.podUid == "rest" ? rest : pod(allocation.podUid, kDevice, 4);
+    ASSERT_TRUE(state.observe("n", seen, allocation.ids).ok());  // seen running on the API
+  }
+  PodDemand wants8 = pod("new", kDevice, 8);
+  wants8.priority = 100;
+  // kube-scheduler proposed one row: the extender adds the other lower-priority row.
+  const auto widened = preempt(state, wants8, {{"n", {"row0"}}});
+  ASSERT_EQ(widened.count("n"), 1U);
+  EXPECT_EQ(std::set<std::string>(widened.at("n").begin(), widened.at("n").end()),
+            (std::set<std::string>{"row0", "row1"}));
+  EXPECT_EQ(preempt(state, wants8, {{"n", {"row0", "row1"}}}).at("n"),
+            (std::vector<std::string>{"row0", "row1"}));
+  wants8.priority = 0;  // no more important than anything there
   EXPECT_TRUE(preempt(state, wants8, {{"n", {"row0"}}}).empty());
-  const auto accepted = preempt(state, wants8, {{"n", {"row0", "row1"}}});
-  ASSERT_EQ(accepted.count("n"), 1U);
   EXPECT_TRUE(preempt(state, wants8, {{"unknown", {"row0"}}}).empty());
 }
 

@@ -1,0 +1,87 @@
+#include "scheduler-extender/verbs/victims.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_set>
+
+#include "common/topology/placement.h"
+
+namespace torus::extender {
+namespace {
+
+// Whether the pod has a valid set once `victims` are gone. Only healthy cores count as freed: a
+// victim on a device that has since failed gives back nothing usable.
+bool opensValidSet(const NodeState& node, const std::vector<const Allocation*>& victims,
+                   const PodDemand& pod) {
+  NodeState after = node;
+  const topology::CoreSet healthy = node.model.coresOfDevices(node.model.healthyDevices());
+  for (const Allocation* victim : victims)
+    after.freeCores |= victim->cores & healthy;
+  return topology::choosePlacement(after.model, {pod.unit, pod.count, freeIds(after, pod.unit), {}})
+      .ok();
+}
+
+// Proposed victims that hold no Neuron resource here, which kube-scheduler picked for CPU or
+// memory, followed by the Neuron holders chosen.
+std::vector<std::string> withOtherVictims(const std::vector<std::string>& proposed,
+                                          const std::vector<Allocation>& held,
+                                          const std::vector<const Allocation*>& chosen) {
+  std::unordered_set<std::string> holders;
+  for (const Allocation& allocation : held)
+    holders.insert(allocation.podUid);
+  std::vector<std::string> victims;
+  for (const std::string& uid : proposed) {
+    if (holders.count(uid) == 0) victims.push_back(uid);
+  }
+  for (const Allocation* allocation : chosen)
+    victims.push_back(allocation->podUid);
+  return victims;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> chooseVictims(const NodeState& node,
+                                                      const std::vector<Allocation>& held,
+                                                      const PodDemand& pod,
+                                                      const std::vector<std::string>& proposed) {
+  const std::unordered_set<std::string> proposedUids(proposed.begin(), proposed.end());
+  std::vector<const Allocation*> proposedHolders;
+  std::vector<const Allocation*> evictable;
+  for (const Allocation& allocation : held) {
+    if (allocation.priority >= pod.priority) continue;  // never, whoever proposes it
+    const bool isProposed = proposedUids.count(allocation.podUid) != 0;
+    if (isProposed) proposedHolders.push_back(&allocation);
+    // A pod we bound but have not yet seen running may be unknown to kube-scheduler as a pod of
+    // this node, so only kube-scheduler itself may name it.
+    if (isProposed || !allocation.assumed) evictable.push_back(&allocation);
+  }
+  if (opensValidSet(node, proposedHolders, pod)) {
+    return withOtherVictims(proposed, held, proposedHolders);
+  }
+
+  // Least important first: lowest priority, then kube-scheduler's own picks (it weighed PDBs and
+  // start times, which the extender does not see), then by UID so the answer is reproducible.
+  const auto importance = [&](const Allocation* allocation) {
+    return std::make_tuple(allocation->priority, proposedUids.count(allocation->podUid) == 0,
+                           allocation->podUid);
+  };
+  std::ranges::sort(evictable, [&](const Allocation* a, const Allocation* b) {
+    return importance(a) < importance(b);
+  });
+  std::vector<const Allocation*> victims;
+  bool opens = false;
+  for (const Allocation* candidate : evictable) {
+    victims.push_back(candidate);
+    if ((opens = opensValidSet(node, victims, pod))) break;
+  }
+  if (!opens) return std::nullopt;
+  // Give back the most important first, so what stays evicted is the cheapest minimal set.
+  for (std::size_t i = victims.size(); i-- > 0;) {
+    std::vector<const Allocation*> without = victims;
+    without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+    if (opensValidSet(node, without, pod)) victims = std::move(without);
+  }
+  return withOtherVictims(proposed, held, victims);
+}
+
+}  // namespace torus::extender
