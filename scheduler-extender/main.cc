@@ -46,6 +46,8 @@ struct ExtenderConfig {
   std::string tlsCertFile;
   std::string tlsKeyFile;
   int maxBodyMiB = 16;
+  std::string schedulerName = "neuron-scheduler";
+  bool crossResourcePreemption = true;
   torus::log::Settings log;
 };
 
@@ -79,6 +81,15 @@ int main(int argc, char** argv) {
                   "private key for --tls-cert-file", &config.tlsKeyFile);
   table.addInt("max-body-mib", "TORUS_MAX_BODY_MIB", "maxBodyMiB", "MIB",
                "largest request body accepted; larger ones get 413", 1, 1024, &config.maxBodyMiB);
+  table.addString("scheduler-name", "TORUS_SCHEDULER_NAME", "schedulerName", "NAME",
+                  "the scheduler (spec.schedulerName) that calls this extender; cross-resource "
+                  "preemption acts only for its pods",
+                  &config.schedulerName);
+  table.addSwitch("cross-resource-preemption", "TORUS_CROSS_RESOURCE_PREEMPTION",
+                  "crossResourcePreemption",
+                  "evict lower-priority pods of one Neuron resource for a pod of the other, which "
+                  "kube-scheduler's preemption cannot see (uses pods/eviction)",
+                  &config.crossResourcePreemption);
   torus::config::addLogSettings(table, &config.log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",
@@ -140,6 +151,10 @@ int main(int argc, char** argv) {
     TORUS_LOG(Info, Extender, "using the Kubernetes API", {"server", kube->server});
     torus::extender::SyncOptions syncOptions;
     syncOptions.assumeTtl = std::chrono::seconds(config.assumeTtlSeconds);
+    if (config.crossResourcePreemption) {
+      syncOptions.crossResourcePreemption =
+          torus::extender::CrossResourcePreemptionOptions{.schedulerName = config.schedulerName};
+    }
     sync = std::make_unique<torus::extender::ClusterSync>(*kube, state, syncOptions);
     binder = std::make_unique<torus::extender::ApiBinder>(*kube);
   }
@@ -153,7 +168,10 @@ int main(int argc, char** argv) {
   torus::extender::ExtenderContext context{state, pods, metrics};
   context.learnNodesFromRequests = sync == nullptr;
   context.binder = binder.get();
-  if (sync) context.ready = [&sync] { return sync->hasSynced(); };
+  if (sync) {
+    context.ready = [&sync] { return sync->hasSynced(); };
+    context.moreMetrics = [&sync] { return sync->metricsText(); };
+  }
   auto server = torus::http::HttpServer::start(
       options, torus::extender::extenderRoutes(config.urlPrefix, context));
   if (!server) {

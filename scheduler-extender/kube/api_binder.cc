@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
-#include "common/base/utc_time.h"
 #include "common/kube/neuron_annotations.h"
 #include "common/kube/object_fields.h"
 #include "scheduler-extender/server/extender_json.h"
@@ -80,25 +79,7 @@ Result<PodDemand> ApiBinder::fetchPod(const std::string& podNamespace, const std
 
 void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& reason,
                           const std::string& message) {
-  const std::string now = utcNowRfc3339();
-  const json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", pod.name + "."}, {"namespace", pod.namespace_}}},
-      {"involvedObject",
-       {{"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"name", pod.name},
-        {"namespace", pod.namespace_},
-        {"uid", pod.uid}}},
-      {"reason", reason},
-      {"message", message},
-      {"type", normal ? "Normal" : "Warning"},
-      {"source", {{"component", "neuron-scheduler-extender"}}},
-      {"reportingComponent", "neuron-scheduler-extender"},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1}};
+  const json event = podEventObject(pod.name, pod.namespace_, pod.uid, normal, reason, message);
   events_.post(pod.namespace_, event, pod.key(), reason);
 }
 

@@ -8,17 +8,31 @@ namespace torus::extender {
 
 ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, SyncOptions options)
     : state_(state), options_(options), mirror_(state) {
+  if (options_.crossResourcePreemption) {
+    preemptor_ =
+        std::make_unique<CrossResourcePreemptor>(config, state, *options_.crossResourcePreemption);
+  }
   nodes_ = std::make_unique<kube::Informer>(
       config, "/api/v1/nodes",
-      kube::InformerHandlers{
-          [this](const auto& items) { mirror_.applyNodeList(items); },
-          [this](const kube::WatchEvent& event) { mirror_.applyNodeEvent(event); }},
+      kube::InformerHandlers{[this](const auto& items) {
+                               mirror_.applyNodeList(items);
+                               if (preemptor_) preemptor_->applyNodeList(items);
+                             },
+                             [this](const kube::WatchEvent& event) {
+                               mirror_.applyNodeEvent(event);
+                               if (preemptor_) preemptor_->applyNodeEvent(event);
+                             }},
       options_.informer);
   pods_ = std::make_unique<kube::Informer>(
       config, "/api/v1/pods",
-      kube::InformerHandlers{
-          [this](const auto& items) { mirror_.applyPodList(items); },
-          [this](const kube::WatchEvent& event) { mirror_.applyPodEvent(event); }},
+      kube::InformerHandlers{[this](const auto& items) {
+                               mirror_.applyPodList(items);
+                               if (preemptor_) preemptor_->applyPodList(items);
+                             },
+                             [this](const kube::WatchEvent& event) {
+                               mirror_.applyPodEvent(event);
+                               if (preemptor_) preemptor_->applyPodEvent(event);
+                             }},
       options_.informer);
   expirer_ = std::jthread([this](std::stop_token stop) { expireLoop(stop); });
 }
@@ -31,6 +45,10 @@ ClusterSync::~ClusterSync() {
 
 bool ClusterSync::hasSynced() const {
   return nodes_->hasSynced() && pods_->hasSynced();
+}
+
+std::string ClusterSync::metricsText() const {
+  return preemptor_ ? preemptor_->prometheusText() : "";
 }
 
 void ClusterSync::expireLoop(std::stop_token stop) {

@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "common/kube/informer.h"
 #include "scheduler-extender/kube/cluster_mirror.h"
+#include "scheduler-extender/kube/cross_resource_preemptor.h"
 #include "scheduler-extender/state/cluster_state.h"
 
 namespace torus::extender {
@@ -18,6 +20,8 @@ struct SyncOptions {
   // How long a bind of ours may go unseen on the pod before its cores are given back.
   std::chrono::milliseconds assumeTtl{std::chrono::minutes(5)};
   kube::InformerOptions informer;
+  // Evict pods of one Neuron resource for a more important pod of the other (off when unset).
+  std::optional<CrossResourcePreemptionOptions> crossResourcePreemption;
 };
 
 class ClusterSync {
@@ -29,6 +33,8 @@ class ClusterSync {
 
   // Both nodes and pods have been listed at least once.
   bool hasSynced() const;
+  // Prometheus text of what runs beside the mirror (cross-resource preemption); "" when nothing.
+  std::string metricsText() const;
 
  private:
   void expireLoop(std::stop_token stop);
@@ -36,6 +42,7 @@ class ClusterSync {
   ClusterState& state_;
   SyncOptions options_;
   ClusterMirror mirror_;
+  std::unique_ptr<CrossResourcePreemptor> preemptor_;  // before the informers that feed it
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
   std::jthread expirer_;

@@ -18,6 +18,11 @@
 
 namespace torus::extender {
 
+// A core/v1 Event about a pod, from the extender, stamped now.
+nlohmann::json podEventObject(const std::string& podName, const std::string& podNamespace,
+                              const std::string& podUid, bool normal, const std::string& reason,
+                              const std::string& message);
+
 class EventPoster {
  public:
   explicit EventPoster(kube::KubeConfig config, std::size_t capacity = 1024);

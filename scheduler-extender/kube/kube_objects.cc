@@ -67,7 +67,20 @@ Result<PodRecord> parsePodRecord(const json& pod) {
   PodRecord record;
   record.demand = std::move(*demand);
   record.nodeName = stringMember(member(pod, "spec"), "nodeName");
-  record.phase = stringMember(member(pod, "status"), "phase");
+  const json* status = member(pod, "status");
+  record.phase = stringMember(status, "phase");
+  record.schedulerName = stringMember(member(pod, "spec"), "schedulerName");
+  record.nominatedNodeName = stringMember(status, "nominatedNodeName");
+  record.deleting = metadata != nullptr && member(*metadata, "deletionTimestamp") != nullptr;
+  if (const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
+      conditions != nullptr && conditions->is_array()) {
+    for (const json& condition : *conditions) {
+      if (stringMember(&condition, "type") == "PodScheduled") {
+        record.unschedulable = stringMember(&condition, "status") == "False" &&
+                               stringMember(&condition, "reason") == "Unschedulable";
+      }
+    }
+  }
   if (const auto ids = record.demand.annotations.find(kube::kNeuronIdsAnnotation);
       ids != record.demand.annotations.end()) {
     if (auto parsed = topology::CoreSet::parse(ids->second); parsed && !parsed->empty()) {

@@ -30,11 +30,22 @@ struct PodRecord {
   std::string phase;                             // status.phase
   std::optional<topology::CoreSet> assignedIds;  // AWS_NEURON_IDS
   std::string idsProblem;                        // the annotation was present but unreadable
+  std::string schedulerName;                     // spec.schedulerName
+  std::string nominatedNodeName;                 // status.nominatedNodeName (kube-scheduler's)
+  bool deleting = false;                         // metadata.deletionTimestamp is set
+  // PodScheduled is False with reason Unschedulable: kube-scheduler tried, found no node, and —
+  // with no nominated node — found nothing to preempt either.
+  bool unschedulable = false;
 
   // Succeeded and Failed pods have released their devices (kubelet frees them at that point).
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
   // Bound to a node, still running or about to, and asking for Neuron resources.
   bool holdsNeuron() const { return demand.wantsNeuron() && !nodeName.empty() && !finished(); }
+  // Asks for Neuron resources and is stuck: not bound, not going, no node nominated for it.
+  bool waitsUnschedulable() const {
+    return demand.wantsNeuron() && nodeName.empty() && !finished() && !deleting && unschedulable &&
+           nominatedNodeName.empty();
+  }
 };
 
 Result<PodRecord> parsePodRecord(const nlohmann::json& pod);

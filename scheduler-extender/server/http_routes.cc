@@ -164,10 +164,11 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
                       }
                       return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
                     }});
-  routes.push_back(
-      {"GET", "/metrics", [context](const http::Request&) {
-         return http::Response{200, "text/plain; version=0.0.4", context.metrics.prometheusText()};
-       }});
+  routes.push_back({"GET", "/metrics", [context](const http::Request&) {
+                      std::string text = context.metrics.prometheusText();
+                      if (context.moreMetrics) text += context.moreMetrics();
+                      return http::Response{200, "text/plain; version=0.0.4", std::move(text)};
+                    }});
   return routes;
 }
 

@@ -27,6 +27,8 @@ struct ExtenderContext {
   PodBinder* binder = nullptr;
   // /readyz: true once the state reflects the cluster; unset means always ready.
   std::function<bool()> ready = nullptr;
+  // Appended to /metrics (what runs beside the verbs); unset means nothing.
+  std::function<std::string()> moreMetrics = nullptr;
 };
 
 std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context);

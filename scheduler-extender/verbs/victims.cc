@@ -1,6 +1,7 @@
 #include "scheduler-extender/verbs/victims.h"
 
 #include <algorithm>
+#include <limits>
 #include <tuple>
 #include <unordered_set>
 
@@ -82,6 +83,42 @@ std::optional<std::vector<std::string>> chooseVictims(const NodeState& node,
     if (opensValidSet(node, without, pod)) victims = std::move(without);
   }
   return withOtherVictims(proposed, held, victims);
+}
+
+std::optional<PreemptionPlan> planCrossResourcePreemption(
+    const ClusterState& state, const PodDemand& pod,
+    const std::function<bool(const std::string& node)>& considered) {
+  std::optional<PreemptionPlan> best;
+  std::tuple<int, std::size_t, long long> bestCost{};
+  std::vector<std::string> names = state.nodeNames();
+  std::ranges::sort(names);
+  for (const std::string& name : names) {
+    if (!considered(name)) continue;
+    const auto view = state.node(name);
+    if (!view) continue;
+    const std::vector<Allocation> held = state.allocationsOn(name);
+    const auto uids = chooseVictims(*view, held, pod, {});
+    if (!uids) continue;
+    if (uids->empty()) return std::nullopt;  // it fits here now
+    PreemptionPlan plan{name, {}};
+    bool crossesResources = false;
+    int highest = std::numeric_limits<int>::min();
+    long long sum = 0;
+    for (const std::string& uid : *uids) {
+      const auto it = std::ranges::find(held, uid, &Allocation::podUid);
+      plan.victims.push_back(*it);
+      crossesResources = crossesResources || it->unit != pod.unit;
+      highest = std::max(highest, it->priority);
+      sum += it->priority;
+    }
+    if (!crossesResources) continue;
+    const auto cost = std::make_tuple(highest, plan.victims.size(), sum);
+    if (!best || cost < bestCost) {
+      best = std::move(plan);
+      bestCost = cost;
+    }
+  }
+  return best;
 }
 
 }  // namespace torus::extender

@@ -37,12 +37,13 @@ eventually() {
 
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
-# pod_manifest NAME RESOURCE COUNT [SCHEDULER [SECONDS]]: a pod that reports what Neuron gave it,
-# stays SECONDS (default 0) and exits.
+# pod_manifest NAME RESOURCE COUNT [SCHEDULER [SECONDS [PRIORITY_CLASS]]]: a pod that reports what
+# Neuron gave it, stays SECONDS (default 0) and exits.
 # It reports in its termination message, which the API serves: `kubectl logs` needs the kubelet's
 # address, and a kubelet since 1.35 publishes none for a node on loopback only.
 pod_manifest() {
   local name="$1" resource="$2" count="$3" scheduler="${4:-default-scheduler}" stay="${5:-0}"
+  local priority_class="${6:+priorityClassName: $6}"
   cat <<YAML
 apiVersion: v1
 kind: Pod
@@ -52,6 +53,7 @@ metadata:
   labels: {e2e: neuron}
 spec:
   schedulerName: $scheduler
+  $priority_class
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
   containers:
@@ -163,4 +165,23 @@ for holder in json.load(sys.stdin)["holders"]:
 # klog_seconds LINE: the time of day of a klog line ("I1124 05:01:42.123456 ..."), in seconds.
 klog_seconds() {
   awk '{split($2, t, ":"); printf "%.6f\n", t[1] * 3600 + t[2] * 60 + t[3]}' <<< "$1"
+}
+
+# ids_of POD: the pod's AWS_NEURON_IDS, one id per line (empty when it has none or is gone).
+ids_of() {
+  local ids
+  ids="$(k get pod -n e2e "$1" -o 'jsonpath={.metadata.annotations.AWS_NEURON_IDS}' 2> /dev/null)"
+  [[ -z "$ids" ]] || expand_ids "$ids"
+}
+
+# pod_on_device DEVICE: the running e2e pod whose AWS_NEURON_IDS start at DEVICE's first core.
+pod_on_device() {
+  k get pods -n e2e -o json | python3 -c '
+import json, sys
+first = int(sys.argv[1]) * int(sys.argv[2])
+for pod in json.load(sys.stdin)["items"]:
+    ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")
+    if pod["status"].get("phase") == "Running" and "deletionTimestamp" not in pod["metadata"] \
+            and ids and int(ids.split(",")[0].split("-")[0]) == first:
+        print(pod["metadata"]["name"])' "$1" "$CORES_PER_DEVICE"
 }

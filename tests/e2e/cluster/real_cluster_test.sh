@@ -129,6 +129,107 @@ pending_with_reason() {
 check "a 65-core pod stays Pending and says why" eventually 30 pending_with_reason
 k delete pod -n e2e too-big --wait=false > /dev/null
 
+echo "== a full node: a Pending pod runs after deletions; preemption frees a valid shape"
+all_running() {
+  local n
+  for n in "$@"; do pod_running "$n" || { echo "$n: $(pod_phase "$n")"; return 1; }; done
+}
+# fill_node PREFIX: 16 pods of 4 cores, one per device, at the default priority.
+fill_node() {
+  local n
+  for n in $(seq 1 16); do
+    pod_manifest "$1-$n" neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
+  done
+  check "16 pods of 4 cores fill the node ($1)" eventually 120 all_running $(printf "$1-%s " $(seq 1 16))
+}
+fill_node low
+pod_manifest waiter neuroncore 8 neuron-scheduler 600 | k apply -f - > /dev/null
+waits() {
+  [[ "$(pod_phase waiter)" == Pending ]] &&
+    k get pod -n e2e waiter -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}' |
+    grep -q Unschedulable
+}
+check "an 8-core pod waits on the full node" eventually 30 waits
+k delete pod -n e2e "$(pod_on_device 0)" "$(pod_on_device 1)" --wait=false > /dev/null
+check "...and runs once the pods on devices 0 and 1 are deleted" eventually 90 pod_running waiter
+# Pods newer than the rest on scattered devices: kube-scheduler's count-based victims are the
+# newest pods, and evicting them alone opens no 16-core set (review row 3).
+for device in 5 10 15; do
+  old="$(pod_on_device "$device")"
+  k delete pod -n e2e "$old" --wait=false > /dev/null
+  pod_manifest "newer-$device" neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
+  check "newer-$device replaces $old on device $device" eventually 90 pod_running "newer-$device"
+done
+held_before_preemption="$(k get pods -n e2e -o json)"
+k create priorityclass e2e-high --value=1000 --description="e2e preemptor" > /dev/null
+pod_manifest high neuroncore 16 neuron-scheduler 0 e2e-high | k apply -f - > /dev/null
+check "a priority-1000 16-core pod preempts its way onto the full node" eventually 120 pod_succeeded high
+check "...on one NeuronLink-connected set" check_pod_saw high neuroncore 16
+# victims_freed_exactly CORES: the pods gone since held_before_preemption held exactly CORES (the
+# node was full, so a minimal choice evicts the pods on the new pod's cores and no other).
+victims_freed_exactly() {
+  python3 - "$1" "$KUBECTL" "$KUBECONFIG" "$held_before_preemption" "$CORES_PER_DEVICE" <<'PY'
+import json, subprocess, sys
+def ids(text):
+    out = set()
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        out |= set(range(int(low), int(high or low) + 1))
+    return out
+def cores_of(pod):
+    annotations = pod["metadata"].get("annotations", {})
+    held = ids(annotations.get("AWS_NEURON_IDS", ""))
+    if annotations.get("NEURON_RESOURCE_TYPE") == "aws.amazon.com/neuron":
+        per = int(sys.argv[5])
+        held = {d * per + c for d in held for c in range(per)}
+    return held
+new = ids(sys.argv[1])
+before = {p["metadata"]["name"]: cores_of(p)
+          for p in json.loads(sys.argv[4])["items"] if p["status"].get("phase") == "Running"}
+now = json.loads(subprocess.check_output([sys.argv[2], "--kubeconfig", sys.argv[3], "get", "pods",
+                                          "-n", "e2e", "-o", "json"]))
+alive = {p["metadata"]["name"] for p in now["items"] if "deletionTimestamp" not in p["metadata"]}
+victims = {name: held for name, held in before.items() if name not in alive}
+print("new pod got", sorted(new), "victims:", {n: sorted(h) for n, h in victims.items()})
+assert victims, "no pod was preempted"
+assert set().union(*victims.values()) == new, "the victims' cores differ from the new pod's"
+PY
+}
+only_overlapping_victims() {
+  victims_freed_exactly "$(pod_report high | sed -n 's/^CORES=//p')"
+}
+check "...evicting only the pods on that set" only_overlapping_victims
+k delete pods -n e2e -l e2e=neuron --wait=false > /dev/null
+check "kubelet counts all 64 cores and 16 devices free after preemption" eventually 90 all_free
+
+# Core pods leave no device free, and kube-scheduler counts the two resources apart: it never
+# preempts for a device pod here (review row 4). The extender does, through the Eviction API.
+fill_node core
+held_before_preemption="$(k get pods -n e2e -o json)"
+pod_manifest high-devices neuron 4 neuron-scheduler 0 e2e-high | k apply -f - > /dev/null
+check "a priority-1000 pod of 4 devices preempts 4-core pods" eventually 150 pod_succeeded high-devices
+check "...and gets one NeuronLink-connected set" check_pod_saw high-devices neuron 4
+only_overlapping_victims_of_devices() {
+  local cores
+  cores="$(pod_report high-devices | sed -n 's/^CORES=//p')"
+  victims_freed_exactly "$cores"
+}
+check "...evicting only the pods on those devices" only_overlapping_victims_of_devices
+preempting_event() {
+  k get events -n e2e --field-selector involvedObject.name=high-devices -o jsonpath='{.items[*].reason}' |
+    grep -q NeuronPreempting
+}
+check "...with a NeuronPreempting event on the pod" preempting_event
+preemptions_counted() {
+  curl -sf "http://127.0.0.1:$EXTENDER_PORT/metrics" |
+    grep -q '^torus_extender_cross_resource_evictions_total{result="evicted"} 4$'
+}
+check "...counted in the extender's /metrics" preemptions_counted
+k delete pods -n e2e -l e2e=neuron --wait=false > /dev/null
+k delete priorityclass e2e-high > /dev/null
+check "kubelet counts all 64 cores and 16 devices free after cross-resource preemption" \
+  eventually 90 all_free
+
 echo "== faults: kubelet restart, agent and extender restarts with pods running"
 for n in 1 2; do
   pod_manifest "hold-$n" neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null

@@ -122,5 +122,30 @@ TEST(PodRecord, ReadsTheHandOffAndWhetherThePodStillHoldsIt) {
   EXPECT_NE(refused.error().message.find("pod ml/p"), std::string::npos) << refused.error().message;
 }
 
+TEST(PodRecord, TellsAPodKubeSchedulerCouldNeitherPlaceNorPreemptFor) {
+  json pod = json::parse(R"({"metadata":{"name":"p","namespace":"ns","uid":"u"},
+    "spec":{"schedulerName":"neuron-scheduler","priority":1000,
+            "containers":[{"resources":{"limits":{"aws.amazon.com/neuron":"4"}}}]},
+    "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False",
+              "reason":"Unschedulable","message":"0/1 nodes are available"}]}})");
+  auto waiting = parsePodRecord(pod);
+  ASSERT_TRUE(waiting.ok()) << waiting.error().message;
+  EXPECT_EQ(waiting->schedulerName, "neuron-scheduler");
+  EXPECT_EQ(waiting->demand.priority, 1000);
+  EXPECT_TRUE(waiting->waitsUnschedulable());
+  json nominated = pod;
+  nominated["status"]["nominatedNodeName"] = "n1";  // kube-scheduler is preempting for it
+  EXPECT_FALSE(parsePodRecord(nominated)->waitsUnschedulable());
+  json going = pod;
+  going["metadata"]["deletionTimestamp"] = "2026-11-24T08:00:00Z";
+  EXPECT_FALSE(parsePodRecord(going)->waitsUnschedulable());
+  json notTried = pod;
+  notTried["status"]["conditions"][0]["reason"] = "SchedulingGated";
+  EXPECT_FALSE(parsePodRecord(notTried)->waitsUnschedulable());
+  json noNeuron = pod;
+  noNeuron["spec"]["containers"][0]["resources"] = json::object();
+  EXPECT_FALSE(parsePodRecord(noNeuron)->waitsUnschedulable());
+}
+
 }  // namespace
 }  // namespace torus::extender

@@ -132,5 +132,56 @@ TEST(Preempt, AnswersPerNodeAndLeavesOutNodesWithNoValidSet) {
   EXPECT_EQ(accepted.at("n").size(), 4U);
 }
 
+// The review's row 4: a node full of 4-core pods leaves no device for a device pod, and
+// kube-scheduler never asks /preempt since the pods hold another resource.
+TEST(CrossResourcePreemption, PlansTheCheapestNodeWhereEvictingCorePodsFreesDevices) {
+  ClusterState state;
+  fillTrn2(state, 0);
+  ASSERT_TRUE(state.upsertNode("busier", "trn2.48xlarge").ok());
+  for (int device = 0; device < 16; ++device) {
+    ASSERT_TRUE(state
+                    .record("busier", pod("b" + std::to_string(device), kCore, 4, 50),
+                            topology::CoreSet::range(4 * device, 4))
+                    .ok());
+  }
+  const auto everywhere = [](const std::string&) { return true; };
+  const auto plan = planCrossResourcePreemption(state, pod("dev", kDevice, 4, 1000), everywhere);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_EQ(plan->node, "n") << "its victims have the lower priority";
+  ASSERT_EQ(plan->victims.size(), 4U);
+  topology::DeviceSet devices;
+  for (const Allocation& victim : plan->victims)
+    devices.insert(victim.ids.first() / 4);
+  EXPECT_TRUE(topology::choosePlacement(state.node("n")->model, {kDevice, 4, devices, {}}).ok())
+      << devices.toRangeString();
+  // Nodes the pod may not go to are never planned on.
+  const auto notN = [](const std::string& node) { return node != "n"; };
+  EXPECT_EQ(planCrossResourcePreemption(state, pod("dev", kDevice, 4, 1000), notN)->node, "busier");
+  // Nothing of lower priority to evict.
+  EXPECT_FALSE(planCrossResourcePreemption(state, pod("dev", kDevice, 4, 50), notN).has_value());
+}
+
+TEST(CrossResourcePreemption, LeavesSameResourcePreemptionToKubeScheduler) {
+  ClusterState state;
+  fillTrn2(state, 0);
+  // Only core pods to evict for a core pod: kube-scheduler sees that itself, and if it declined,
+  // it had reasons the extender cannot see.
+  EXPECT_FALSE(
+      planCrossResourcePreemption(state, pod("cores", kCore, 16, 1000), [](const std::string&) {
+        return true;
+      }).has_value());
+}
+
+TEST(CrossResourcePreemption, NoPlanWhileAValidSetIsFreeAlready) {
+  ClusterState state;
+  fillTrn2(state, 0);
+  ASSERT_TRUE(state.upsertNode("empty", "trn2.48xlarge").ok());
+  // The pod fits on "empty" now: it waits for kube-scheduler's counts, not for victims.
+  EXPECT_FALSE(
+      planCrossResourcePreemption(state, pod("dev", kDevice, 4, 1000), [](const std::string&) {
+        return true;
+      }).has_value());
+}
+
 }  // namespace
 }  // namespace torus::extender

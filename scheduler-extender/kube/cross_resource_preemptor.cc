@@ -1,0 +1,230 @@
+#include "scheduler-extender/kube/cross_resource_preemptor.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/log.h"
+#include "scheduler-extender/kube/kube_objects.h"
+#include "scheduler-extender/verbs/victims.h"
+
+namespace torus::extender {
+namespace {
+
+using nlohmann::json;
+
+// "namespace/name" -> {namespace, name}.
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  const auto slash = key.find('/');
+  if (slash == std::string::npos) return {"default", key};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+}  // namespace
+
+CrossResourcePreemptor::CrossResourcePreemptor(const kube::KubeConfig& config,
+                                               const ClusterState& state,
+                                               CrossResourcePreemptionOptions options)
+    : state_(state), options_(std::move(options)), clients_(config), events_(config) {
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+CrossResourcePreemptor::~CrossResourcePreemptor() {
+  thread_.request_stop();
+  wake_.notify_all();
+}
+
+void CrossResourcePreemptor::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
+  std::map<std::string, NodeFacts> nodes;
+  for (const auto& item : items) {
+    NodeFacts facts = parseNodeFacts(*item);
+    if (!facts.name.empty()) nodes[facts.name] = std::move(facts);
+  }
+  std::lock_guard lock(mutex_);
+  nodes_ = std::move(nodes);
+}
+
+void CrossResourcePreemptor::applyNodeEvent(const kube::WatchEvent& event) {
+  if (!event.object) return;
+  NodeFacts facts = parseNodeFacts(*event.object);
+  if (facts.name.empty()) return;
+  std::lock_guard lock(mutex_);
+  if (event.type == "DELETED") {
+    nodes_.erase(facts.name);
+  } else {
+    nodes_[facts.name] = std::move(facts);
+  }
+}
+
+bool CrossResourcePreemptor::track(const json& object, std::map<std::string, Waiting>& into,
+                                   const std::map<std::string, Waiting>& before) {
+  auto record = parsePodRecord(object);
+  if (!record) return false;  // ClusterMirror logs unreadable pods
+  if (!record->waitsUnschedulable() || record->schedulerName != options_.schedulerName) {
+    into.erase(record->demand.uid);
+    return false;
+  }
+  Waiting& entry = into[record->demand.uid];
+  if (const auto it = before.find(record->demand.uid);
+      it != before.end() && &it->second != &entry) {
+    entry = it->second;
+  }
+  entry.pod = std::move(record->demand);
+  entry.rules = parsePodNodeRules(object);
+  return true;
+}
+
+void CrossResourcePreemptor::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
+  {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, Waiting> waiting;
+    for (const auto& item : items)
+      track(*item, waiting, waiting_);
+    waiting_ = std::move(waiting);
+  }
+  wake_.notify_all();
+}
+
+void CrossResourcePreemptor::applyPodEvent(const kube::WatchEvent& event) {
+  if (!event.object) return;
+  bool waits = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (event.type == "DELETED") {
+      if (auto record = parsePodRecord(*event.object)) waiting_.erase(record->demand.uid);
+      return;
+    }
+    waits = track(*event.object, waiting_, waiting_);
+  }
+  if (waits) wake_.notify_all();
+}
+
+void CrossResourcePreemptor::run(std::stop_token stop) {
+  std::mutex sleepMutex;
+  std::unique_lock sleepLock(sleepMutex);
+  while (!stop.stop_requested()) {
+    preemptOnce();
+    wake_.wait_for(sleepLock, stop, options_.period, [] { return false; });
+  }
+}
+
+void CrossResourcePreemptor::preemptOnce() {
+  // The most important waiting pod first; one plan per node per round, so two preemptors never
+  // count on the same victims.
+  std::vector<Waiting> candidates;
+  std::set<std::string> busyNodes;
+  std::map<std::string, NodeFacts> nodes;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [uid, entry] : waiting_) {
+      if (!entry.victimUids.empty()) {
+        const bool stillGoing = std::ranges::any_of(entry.victimUids, [&](const auto& victim) {
+          return state_.allocationOf(victim).has_value();
+        });
+        if (stillGoing && now < entry.victimsDeadline) {
+          if (const auto first = state_.allocationOf(entry.victimUids.front())) {
+            busyNodes.insert(first->node);
+          }
+          continue;
+        }
+        entry.victimUids.clear();
+        // Gone (the pod should place now) or past the deadline (an eviction was refused).
+        if (!stillGoing) continue;
+      }
+      candidates.push_back(entry);
+    }
+  }
+  if (candidates.empty()) return;
+  {
+    std::lock_guard lock(mutex_);
+    nodes = nodes_;
+  }
+  std::ranges::sort(candidates, [](const Waiting& a, const Waiting& b) {
+    return std::tie(b.pod.priority, a.pod.uid) < std::tie(a.pod.priority, b.pod.uid);
+  });
+  for (const Waiting& candidate : candidates) {
+    const auto plan =
+        planCrossResourcePreemption(state_, candidate.pod, [&](const std::string& node) {
+          const auto facts = nodes.find(node);
+          return busyNodes.count(node) == 0 && facts != nodes.end() &&
+                 nodeAdmits(facts->second, candidate.rules);
+        });
+    if (!plan) continue;
+    busyNodes.insert(plan->node);
+    std::vector<std::string> names;
+    for (const Allocation& victim : plan->victims)
+      names.push_back(victim.podKey);
+    TORUS_LOG(Info, Extender, "preempting across resources", {"pod", candidate.pod.key()},
+              {"priority", candidate.pod.priority}, {"node", plan->node},
+              {"victims", static_cast<int>(plan->victims.size())});
+    int evictedNow = 0;
+    for (const Allocation& victim : plan->victims)
+      evictedNow += evict(victim, candidate.pod) ? 1 : 0;
+    const std::string message = "evicting " + std::to_string(evictedNow) + " of " +
+                                std::to_string(plan->victims.size()) + " lower-priority pods on " +
+                                plan->node + " to free " + std::to_string(candidate.pod.count) +
+                                " " + candidate.pod.resourceName +
+                                " (they hold the node's cores through the other Neuron "
+                                "resource, which kube-scheduler's preemption does not count)";
+    events_.post(candidate.pod.namespace_,
+                 podEventObject(candidate.pod.name, candidate.pod.namespace_, candidate.pod.uid,
+                                true, "NeuronPreempting", message),
+                 candidate.pod.key(), "NeuronPreempting");
+    std::lock_guard lock(mutex_);
+    ++plans_;
+    if (auto it = waiting_.find(candidate.pod.uid); it != waiting_.end()) {
+      for (const Allocation& victim : plan->victims)
+        it->second.victimUids.push_back(victim.podUid);
+      it->second.victimsDeadline = std::chrono::steady_clock::now() + options_.victimsDeadline;
+    }
+  }
+}
+
+bool CrossResourcePreemptor::evict(const Allocation& victim, const PodDemand& preemptor) {
+  const auto [podNamespace, name] = splitKey(victim.podKey);
+  const json eviction = {
+      {"apiVersion", "policy/v1"},
+      {"kind", "Eviction"},
+      {"metadata", {{"name", name}, {"namespace", podNamespace}}},
+      // Only this pod: a pod recreated under the same name is not the one we chose.
+      {"deleteOptions", {{"preconditions", {{"uid", victim.podUid}}}}}};
+  auto client = clients_.acquire();
+  auto done = client->create("/api/v1/namespaces/" + podNamespace + "/pods/" + name + "/eviction",
+                             eviction);
+  std::lock_guard lock(mutex_);
+  if (!done) {
+    ++refused_;
+    TORUS_LOG(Warn, Extender, "eviction refused; will plan again later", {"victim", victim.podKey},
+              {"for", preemptor.key()}, {"error", done.error().message});
+    return false;
+  }
+  ++evicted_;
+  events_.post(podNamespace,
+               podEventObject(name, podNamespace, victim.podUid, true, "NeuronPreempted",
+                              "preempted by " + preemptor.key() + " (priority " +
+                                  std::to_string(preemptor.priority) + ") on " + victim.node),
+               victim.podKey, "NeuronPreempted");
+  return true;
+}
+
+std::string CrossResourcePreemptor::prometheusText() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  out +=
+      "# HELP torus_extender_cross_resource_preemptions_total Plans that evicted pods of one "
+      "Neuron resource for a pod of the other.\n";
+  out += "# TYPE torus_extender_cross_resource_preemptions_total counter\n";
+  out += "torus_extender_cross_resource_preemptions_total " + std::to_string(plans_) + "\n";
+  out +=
+      "# HELP torus_extender_cross_resource_evictions_total Evictions asked for by those "
+      "plans, by result.\n";
+  out += "# TYPE torus_extender_cross_resource_evictions_total counter\n";
+  out += "torus_extender_cross_resource_evictions_total{result=\"evicted\"} " +
+         std::to_string(evicted_) + "\n";
+  out += "torus_extender_cross_resource_evictions_total{result=\"refused\"} " +
+         std::to_string(refused_) + "\n";
+  return out;
+}
+
+}  // namespace torus::extender
