@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/json_nesting.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "common/kube/neuron_annotations.h"
@@ -42,10 +43,14 @@ Result<json> parseObject(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     return bad("request body", "empty; expected a JSON object");
   }
+  if (auto shallow = checkJsonNesting(body); !shallow) {
+    return bad("request body", shallow.error().message);
+  }
   json root;
   try {
     root = json::parse(body.begin(), body.end());
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {
+    // parse_error, and out_of_range for numbers beyond a double such as 1e999.
     return bad("request body", std::string("not valid JSON (") + error.what() + ")");
   }
   if (!root.is_object()) return bad("request body", "expected an object, got " + typeName(root));
@@ -69,7 +74,7 @@ Result<std::string> stringAt(const json& object, std::string_view key, const std
 Result<int> wholeQuantity(const json& value, const std::string& path) {
   if (value.is_number_unsigned() || value.is_number_integer()) {
     const auto number = value.get<std::int64_t>();
-    if (number < 0 || number > 4096) return bad(path, "expected 0..4096, got " + value.dump());
+    if (number < 0 || number > 4096) return bad(path, "expected 0..4096, got " + jsonText(value));
     return static_cast<int>(number);
   }
   if (!value.is_string()) return bad(path, "expected a quantity, got " + typeName(value));
@@ -188,6 +193,10 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
 }
 
 }  // namespace
+
+std::string jsonText(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 Result<PodDemand> parsePodObject(const json& pod, const std::string& path) {
   return parsePod(&pod, path);
@@ -335,7 +344,7 @@ std::string filterResultJson(const FilterResult& result, std::string_view reques
   out["FailedNodes"] = result.failed;
   out["FailedAndUnresolvableNodes"] = result.failedAndUnresolvable;
   out["Error"] = result.error;
-  return out.dump();
+  return jsonText(out);
 }
 
 // Written by hand: a list of 5,000 {Host, Score} objects through the JSON DOM costs several
@@ -356,7 +365,7 @@ std::string prioritiesJson(const std::vector<HostPriority>& priorities) {
 }
 
 std::string bindingResultJson(const std::string& error) {
-  return json{{"Error", error}}.dump();
+  return jsonText(json{{"Error", error}});
 }
 
 std::string preemptionResultJson(const std::map<std::string, std::vector<std::string>>& victims,
@@ -370,7 +379,7 @@ std::string preemptionResultJson(const std::map<std::string, std::vector<std::st
     map[node] = {{"Pods", pods},
                  {"NumPDBViolations", violations == pdbViolations.end() ? 0 : violations->second}};
   }
-  return json{{"NodeNameToMetaVictims", map}}.dump();
+  return jsonText(json{{"NodeNameToMetaVictims", map}});
 }
 
 }  // namespace torus::extender

@@ -57,6 +57,10 @@ struct HostPriority {
   int score = 0;  // 0..10
 };
 
+// Serialises compactly. Strings from a request may hold invalid UTF-8; they come out with U+FFFD
+// in its place rather than as an exception (which became an HTTP 500).
+std::string jsonText(const nlohmann::json& value);
+
 // A Pod object, as kube-scheduler embeds it or the API server returns it; `path` prefixes the
 // field names in errors.
 Result<PodDemand> parsePodObject(const nlohmann::json& pod, const std::string& path = "Pod");

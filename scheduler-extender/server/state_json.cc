@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scheduler-extender/server/extender_json.h"
+
 namespace torus::extender {
 
 std::string clusterStateJson(const ClusterState& state) {
@@ -32,7 +34,8 @@ std::string clusterStateJson(const ClusterState& state) {
          {"ids", allocation.ids.toRangeString()},
          {"assumed", allocation.assumed}});
   }
-  return json{{"nodes", std::move(nodes)}, {"allocations", std::move(allocations)}}.dump() + "\n";
+  return jsonText(json{{"nodes", std::move(nodes)}, {"allocations", std::move(allocations)}}) +
+         "\n";
 }
 
 }  // namespace torus::extender

@@ -160,15 +160,16 @@ for device in 5 10 15; do
   pod_manifest "newer-$device" neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
   check "newer-$device replaces $old on device $device" eventually 90 pod_running "newer-$device"
 done
-held_before_preemption="$(k get pods -n e2e -o json)"
+k get pods -n e2e -o json > "$STATE_DIR/pods-before-preemption.json"
 k create priorityclass e2e-high --value=1000 --description="e2e preemptor" > /dev/null
 pod_manifest high neuroncore 16 neuron-scheduler 0 e2e-high | k apply -f - > /dev/null
 check "a priority-1000 16-core pod preempts its way onto the full node" eventually 120 pod_succeeded high
 check "...on one NeuronLink-connected set" check_pod_saw high neuroncore 16
-# victims_freed_exactly CORES: the pods gone since held_before_preemption held exactly CORES (the
+# victims_freed_exactly CORES: the pods gone since pods-before-preemption.json held exactly CORES (the
 # node was full, so a minimal choice evicts the pods on the new pod's cores and no other).
 victims_freed_exactly() {
-  python3 - "$1" "$KUBECTL" "$KUBECONFIG" "$held_before_preemption" "$CORES_PER_DEVICE" <<'PY'
+  python3 - "$1" "$KUBECTL" "$KUBECONFIG" "$STATE_DIR/pods-before-preemption.json" \
+    "$CORES_PER_DEVICE" <<'PY'
 import json, subprocess, sys
 def ids(text):
     out = set()
@@ -185,7 +186,7 @@ def cores_of(pod):
     return held
 new = ids(sys.argv[1])
 before = {p["metadata"]["name"]: cores_of(p)
-          for p in json.loads(sys.argv[4])["items"] if p["status"].get("phase") == "Running"}
+          for p in json.load(open(sys.argv[4]))["items"] if p["status"].get("phase") == "Running"}
 now = json.loads(subprocess.check_output([sys.argv[2], "--kubeconfig", sys.argv[3], "get", "pods",
                                           "-n", "e2e", "-o", "json"]))
 alive = {p["metadata"]["name"] for p in now["items"] if "deletionTimestamp" not in p["metadata"]}
@@ -205,7 +206,7 @@ check "kubelet counts all 64 cores and 16 devices free after preemption" eventua
 # Core pods leave no device free, and kube-scheduler counts the two resources apart: it never
 # preempts for a device pod here (review row 4). The extender does, through the Eviction API.
 fill_node core
-held_before_preemption="$(k get pods -n e2e -o json)"
+k get pods -n e2e -o json > "$STATE_DIR/pods-before-preemption.json"
 pod_manifest high-devices neuron 4 neuron-scheduler 0 e2e-high | k apply -f - > /dev/null
 check "a priority-1000 pod of 4 devices preempts 4-core pods" eventually 150 pod_succeeded high-devices
 check "...and gets one NeuronLink-connected set" check_pod_saw high-devices neuron 4

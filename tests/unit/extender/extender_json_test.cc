@@ -64,6 +64,13 @@ TEST(ExtenderJson, ContainersAddUpAndInitContainersTakeTheMax) {
   EXPECT_FALSE(plain->pod.wantsNeuron());
 }
 
+TEST(ExtenderJson, RepliesStayValidWhateverBytesTheRequestHeld) {
+  // An error naming a request's invalid UTF-8 is answered, not thrown (it was an HTTP 500).
+  const std::string reply = bindingResultJson("pod \xff\xfe is unknown");
+  EXPECT_NE(reply.find("pod \xef\xbf\xbd"), std::string::npos) << reply;
+  EXPECT_NO_THROW(preemptionResultJson({{"n\xff", {"u\xc3"}}}, {}));
+}
+
 TEST(ExtenderJson, ReadsThePodsPriority) {
   auto high = parseExtenderArgs(
       R"({"Pod":{"metadata":{"name":"p"},"spec":{"priority":-2147483648}},"NodeNames":[]})");
