@@ -54,3 +54,63 @@ extenders:
       - name: aws.amazon.com/neuron
         ignoredByScheduler: false
 {{- end -}}
+
+{{- /* The node agent's admission policies (node-agent-policy.yaml): who they apply to, the node
+named in its token, and which labels and annotations a request changes. */}}
+{{- define "torus.agentPolicyCommon" -}}
+matchConditions:
+  - name: is-the-node-agent
+    expression: request.userInfo.username == {{ .agent | quote }}
+variables:
+  # Absent, not empty, on a request for the object itself.
+  - name: subresource
+    expression: "has(request.subResource) ? request.subResource : ''"
+  - name: node
+    expression: >-
+      'authentication.kubernetes.io/node-name' in request.userInfo.extra
+      ? request.userInfo.extra['authentication.kubernetes.io/node-name'][0] : ''
+  - name: oldLabels
+    expression: "has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}"
+  - name: newLabels
+    expression: "has(object.metadata.labels) ? object.metadata.labels : {}"
+  - name: oldAnnotations
+    expression: "has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}"
+  - name: newAnnotations
+    expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"
+  - name: changedLabels
+    expression: >-
+      variables.newLabels.filter(k, !(k in variables.oldLabels) ||
+      variables.oldLabels[k] != variables.newLabels[k]) +
+      variables.oldLabels.filter(k, !(k in variables.newLabels))
+  - name: changedAnnotations
+    expression: >-
+      variables.newAnnotations.filter(k, !(k in variables.oldAnnotations) ||
+      variables.oldAnnotations[k] != variables.newAnnotations[k]) +
+      variables.oldAnnotations.filter(k, !(k in variables.newAnnotations))
+{{- end -}}
+
+{{- define "torus.agentPolicyTokenCheck" -}}
+- expression: variables.node != ''
+  message: >-
+    the node agent's token names no node: only the token of an agent pod, bound to that pod,
+    may write
+  reason: Forbidden
+{{- end -}}
+
+{{- define "torus.agentPolicyMetadataChecks" -}}
+- expression: >-
+    variables.subresource != '' || (object.spec == oldObject.spec &&
+    (has(object.metadata.finalizers) ? object.metadata.finalizers : []) ==
+    (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers : []) &&
+    (has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) ==
+    (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []))
+  message: the node agent may not change a spec, finalizers or owners
+  reason: Forbidden
+- expression: variables.subresource != '' || size(variables.foreignLabels) == 0
+  messageExpression: "'the node agent may not change the labels ' + variables.foreignLabels.join(', ')"
+  reason: Forbidden
+- expression: variables.subresource != '' || size(variables.foreignAnnotations) == 0
+  messageExpression: >-
+    'the node agent may not change the annotations ' + variables.foreignAnnotations.join(', ')
+  reason: Forbidden
+{{- end -}}

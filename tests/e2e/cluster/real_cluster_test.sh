@@ -369,6 +369,70 @@ PY
 }
 check "no 403 for the chart's ServiceAccounts in the audit log" refusals
 
+echo "== the node agent writes only its own Node and the pods bound to it"
+# A Node with no kubelet and a pod bound to it stand for "node B". The agent's token is one bound
+# to its pod, as kubelet mounts it, so the API server names the agent's node in it.
+k apply -f - > /dev/null <<'YAML'
+apiVersion: v1
+kind: Node
+metadata: {name: e2e-node-b}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: on-node-b, namespace: e2e}
+spec:
+  nodeName: e2e-node-b
+  containers: [{name: app, image: public.ecr.aws/docker/library/debian:bookworm-slim}]
+YAML
+pod_manifest on-node-a neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
+check "a pod on the agent's node runs" eventually 90 pod_running on-node-a
+agent_pod="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent -o jsonpath='{.items[0].metadata.name}')"
+agent_sa="$(k get pod -n kube-system "$agent_pod" -o jsonpath='{.spec.serviceAccountName}')"
+agent_token="$(k create token -n kube-system "$agent_sa" --duration 10m --bound-object-kind Pod \
+  --bound-object-name "$agent_pod" \
+  --bound-object-uid "$(k get pod -n kube-system "$agent_pod" -o jsonpath='{.metadata.uid}')")"
+unbound_token="$(k create token -n kube-system "$agent_sa" --duration 10m)"
+CA_FILE="$(k config view --raw -o jsonpath='{.clusters[0].cluster.certificate-authority}')"
+# as_agent TOKEN WANT_CODE PATCH_TYPE PATH BODY [WANT_MESSAGE]: a PATCH with the token gets WANT_CODE.
+as_agent() {
+  local token="$1" want="$2" type="$3" path="$4" body="$5" message="${6:-}" code
+  code="$(curl -s -o "$STATE_DIR/patch-reply.json" -w '%{http_code}' --max-time 10 \
+    --cacert "$CA_FILE" -H "Authorization: Bearer $token" -X PATCH \
+    -H "Content-Type: application/$type-patch+json" "https://127.0.0.1:$APISERVER_PORT$path" -d "$body")"
+  cat "$STATE_DIR/patch-reply.json"
+  [[ "$code" == "$want" ]] || { echo "HTTP $code, want $want"; return 1; }
+  [[ -z "$message" ]] || grep -q "$message" "$STATE_DIR/patch-reply.json"
+}
+check "the agent of node A may label its own Node (torus.dev/*)" as_agent "$agent_token" 200 merge \
+  "/api/v1/nodes/$NODE_NAME" '{"metadata":{"labels":{"torus.dev/e2e-probe":"a"}}}'
+check "...and mark a pod on node A allocated" as_agent "$agent_token" 200 merge \
+  /api/v1/namespaces/e2e/pods/on-node-a '{"metadata":{"annotations":{"NEURON_ALLOCATED":"true"}}}'
+check "...is refused a patch of node B" as_agent "$agent_token" 403 merge /api/v1/nodes/e2e-node-b \
+  '{"metadata":{"labels":{"torus.dev/lnc":"1"}}}' "may change only its own Node, not e2e-node-b"
+check "...and of a pod on node B" as_agent "$agent_token" 403 merge \
+  /api/v1/namespaces/e2e/pods/on-node-b '{"metadata":{"annotations":{"AWS_NEURON_IDS":"0"}}}' \
+  "may change only pods bound to its node"
+check "...and any label of its Node it does not own" as_agent "$agent_token" 403 merge \
+  "/api/v1/nodes/$NODE_NAME" '{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":""}}}' \
+  "may not change the labels node-role.kubernetes.io/control-plane"
+check "...and cordoning its Node" as_agent "$agent_token" 403 merge "/api/v1/nodes/$NODE_NAME" \
+  '{"spec":{"unschedulable":true}}' "may not change a spec"
+check "...and any condition but NeuronHealthy" as_agent "$agent_token" 403 strategic-merge \
+  "/api/v1/nodes/$NODE_NAME/status" '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}' \
+  "only its Node's NeuronHealthy condition"
+check "...and the image of a pod on its own node" as_agent "$agent_token" 403 strategic-merge \
+  /api/v1/namespaces/e2e/pods/on-node-a '{"spec":{"containers":[{"name":"app","image":"evil"}]}}' \
+  "may not change a spec"
+check "...and an annotation of that pod it does not own" as_agent "$agent_token" 403 merge \
+  /api/v1/namespaces/e2e/pods/on-node-a '{"metadata":{"annotations":{"owner":"me"}}}' \
+  "may not change the annotations owner"
+check "a token of the agent's account not bound to its pod may write nothing" as_agent \
+  "$unbound_token" 403 merge "/api/v1/nodes/$NODE_NAME" \
+  '{"metadata":{"labels":{"torus.dev/e2e-probe":"b"}}}' "token names no node"
+k label node "$NODE_NAME" torus.dev/e2e-probe- > /dev/null
+k delete pod -n e2e on-node-a on-node-b --wait=false > /dev/null
+k delete node e2e-node-b > /dev/null
+
 echo "== helm uninstall"
 check "helm uninstall" "$HELM" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait --timeout 2m
 leftover() {

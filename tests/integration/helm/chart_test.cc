@@ -28,6 +28,8 @@ const std::vector<Variant> kVariants = {
      {"extender.enabled=false", "scheduler.enabled=false"}},
     {"no hostPID (resets cannot see other containers)", {"nodeAgent.hostPID=false"}},
     {"with a PodMonitor", {"nodeAgent.podMonitor.enabled=true"}},
+    {"no admission policies for the agent", {"nodeAgent.ownNodeOnly=false"}},
+    {"no cross-resource preemption", {"extender.crossResourcePreemption=false"}},
 };
 
 std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
@@ -90,6 +92,33 @@ TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
       }
     }
   }
+}
+
+// The agent's ClusterRole grants pods and nodes cluster-wide; the admission policies narrow its
+// writes to its own node (their behaviour is proven on the real cluster, tests/e2e/cluster).
+TEST(HelmChart, TheAgentsWritesAreNarrowedByAdmissionPolicies) {
+  const auto countPolicies = [](const std::vector<YAML::Node>& objects) {
+    std::set<std::string> policies;
+    std::set<std::string> bound;
+    for (const YAML::Node& object : objects) {
+      const std::string kind = object["kind"].as<std::string>();
+      if (kind == "ValidatingAdmissionPolicy") {
+        policies.insert(object["metadata"]["name"].as<std::string>());
+        EXPECT_EQ(object["spec"]["failurePolicy"].as<std::string>(), "Fail");
+        EXPECT_NE(object["spec"]["matchConditions"][0]["expression"].as<std::string>().find(
+                      "system:serviceaccount:kube-system:torus-torus-node-agent"),
+                  std::string::npos);
+      }
+      if (kind == "ValidatingAdmissionPolicyBinding") {
+        bound.insert(object["spec"]["policyName"].as<std::string>());
+        EXPECT_EQ(object["spec"]["validationActions"][0].as<std::string>(), "Deny");
+      }
+    }
+    EXPECT_EQ(policies, bound);
+    return policies.size();
+  };
+  EXPECT_EQ(countPolicies(render(kVariants[0])), 2U);
+  EXPECT_EQ(countPolicies(render({"off", {"nodeAgent.ownNodeOnly=false"}})), 0U);
 }
 
 TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
