@@ -75,9 +75,15 @@ Result<std::int64_t> parseDurationMillis(std::string_view text) {
   for (const Unit& unit : kUnits) {
     if (trimmed.size() > unit.suffix.size() && trimmed.ends_with(unit.suffix)) {
       const std::string_view number = trimmed.substr(0, trimmed.size() - unit.suffix.size());
-      const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / unit.millis;
-      auto value = parseInt64(number, 0, limit);
+      auto value = parseInt64(number, 0, std::numeric_limits<std::int64_t>::max() / unit.millis);
       if (!value) break;
+      if (*value * unit.millis > kMaxDurationMillis) {
+        // Callers turn durations into std::chrono nanoseconds; past 2^63 ns (292 years) that
+        // wrapped into a negative interval and a busy loop (probe row 16).
+        return makeError(ErrorCode::kInvalidArgument,
+                         "duration " + quoteJsonString(clipForMessage(text)) +
+                             " is longer than the 366 days any setting allows");
+      }
       return *value * unit.millis;
     }
   }

@@ -20,6 +20,8 @@ Result<int> parseInt(std::string_view text, int min, int max);
 // an empty list; an empty item ("1,,2") is an error.
 Result<std::vector<int>> parseIntList(std::string_view text, char separator, int min, int max);
 // Durations in flags and YAML: "250ms", "2s", "5m", "1h".
+// The longest duration any setting takes: 366 days.
+inline constexpr std::int64_t kMaxDurationMillis = 366LL * 24 * 3'600'000;
 Result<std::int64_t> parseDurationMillis(std::string_view text);
 Result<bool> parseBool(std::string_view text);
 

@@ -18,13 +18,15 @@ Error bad(const std::string& where, const std::string& why) {
 YAML::Node findNamed(const YAML::Node& list, const std::string& name, const char* field) {
   if (!list || !list.IsSequence()) return YAML::Node();
   for (const YAML::Node& entry : list) {
+    if (!entry.IsMap()) continue;  // operator[] of a scalar or list throws
     if (entry["name"] && entry["name"].as<std::string>("") == name) return entry[field];
   }
   return YAML::Node();
 }
 
 std::string scalar(const YAML::Node& node, const char* key) {
-  return node && node[key] && node[key].IsScalar() ? node[key].as<std::string>("") : "";
+  return node && node.IsMap() && node[key] && node[key].IsScalar() ? node[key].as<std::string>("")
+                                                                   : "";
 }
 
 // "*-data" fields hold base64 PEM; the TLS library reads files, so write them privately.
@@ -85,6 +87,8 @@ Result<KubeConfig> loadKubeconfig(const std::filesystem::path& path, std::string
     return bad("kubeconfig " + path.string(), std::string("not valid YAML: ") + error.what());
   }
   const std::string where = "kubeconfig " + path.string();
+  // A file that parses as a scalar (say /etc/hostname) used to abort on root["current-context"].
+  if (!root.IsMap()) return bad(where, "expected a kubeconfig (a YAML mapping)");
   const std::string contextName =
       context.empty() ? scalar(root, "current-context") : std::string(context);
   if (contextName.empty()) return bad(where, "no current-context and no context given");

@@ -11,6 +11,7 @@
 #include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/quantity.h"
 
 namespace torus::extender {
 namespace {
@@ -78,15 +79,9 @@ Result<int> wholeQuantity(const json& value, const std::string& path) {
     return static_cast<int>(number);
   }
   if (!value.is_string()) return bad(path, "expected a quantity, got " + typeName(value));
-  const std::string& text = value.get<std::string>();
-  auto number = parseInt(text, 0, 4096);
-  if (number) return number;
-  const std::size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
-  if (text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos) {
-    return bad(path, "expected 0..4096, got " + quoteJsonString(clipForMessage(text)));
-  }
-  return bad(path, "expected a whole number (extended resources cannot be fractional), got " +
-                       quoteJsonString(clipForMessage(text)));
+  auto count = kube::wholeQuantity(value.get<std::string>(), 0, 4096);
+  if (!count) return bad(path, count.error().message);
+  return static_cast<int>(*count);
 }
 
 // Per resource, what one container asks for: requests, or limits when requests are absent.

@@ -348,6 +348,30 @@ TEST(KubeConfigLoading, ReadsTokenFileAndRefusesAnEmptyOne) {
   EXPECT_NE(empty.error().message.find("is empty"), std::string::npos) << empty.error().message;
 }
 
+// Probe row 13: a kubeconfig that is a YAML scalar (say --kubeconfig=/etc/hostname) aborted three
+// binaries with an uncaught yaml-cpp exception.
+TEST(KubeConfigLoading, AnythingButAKubeconfigIsAClearError) {
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  const std::pair<const char*, const char*> cases[] = {
+      {"my-hostname\n", "expected a kubeconfig (a YAML mapping)"},
+      {"- a\n- b\n", "expected a kubeconfig (a YAML mapping)"},
+      {"current-context: a\ncontexts: [7, [x], {name: a, context: 5}]\n",
+       "context \"a\" not found"},
+      {"current-context: [a]\n", "no current-context and no context given"},
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [c]\n",
+       "cluster \"c\" not found"},
+  };
+  for (const auto& [text, message] : cases) {
+    const auto path = dir->path() / "config";
+    ASSERT_TRUE(writeFile(path, text).ok());
+    auto config = loadKubeconfig(path);
+    ASSERT_FALSE(config.ok()) << text;
+    EXPECT_NE(config.error().message.find(message), std::string::npos)
+        << text << " -> " << config.error().message;
+  }
+}
+
 TEST(KubeConfigLoading, InClusterNeedsTheServiceEnvironment) {
   ::unsetenv("KUBERNETES_SERVICE_HOST");
   auto config = inClusterConfig("/nonexistent");

@@ -71,6 +71,13 @@ TEST(ParseDuration, UnderstandsUnits) {
   EXPECT_FALSE(parseDurationMillis("ms").ok());
   EXPECT_FALSE(parseDurationMillis("-1s").ok());
   EXPECT_FALSE(parseDurationMillis("99999999999999999h").ok());
+  // Probe row 16: 2^63 ns and more wrapped into a busy loop.
+  EXPECT_EQ(*parseDurationMillis("8784h"), kMaxDurationMillis);
+  const auto tooLong = parseDurationMillis("9999999999h");
+  ASSERT_FALSE(tooLong.ok());
+  EXPECT_NE(tooLong.error().message.find("longer than the 366 days"), std::string::npos);
+  EXPECT_FALSE(parseDurationMillis("8784h1ms").ok());
+  EXPECT_FALSE(parseDurationMillis("31622400001ms").ok());
 }
 
 TEST(ParseBool, AcceptsCommonSpellingsOnly) {
