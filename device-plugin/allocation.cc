@@ -54,7 +54,7 @@ Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology:
   if (!unavailable.empty()) {
     return makeError(
         ErrorCode::kInvalidArgument,
-        std::string(resourceName(kind)) + ": ids not available: " + joinStrings(unavailable, ", "));
+        std::string(resourceName(kind)) + ": ids not available: " + joinFirst(unavailable, ", "));
   }
   ContainerAllocation allocation;
   allocation.cores = coresOfIds(kind, node, *parsed);

@@ -11,6 +11,8 @@
 namespace torus::plugin {
 namespace {
 
+constexpr std::size_t kMaxStatusMessage = 2048;
+
 grpc::Status toStatus(const Error& error) {
   grpc::StatusCode code = grpc::StatusCode::INTERNAL;
   switch (error.code) {
@@ -45,7 +47,8 @@ grpc::Status toStatus(const Error& error) {
       code = grpc::StatusCode::INTERNAL;
       break;
   }
-  return {code, error.message};
+  // gRPC carries the message in a header; C-core clients refuse more than 8 KiB of metadata.
+  return {code, std::string(clipForMessage(error.message, kMaxStatusMessage))};
 }
 
 std::vector<std::string> toStrings(const google::protobuf::RepeatedPtrField<std::string>& ids) {
@@ -186,34 +189,46 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
                                      v1beta1::AllocateResponse* response) {
   const NodeSnapshot snapshot = node_.snapshot();
   const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
+  const auto refuse = [&](const Error& error) {
+    metrics::processCounters().add(metrics::names::kAllocateErrorsTotal,
+                                   {{"resource", std::string(resourceName(kind_))}});
+    TORUS_LOG(Warn, Plugin, "Allocate refused", {"resource", resourceName(kind_)},
+              {"error", error.message});
+    return toStatus(error);
+  };
+  // Every container is checked before anything is answered or handed off, so a refused request
+  // leaves no trace.
+  std::vector<std::pair<ContainerAllocation, topology::CoreSet>> containers;
   topology::CoreSet granted;
   for (const auto& container : request->container_requests()) {
-    auto allocation = allocateContainer(kind_, snapshot.node, snapshot.devRoot,
-                                        toStrings(container.devices_ids()), blocked);
-    if (!allocation) {
-      metrics::processCounters().add(metrics::names::kAllocateErrorsTotal,
-                                     {{"resource", std::string(resourceName(kind_))}});
-      TORUS_LOG(Warn, Plugin, "Allocate refused", {"resource", resourceName(kind_)},
-                {"error", allocation.error().message});
-      return toStatus(allocation.error());
+    const std::vector<std::string> asked = toStrings(container.devices_ids());
+    auto allocation = allocateContainer(kind_, snapshot.node, snapshot.devRoot, asked, blocked);
+    if (!allocation) return refuse(allocation.error());
+    const topology::CoreSet ids = *parseIds(kind_, snapshot.node, asked);
+    if (ids.intersects(granted)) {
+      return refuse(makeError(ErrorCode::kInvalidArgument,
+                              std::string(resourceName(kind_)) + ": ids " +
+                                  (ids & granted).toRangeString() +
+                                  " asked for by two containers of one request"));
     }
+    granted |= ids;
+    containers.emplace_back(std::move(*allocation), ids);
+  }
+  for (auto& [allocation, ids] : containers) {
     auto* out = response->add_container_responses();
-    for (const DeviceNode& device : allocation->deviceNodes) {
+    for (const DeviceNode& device : allocation.deviceNodes) {
       auto* spec = out->add_devices();
       spec->set_host_path(device.hostPath);
       spec->set_container_path(device.containerPath);
       spec->set_permissions("rw");
     }
-    for (const auto& [name, value] : allocation->env)
+    for (const auto& [name, value] : allocation.env)
       (*out->mutable_envs())[name] = value;
-    const topology::CoreSet ids =
-        *parseIds(kind_, snapshot.node, toStrings(container.devices_ids()));
     if (handoff_ != nullptr) handoff_->allocated(kind_, ids);
-    granted |= ids;
     TORUS_LOG(Info, Plugin, "allocated", {"resource", resourceName(kind_)},
-              {"ids", granted.toRangeString()},
-              {"visible_cores", allocation->env["NEURON_RT_VISIBLE_CORES"]},
-              {"device_nodes", static_cast<int>(allocation->deviceNodes.size())});
+              {"ids", ids.toRangeString()},
+              {"visible_cores", allocation.env["NEURON_RT_VISIBLE_CORES"]},
+              {"device_nodes", static_cast<int>(allocation.deviceNodes.size())});
   }
   assignments_.recordAllocate(kind_, granted);
   metrics::processCounters().add(metrics::names::kAllocationsTotal,

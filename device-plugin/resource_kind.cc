@@ -96,12 +96,12 @@ Result<topology::CoreSet> parseIds(ResourceKind kind, const topology::Node& node
   if (!unknown.empty() || !duplicate.empty()) {
     std::string message = std::string(resourceName(kind)) + ":";
     if (!unknown.empty()) {
-      message += " unknown ids " + joinStrings(unknown, ", ") + " (this node has " +
+      message += " unknown ids " + joinFirst(unknown, ", ") + " (this node has " +
                  valid.toRangeString() + ")";
     }
     if (!duplicate.empty()) {
-      message += std::string(unknown.empty() ? "" : ";") + " duplicate ids " +
-                 joinStrings(duplicate, ", ");
+      message +=
+          std::string(unknown.empty() ? "" : ";") + " duplicate ids " + joinFirst(duplicate, ", ");
     }
     return makeError(ErrorCode::kInvalidArgument, message);
   }

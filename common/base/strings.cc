@@ -54,6 +54,13 @@ std::string joinStrings(std::span<const std::string> items, std::string_view sep
   return joinItems(items, separator);
 }
 
+std::string joinFirst(std::span<const std::string> items, std::string_view separator,
+                      std::size_t shown) {
+  if (items.size() <= shown) return joinItems(items, separator);
+  return joinItems(items.first(shown), separator) + " and " + std::to_string(items.size() - shown) +
+         " more";
+}
+
 std::string quoteJsonString(std::string_view text) {
   std::string quoted = "\"";
   for (const char c : text) {

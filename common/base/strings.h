@@ -14,6 +14,9 @@ std::string toLower(std::string_view text);
 std::vector<std::string_view> splitAndTrim(std::string_view text, char separator);
 std::string joinStrings(std::span<const std::string_view> items, std::string_view separator);
 std::string joinStrings(std::span<const std::string> items, std::string_view separator);
+// The first `shown` items joined, then " and N more": a message about 10,000 bad ids stays short.
+std::string joinFirst(std::span<const std::string> items, std::string_view separator,
+                      std::size_t shown = 8);
 // A JSON string literal, quotes included; control and non-ASCII bytes are \u-escaped so garbage
 // read from sysfs can be shown in a log line or error without breaking it.
 std::string quoteJsonString(std::string_view text);

@@ -241,8 +241,24 @@ TEST_F(DevicePluginTest, AllocateGivesDeviceNodesAndEnvAndRejectsBadIds) {
   EXPECT_EQ(status.error_message(),
             "aws.amazon.com/neuroncore: unknown ids \"999\", \"x\" (this node has 0-63); "
             "duplicate ids 3");
+  // Probe row 19: 10,000 bad ids made a 98 KB status, more than a C-core client takes.
+  std::vector<std::string> many;
+  for (int i = 0; i < 10000; ++i)
+    many.push_back("bad-" + std::to_string(i));
+  status = allocate(kCores, {many}, &bad);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(status.error_message().size(), 512U) << status.error_message();
+  EXPECT_NE(status.error_message().find("and 9992 more"), std::string::npos);
+  // ...and two containers of one request could be given the same core.
+  status = allocate(kCores, {{"20", "21"}, {"21", "22"}}, &bad);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "aws.amazon.com/neuroncore: ids 21 asked for by two containers of one request");
   v1beta1::AllocateResponse good;
   EXPECT_TRUE(allocate(kCores, {{"60"}}, &good).ok()) << "the server keeps serving";
+  v1beta1::AllocateResponse again;
+  EXPECT_TRUE(allocate(kCores, {{"20", "21"}}, &again).ok())
+      << "a refused request holds nothing: " << again.DebugString();
 }
 
 TEST_F(DevicePluginTest, InfTypesGetNoLncVariable) {
