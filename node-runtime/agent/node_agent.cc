@@ -138,6 +138,8 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
               "device plugin disabled (--device-plugin=false); kubelet will not see "
               "Neuron resources from this agent");
   }
+  // An LNC change renumbers every core: it waits until nothing holds one.
+  agent->monitor_->setLncChangeGuard([raw = agent.get()] { return raw->anyCoreHeld(); });
   agent->deepCheck_ =
       std::make_unique<DeepCheckRunner>(*agent->monitor_, deepCheckOptionsOf(config),
                                         std::chrono::milliseconds(config.deepCheckIntervalMs),
@@ -207,6 +209,16 @@ std::string NodeAgent::allocationsJson() const {
     }
   }
   return nlohmann::json{{"holders", std::move(holders)}}.dump() + "\n";
+}
+
+bool NodeAgent::anyCoreHeld() const {
+  if (plugins_) {
+    // Kubelet's view and our own Allocates it may not list yet.
+    for (const auto& [kind, ids] : plugins_->assignments().held) {
+      if (!ids.empty()) return true;
+    }
+  }
+  return !devicesInUse().empty();
 }
 
 topology::DeviceSet NodeAgent::devicesInUse() const {

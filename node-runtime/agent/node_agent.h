@@ -40,6 +40,8 @@ class NodeAgent {
   Result<void> serveHttp(const std::string& address);
   void followKernelLog(const AgentConfig& config);
   std::string allocationsJson() const;
+  // Whether any core is held, through either resource or by a process outside kubelet's view.
+  bool anyCoreHeld() const;
   topology::DeviceSet devicesInUse() const;
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);

@@ -31,7 +31,7 @@ bool startsWith(const std::string& text, const char* prefix) {
 
 }  // namespace
 
-NodeMetadata nodeMetadata(const topology::Node& node) {
+NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pendingLnc) {
   NodeMetadata metadata;
   const topology::DeviceSet healthy = node.healthyDevices();
   metadata.labels[kube::kLncLabel] = std::to_string(node.lnc);
@@ -79,6 +79,12 @@ NodeMetadata nodeMetadata(const topology::Node& node) {
   } else {
     metadata.reason = "AllDevicesHealthy";
     metadata.message = std::to_string(node.deviceCount()) + " devices healthy";
+  }
+  if (pendingLnc) {
+    if (metadata.healthy) metadata.reason = "LNCChangePending";
+    metadata.message += "; logical_nc_config asks for LNC " + std::to_string(*pendingLnc) +
+                        ", which renumbers every core: LNC " + std::to_string(node.lnc) +
+                        " stays in force until no pod holds a core";
   }
   return metadata;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/topology/node.h"
@@ -19,7 +20,9 @@ struct NodeMetadata {
   std::string message;  // which devices and why
 };
 
-NodeMetadata nodeMetadata(const topology::Node& node);
+// `pendingLnc`: an LNC change the monitor holds back while cores are held (NodeMonitor); the
+// condition says so, since the node will not take it until it drains.
+NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pendingLnc = {});
 
 // Keys this agent owns on a Node: a key with one of these prefixes that nodeMetadata() no longer
 // produces is removed.

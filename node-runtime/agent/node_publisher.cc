@@ -111,6 +111,40 @@ Result<void> NodePublisher::publish(const NodeMetadata& wanted) {
   return okResult();
 }
 
+void NodePublisher::postLncEvent(int lnc, std::optional<int> pendingLnc) {
+  if (pendingLnc == lastPendingLnc_) return;
+  const bool deferred = pendingLnc.has_value();
+  const std::string reason = deferred ? "LNCChangeDeferred" : "LNCChangeApplied";
+  const std::string message =
+      deferred ? "logical_nc_config asks for LNC " + std::to_string(*pendingLnc) +
+                     ", which renumbers every core; LNC " + std::to_string(lnc) +
+                     " stays in force until no pod holds a core on this node"
+               : "LNC " + std::to_string(lnc) + " is in force";
+  if (!deferred && !lastPendingLnc_) return;  // nothing was pending: nothing to report
+  const std::string now = utcNowRfc3339();
+  // Node events live in "default", as kubelet's do, so `kubectl describe node` shows them.
+  const json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", nodeName_ + "."}, {"namespace", "default"}}},
+      {"involvedObject",
+       {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", nodeName_}, {"uid", nodeName_}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", deferred ? "Warning" : "Normal"},
+      {"source", {{"component", "neuron-node-agent"}, {"host", nodeName_}}},
+      {"reportingComponent", "neuron-node-agent"},
+      {"reportingInstance", nodeName_},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  if (auto posted = client_.create("/api/v1/namespaces/default/events", event); !posted) {
+    TORUS_LOG(Warn, Agent, "could not post a node event", {"reason", reason},
+              {"error", posted.error().message});
+  }
+  lastPendingLnc_ = pendingLnc;
+}
+
 void NodePublisher::run(std::stop_token stop) {
   std::chrono::milliseconds backoff(500);
   std::unique_lock lock(mutex_);
@@ -119,7 +153,10 @@ void NodePublisher::run(std::stop_token stop) {
     if (stop.stop_requested()) return;
     dirty_ = false;
     lock.unlock();
-    auto published = publish(nodeMetadata(monitor_.node()));
+    const std::optional<int> pendingLnc = monitor_.pendingLnc();
+    const topology::Node node = monitor_.node();
+    auto published = publish(nodeMetadata(node, pendingLnc));
+    if (published) postLncEvent(node.lnc, pendingLnc);
     lock.lock();
     if (published) {
       ++publishes_;

@@ -33,6 +33,8 @@ class NodePublisher {
   void run(std::stop_token stop);
   Result<void> publish(const NodeMetadata& wanted);
   Result<void> forgetStaleKeys();
+  // A Node Event when an LNC change is first held back, and when it is applied.
+  void postLncEvent(int lnc, std::optional<int> pendingLnc);
 
   kube::KubeClient client_;
   const std::string nodeName_;
@@ -46,6 +48,7 @@ class NodePublisher {
   std::map<std::string, std::string> annotations_;
   std::optional<std::pair<bool, std::string>> condition_;  // healthy, message
   bool stalesForgotten_ = false;
+  std::optional<int> lastPendingLnc_;
   ChangeNotifier::Subscription subscription_;
   std::jthread thread_;
 };

@@ -77,9 +77,61 @@ std::uint64_t NodeMonitor::generation() const {
   return generation_;
 }
 
+void NodeMonitor::setLncChangeGuard(std::function<bool()> anyHeld) {
+  std::lock_guard lock(mutex_);
+  lncGuard_ = std::move(anyHeld);
+}
+
+std::optional<int> NodeMonitor::pendingLnc() const {
+  std::lock_guard lock(mutex_);
+  return pendingLnc_;
+}
+
+Result<discovery::Discovery> NodeMonitor::discoverKeepingHeldLnc(bool& pendingChanged) {
+  auto found = discovery::discoverNode(roots_, options_);
+  std::function<bool()> guard;
+  int inForce = 0;
+  std::optional<int> pending;
+  {
+    std::lock_guard lock(mutex_);
+    guard = lncGuard_;
+    inForce = node_.lnc;
+    pending = pendingLnc_;
+  }
+  std::optional<int> nowPending;
+  if (found && found->node.lnc != inForce && inForce > 0 && guard && guard()) {
+    discovery::DiscoveryOptions held = options_;
+    held.lnc = inForce;
+    if (auto atHeldLnc = discovery::discoverNode(roots_, held)) {
+      nowPending = found->node.lnc;
+      found = std::move(atHeldLnc);
+    }
+  }
+  pendingChanged = nowPending != pending;
+  if (pendingChanged) {
+    if (nowPending) {
+      TORUS_LOG(Warn, Discovery,
+                "the logical NeuronCore config changed while cores are held; keeping the LNC in "
+                "force until no pod holds a core (the change renumbers every core)",
+                {"lnc_in_force", inForce}, {"lnc_asked", *nowPending});
+    } else if (pending && found && found->node.lnc == *pending) {
+      TORUS_LOG(Info, Discovery,
+                "applying the logical NeuronCore config change now that no core is held",
+                {"lnc", found->node.lnc}, {"was", inForce});
+    } else if (pending) {
+      TORUS_LOG(Info, Discovery, "the pending logical NeuronCore config change was withdrawn",
+                {"lnc", inForce});
+    }
+    std::lock_guard lock(mutex_);
+    pendingLnc_ = nowPending;
+  }
+  return found;
+}
+
 bool NodeMonitor::refresh() {
   std::lock_guard refreshing(refreshMutex_);
-  auto found = discovery::discoverNode(roots_, options_);
+  bool pendingChanged = false;
+  auto found = discoverKeepingHeldLnc(pendingChanged);
   topology::Node next;
   if (found) {
     {
@@ -98,7 +150,9 @@ bool NodeMonitor::refresh() {
   }
   overlayKernelErrors(next);
   overlayDeepCheck(next);
-  return publish(std::move(next));
+  const bool changed = publish(std::move(next));
+  if (pendingChanged && !changed) notifier_.notify();  // the publisher shows what is pending
+  return changed || pendingChanged;
 }
 
 bool NodeMonitor::refreshHealth() {

@@ -4,13 +4,20 @@
 // intervals it re-runs the whole discovery. When a device's health or the node changes it swaps
 // the snapshot, logs each transition with its reason, and notifies subscribers — so a device
 // returns to Healthy as soon as its cause clears.
+//
+// A changed /opt/aws/neuron/logical_nc_config renumbers every core (LNC 2 -> 1 doubles the ids),
+// so while any core is held (the guard says so) the monitor keeps describing the node at the
+// LNC it had, reports the change as pending, and applies it once nothing is held: an id a
+// running pod holds never comes to mean another core (probe row 6, a physical double allocation).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -44,6 +51,11 @@ class NodeMonitor {
   bool refresh();
   // Re-probes only the volatile health signals; returns whether anything changed.
   bool refreshHealth();
+  // `anyHeld` says whether any core is held now; while it does, an LNC change waits.
+  void setLncChangeGuard(std::function<bool()> anyHeld);
+  // The LNC the configuration asks for when it differs from the one in force (held back).
+  std::optional<int> pendingLnc() const;
+
   // The kernel log reported a hardware error on `device`: it leaves service now and returns
   // once `kernelErrorHold` passes without another report.
   void reportKernelError(int device, const std::string& type);
@@ -57,6 +69,9 @@ class NodeMonitor {
   // Marks devices with a kernel-reported error inside the hold window (with mutex_ not held).
   void overlayKernelErrors(topology::Node& next);
   void overlayDeepCheck(topology::Node& next);
+  // The discovered node, or — when it changes the LNC while cores are held — the node
+  // rediscovered at the LNC in force. Updates pendingLnc_ and says whether that changed.
+  Result<discovery::Discovery> discoverKeepingHeldLnc(bool& pendingChanged);
 
   const discovery::DiscoveryRoots roots_;
   const discovery::DiscoveryOptions options_;
@@ -74,6 +89,8 @@ class NodeMonitor {
   };
   std::map<int, KernelError> kernelErrors_;       // by device
   std::map<int, std::string> deepCheckFailures_;  // by device: the last failing check's reason
+  std::function<bool()> lncGuard_;
+  std::optional<int> pendingLnc_;
   ChangeNotifier notifier_;
   std::mutex refreshMutex_;
   std::jthread thread_;

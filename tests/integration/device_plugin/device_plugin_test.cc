@@ -261,6 +261,51 @@ TEST_F(DevicePluginTest, AllocateGivesDeviceNodesAndEnvAndRejectsBadIds) {
       << "a refused request holds nothing: " << again.DebugString();
 }
 
+// Probe row 6: logical_nc_config changed from LNC 2 to 1 while a container held cores 0-3 (all
+// of /dev/neuron0) silently renumbered the node, and Allocate(4-7) handed out /dev/neuron0 again.
+TEST_F(DevicePluginTest, AnLncChangeWaitsUntilNoCoreIsHeld) {
+  start("trn2.48xlarge");
+  // The agent's wiring (node_agent.cc): the change waits while the plugin sees any holder.
+  const auto anyHeld = [this] {
+    for (const auto& [kind, ids] : manager_->assignments().held) {
+      if (!ids.empty()) return true;
+    }
+    return false;
+  };
+  monitor_->setLncChangeGuard(anyHeld);
+  kubelet_->setAssignments({{kCores, {"0", "1", "2", "3"}}});
+  v1beta1::AllocateResponse held;
+  ASSERT_TRUE(allocate(kCores, {{"0", "1", "2", "3"}}, &held).ok());
+  ASSERT_EQ(held.container_responses(0).devices(0).container_path(), "/dev/neuron0");
+
+  ASSERT_TRUE(writeFile(roots_.lncConfigFile(), "NEURON_LOGICAL_NC_CONFIG=1\n").ok());
+  monitor_->refresh();
+  EXPECT_EQ(monitor_->node().lnc, 2) << "the ids a running pod holds must keep their meaning";
+  EXPECT_EQ(monitor_->pendingLnc(), std::optional<int>(1));
+  EXPECT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& devices) { return devices.size() == 64; }, 5s));
+  v1beta1::AllocateResponse next;
+  ASSERT_TRUE(allocate(kCores, {{"4", "5", "6", "7"}}, &next).ok());
+  EXPECT_EQ(next.container_responses(0).devices(0).container_path(), "/dev/neuron1");
+  EXPECT_EQ(next.container_responses(0).envs().at("NEURON_LOGICAL_NC_CONFIG"), "2");
+
+  // The node drains (kubelet lists nothing, our own grants age out): the change applies.
+  kubelet_->setAssignments({});
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (anyHeld() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_FALSE(anyHeld());
+  monitor_->refresh();
+  EXPECT_EQ(monitor_->node().lnc, 1);
+  EXPECT_EQ(monitor_->pendingLnc(), std::nullopt);
+  EXPECT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& devices) { return devices.size() == 128; }, 5s));
+  v1beta1::AllocateResponse after;
+  ASSERT_TRUE(allocate(kCores, {{"4", "5", "6", "7"}}, &after).ok());
+  EXPECT_EQ(after.container_responses(0).devices(0).container_path(), "/dev/neuron0");
+  EXPECT_EQ(after.container_responses(0).envs().at("NEURON_LOGICAL_NC_CONFIG"), "1");
+}
+
 TEST_F(DevicePluginTest, InfTypesGetNoLncVariable) {
   start("inf2.48xlarge");
   ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));

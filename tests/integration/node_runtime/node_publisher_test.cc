@@ -5,11 +5,14 @@
 #include <filesystem>
 #include <functional>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "common/base/unique_fd.h"
 #include "common/kube/topology_annotation.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
@@ -103,6 +106,56 @@ TEST(NodePublisher, LabelsAnnotationAndConditionFollowTheDevices) {
     return now["metadata"]["labels"]["torus.dev/healthy-devices"] == "16" &&
            conditionOf(now, "NeuronHealthy")["status"] == "True";
   })) << agent.stderrText();
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
+}
+
+// Probe row 6, as the operator sees it: logical_nc_config changes while a process holds
+// /dev/neuron0; the node keeps LNC 2 and says why (condition, Warning event) until it is let go.
+TEST(NodePublisher, AnLncChangeWaitsForTheNodeToDrainAndSaysSo) {
+  FakeApiServer api;
+  auto dir = TempDir::create("publisher");
+  ASSERT_TRUE(dir.ok());
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
+  const fs::path sim = dir->path() / "sim";
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--simulate-dir=" + sim.string(), "--device-plugin=false",
+                           "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
+                           "--kubeconfig=" + kubeconfig, "--node-name=node-a"});
+  const auto label = [&] {
+    return api.get("nodes", "node-a")->value("/metadata/labels/torus.dev~1lnc"_json_pointer, "");
+  };
+  ASSERT_TRUE(eventually([&] { return label() == "2"; })) << agent.stderrText();
+  std::optional<UniqueFd> holder(UniqueFd(::open((sim / "dev" / "neuron0").c_str(), O_RDONLY)));
+  ASSERT_TRUE(holder->valid());
+  ASSERT_TRUE(writeFile(sim / "opt" / "aws" / "neuron" / "logical_nc_config",
+                        "NEURON_LOGICAL_NC_CONFIG=1\n")
+                  .ok());
+  const auto eventWith = [&](const std::string& reason) {
+    for (const json& event : api.events()) {
+      if (event.value("reason", "") == reason) return event;
+    }
+    return json();
+  };
+  ASSERT_TRUE(eventually([&] { return !eventWith("LNCChangeDeferred").is_null(); }, 15s))
+      << agent.stderrText();
+  const json deferred = eventWith("LNCChangeDeferred");
+  EXPECT_EQ(deferred["type"], "Warning");
+  EXPECT_EQ(deferred["involvedObject"]["kind"], "Node");
+  EXPECT_EQ(deferred["involvedObject"]["name"], "node-a");
+  const json condition = conditionOf(*api.get("nodes", "node-a"), "NeuronHealthy");
+  EXPECT_EQ(condition["reason"], "LNCChangePending");
+  EXPECT_NE(condition["message"].get<std::string>().find("asks for LNC 1"), std::string::npos);
+  EXPECT_EQ(label(), "2") << "held cores keep their numbering";
+  EXPECT_NE(agent.stderrText().find("keeping the LNC in force"), std::string::npos);
+
+  holder.reset();  // the node drains
+  EXPECT_TRUE(eventually([&] { return label() == "1"; }, 15s)) << agent.stderrText();
+  EXPECT_TRUE(eventually([&] { return !eventWith("LNCChangeApplied").is_null(); }));
+  EXPECT_EQ(conditionOf(*api.get("nodes", "node-a"), "NeuronHealthy")["reason"],
+            "AllDevicesHealthy");
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
 }

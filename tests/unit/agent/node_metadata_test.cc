@@ -24,6 +24,23 @@ TEST(NodeMetadata, HealthyTrn2) {
   EXPECT_EQ(topology->links[0], (std::vector<int>{12, 1, 3, 4}));
 }
 
+TEST(NodeMetadata, AHeldBackLncChangeIsInTheCondition) {
+  auto node = topology::catalogNode("trn2.48xlarge");
+  ASSERT_TRUE(node.ok());
+  NodeMetadata metadata = nodeMetadata(*node, 1);
+  EXPECT_TRUE(metadata.healthy);
+  EXPECT_EQ(metadata.reason, "LNCChangePending");
+  EXPECT_NE(metadata.message.find("asks for LNC 1, which renumbers every core: LNC 2 stays in "
+                                  "force until no pod holds a core"),
+            std::string::npos)
+      << metadata.message;
+  EXPECT_EQ(metadata.labels.at("torus.dev/lnc"), "2");
+  node->devices[3].health = topology::DeviceHealth::unhealthy("reset=2");
+  metadata = nodeMetadata(*node, 1);
+  EXPECT_EQ(metadata.reason, "UnhealthyDevices") << "the worse news leads";
+  EXPECT_NE(metadata.message.find("asks for LNC 1"), std::string::npos);
+}
+
 TEST(NodeMetadata, UltraServerLabelsAndAnUnhealthyDevice) {
   auto node = topology::catalogNode("trn2u.48xlarge");
   ASSERT_TRUE(node.ok());
