@@ -48,6 +48,7 @@ struct ExtenderConfig {
   int maxBodyMiB = 16;
   std::string schedulerName = "neuron-scheduler";
   bool crossResourcePreemption = true;
+  bool serveState = false;
   torus::log::Settings log;
 };
 
@@ -90,6 +91,10 @@ int main(int argc, char** argv) {
                   "evict lower-priority pods of one Neuron resource for a pod of the other, which "
                   "kube-scheduler's preemption cannot see (uses pods/eviction)",
                   &config.crossResourcePreemption);
+  table.addSwitch("serve-state", "TORUS_SERVE_STATE", "serveState",
+                  "serve GET /state: every node's free ids and every Neuron pod's allocation, to "
+                  "whoever reaches the port",
+                  &config.serveState);
   torus::config::addLogSettings(table, &config.log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",
@@ -126,6 +131,7 @@ int main(int argc, char** argv) {
   }
 
   torus::extender::ClusterState state;
+  torus::extender::PodCache podsFromApi;
   std::unique_ptr<torus::extender::ClusterSync> sync;
   std::unique_ptr<torus::extender::ApiBinder> binder;
   if (!config.simulateCluster.empty()) {
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
     TORUS_LOG(Info, Extender, "using the Kubernetes API", {"server", kube->server});
     torus::extender::SyncOptions syncOptions;
     syncOptions.assumeTtl = std::chrono::seconds(config.assumeTtlSeconds);
+    syncOptions.podsFromApi = &podsFromApi;
     if (config.crossResourcePreemption) {
       syncOptions.crossResourcePreemption =
           torus::extender::CrossResourcePreemptionOptions{.schedulerName = config.schedulerName};
@@ -168,6 +175,8 @@ int main(int argc, char** argv) {
   torus::extender::ExtenderContext context{state, pods, metrics};
   context.learnNodesFromRequests = sync == nullptr;
   context.binder = binder.get();
+  context.serveState = config.serveState;
+  if (sync) context.podsFromApi = &podsFromApi;
   if (sync) {
     context.ready = [&sync] { return sync->hasSynced(); };
     context.moreMetrics = [&sync] { return sync->metricsText(); };

@@ -226,6 +226,7 @@ nodeAgent:
 extender:
   hostNetwork: true
   port: $EXTENDER_PORT
+  serveState: true  # the tests and the demo read it; nothing but this machine reaches the port
   extraEnv: $env
 scheduler:
   hostNetwork: true

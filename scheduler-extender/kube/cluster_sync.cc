@@ -2,7 +2,10 @@
 
 #include <condition_variable>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
+#include "scheduler-extender/kube/kube_objects.h"
 
 namespace torus::extender {
 
@@ -45,6 +48,16 @@ ClusterSync::~ClusterSync() {
 
 bool ClusterSync::hasSynced() const {
   return nodes_->hasSynced() && pods_->hasSynced();
+}
+
+void ClusterSync::rememberDemand(const nlohmann::json& pod) {
+  if (options_.podsFromApi == nullptr) return;
+  auto record = parsePodRecord(pod);
+  // Only what a bind can ask about: pods that want Neuron and are not bound yet. Annotations are
+  // dropped; bind needs the demand, and the cache must stay small (probe row 4).
+  if (!record || !record->demand.wantsNeuron() || !record->nodeName.empty()) return;
+  record->demand.annotations.clear();
+  options_.podsFromApi->remember(record->demand);
 }
 
 std::string ClusterSync::metricsText() const {

@@ -13,6 +13,7 @@
 #include "scheduler-extender/kube/cluster_mirror.h"
 #include "scheduler-extender/kube/cross_resource_preemptor.h"
 #include "scheduler-extender/state/cluster_state.h"
+#include "scheduler-extender/state/pod_cache.h"
 
 namespace torus::extender {
 
@@ -20,6 +21,8 @@ struct SyncOptions {
   // How long a bind of ours may go unseen on the pod before its cores are given back.
   std::chrono::milliseconds assumeTtl{std::chrono::minutes(5)};
   kube::InformerOptions informer;
+  // Filled with every pod's Neuron demand as the API states it (for bind); unset: not kept.
+  PodCache* podsFromApi = nullptr;
   // Evict pods of one Neuron resource for a more important pod of the other (off when unset).
   std::optional<CrossResourcePreemptionOptions> crossResourcePreemption;
 };
@@ -38,6 +41,7 @@ class ClusterSync {
 
  private:
   void expireLoop(std::stop_token stop);
+  void rememberDemand(const nlohmann::json& pod);
 
   ClusterState& state_;
   SyncOptions options_;

@@ -55,20 +55,24 @@ void learnNodes(ExtenderContext& context, const ExtenderArgs& args) {
 // Bind carries only the pod's name and UID: its demand comes from filter, or from the API when
 // filter ran before this extender did (a restart between the two).
 Result<PodDemand> findPod(ExtenderContext& context, const BindingArgs& args) {
-  if (auto cached = context.pods.find(args.podUid)) return *cached;
   const std::string key = args.podNamespace + "/" + args.podName;
   if (context.binder == nullptr) {
+    // A simulated cluster has no API: the demand filter saw is all there is.
+    if (auto cached = context.pods.find(args.podUid)) return *cached;
     return makeError(ErrorCode::kNotFound, "pod " + key + " (uid " + args.podUid +
                                                ") was not seen in filter; kube-scheduler will "
                                                "retry it");
   }
+  if (context.podsFromApi != nullptr) {
+    if (auto known = context.podsFromApi->find(args.podUid)) return *known;
+  }
+  // Not watched yet (a bind right after the pod was created, or after a restart): ask the API.
   auto fetched = context.binder->fetchPod(args.podNamespace, args.podName);
   if (!fetched) return std::move(fetched).error().withContext("looking up pod " + key);
   if (fetched->uid != args.podUid) {
     return makeError(ErrorCode::kNotFound, "pod " + key + " now has uid " + fetched->uid +
                                                ", not " + args.podUid + "; it was replaced");
   }
-  context.pods.remember(*fetched);
   return fetched;
 }
 
@@ -155,6 +159,12 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
                       return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
                     }});
   routes.push_back({"GET", "/state", [context](const http::Request&) {
+                      if (!context.serveState) {
+                        return http::Response{404, "text/plain; charset=utf-8",
+                                              "GET /state is off: it lists every Neuron pod to "
+                                              "whoever reaches this port; start the extender "
+                                              "with --serve-state to turn it on\n"};
+                      }
                       return json(clusterStateJson(context.state));
                     }});
   routes.push_back({"GET", "/readyz", [context](const http::Request&) {

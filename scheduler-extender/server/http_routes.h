@@ -25,6 +25,12 @@ struct ExtenderContext {
   bool learnNodesFromRequests = true;
   // Where binds go besides the state (the Kubernetes API); nullptr in a simulated cluster.
   PodBinder* binder = nullptr;
+  // Pods as the Kubernetes API describes them (the pod informer), or nullptr in a simulated
+  // cluster. When set, bind trusts only these (or a GET of the pod): a request to /filter may come
+  // from anyone who reaches the port, and must not decide what a bind reserves.
+  const PodCache* podsFromApi = nullptr;
+  // GET /state lists every Neuron pod with its node and ids: off unless asked for.
+  bool serveState = false;
   // /readyz: true once the state reflects the cluster; unset means always ready.
   std::function<bool()> ready = nullptr;
   // Appended to /metrics (what runs beside the verbs); unset means nothing.

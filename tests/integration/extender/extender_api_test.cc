@@ -40,7 +40,7 @@ class ExtenderApiTest : public ::testing::Test {
   void startExtender() {
     extender_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
         binaryPath("neuron-scheduler-extender"), "--kubeconfig=" + kubeconfig_,
-        "--listen=127.0.0.1:0", "--log-level=debug"});
+        "--listen=127.0.0.1:0", "--log-level=debug", "--serve-state"});
     const auto log = extender_->waitForStderr("\"serving\"", 10s);
     ASSERT_TRUE(log.has_value()) << extender_->stderrText();
     port_ = loggedPort(*log, "\"serving\"");
@@ -140,6 +140,38 @@ TEST_F(ExtenderApiTest, BindWritesTheAnnotationsWithTheBinding) {
   EXPECT_EQ(api_.get("pods", "ml/train-0")->at("metadata").at("annotations").at("AWS_NEURON_IDS"),
             "0,1,2,3");
   EXPECT_EQ(freeCores("trn-a"), "4-63");
+}
+
+// Probe row 7: a second filter with the pod's UID and a smaller demand, from anyone who reaches
+// the port, made kube-scheduler's later bind of a 16-core pod reserve 1 core.
+TEST_F(ExtenderApiTest, BindReservesWhatThePodAsksOfTheApiNotWhatAFilterClaimed) {
+  api_.put("pods", makePod("ml", "big", kCores, 16));
+  const json pod = *api_.get("pods", "ml/big");
+  ASSERT_EQ(post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a"}}})["Error"], "");
+  json forged = pod;
+  forged["spec"]["containers"][0]["resources"]["limits"][kCores] = "1";
+  post("filter", {{"Pod", forged}, {"NodeNames", {"trn-a"}}});
+  ASSERT_EQ(post("bind", {{"PodName", "big"},
+                          {"PodNamespace", "ml"},
+                          {"PodUID", pod["metadata"]["uid"]},
+                          {"Node", "trn-a"}})["Error"],
+            "");
+  EXPECT_EQ(api_.get("pods", "ml/big")->at("metadata").at("annotations").at("AWS_NEURON_IDS"),
+            "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15");
+}
+
+TEST_F(ExtenderApiTest, StateIsServedOnlyWhenAskedFor) {
+  stopExtender();
+  extender_ = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{binaryPath("neuron-scheduler-extender"),
+                               "--kubeconfig=" + kubeconfig_, "--listen=127.0.0.1:0"});
+  const auto log = extender_->waitForStderr("\"serving\"", 10s);
+  ASSERT_TRUE(log.has_value()) << extender_->stderrText();
+  port_ = loggedPort(*log, "\"serving\"");
+  const auto reply = httpGet(port_, "/state");
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->substr(0, 3), "404");
+  EXPECT_NE(reply->find("--serve-state"), std::string::npos) << *reply;
 }
 
 TEST_F(ExtenderApiTest, RestartRebuildsTheSameStateFromPods) {
