@@ -16,10 +16,12 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format curl unzip
 )
-# Tools the tests and benchmarks run next to our code: promtool (package prometheus) checks
-# /metrics; Open MPI is the baseline of tests/bench/collectives_vs_mpi.sh; ip and unshare make
-# the network namespaces of the two-host collectives test.
+# Tools the tests and benchmarks run next to our code: clang's libFuzzer runs tests/fuzz; promtool
+# (package prometheus) checks /metrics; Open MPI is the baseline of
+# tests/bench/collectives_vs_mpi.sh; ip and unshare make the network namespaces of the two-host
+# collectives test.
 test_packages=(
+  clang  # libFuzzer for tests/fuzz (scripts/fuzz.sh)
   prometheus
   openmpi-bin libopenmpi-dev
   iproute2 util-linux

@@ -19,7 +19,10 @@ YAML::Node findNamed(const YAML::Node& list, const std::string& name, const char
   if (!list || !list.IsSequence()) return YAML::Node();
   for (const YAML::Node& entry : list) {
     if (!entry.IsMap()) continue;  // operator[] of a scalar or list throws
-    if (entry["name"] && entry["name"].as<std::string>("") == name) return entry[field];
+    if (!entry["name"] || entry["name"].as<std::string>("") != name) continue;
+    // A missing key reads as an invalid node, on which IsMap() throws (found by fuzzing).
+    if (const YAML::Node value = entry[field]; value) return value;
+    return YAML::Node();
   }
   return YAML::Node();
 }

@@ -361,6 +361,11 @@ TEST(KubeConfigLoading, AnythingButAKubeconfigIsAClearError) {
       {"current-context: [a]\n", "no current-context and no context given"},
       {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [c]\n",
        "cluster \"c\" not found"},
+      // Found by tests/fuzz: a named entry without its body threw from yaml-cpp.
+      {"current-context: a\ncontexts: [{name: a, contex: {cluster: c}}]\n",
+       "context \"a\" not found"},
+      {"current-context: a\ncontexts: [{name: a, context: {cluster: c}}]\nclusters: [{name: c}]\n",
+       "cluster \"c\" not found"},
   };
   for (const auto& [text, message] : cases) {
     const auto path = dir->path() / "config";
