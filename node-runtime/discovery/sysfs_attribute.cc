@@ -1,8 +1,14 @@
 #include "node-runtime/discovery/sysfs_attribute.h"
 
+#include <cerrno>
+
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "common/base/file_io.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/base/unique_fd.h"
 
 namespace torus::discovery {
 namespace {
@@ -80,6 +86,19 @@ Result<std::string> parseName(std::string_view text) {
     if (byte < 0x20 || byte >= 0x7f) return unexpected("a printable name", text);
   }
   return std::string(trimmed);
+}
+
+Result<void> writeAttribute(const std::filesystem::path& path, std::string_view text) {
+  const UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return makeError(ErrorCode::kUnavailable, path.string() + ": " + errnoText(errno));
+  }
+  const ssize_t written = ::write(fd.get(), text.data(), text.size());
+  if (written != static_cast<ssize_t>(text.size())) {
+    return makeError(ErrorCode::kUnavailable,
+                     path.string() + ": " + (written < 0 ? errnoText(errno) : "short write"));
+  }
+  return okResult();
 }
 
 Result<std::string> readAttribute(const std::filesystem::path& path) {

@@ -32,6 +32,11 @@ Result<std::string> parseName(std::string_view text);  // printable one-line nam
 // Reads an attribute (at most 4 KiB). Errors carry the path: "<path>: ...".
 Result<std::string> readAttribute(const std::filesystem::path& path);
 
+// Stores `text` into an existing attribute the way a sysfs store works: one write at offset 0,
+// never truncating first, so a reader racing the store sees the old or the new value, never an
+// empty file (where attributes are plain files, as in a simulated tree). Errors carry the path.
+Result<void> writeAttribute(const std::filesystem::path& path, std::string_view text);
+
 // Reads and parses; the error reads "<name>: expected ..., got "..." (<path>)".
 template <typename Parse>
 auto readParsed(const std::filesystem::path& path, std::string_view name, Parse parse)

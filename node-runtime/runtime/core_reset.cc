@@ -66,7 +66,7 @@ Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
               {"holders", holdersText(holders)}, {"attempt", attempt});
     std::this_thread::sleep_for(policy.retryDelay);
   }
-  TORUS_RETURN_IF_ERROR(writeFile(resetFile, "1\n", CreateParents::kNo), "resetting " + name);
+  TORUS_RETURN_IF_ERROR(discovery::writeAttribute(resetFile, "1\n"), "resetting " + name);
   const auto deadline = std::chrono::steady_clock::now() + policy.readyTimeout;
   while (true) {
     auto state = discovery::readParsed(resetFile, "reset", discovery::parseResetState);

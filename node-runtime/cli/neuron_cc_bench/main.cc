@@ -242,6 +242,11 @@ int main(int argc, char** argv) {
     return fail("--first-rank " + std::to_string(options.firstRank) +
                 " joins an existing root: give its --root-address with the port");
   }
+  // Every pretend host gets the same number of ranks; --hosts 3 --ranks 2 used to run 2 hosts.
+  if (options.hosts > 1 && options.ranks % options.hosts != 0) {
+    return fail("--hosts " + std::to_string(options.hosts) + " does not split --ranks " +
+                std::to_string(options.ranks) + " into hosts of equal size");
+  }
   if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.worldSize < 2) {
     return fail("--op sendrecv needs --ranks 2 or more");
   }

@@ -1,8 +1,13 @@
 #include "node-runtime/discovery/sysfs_attribute.h"
 
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
 
 namespace torus::discovery {
 namespace {
@@ -63,6 +68,30 @@ TEST(SysfsAttribute, EveryParserRejectsGarbageWithAClearMessage) {
 
 // A seeded random walk over bytes the attributes might hold after corruption: no parser may
 // crash, and each answers either a value or an error.
+// Probe row 20: the reset store truncated the file first, so a reader racing it saw "" and took
+// the device out of service. A store now never shows a reader an empty attribute.
+TEST(SysfsAttribute, AStoreIsNeverSeenHalfDone) {
+  auto dir = TempDir::create("attr");
+  ASSERT_TRUE(dir.ok());
+  const auto reset = dir->path() / "reset";
+  ASSERT_TRUE(writeFile(reset, "1\n").ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> badReads{0};
+  std::thread reader([&] {
+    while (!stop) {
+      if (!readParsed(reset, "reset", parseResetState).ok()) ++badReads;
+    }
+  });
+  for (int i = 0; i < 20000; ++i)
+    ASSERT_TRUE(writeAttribute(reset, i % 2 == 0 ? "1\n" : "2\n").ok());
+  stop = true;
+  reader.join();
+  EXPECT_EQ(badReads.load(), 0);
+  const auto missing = writeAttribute(dir->path() / "absent", "1\n");
+  ASSERT_FALSE(missing.ok()) << "a store never creates an attribute";
+  EXPECT_NE(missing.error().message.find("absent"), std::string::npos);
+}
+
 TEST(SysfsAttribute, RandomBytesNeverCrashAParser) {
   std::mt19937 random(2026);
   const std::string alphabet =
