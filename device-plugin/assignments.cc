@@ -47,10 +47,22 @@ void AssignmentTracker::recordAllocate(ResourceKind kind, const topology::CoreSe
   bool changed = false;
   {
     std::lock_guard lock(mutex_);
+    // Expired grants go now, not only when kubelet answers (it may be unreachable for hours),
+    // and a repeated grant of the same ids renews the one entry: the list stays as long as the
+    // distinct grants of one grace period (probe row 15: it grew by every Allocate).
+    std::erase_if(pending_, [&](const Pending& p) {
+      return now - p.at > grace_ || (p.kind == kind && p.ids == ids);
+    });
     pending_.push_back({kind, ids, now});
+    if (pending_.size() > kMaxPending) pending_.erase(pending_.begin());
     changed = publishLocked(now);
   }
   if (changed) notifier_.notify();
+}
+
+std::size_t AssignmentTracker::pendingCount() const {
+  std::lock_guard lock(mutex_);
+  return pending_.size();
 }
 
 Assignments AssignmentTracker::current(Clock::time_point now) const {

@@ -54,6 +54,7 @@ class AssignmentTracker {
   void recordAllocate(ResourceKind kind, const topology::CoreSet& ids,
                       Clock::time_point now = Clock::now());
   Assignments current(Clock::time_point now = Clock::now()) const;
+  std::size_t pendingCount() const;  // own grants kubelet has not listed yet, for tests
   ChangeNotifier::Subscription onChange(std::function<void()> notify) {
     return notifier_.subscribe(std::move(notify));
   }
@@ -67,6 +68,8 @@ class AssignmentTracker {
   Assignments currentLocked(Clock::time_point now) const;
   bool publishLocked(Clock::time_point now);
 
+  // Far more than kubelet can admit in one grace period; a bound for a caller gone wrong.
+  static constexpr std::size_t kMaxPending = 4096;
   const std::chrono::milliseconds grace_;
   mutable std::mutex mutex_;
   Assignments listed_;

@@ -49,6 +49,30 @@ TEST(AssignmentTracker, OwnAllocationsCountUntilKubeletListsThemOrTheyExpire) {
   EXPECT_TRUE(tracker.current(t0 + 14s).held.empty());
 }
 
+// Probe row 15: with pod-resources unreachable, every Allocate added an entry that only a kubelet
+// answer could remove (about 80 B each, no plateau over 105,000 calls).
+TEST(AssignmentTracker, OwnGrantsStayBoundedWhileKubeletIsAway) {
+  AssignmentTracker tracker(10s);
+  const auto t0 = AssignmentTracker::Clock::now();
+  for (int i = 0; i < 100'000; ++i) {
+    tracker.recordAllocate(ResourceKind::kNeuronCore, topology::CoreSet::range(i % 64, 1),
+                           t0 + std::chrono::milliseconds(i));
+  }
+  EXPECT_EQ(tracker.pendingCount(), 64U) << "one entry per distinct grant";
+  // An hour later, a single new grant sweeps the expired ones.
+  tracker.recordAllocate(ResourceKind::kNeuron, ids("3"), t0 + 1h);
+  EXPECT_EQ(tracker.pendingCount(), 1U);
+  EXPECT_EQ(tracker.current(t0 + 1h).held[ResourceKind::kNeuron], ids("3"));
+  // Thousands of distinct grants at once (no kubelet admits that many): the oldest go first.
+  for (int first = 0; first < 128; ++first) {
+    for (int second = first + 1; second < 128; ++second) {
+      tracker.recordAllocate(ResourceKind::kNeuronCore,
+                             topology::CoreSet::fromIds(std::vector<int>{first, second}), t0 + 1h);
+    }
+  }
+  EXPECT_EQ(tracker.pendingCount(), 4096U);
+}
+
 TEST(Allocation, VisibleCoresAndDeviceNodes) {
   const topology::Node node = *topology::catalogNode("inf1.24xlarge");  // 4 cores per device
   auto allocation = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"51", "52"}, {});
