@@ -110,24 +110,32 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
   }
   // Device indices are dense on a healthy node; keep a slot for every index up to the highest so
   // that global core ids never shift when one device disappears from sysfs.
-  const int slots = indices->back() + 1;
+  int slots = indices->back() + 1;
   std::vector<DeviceFacts> facts;
   facts.reserve(static_cast<std::size_t>(slots));
+  const auto missingDevice = [&](int index) {
+    DeviceFacts missing;
+    missing.index = index;
+    missing.problems.push_back("neuron" + std::to_string(index) + " is missing from " +
+                               roots.neuronClass().string());
+    return missing;
+  };
   for (int index = 0; index < slots; ++index) {
-    if (std::binary_search(indices->begin(), indices->end(), index)) {
-      facts.push_back(scanDevice(roots, index));
-    } else {
-      DeviceFacts missing;
-      missing.index = index;
-      missing.problems.push_back("neuron" + std::to_string(index) + " is missing from " +
-                                 roots.neuronClass().string());
-      facts.push_back(std::move(missing));
-    }
+    facts.push_back(std::binary_search(indices->begin(), indices->end(), index)
+                        ? scanDevice(roots, index)
+                        : missingDevice(index));
   }
 
   Discovery discovery;
   topology::Node& node = discovery.node;
   const InstanceType* type = identifyInstanceType(roots, options, facts, discovery);
+  // The highest devices vanishing must not shrink a known node either: their slots stay, out of
+  // service, and their neighbours keep pointing at devices the node has (probe row 11: 15 of 16
+  // devices and 4 healthy neighbours taken out).
+  if (type != nullptr) {
+    for (; slots < type->deviceCount; ++slots)
+      facts.push_back(missingDevice(slots));
+  }
   if (type == nullptr) {
     discovery.findings.push_back("instance type \"" + node.instanceType +
                                  "\" is not in the catalog; using what the driver reports");

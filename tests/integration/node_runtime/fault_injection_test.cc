@@ -131,6 +131,22 @@ TEST_F(FaultInjectionTest, MissingClassEntryKeepsCoreIdsStable) {
   EXPECT_EQ(found->node.coresOfDevice(10).toRangeString(), "20-21");
 }
 
+// Probe row 11: the highest device vanishing shrank the node to 15 devices and 60 cores, and its
+// four healthy neighbours left service for naming a device "this node does not have".
+TEST_F(FaultInjectionTest, TheHighestDeviceVanishingKeepsItsSlot) {
+  simulate("trn2.48xlarge", {});
+  fs::remove(roots_.neuronClass() / "neuron15");
+  fs::remove_all(deviceDir(15));
+  auto found = discovery::discoverNode(roots_, {});
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  EXPECT_EQ(found->node.deviceCount(), 16);
+  EXPECT_EQ(found->node.logicalCoreCount(), 64);
+  EXPECT_FALSE(found->node.devices[15].health.healthy);
+  EXPECT_NE(found->node.devices[15].health.reason.find("neuron15 is missing"), std::string::npos);
+  EXPECT_EQ(found->node.healthyDevices().size(), 15U)
+      << "only the missing device leaves service, not its neighbours";
+}
+
 TEST_F(FaultInjectionTest, InvalidResetStateAndCoreCountMismatch) {
   simulate("trn2.48xlarge", {});
   ASSERT_TRUE(writeFile(deviceDir(0) / "reset", "2\n").ok());
