@@ -243,8 +243,13 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
   auto listen = http::parseListenAddress(address);
   if (!listen) return std::move(listen).error();
   std::vector<http::Route> routes;
-  routes.push_back({"GET", "/healthz", [](const http::Request&) {
-                      return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
+  // Alive and answering. A hung read of the driver's files is named here (its device is out of
+  // service already); it is no reason to restart the agent, which could not interrupt it either.
+  routes.push_back({"GET", "/healthz", [this](const http::Request&) {
+                      std::string body = "ok\n";
+                      for (const std::string& stall : monitor_->stalledReads())
+                        body += "stalled read: " + stall + "\n";
+                      return http::Response{200, "text/plain; charset=utf-8", body};
                     }});
   // Who holds which cores, recovered from kubelet's pod-resources after any agent restart.
   routes.push_back({"GET", "/allocations", [this](const http::Request&) {

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "common/base/strings.h"
+#include "common/base/utc_time.h"
 #include "common/metrics/event_counters.h"
 #include "node-runtime/discovery/device_scan.h"
 
@@ -49,15 +50,18 @@ void logTransitions(const topology::Node& before, const topology::Node& after) {
 
 NodeMonitor::NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
                          const discovery::Discovery& initial, std::chrono::milliseconds interval,
-                         std::chrono::milliseconds kernelErrorHold)
+                         std::chrono::milliseconds kernelErrorHold,
+                         std::chrono::milliseconds readDeadline)
     : roots_(std::move(roots)),
       options_(std::move(options)),
       interval_(interval),
       kernelErrorHold_(kernelErrorHold),
+      readDeadline_(readDeadline),
       node_(initial.node),
       staticProblems_(initial.staticProblems) {
   for (const topology::Device& device : node_.devices) {
     healthFiles_.push_back(discovery::volatileHealthFiles(roots_, device.index));
+    probeWorkers_.push_back(std::make_unique<DeadlineWorker>());
   }
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
@@ -87,8 +91,70 @@ std::optional<int> NodeMonitor::pendingLnc() const {
   return pendingLnc_;
 }
 
+std::string NodeMonitor::noteStall(const std::string& key,
+                                   std::optional<DeadlineWorker::Clock::time_point> since) {
+  std::lock_guard lock(mutex_);
+  const auto it = stalls_.find(key);
+  if (!since) {
+    if (it != stalls_.end()) {
+      TORUS_LOG(Info, Health, "a hung read of the driver's files returned", {"what", key},
+                {"since", it->second});
+      stalls_.erase(it);
+    }
+    return "";
+  }
+  if (it != stalls_.end()) return it->second;
+  // Wall-clock start, fixed once, so the reason (and the node) does not change every pass.
+  const auto age = DeadlineWorker::Clock::now() - *since;
+  const std::string at =
+      utcRfc3339(std::chrono::system_clock::now() -
+                 std::chrono::duration_cast<std::chrono::system_clock::duration>(age));
+  TORUS_LOG(Error, Health, "a read of the driver's files hangs; going on without it", {"what", key},
+            {"since", at}, {"deadline_ms", static_cast<std::int64_t>(readDeadline_.count())});
+  stalls_[key] = at;
+  return at;
+}
+
+std::vector<std::string> NodeMonitor::stalledReads() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> lines;
+  for (const auto& [key, since] : stalls_)
+    lines.push_back(key + ", hung since " + since);
+  return lines;
+}
+
+std::optional<Result<discovery::Discovery>> NodeMonitor::discoverBounded(
+    const discovery::DiscoveryOptions& options) {
+  // The task owns copies of what it reads: it may outlive this call, and even this object.
+  auto out = std::make_shared<std::optional<Result<discovery::Discovery>>>();
+  const bool done = discoveryWorker_.run(
+      [out, roots = roots_, options] { out->emplace(discovery::discoverNode(roots, options)); },
+      readDeadline_ * 5);
+  noteStall("full discovery pass", done ? std::nullopt : discoveryWorker_.stuckSince());
+  if (!done) return std::nullopt;
+  return std::move(*out);
+}
+
+std::vector<std::string> NodeMonitor::probeBounded(std::size_t device) {
+  auto out = std::make_shared<std::vector<std::string>>();
+  const bool done = probeWorkers_[device]->run(
+      [out, files = healthFiles_[device]] { *out = discovery::probeVolatileHealth(files); },
+      readDeadline_);
+  const std::string key = "neuron" + std::to_string(device) + ": health attributes";
+  const std::string since =
+      noteStall(key, done ? std::nullopt : probeWorkers_[device]->stuckSince());
+  if (done) return std::move(*out);
+  return {"reading its health attributes has not returned since " + since +
+          " (a hung driver attribute?)"};
+}
+
 Result<discovery::Discovery> NodeMonitor::discoverKeepingHeldLnc(bool& pendingChanged) {
-  auto found = discovery::discoverNode(roots_, options_);
+  pendingChanged = false;
+  auto bounded = discoverBounded(options_);
+  if (!bounded) {
+    return makeError(ErrorCode::kDeadlineExceeded, "the full discovery pass has hung");
+  }
+  auto found = std::move(*bounded);
   std::function<bool()> guard;
   int inForce = 0;
   std::optional<int> pending;
@@ -102,9 +168,9 @@ Result<discovery::Discovery> NodeMonitor::discoverKeepingHeldLnc(bool& pendingCh
   if (found && found->node.lnc != inForce && inForce > 0 && guard && guard()) {
     discovery::DiscoveryOptions held = options_;
     held.lnc = inForce;
-    if (auto atHeldLnc = discovery::discoverNode(roots_, held)) {
+    if (auto atHeldLnc = discoverBounded(held); atHeldLnc && *atHeldLnc) {
       nowPending = found->node.lnc;
-      found = std::move(atHeldLnc);
+      found = std::move(*atHeldLnc);
     }
   }
   pendingChanged = nowPending != pending;
@@ -132,6 +198,8 @@ bool NodeMonitor::refresh() {
   std::lock_guard refreshing(refreshMutex_);
   bool pendingChanged = false;
   auto found = discoverKeepingHeldLnc(pendingChanged);
+  // A hung pass changes nothing; the per-device probes go on and name what hangs.
+  if (!found && found.error().code == ErrorCode::kDeadlineExceeded) return false;
   topology::Node next;
   if (found) {
     {
@@ -168,7 +236,7 @@ bool NodeMonitor::refreshHealth() {
   for (std::size_t i = 0; i < probed; ++i) {
     // A device with static problems stays as the last full pass described it.
     if (!staticProblems[i].empty()) continue;
-    const std::vector<std::string> problems = discovery::probeVolatileHealth(healthFiles_[i]);
+    const std::vector<std::string> problems = probeBounded(i);
     next.devices[i].health = problems.empty()
                                  ? topology::DeviceHealth{}
                                  : topology::DeviceHealth::unhealthy(joinStrings(problems, "; "));

@@ -9,6 +9,11 @@
 // so while any core is held (the guard says so) the monitor keeps describing the node at the
 // LNC it had, reports the change as pending, and applies it once nothing is held: an id a
 // running pod holds never comes to mean another core (probe row 6, a physical double allocation).
+//
+// Every read of the driver's files runs on a DeadlineWorker (one per device, one for the full
+// pass) that the monitor waits on for at most `readDeadline`: a read that hangs takes its device
+// out of service with the reason and leaves the other devices, the kernel log and shutdown
+// unaffected (probe row 9); stalledReads() names what hangs, for /healthz.
 #pragma once
 
 #include <chrono>
@@ -16,12 +21,15 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/base/change_notifier.h"
+#include "common/base/deadline_worker.h"
 #include "common/topology/node.h"
 #include "node-runtime/discovery/device_scan.h"
 #include "node-runtime/discovery/discover_node.h"
@@ -36,7 +44,8 @@ class NodeMonitor {
   // hardware error (hysteresis: a burst of errors does not make it flap).
   NodeMonitor(discovery::DiscoveryRoots roots, discovery::DiscoveryOptions options,
               const discovery::Discovery& initial, std::chrono::milliseconds interval,
-              std::chrono::milliseconds kernelErrorHold = std::chrono::minutes(5));
+              std::chrono::milliseconds kernelErrorHold = std::chrono::minutes(5),
+              std::chrono::milliseconds readDeadline = std::chrono::seconds(1));
   ~NodeMonitor();
   NodeMonitor(const NodeMonitor&) = delete;
   NodeMonitor& operator=(const NodeMonitor&) = delete;
@@ -55,6 +64,9 @@ class NodeMonitor {
   void setLncChangeGuard(std::function<bool()> anyHeld);
   // The LNC the configuration asks for when it differs from the one in force (held back).
   std::optional<int> pendingLnc() const;
+  // Reads of the driver's files that have not returned past their deadline, one line each
+  // ("neuron12: health attributes, hung since 08:12:03Z"); empty when none hangs.
+  std::vector<std::string> stalledReads() const;
 
   // The kernel log reported a hardware error on `device`: it leaves service now and returns
   // once `kernelErrorHold` passes without another report.
@@ -72,11 +84,19 @@ class NodeMonitor {
   // The discovered node, or — when it changes the LNC while cores are held — the node
   // rediscovered at the LNC in force. Updates pendingLnc_ and says whether that changed.
   Result<discovery::Discovery> discoverKeepingHeldLnc(bool& pendingChanged);
+  // discoverNode on the discovery worker; nullopt when it has not returned within the deadline.
+  std::optional<Result<discovery::Discovery>> discoverBounded(
+      const discovery::DiscoveryOptions& options);
+  // The device's volatile health on its worker; the problems, or the stall as a problem.
+  std::vector<std::string> probeBounded(std::size_t device);
+  // Records (or clears) a stall under `key` and logs the change; returns the reason text.
+  std::string noteStall(const std::string& key, std::optional<DeadlineWorker::Clock::time_point>);
 
   const discovery::DiscoveryRoots roots_;
   const discovery::DiscoveryOptions options_;
   const std::chrono::milliseconds interval_;
   const std::chrono::milliseconds kernelErrorHold_;
+  const std::chrono::milliseconds readDeadline_;
   mutable std::mutex mutex_;
   topology::Node node_;
   std::vector<std::vector<std::string>> staticProblems_;
@@ -91,8 +111,12 @@ class NodeMonitor {
   std::map<int, std::string> deepCheckFailures_;  // by device: the last failing check's reason
   std::function<bool()> lncGuard_;
   std::optional<int> pendingLnc_;
+  std::map<std::string, std::string> stalls_;  // what hangs -> since when (UTC)
   ChangeNotifier notifier_;
   std::mutex refreshMutex_;
+  // Before the monitor's thread, so they outlive it; a stuck one detaches when destroyed.
+  std::vector<std::unique_ptr<DeadlineWorker>> probeWorkers_;  // by device
+  DeadlineWorker discoveryWorker_;
   std::jthread thread_;
 };
 

@@ -1,13 +1,19 @@
 // Each simulator fault knob, and each kind of broken driver report, gives its documented result:
 // the device is kept but Unhealthy with a reason naming the file and the bad text, or the node
 // reports a finding; the rest of the node keeps working.
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/runtime/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 
 namespace torus {
@@ -145,6 +151,56 @@ TEST_F(FaultInjectionTest, TheHighestDeviceVanishingKeepsItsSlot) {
   EXPECT_NE(found->node.devices[15].health.reason.find("neuron15 is missing"), std::string::npos);
   EXPECT_EQ(found->node.healthyDevices().size(), 15U)
       << "only the missing device leaves service, not its neighbours";
+}
+
+// Probe row 9: one blocking read (a FIFO standing in for a driver attribute that hangs) froze the
+// monitor: a fault on another device went unnoticed, kernel-log errors waited behind it, and
+// shutdown hung on it.
+TEST_F(FaultInjectionTest, AHungReadTakesOnlyItsDeviceOutAndNeverStallsTheMonitor) {
+  using namespace std::chrono_literals;
+  using Clock = std::chrono::steady_clock;
+  const auto found = simulate("trn2.48xlarge", {});
+  auto monitor = std::make_unique<runtime::NodeMonitor>(roots_, discovery::DiscoveryOptions{},
+                                                        found, 100ms, 5min, 300ms);
+  const fs::path reset = deviceDir(12) / "reset";
+  fs::remove(reset);
+  ASSERT_EQ(::mkfifo(reset.c_str(), 0600), 0);  // reads block until someone writes
+
+  const auto waitFor = [&](const std::function<bool()>& condition, Clock::duration limit) {
+    const auto deadline = Clock::now() + limit;
+    while (!condition() && Clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    return condition();
+  };
+  ASSERT_TRUE(waitFor([&] { return !monitor->node().devices[12].health.healthy; }, 5s));
+  EXPECT_NE(monitor->node().devices[12].health.reason.find("has not returned since"),
+            std::string::npos)
+      << monitor->node().devices[12].health.reason;
+  ASSERT_FALSE(monitor->stalledReads().empty());
+  EXPECT_NE(monitor->stalledReads()[0].find("neuron12: health attributes, hung since"),
+            std::string::npos);
+
+  // Another device's fault is still seen, within 2 s.
+  const auto faultAt = Clock::now();
+  fs::remove(roots_.dev / "neuron3");
+  EXPECT_TRUE(waitFor([&] { return !monitor->node().devices[3].health.healthy; }, 2s));
+  EXPECT_LT(Clock::now() - faultAt, 2s);
+  // So is a kernel-log error, without waiting behind the hung read.
+  const auto reportedAt = Clock::now();
+  monitor->reportKernelError(7, "DMA_ERROR");
+  EXPECT_LT(Clock::now() - reportedAt, 2s);
+  EXPECT_FALSE(monitor->node().devices[7].health.healthy);
+
+  // Shutdown does not wait on the hung read.
+  const auto stopping = Clock::now();
+  monitor.reset();
+  EXPECT_LT(Clock::now() - stopping, 5s);
+  // Let the abandoned read finish, so nothing outlives the test.
+  const int writer = ::open(reset.c_str(), O_WRONLY | O_NONBLOCK);
+  if (writer >= 0) {
+    (void)!::write(writer, "1\n", 2);
+    ::close(writer);
+  }
 }
 
 TEST_F(FaultInjectionTest, InvalidResetStateAndCoreCountMismatch) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "scheduler-extender/verbs/verbs.h"
+#include "tests/unit/extender/test_pods.h"
 
 namespace torus::extender {
 namespace {
@@ -15,14 +16,7 @@ constexpr auto kCore = topology::AllocationUnit::kCore;
 constexpr auto kDevice = topology::AllocationUnit::kDevice;
 
 PodDemand pod(const std::string& uid, topology::AllocationUnit unit, int count) {
-  PodDemand demand;
-  demand.name = "pod-" + uid;
-  demand.namespace_ = "ml";
-  demand.uid = uid;
-  demand.unit = unit;
-  demand.count = count;
-  demand.resourceName = unit == kCore ? "aws.amazon.com/neuroncore" : "aws.amazon.com/neuron";
-  return demand;
+  return testing::testPod(uid, unit, count, 0, "ml");
 }
 
 topology::CoreSet ids(std::string_view text) {

@@ -10,20 +10,13 @@
 #include "common/topology/allowed_shapes.h"
 #include "common/topology/neuronlink_graph.h"
 #include "scheduler-extender/state/simulated_cluster.h"
+#include "tests/unit/extender/test_pods.h"
 
 namespace torus::extender {
 namespace {
 
 PodDemand pod(const std::string& uid, topology::AllocationUnit unit, int count) {
-  PodDemand demand;
-  demand.name = "pod-" + uid;
-  demand.namespace_ = "default";
-  demand.uid = uid;
-  demand.unit = unit;
-  demand.count = count;
-  demand.resourceName = unit == topology::AllocationUnit::kCore ? "aws.amazon.com/neuroncore"
-                                                                : "aws.amazon.com/neuron";
-  return demand;
+  return testing::testPod(uid, unit, count);
 }
 
 constexpr auto kCore = topology::AllocationUnit::kCore;

@@ -4,6 +4,7 @@
 
 #include "common/topology/placement.h"
 #include "scheduler-extender/verbs/verbs.h"
+#include "tests/unit/extender/test_pods.h"
 
 namespace torus::extender {
 namespace {
@@ -12,15 +13,7 @@ constexpr auto kCore = topology::AllocationUnit::kCore;
 constexpr auto kDevice = topology::AllocationUnit::kDevice;
 
 PodDemand pod(const std::string& uid, topology::AllocationUnit unit, int count, int priority) {
-  PodDemand demand;
-  demand.name = "pod-" + uid;
-  demand.namespace_ = "default";
-  demand.uid = uid;
-  demand.unit = unit;
-  demand.count = count;
-  demand.priority = priority;
-  demand.resourceName = unit == kCore ? "aws.amazon.com/neuroncore" : "aws.amazon.com/neuron";
-  return demand;
+  return testing::testPod(uid, unit, count, priority);
 }
 
 // A trn2.48xlarge (16 devices, LNC 2: 4 cores each) full of 4-core pods, one per device, seen
