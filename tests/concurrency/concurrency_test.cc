@@ -2,6 +2,7 @@
 // ThreadSanitizer in CI (scripts/test.sh --sanitize=thread -- -L concurrency); gRPC and abseil in
 // Debian are not built with TSan, so tests that go through them would only report its internals.
 #include <atomic>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/change_notifier.h"
+#include "common/base/deadline_worker.h"
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "device-plugin/assignments.h"
@@ -45,6 +47,36 @@ TEST(ChangeNotifierConcurrency, SubscribersComeAndGoWhileNotifying) {
   stop = true;
   notifying.join();
   SUCCEED() << calls.load() << " callbacks ran";
+}
+
+TEST(DeadlineWorkerConcurrency, AnOverrunningTaskIsLeftAloneAndRefusesTheNext) {
+  using namespace std::chrono_literals;
+  auto results = std::make_shared<std::atomic<int>>(0);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  {
+    DeadlineWorker worker;
+    EXPECT_TRUE(worker.run([results] { results->fetch_add(1); }, 5s));
+    EXPECT_EQ(results->load(), 1) << "a task done in time has its effects visible";
+    EXPECT_FALSE(worker.stuckSince().has_value());
+    // A task that blocks (a hung read) overruns its deadline and keeps the worker...
+    EXPECT_FALSE(worker.run(
+        [results, released] {
+          released.wait();
+          results->fetch_add(10);
+        },
+        50ms));
+    ASSERT_TRUE(worker.stuckSince().has_value());
+    // ...so the next is refused at once rather than queued behind it.
+    const auto asked = std::chrono::steady_clock::now();
+    EXPECT_FALSE(worker.run([results] { results->fetch_add(100); }, 5s));
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
+    // Destroying the worker does not wait for the stuck task.
+  }
+  release.set_value();  // the abandoned task finishes on its own, after its owner is gone
+  for (int i = 0; i < 200 && results->load() != 11; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(results->load(), 11) << "the refused task never ran";
 }
 
 TEST(AssignmentTrackerConcurrency, KubeletAnswersAndAllocationsInterleave) {
