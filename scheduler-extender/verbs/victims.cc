@@ -5,6 +5,8 @@
 #include <tuple>
 #include <unordered_set>
 
+#include "common/topology/allowed_shapes.h"
+#include "common/topology/neuronlink_graph.h"
 #include "common/topology/placement.h"
 
 namespace torus::extender {
@@ -39,6 +41,66 @@ std::vector<std::string> withOtherVictims(const std::vector<std::string>& propos
   return victims;
 }
 
+// When the pod takes whole devices' worth (every device request, and core requests of whole
+// devices): the devices of each allowed, connected, healthy shape of that size, so victims are
+// chosen to free one such shape, rather than whatever the greedy order happens to free (a
+// valid but loose run across two rows, say). Empty when the pod's size is not whole devices.
+std::vector<topology::DeviceSet> wholeDeviceShapes(const topology::Node& model,
+                                                   const PodDemand& pod) {
+  const int perDevice = model.logicalCoresPerDevice();
+  int devices = pod.count;
+  if (pod.unit == topology::AllocationUnit::kCore) {
+    if (perDevice <= 0 || pod.count % perDevice != 0) return {};
+    devices = pod.count / perDevice;
+  }
+  const auto graph = topology::NeuronLinkGraph::fromNode(model);
+  const topology::DeviceSet healthy = model.healthyDevices();
+  std::vector<topology::DeviceSet> shapes;
+  for (const topology::DeviceSet& set :
+       topology::allowedDeviceSets(topology::shapeRulesOf(model), devices)) {
+    if (set.isSubsetOf(healthy) && graph.isConnected(set)) shapes.push_back(set);
+  }
+  return shapes;
+}
+
+// The cheapest shape to clear: every pod on it must be evictable. Cost: the highest victim
+// priority, then how many victims, then their priority sum, then fewer of them not proposed by
+// kube-scheduler; ties go to the first shape (lowest ids).
+std::optional<std::vector<const Allocation*>> clearCheapestShape(
+    const NodeState& node, const std::vector<topology::DeviceSet>& shapes,
+    const std::vector<Allocation>& held, const std::vector<const Allocation*>& evictable,
+    const std::unordered_set<std::string>& proposedUids) {
+  std::optional<
+      std::pair<std::tuple<int, std::size_t, long long, int>, std::vector<const Allocation*>>>
+      best;
+  for (const topology::DeviceSet& shape : shapes) {
+    const topology::CoreSet cores = node.model.coresOfDevices(shape);
+    std::vector<const Allocation*> victims;
+    bool clearable = true;
+    for (const Allocation& allocation : held) {
+      if (!allocation.cores.intersects(cores)) continue;
+      if (std::ranges::find(evictable, &allocation) == evictable.end()) {
+        clearable = false;
+        break;
+      }
+      victims.push_back(&allocation);
+    }
+    if (!clearable) continue;
+    int highest = std::numeric_limits<int>::min();
+    long long sum = 0;
+    int unproposed = 0;
+    for (const Allocation* victim : victims) {
+      highest = std::max(highest, victim->priority);
+      sum += victim->priority;
+      unproposed += proposedUids.count(victim->podUid) == 0 ? 1 : 0;
+    }
+    const auto cost = std::make_tuple(highest, victims.size(), sum, unproposed);
+    if (!best || cost < best->first) best.emplace(cost, std::move(victims));
+  }
+  if (!best) return std::nullopt;
+  return std::move(best->second);
+}
+
 }  // namespace
 
 std::optional<std::vector<std::string>> chooseVictims(const NodeState& node,
@@ -58,6 +120,14 @@ std::optional<std::vector<std::string>> chooseVictims(const NodeState& node,
   }
   if (opensValidSet(node, proposedHolders, pod)) {
     return withOtherVictims(proposed, held, proposedHolders);
+  }
+
+  if (const auto shapes = wholeDeviceShapes(node.model, pod); !shapes.empty()) {
+    auto victims = clearCheapestShape(node, shapes, held, evictable, proposedUids);
+    if (victims && opensValidSet(node, *victims, pod)) {
+      return withOtherVictims(proposed, held, *victims);
+    }
+    if (!victims) return std::nullopt;
   }
 
   // Least important first: lowest priority, then kube-scheduler's own picks (it weighed PDBs and

@@ -14,12 +14,14 @@
 namespace torus::extender {
 
 // The victims to evict from `node` for `pod`, given what runs there (`held`) and kube-scheduler's
-// proposal. Its proposal is kept when it frees a valid set. Otherwise pods of lower priority are
-// added least important first (lowest priority, kube-scheduler's own picks first) until a valid
-// set is free, then every one that is not needed is given back, most important first — the
-// result is minimal: sparing any one victim closes the shape again. Proposed victims that hold no
-// Neuron resource here stay (kube-scheduler picked them for CPU or memory). nullopt when evicting
-// every lower-priority pod would still leave no valid set.
+// proposal. Its proposal is kept when it frees a valid set. Otherwise, when the pod takes whole
+// devices' worth, the cheapest allowed connected shape of that size to clear (every pod on it
+// of lower priority; lowest highest priority, then fewest victims). For other sizes, pods of
+// lower priority are added least important first (lowest priority, kube-scheduler's own picks
+// first) until a valid set is free, then every one not needed is given back, most important
+// first — the result is minimal: sparing any one victim closes the set again. Proposed victims that
+// hold no Neuron resource here stay (kube-scheduler picked them for CPU or memory). nullopt when
+// evicting every lower-priority pod would still leave no valid set.
 std::optional<std::vector<std::string>> chooseVictims(const NodeState& node,
                                                       const std::vector<Allocation>& held,
                                                       const PodDemand& pod,

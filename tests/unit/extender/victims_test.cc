@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/topology/neuronlink_graph.h"
 #include "common/topology/placement.h"
 #include "scheduler-extender/verbs/verbs.h"
 #include "tests/unit/extender/test_pods.h"
@@ -54,6 +55,34 @@ TEST(ChooseVictims, ReplacesScatteredVictimsWithAMinimalSetThatFreesAValidShape)
   const auto placed = topology::choosePlacement(state.node("n")->model, {kCore, 16, freed, {}});
   ASSERT_TRUE(placed.ok()) << "the freed cores " << freed.toRangeString() << " hold no valid set";
   EXPECT_EQ(*placed, freed);
+}
+
+// Seen on the real cluster: with an 8-core pod on devices 0-1 and newer pods on 5, 10 and 15,
+// the greedy choice freed cores 12-27 (devices 3-6: a valid core run, but across two rows, not
+// linked among themselves). Whole-device requests now clear the cheapest allowed shape.
+TEST(ChooseVictims, WholeDeviceRequestsClearOneConnectedShape) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.record("n", pod("waiter", kCore, 8, 0), topology::CoreSet::range(0, 8)).ok());
+  for (int device = 2; device < 16; ++device) {
+    const std::string uid = "d" + std::to_string(device);
+    ASSERT_TRUE(
+        state.record("n", pod(uid, kCore, 4, 0), topology::CoreSet::range(4 * device, 4)).ok());
+  }
+  const auto victims = chooseVictims(*state.node("n"), state.allocationsOn("n"),
+                                     pod("high", kCore, 16, 1000), {"waiter", "d10", "d15"});
+  ASSERT_TRUE(victims.has_value());
+  topology::DeviceSet devices;
+  for (const std::string& uid : *victims) {
+    const auto held = state.allocationOf(uid);
+    ASSERT_TRUE(held.has_value()) << uid;
+    devices |= state.node("n")->model.devicesOfCores(held->cores);
+  }
+  EXPECT_EQ(devices.size(), 4U) << devices.toRangeString();
+  const auto model = state.node("n")->model;
+  EXPECT_TRUE(topology::NeuronLinkGraph::fromNode(model).isConnected(devices))
+      << devices.toRangeString() << " are not linked among themselves";
+  EXPECT_LE(victims->size(), 3U) << "the waiter's two devices plus two more: the cheapest row";
 }
 
 TEST(ChooseVictims, KeepsKubeSchedulersChoiceWhenItFreesAValidShape) {
