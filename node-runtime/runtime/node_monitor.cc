@@ -129,7 +129,7 @@ std::optional<Result<discovery::Discovery>> NodeMonitor::discoverBounded(
   auto out = std::make_shared<std::optional<Result<discovery::Discovery>>>();
   const bool done = discoveryWorker_.run(
       [out, roots = roots_, options] { out->emplace(discovery::discoverNode(roots, options)); },
-      readDeadline_ * 5);
+      readDeadline_);
   noteStall("full discovery pass", done ? std::nullopt : discoveryWorker_.stuckSince());
   if (!done) return std::nullopt;
   return std::move(*out);
