@@ -6,6 +6,7 @@
 
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
+#include "common/kube/event_object.h"
 
 namespace torus::agent {
 namespace {
@@ -121,23 +122,9 @@ void NodePublisher::postLncEvent(int lnc, std::optional<int> pendingLnc) {
                      " stays in force until no pod holds a core on this node"
                : "LNC " + std::to_string(lnc) + " is in force";
   if (!deferred && !lastPendingLnc_) return;  // nothing was pending: nothing to report
-  const std::string now = utcNowRfc3339();
   // Node events live in "default", as kubelet's do, so `kubectl describe node` shows them.
-  const json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", nodeName_ + "."}, {"namespace", "default"}}},
-      {"involvedObject",
-       {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", nodeName_}, {"uid", nodeName_}}},
-      {"reason", reason},
-      {"message", message},
-      {"type", deferred ? "Warning" : "Normal"},
-      {"source", {{"component", "neuron-node-agent"}, {"host", nodeName_}}},
-      {"reportingComponent", "neuron-node-agent"},
-      {"reportingInstance", nodeName_},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1}};
+  const json event = kube::eventObject({"Node", nodeName_, "", nodeName_}, "default", !deferred,
+                                       reason, message, "neuron-node-agent", nodeName_);
   if (auto posted = client_.create("/api/v1/namespaces/default/events", event); !posted) {
     TORUS_LOG(Warn, Agent, "could not post a node event", {"reason", reason},
               {"error", posted.error().message});

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/kube/object_fields.h"
 #include "scheduler-extender/kube/kube_objects.h"
 #include "scheduler-extender/verbs/victims.h"
 
@@ -91,7 +92,7 @@ void CrossResourcePreemptor::applyPodEvent(const kube::WatchEvent& event) {
   {
     std::lock_guard lock(mutex_);
     if (event.type == "DELETED") {
-      if (auto record = parsePodRecord(*event.object)) waiting_.erase(record->demand.uid);
+      waiting_.erase(kube::stringField(*event.object, "metadata", "uid"));
       return;
     }
     waits = track(*event.object, waiting_, waiting_);
@@ -152,9 +153,6 @@ void CrossResourcePreemptor::preemptOnce() {
         });
     if (!plan) continue;
     busyNodes.insert(plan->node);
-    std::vector<std::string> names;
-    for (const Allocation& victim : plan->victims)
-      names.push_back(victim.podKey);
     TORUS_LOG(Info, Extender, "preempting across resources", {"pod", candidate.pod.key()},
               {"priority", candidate.pod.priority}, {"node", plan->node},
               {"victims", static_cast<int>(plan->victims.size())});

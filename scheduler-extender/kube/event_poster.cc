@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "common/base/log.h"
-#include "common/base/utc_time.h"
+#include "common/kube/event_object.h"
 #include "common/kube/kube_client.h"
 
 namespace torus::extender {
@@ -11,24 +11,8 @@ namespace torus::extender {
 nlohmann::json podEventObject(const std::string& podName, const std::string& podNamespace,
                               const std::string& podUid, bool normal, const std::string& reason,
                               const std::string& message) {
-  const std::string now = utcNowRfc3339();
-  return {{"apiVersion", "v1"},
-          {"kind", "Event"},
-          {"metadata", {{"generateName", podName + "."}, {"namespace", podNamespace}}},
-          {"involvedObject",
-           {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"name", podName},
-            {"namespace", podNamespace},
-            {"uid", podUid}}},
-          {"reason", reason},
-          {"message", message},
-          {"type", normal ? "Normal" : "Warning"},
-          {"source", {{"component", "neuron-scheduler-extender"}}},
-          {"reportingComponent", "neuron-scheduler-extender"},
-          {"firstTimestamp", now},
-          {"lastTimestamp", now},
-          {"count", 1}};
+  return kube::eventObject({"Pod", podName, podNamespace, podUid}, podNamespace, normal, reason,
+                           message, "neuron-scheduler-extender");
 }
 
 EventPoster::EventPoster(kube::KubeConfig config, std::size_t capacity)

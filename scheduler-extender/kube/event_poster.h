@@ -18,7 +18,7 @@
 
 namespace torus::extender {
 
-// A core/v1 Event about a pod, from the extender, stamped now.
+// A core/v1 Event about a pod, from the extender (kube::eventObject), stamped now.
 nlohmann::json podEventObject(const std::string& podName, const std::string& podNamespace,
                               const std::string& podUid, bool normal, const std::string& reason,
                               const std::string& message);

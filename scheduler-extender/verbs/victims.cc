@@ -41,6 +41,19 @@ std::vector<std::string> withOtherVictims(const std::vector<std::string>& propos
   return victims;
 }
 
+// What evicting `victims` costs, cheaper first: the highest priority among them, how many, and
+// the sum of their priorities.
+std::tuple<int, std::size_t, long long> evictionCost(
+    const std::vector<const Allocation*>& victims) {
+  int highest = std::numeric_limits<int>::min();
+  long long sum = 0;
+  for (const Allocation* victim : victims) {
+    highest = std::max(highest, victim->priority);
+    sum += victim->priority;
+  }
+  return {highest, victims.size(), sum};
+}
+
 // When the pod takes whole devices' worth (every device request, and core requests of whole
 // devices): the devices of each allowed, connected, healthy shape of that size, so victims are
 // chosen to free one such shape, rather than whatever the greedy order happens to free (a
@@ -70,8 +83,8 @@ std::optional<std::vector<const Allocation*>> clearCheapestShape(
     const NodeState& node, const std::vector<topology::DeviceSet>& shapes,
     const std::vector<Allocation>& held, const std::vector<const Allocation*>& evictable,
     const std::unordered_set<std::string>& proposedUids) {
-  std::optional<
-      std::pair<std::tuple<int, std::size_t, long long, int>, std::vector<const Allocation*>>>
+  std::optional<std::pair<std::tuple<int, std::size_t, long long, std::ptrdiff_t>,
+                          std::vector<const Allocation*>>>
       best;
   for (const topology::DeviceSet& shape : shapes) {
     const topology::CoreSet cores = node.model.coresOfDevices(shape);
@@ -86,15 +99,9 @@ std::optional<std::vector<const Allocation*>> clearCheapestShape(
       victims.push_back(&allocation);
     }
     if (!clearable) continue;
-    int highest = std::numeric_limits<int>::min();
-    long long sum = 0;
-    int unproposed = 0;
-    for (const Allocation* victim : victims) {
-      highest = std::max(highest, victim->priority);
-      sum += victim->priority;
-      unproposed += proposedUids.count(victim->podUid) == 0 ? 1 : 0;
-    }
-    const auto cost = std::make_tuple(highest, victims.size(), sum, unproposed);
+    const auto unproposed = std::ranges::count_if(
+        victims, [&](const Allocation* victim) { return proposedUids.count(victim->podUid) == 0; });
+    const auto cost = std::tuple_cat(evictionCost(victims), std::make_tuple(unproposed));
     if (!best || cost < best->first) best.emplace(cost, std::move(victims));
   }
   if (!best) return std::nullopt;
@@ -171,18 +178,15 @@ std::optional<PreemptionPlan> planCrossResourcePreemption(
     if (!uids) continue;
     if (uids->empty()) return std::nullopt;  // it fits here now
     PreemptionPlan plan{name, {}};
-    bool crossesResources = false;
-    int highest = std::numeric_limits<int>::min();
-    long long sum = 0;
-    for (const std::string& uid : *uids) {
-      const auto it = std::ranges::find(held, uid, &Allocation::podUid);
-      plan.victims.push_back(*it);
-      crossesResources = crossesResources || it->unit != pod.unit;
-      highest = std::max(highest, it->priority);
-      sum += it->priority;
-    }
+    std::vector<const Allocation*> victims;
+    for (const std::string& uid : *uids)
+      victims.push_back(&*std::ranges::find(held, uid, &Allocation::podUid));
+    const bool crossesResources = std::ranges::any_of(
+        victims, [&](const Allocation* victim) { return victim->unit != pod.unit; });
     if (!crossesResources) continue;
-    const auto cost = std::make_tuple(highest, plan.victims.size(), sum);
+    for (const Allocation* victim : victims)
+      plan.victims.push_back(*victim);
+    const auto cost = evictionCost(victims);
     if (!best || cost < bestCost) {
       best = std::move(plan);
       bestCost = cost;
