@@ -23,13 +23,6 @@ std::vector<AdvertisedDevice> advertisedDevices(ResourceKind kind, const topolog
   return devices;
 }
 
-std::string visibleCoresText(const topology::CoreSet& cores) {
-  if (cores.size() > 1 && cores.isContiguous()) {
-    return std::to_string(cores.first()) + "-" + std::to_string(cores.last());
-  }
-  return cores.toListString();
-}
-
 Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology::Node& node,
                                               const std::string& devRoot,
                                               const std::vector<std::string>& ids,
@@ -62,7 +55,7 @@ Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology:
     const std::string name = "neuron" + std::to_string(device);
     allocation.deviceNodes.push_back({devRoot + "/" + name, "/dev/" + name});
   });
-  allocation.env["NEURON_RT_VISIBLE_CORES"] = visibleCoresText(allocation.cores);
+  allocation.env["NEURON_RT_VISIBLE_CORES"] = topology::visibleCoresText(allocation.cores);
   if (node.catalog != nullptr && node.catalog->maxLnc > 1) {
     allocation.env["NEURON_LOGICAL_NC_CONFIG"] = std::to_string(node.lnc);
   }

@@ -44,7 +44,4 @@ Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology:
                                               const std::vector<std::string>& ids,
                                               const topology::CoreSet& blocked);
 
-// NEURON_RT_VISIBLE_CORES text: "0-3" for one run, else a comma list (runtime >= 2.16).
-std::string visibleCoresText(const topology::CoreSet& cores);
-
 }  // namespace torus::plugin

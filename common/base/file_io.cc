@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/base/unique_fd.h"
@@ -86,6 +87,33 @@ Result<void> writeFile(const std::filesystem::path& path, std::string_view conte
     }
     written += static_cast<std::size_t>(count);
   }
+  return okResult();
+}
+
+Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_view contents) {
+  const std::filesystem::path temporary = path.string() + ".tmp-" + std::to_string(::getpid());
+  TORUS_RETURN_IF_ERROR(writeFile(temporary, contents), "writing " + path.string());
+  {
+    UniqueFd fd(::open(temporary.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd || ::fsync(fd.get()) != 0) {
+      const int error = errno;
+      ::unlink(temporary.c_str());
+      return makeError(codeForErrno(error),
+                       temporary.string() + ": cannot sync: " + errnoText(error));
+    }
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temporary.c_str());
+    return makeError(codeForErrno(error), path.string() + ": cannot rename " +
+                                              temporary.filename().string() +
+                                              " over it: " + errnoText(error));
+  }
+  // The rename is durable only once the directory entry is.
+  const std::filesystem::path directory =
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  UniqueFd dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) ::fsync(dir.get());
   return okResult();
 }
 

@@ -21,6 +21,11 @@ enum class CreateParents { kYes, kNo };
 Result<void> writeFile(const std::filesystem::path& path, std::string_view contents,
                        CreateParents createParents = CreateParents::kYes);
 
+// Replaces `path` with `contents` so that a crash at any moment leaves either the old file or the
+// new one, never a torn mix: writes a sibling temporary, syncs it, renames it over `path` and
+// syncs the directory. For state that a restarted process must trust (checkpoints, CDI specs).
+Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_view contents);
+
 // Errno text for messages: "No such file or directory (errno 2)".
 std::string errnoText(int error);
 

@@ -19,7 +19,7 @@ namespace {
 
 constexpr std::array<std::string_view, static_cast<int>(Component::kCount)> kComponentNames = {
     "discovery", "plugin", "runtime", "health", "monitor",   "extender", "kube", "config",
-    "coll",      "shm",    "ofi",     "tuning", "simulator", "agent",    "http",
+    "coll",      "shm",    "ofi",     "tuning", "simulator", "agent",    "http", "dra",
 };
 
 struct SinkState {

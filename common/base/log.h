@@ -39,6 +39,7 @@ enum class Component : int {
   kSimulator,
   kAgent,
   kHttp,
+  kDra,
   kCount,
 };
 

@@ -139,6 +139,19 @@ Result<json> KubeClient::create(const std::string& path, const json& body) {
   });
 }
 
+Result<json> KubeClient::replace(const std::string& path, const json& body) {
+  const std::string text = body.dump();
+  return send("PUT", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Put(path, headers, text, "application/json");
+  });
+}
+
+Result<json> KubeClient::remove(const std::string& path) {
+  return send("DELETE", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Delete(path, headers);
+  });
+}
+
 Result<json> KubeClient::mergePatch(const std::string& path, const json& patch) {
   const std::string text = patch.dump();
   return send("PATCH", path, [&](const httplib::Headers& headers) {

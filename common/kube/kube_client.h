@@ -1,6 +1,7 @@
 // KubeClient: the few Kubernetes API calls Torus makes — get, list, watch (with resourceVersion;
-// 410 Gone is reported so the caller re-lists), JSON merge-patch, and create (Bindings, Events)
-// — over HTTPS with a bearer token or a client certificate. Bodies are nlohmann::json values.
+// 410 Gone is reported so the caller re-lists), JSON merge-patch, create (Bindings, Events),
+// replace and delete (ResourceSlices) — over HTTPS with a bearer token or a client certificate.
+// Bodies are nlohmann::json values.
 //
 // Errors carry the HTTP status mapped to our codes and the API server's own message:
 // 404 NotFound, 409 Aborted (conflict: re-read and retry), 410 FailedPrecondition (watch too
@@ -36,6 +37,11 @@ class KubeClient {
 
   Result<nlohmann::json> get(const std::string& path);
   Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body);
+  // PUT: replaces the object (body carries metadata.resourceVersion for optimistic concurrency;
+  // a stale one is Aborted).
+  Result<nlohmann::json> replace(const std::string& path, const nlohmann::json& body);
+  // DELETE; an object that is already gone is NotFound.
+  Result<nlohmann::json> remove(const std::string& path);
   // application/merge-patch+json: only the keys in `patch` change; an annotation map is never
   // replaced wholesale.
   Result<nlohmann::json> mergePatch(const std::string& path, const nlohmann::json& patch);

@@ -182,4 +182,11 @@ CoreSet& CoreSet::operator-=(const CoreSet& other) {
   return *this;
 }
 
+std::string visibleCoresText(const CoreSet& cores) {
+  if (cores.size() > 1 && cores.isContiguous()) {
+    return std::to_string(cores.first()) + "-" + std::to_string(cores.last());
+  }
+  return cores.toListString();
+}
+
 }  // namespace torus::topology

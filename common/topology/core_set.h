@@ -68,4 +68,8 @@ class CoreSet {
   std::array<std::uint64_t, kWords> words_{};
 };
 
+// NEURON_RT_VISIBLE_CORES text, as the device plugin and the DRA driver hand it to the runtime:
+// "0-3" for one run, else a comma list (runtime >= 2.16).
+std::string visibleCoresText(const CoreSet& cores);
+
 }  // namespace torus::topology

@@ -55,6 +55,9 @@ const CounterFamily kEventFamilies[] = {
     {kKernelErrorsTotal,
      "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},
     {kDeepCheckRunsTotal, "Deep health checks run, by result (passed, failed)."},
+    {kDraPrepareTotal, "DRA NodePrepareResources answers per claim, by result (ok, error)."},
+    {kDraUnprepareTotal, "DRA NodeUnprepareResources answers per claim, by result (ok, error)."},
+    {kDraSlicePublishTotal, "ResourceSlice pool publications, by result (ok, error)."},
 };
 
 std::uint64_t valueOr(const std::map<std::string, std::uint64_t>& values, const std::string& key) {

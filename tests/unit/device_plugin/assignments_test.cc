@@ -81,8 +81,8 @@ TEST(Allocation, VisibleCoresAndDeviceNodes) {
   EXPECT_EQ(allocation->deviceNodes[0].containerPath, "/dev/neuron12");
   EXPECT_EQ(allocation->deviceNodes[1].containerPath, "/dev/neuron13");
   EXPECT_EQ(allocation->env.at("NEURON_RT_VISIBLE_CORES"), "51-52");
-  EXPECT_EQ(visibleCoresText(ids("0,2")), "0,2");
-  EXPECT_EQ(visibleCoresText(ids("7")), "7");
+  EXPECT_EQ(topology::visibleCoresText(ids("0,2")), "0,2");
+  EXPECT_EQ(topology::visibleCoresText(ids("7")), "7");
 }
 
 TEST(Allocation, UnhealthyAndBlockedIdsAreRefusedByName) {

@@ -1,0 +1,110 @@
+#include "dra-driver/cdi_spec.h"
+
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/file_io.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+// 0.6.0 is the first CDI version with hostPath on device nodes; every runtime with CDI reads it.
+constexpr const char* kCdiVersion = "0.6.0";
+
+std::string cdiName(const ResolvedClaim& claim, const AllocatedDevice& device) {
+  return claim.ref.uid + "-" + device.name;
+}
+
+topology::DeviceSet chipsOf(const AllocatedDevice& device, const topology::Node& node) {
+  topology::DeviceSet chips;
+  switch (device.what.kind) {
+    case NamedDevice::Kind::kChip:
+      chips.insert(device.what.index);
+      break;
+    case NamedDevice::Kind::kCore:
+      chips.insert(node.deviceOfCore(device.what.index));
+      break;
+    case NamedDevice::Kind::kNode:
+      chips = node.allDevices();
+      break;
+  }
+  return chips;
+}
+
+}  // namespace
+
+std::vector<std::string> claimEnvironment(const ResolvedClaim& claim, const topology::Node& node) {
+  std::vector<std::string> env;
+  env.push_back("NEURON_RT_VISIBLE_CORES=" +
+                topology::visibleCoresText(topology::CoreSet::fromIds(claim.visibleCores)));
+  if ((node.catalog != nullptr && node.catalog->maxLnc > 1) || claim.lnc != node.lnc) {
+    env.push_back("NEURON_LOGICAL_NC_CONFIG=" + std::to_string(claim.lnc));
+  }
+  if (claim.ultraServerMode && node.ultraServer) {
+    env.push_back("NEURON_RT_ULTRASERVER_MODE=" + std::to_string(*claim.ultraServerMode));
+    env.push_back("NEURON_RT_ULTRASERVER_SERVER_ID=" + (*claim.ultraServerMode >= 4
+                                                            ? node.ultraServer->serverId4
+                                                            : node.ultraServer->serverId2));
+    env.push_back("NEURON_RT_ULTRASERVER_NODE_ID=" +
+                  std::to_string(*claim.ultraServerMode >= 4 ? node.ultraServer->nodeId4
+                                                             : node.ultraServer->nodeId2));
+  }
+  return env;
+}
+
+json cdiSpec(const ResolvedClaim& claim, const topology::Node& node,
+             const std::filesystem::path& devRoot) {
+  const std::vector<std::string> env = claimEnvironment(claim, node);
+  json devices = json::array();
+  for (const AllocatedDevice& device : claim.devices) {
+    json nodes = json::array();
+    chipsOf(device, node).forEach([&](int chip) {
+      const std::string name = "neuron" + std::to_string(chip);
+      nodes.push_back({{"path", "/dev/" + name},
+                       {"hostPath", (devRoot / name).string()},
+                       {"permissions", "rw"}});
+    });
+    devices.push_back({{"name", cdiName(claim, device)},
+                       {"containerEdits", {{"env", env}, {"deviceNodes", std::move(nodes)}}}});
+  }
+  return {{"cdiVersion", kCdiVersion}, {"kind", std::string(kCdiKind)}, {"devices", devices}};
+}
+
+std::vector<CdiDeviceIds> cdiDeviceIds(const ResolvedClaim& claim) {
+  std::vector<CdiDeviceIds> ids;
+  for (const AllocatedDevice& device : claim.devices) {
+    ids.push_back({device.name, {std::string(kCdiKind) + "=" + cdiName(claim, device)}});
+  }
+  return ids;
+}
+
+std::filesystem::path cdiSpecPath(const std::filesystem::path& cdiRoot, const std::string& uid) {
+  // The runtime loads every *.json in the directory; the prefix says whose file it is.
+  return cdiRoot / ("neuron.aws.com-" + uid + ".json");
+}
+
+Result<void> writeCdiSpec(const std::filesystem::path& cdiRoot, const std::string& uid,
+                          const json& spec) {
+  std::error_code ec;
+  std::filesystem::create_directories(cdiRoot, ec);
+  if (ec) {
+    return makeError(ErrorCode::kUnavailable,
+                     cdiRoot.string() + ": cannot create the CDI directory: " + ec.message());
+  }
+  return writeFileAtomically(cdiSpecPath(cdiRoot, uid), spec.dump(2) + "\n");
+}
+
+Result<void> removeCdiSpec(const std::filesystem::path& cdiRoot, const std::string& uid) {
+  std::error_code ec;
+  std::filesystem::remove(cdiSpecPath(cdiRoot, uid), ec);
+  if (ec) {
+    return makeError(ErrorCode::kUnavailable,
+                     cdiSpecPath(cdiRoot, uid).string() + ": cannot remove: " + ec.message());
+  }
+  return okResult();
+}
+
+}  // namespace torus::dra

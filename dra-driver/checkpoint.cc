@@ -1,0 +1,152 @@
+#include "dra-driver/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/file_io.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kFormatVersion = 1;
+constexpr std::size_t kMaxCheckpointBytes = 16 << 20;
+
+json toJson(const ResolvedClaim& claim) {
+  json devices = json::array();
+  for (const AllocatedDevice& device : claim.devices) {
+    devices.push_back({{"name", device.name}, {"requests", device.requests}});
+  }
+  json entry = {{"namespace", claim.ref.nameSpace},
+                {"name", claim.ref.name},
+                {"pool", claim.pool},
+                {"devices", std::move(devices)},
+                {"chips", claim.chips.ids()},
+                {"cores", claim.cores.ids()},
+                {"wholeChips", claim.wholeChips},
+                {"lnc", claim.lnc},
+                {"visibleCores", claim.visibleCores}};
+  if (claim.ultraServerMode) entry["ultraServerMode"] = *claim.ultraServerMode;
+  return entry;
+}
+
+template <typename T>
+Result<T> field(const json& entry, const char* key, const std::string& where) {
+  const auto found = entry.find(key);
+  if (found == entry.end()) {
+    return makeError(ErrorCode::kInvalidArgument, where + ": \"" + key + "\" is missing");
+  }
+  try {
+    return found->get<T>();
+  } catch (const json::exception&) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     where + ": \"" + key + "\" has the wrong type: " + found->dump());
+  }
+}
+
+Result<topology::CoreSet> idSet(const json& entry, const char* key, const std::string& where) {
+  auto ids = field<std::vector<int>>(entry, key, where);
+  if (!ids) return std::move(ids).error();
+  for (const int id : *ids) {
+    if (id < 0 || id >= topology::CoreSet::kCapacity) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       where + ": \"" + key + "\" holds " + std::to_string(id) + ", out of range");
+    }
+  }
+  return topology::CoreSet::fromIds(*ids);
+}
+
+Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
+  const std::string where = "claim " + uid;
+  if (!entry.is_object()) return makeError(ErrorCode::kInvalidArgument, where + ": not an object");
+  ResolvedClaim claim;
+  claim.ref.uid = uid;
+  auto nameSpace = field<std::string>(entry, "namespace", where);
+  auto name = field<std::string>(entry, "name", where);
+  auto pool = field<std::string>(entry, "pool", where);
+  auto wholeChips = field<bool>(entry, "wholeChips", where);
+  auto lnc = field<int>(entry, "lnc", where);
+  auto visible = field<std::vector<int>>(entry, "visibleCores", where);
+  auto chips = idSet(entry, "chips", where);
+  auto cores = idSet(entry, "cores", where);
+  for (const Error* error :
+       {nameSpace ? nullptr : &nameSpace.error(), name ? nullptr : &name.error(),
+        pool ? nullptr : &pool.error(), wholeChips ? nullptr : &wholeChips.error(),
+        lnc ? nullptr : &lnc.error(), visible ? nullptr : &visible.error(),
+        chips ? nullptr : &chips.error(), cores ? nullptr : &cores.error()}) {
+    if (error != nullptr) return *error;
+  }
+  claim.ref.nameSpace = *nameSpace;
+  claim.ref.name = *name;
+  claim.pool = *pool;
+  claim.wholeChips = *wholeChips;
+  claim.lnc = *lnc;
+  claim.visibleCores = *visible;
+  claim.chips = *chips;
+  claim.cores = *cores;
+  if (entry.contains("ultraServerMode")) {
+    auto mode = field<int>(entry, "ultraServerMode", where);
+    if (!mode) return std::move(mode).error();
+    claim.ultraServerMode = *mode;
+  }
+  const auto devices = entry.find("devices");
+  if (devices == entry.end() || !devices->is_array()) {
+    return makeError(ErrorCode::kInvalidArgument, where + ": \"devices\" is not a list");
+  }
+  for (const json& device : *devices) {
+    auto deviceName = field<std::string>(device, "name", where + " device");
+    if (!deviceName) return std::move(deviceName).error();
+    auto requests = field<std::vector<std::string>>(device, "requests", where + " device");
+    if (!requests) return std::move(requests).error();
+    const std::optional<NamedDevice> what = parseDeviceName(*deviceName);
+    if (!what) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       where + ": device \"" + *deviceName + "\" is not a name this driver uses");
+    }
+    claim.devices.push_back({*requests, *deviceName, *what});
+  }
+  return claim;
+}
+
+}  // namespace
+
+Result<PreparedClaims> loadCheckpoint(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return PreparedClaims{};
+  auto text = readSmallFile(path, kMaxCheckpointBytes);
+  if (!text) return std::move(text).error().withContext("reading the DRA checkpoint");
+  const json document = json::parse(*text, nullptr, false);
+  const std::string where = "DRA checkpoint " + path.string();
+  if (document.is_discarded() || !document.is_object()) {
+    return makeError(ErrorCode::kInvalidArgument, where + ": not a JSON object");
+  }
+  const auto version = document.find("version");
+  if (version == document.end() || !version->is_number_integer() ||
+      version->get<std::int64_t>() != kFormatVersion) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     where + ": format version " +
+                         (version == document.end() ? std::string("missing") : version->dump()) +
+                         " is not " + std::to_string(kFormatVersion));
+  }
+  const auto claims = document.find("claims");
+  if (claims == document.end() || !claims->is_object()) {
+    return makeError(ErrorCode::kInvalidArgument, where + ": \"claims\" is not an object");
+  }
+  PreparedClaims loaded;
+  for (const auto& [uid, entry] : claims->items()) {
+    auto claim = fromJson(uid, entry);
+    if (!claim) return std::move(claim).error().withContext(where);
+    loaded.emplace(uid, std::move(*claim));
+  }
+  return loaded;
+}
+
+Result<void> saveCheckpoint(const std::filesystem::path& path, const PreparedClaims& claims) {
+  json entries = json::object();
+  for (const auto& [uid, claim] : claims)
+    entries[uid] = toJson(claim);
+  const json document = {{"version", kFormatVersion}, {"claims", std::move(entries)}};
+  return writeFileAtomically(path, document.dump(1) + "\n");
+}
+
+}  // namespace torus::dra

@@ -1,0 +1,59 @@
+#include "dra-driver/dra_driver.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/log.h"
+#include "common/kube/kube_client.h"
+#include "dra-driver/driver_names.h"
+
+namespace torus::dra {
+
+Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
+                                                    const kube::KubeConfig& kube,
+                                                    plugin::NodeView& node) {
+  if (options.nodeName.empty()) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "the DRA driver needs the node name (--node-name or NODE_NAME): it names the "
+                     "ResourceSlice pool");
+  }
+  auto driver = std::make_unique<DraDriver>();
+  PreparerOptions preparer;
+  preparer.pool = options.nodeName;
+  preparer.cdiRoot = options.cdiRoot;
+  preparer.checkpointFile =
+      options.checkpointFile.empty()
+          ? options.kubelet.pluginsDir / std::string(kDriverName) / "checkpoint.json"
+          : options.checkpointFile;
+  // Claims are read with a client of their own: the publisher's may be busy with a slow write.
+  auto claimClient = std::make_shared<kube::KubeClient>(kube, std::chrono::seconds(10));
+  ClaimReader reader = [claimClient](const std::string& nameSpace, const std::string& name) {
+    return claimClient->get("/apis/resource.k8s.io/v1/namespaces/" + nameSpace +
+                            "/resourceclaims/" + name);
+  };
+  auto created = ClaimPreparer::create(std::move(preparer), node, std::move(reader));
+  if (!created) return std::move(created).error().withContext("starting the DRA driver");
+  driver->preparer_ = std::move(*created);
+
+  PublisherOptions publisher;
+  publisher.nodeName = options.nodeName;
+  publisher.slices.coreDevices = options.coreDevices;
+  publisher.resync = options.resync;
+  driver->publisher_ = std::make_unique<SlicePublisher>(kube, node, publisher);
+  driver->publisher_->start();
+
+  auto plugin = KubeletPlugin::start(options.kubelet, *driver->preparer_);
+  if (!plugin) return std::move(plugin).error();
+  driver->plugin_ = std::move(*plugin);
+  return driver;
+}
+
+DraDriver::~DraDriver() {
+  stop();
+}
+
+void DraDriver::stop() {
+  if (plugin_) plugin_->stop();
+  if (publisher_) publisher_->stop();
+}
+
+}  // namespace torus::dra

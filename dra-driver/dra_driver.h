@@ -1,0 +1,50 @@
+// DraDriver: the DRA driver `neuron.aws.com` inside the node agent. It owns the claim preparer
+// (checkpoint, CDI specs, resets), the kubelet plugin sockets and the ResourceSlice publisher,
+// and sees the node only through plugin::NodeView, like the device plugin.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/base/result.h"
+#include "common/kube/kube_config.h"
+#include "device-plugin/node_view.h"
+#include "dra-driver/claim_preparer.h"
+#include "dra-driver/kubelet_plugin.h"
+#include "dra-driver/slice_publisher.h"
+
+namespace torus::dra {
+
+struct DraOptions {
+  std::string nodeName;
+  KubeletPluginOptions kubelet;
+  std::filesystem::path cdiRoot = "/var/run/cdi";
+  // Empty: <plugins-dir>/neuron.aws.com/checkpoint.json.
+  std::filesystem::path checkpointFile;
+  bool coreDevices = true;
+  std::chrono::milliseconds resync = std::chrono::seconds(60);
+};
+
+class DraDriver {
+ public:
+  static Result<std::unique_ptr<DraDriver>> start(const DraOptions& options,
+                                                  const kube::KubeConfig& kube,
+                                                  plugin::NodeView& node);
+  DraDriver() = default;
+  ~DraDriver();
+  DraDriver(const DraDriver&) = delete;
+  DraDriver& operator=(const DraDriver&) = delete;
+
+  const ClaimPreparer& claims() const { return *preparer_; }
+  bool registered() const { return plugin_ && plugin_->registered(); }
+  void stop();
+
+ private:
+  // Declared in dependency order: the publisher and the sockets go before the preparer.
+  std::unique_ptr<ClaimPreparer> preparer_;
+  std::unique_ptr<KubeletPlugin> plugin_;
+  std::unique_ptr<SlicePublisher> publisher_;
+};
+
+}  // namespace torus::dra

@@ -1,0 +1,128 @@
+#include "dra-driver/dra_service.h"
+
+#include "common/base/log.h"
+#include "common/metrics/event_counters.h"
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+
+namespace torus::dra {
+namespace {
+
+// Kubelet sends the claims of one pod; far more than this is not kubelet.
+constexpr int kMaxClaimsPerCall = 1024;
+
+template <typename Claim>
+Result<ClaimRef> refOf(const Claim& claim) {
+  if (claim.uid().empty() || claim.namespace_().empty() || claim.name().empty()) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "a claim needs a uid, a namespace and a name (got uid \"" + claim.uid() +
+                         "\", " + claim.namespace_() + "/" + claim.name() + ")");
+  }
+  return ClaimRef{claim.uid(), claim.namespace_(), claim.name()};
+}
+
+void count(const char* family, bool ok) {
+  metrics::processCounters().add(family, {{"result", ok ? "ok" : "error"}});
+}
+
+template <typename Request, typename Response>
+grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Response& response) {
+  if (request.claims_size() > kMaxClaimsPerCall) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "more than " + std::to_string(kMaxClaimsPerCall) + " claims in one call"};
+  }
+  for (const auto& claim : request.claims()) {
+    auto& answer = (*response.mutable_claims())[claim.uid()];
+    auto ref = refOf(claim);
+    auto devices =
+        ref ? preparer.prepare(*ref) : Result<std::vector<PreparedDevice>>(std::move(ref).error());
+    count(metrics::names::kDraPrepareTotal, devices.ok());
+    if (!devices) {
+      TORUS_LOG(Warn, Dra, "NodePrepareResources refused a claim", {"uid", claim.uid()},
+                {"claim", claim.namespace_() + "/" + claim.name()},
+                {"error", devices.error().message});
+      answer.set_error(devices.error().message);
+      continue;
+    }
+    for (const PreparedDevice& device : *devices) {
+      auto* out = answer.add_devices();
+      for (const std::string& name : device.requests)
+        out->add_request_names(name);
+      out->set_pool_name(device.pool);
+      out->set_device_name(device.device);
+      for (const std::string& id : device.cdiIds)
+        out->add_cdi_device_ids(id);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+template <typename Request, typename Response>
+grpc::Status unprepareAll(ClaimPreparer& preparer, const Request& request, Response& response) {
+  if (request.claims_size() > kMaxClaimsPerCall) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "more than " + std::to_string(kMaxClaimsPerCall) + " claims in one call"};
+  }
+  for (const auto& claim : request.claims()) {
+    auto& answer = (*response.mutable_claims())[claim.uid()];
+    auto ref = refOf(claim);
+    auto done = ref ? preparer.unprepare(*ref) : Result<void>(std::move(ref).error());
+    count(metrics::names::kDraUnprepareTotal, done.ok());
+    if (!done) {
+      TORUS_LOG(Warn, Dra, "NodeUnprepareResources failed for a claim", {"uid", claim.uid()},
+                {"error", done.error().message});
+      answer.set_error(done.error().message);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+namespace v1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+class ServiceV1 final : public v1::DRAPlugin::Service {
+ public:
+  explicit ServiceV1(ClaimPreparer& preparer) : preparer_(preparer) {}
+  grpc::Status NodePrepareResources(grpc::ServerContext*, const v1::NodePrepareResourcesRequest* in,
+                                    v1::NodePrepareResourcesResponse* out) override {
+    return prepareAll(preparer_, *in, *out);
+  }
+  grpc::Status NodeUnprepareResources(grpc::ServerContext*,
+                                      const v1::NodeUnprepareResourcesRequest* in,
+                                      v1::NodeUnprepareResourcesResponse* out) override {
+    return unprepareAll(preparer_, *in, *out);
+  }
+
+ private:
+  ClaimPreparer& preparer_;
+};
+
+class ServiceV1beta1 final : public v1beta1::DRAPlugin::Service {
+ public:
+  explicit ServiceV1beta1(ClaimPreparer& preparer) : preparer_(preparer) {}
+  grpc::Status NodePrepareResources(grpc::ServerContext*,
+                                    const v1beta1::NodePrepareResourcesRequest* in,
+                                    v1beta1::NodePrepareResourcesResponse* out) override {
+    return prepareAll(preparer_, *in, *out);
+  }
+  grpc::Status NodeUnprepareResources(grpc::ServerContext*,
+                                      const v1beta1::NodeUnprepareResourcesRequest* in,
+                                      v1beta1::NodeUnprepareResourcesResponse* out) override {
+    return unprepareAll(preparer_, *in, *out);
+  }
+
+ private:
+  ClaimPreparer& preparer_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimPreparer& preparer) {
+  return std::make_unique<ServiceV1>(preparer);
+}
+
+std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimPreparer& preparer) {
+  return std::make_unique<ServiceV1beta1>(preparer);
+}
+
+}  // namespace torus::dra

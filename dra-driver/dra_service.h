@@ -1,0 +1,20 @@
+// Kubelet's DRA gRPC services (v1 and v1beta1, same calls) over ClaimPreparer. Every claim in a
+// request gets its own answer: one claim's error never fails its neighbours.
+#pragma once
+
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "dra-driver/claim_preparer.h"
+
+namespace torus::dra {
+
+// The services kubelet is told about in plugin registration, newest first.
+inline constexpr const char* kServiceV1 = "v1.DRAPlugin";
+inline constexpr const char* kServiceV1beta1 = "v1beta1.DRAPlugin";
+
+std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimPreparer& preparer);
+std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimPreparer& preparer);
+
+}  // namespace torus::dra

@@ -1,0 +1,59 @@
+// KubeletPlugin: how kubelet finds and calls the driver. It serves the DRA services on
+// <plugins-dir>/neuron.aws.com/dra.sock and the plugin-registration service on
+// <registry-dir>/neuron.aws.com-reg.sock; kubelet's plugin watcher sees the registration socket,
+// asks GetInfo, connects to the DRA socket and reports back through NotifyRegistrationStatus.
+// A watchdog re-creates the sockets if they disappear (a kubelet reinstall wiping its
+// directories), so kubelet registers the driver again without an agent restart.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/base/result.h"
+#include "dra-driver/claim_preparer.h"
+
+namespace torus::dra {
+
+struct KubeletPluginOptions {
+  std::filesystem::path pluginsDir = "/var/lib/kubelet/plugins";
+  std::filesystem::path registryDir = "/var/lib/kubelet/plugins_registry";
+};
+
+class KubeletPlugin {
+ public:
+  static Result<std::unique_ptr<KubeletPlugin>> start(KubeletPluginOptions options,
+                                                      ClaimPreparer& preparer);
+  KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer);
+  ~KubeletPlugin();
+  KubeletPlugin(const KubeletPlugin&) = delete;
+  KubeletPlugin& operator=(const KubeletPlugin&) = delete;
+
+  std::filesystem::path draSocket() const;
+  std::filesystem::path registrationSocket() const;
+  // Whether kubelet's last NotifyRegistrationStatus said the plugin is registered.
+  bool registered() const { return registered_.load(); }
+  void stop();
+
+ private:
+  struct Servers;
+  Result<void> serve();
+  void watch(std::stop_token stop);
+  void registrationStatus(bool registered, const std::string& error);
+
+  KubeletPluginOptions options_;
+  ClaimPreparer& preparer_;
+  std::atomic<bool> registered_{false};
+  std::mutex mutex_;
+  std::unique_ptr<Servers> servers_;
+  std::condition_variable_any wake_;
+  std::jthread watchdog_;
+};
+
+}  // namespace torus::dra

@@ -1,0 +1,296 @@
+#include "dra-driver/slice_builder.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/base/version.h"
+#include "common/topology/allowed_shapes.h"
+#include "common/topology/neuronlink_graph.h"
+#include "dra-driver/driver_names.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+// Validation caps of resource.k8s.io/v1 (kubernetes pkg/apis/resource/types.go).
+constexpr std::size_t kMaxDevicesPerSlice = 128;
+constexpr std::size_t kMaxDevicesWithAdvancedFeatures = 64;  // taints or counters
+constexpr int kMaxCountersPerSet = 32;
+constexpr std::size_t kMaxObjectNameLength = 253;
+
+json intAttribute(std::int64_t value) {
+  return {{"int", value}};
+}
+json stringAttribute(const std::string& value) {
+  return {{"string", value}};
+}
+json versionAttribute(const std::string& value) {
+  return {{"version", value}};
+}
+
+// 64-bit FNV-1a: stable across builds and platforms, unlike std::hash.
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+std::string hex16(std::uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string quantityOfBytes(std::uint64_t bytes) {
+  constexpr std::uint64_t kGi = 1ULL << 30;
+  constexpr std::uint64_t kMi = 1ULL << 20;
+  if (bytes != 0 && bytes % kGi == 0) return std::to_string(bytes / kGi) + "Gi";
+  if (bytes != 0 && bytes % kMi == 0) return std::to_string(bytes / kMi) + "Mi";
+  return std::to_string(bytes);
+}
+
+std::string labelOr(const std::map<std::string, std::string>& labels, const std::string& key) {
+  const auto found = labels.find(key);
+  return found == labels.end() ? std::string() : found->second;
+}
+
+// Attributes a chip and each of its cores share.
+json chipAttributes(const SliceInputs& in, int device) {
+  const topology::Node& node = in.node;
+  json attributes = {
+      {"deviceId", intAttribute(device)},
+      {"instanceType", stringAttribute(node.instanceType)},
+      {"draDriverVersion", versionAttribute(driverSemver())},
+      {"logicalNeuronCoreConfig", intAttribute(node.lnc)},
+  };
+  if (node.interconnect == topology::Interconnect::kTorus2d && node.torusWidth > 0 &&
+      !node.ultraServer) {
+    const int row = device / node.torusWidth;
+    attributes["topology_x"] = intAttribute(row);
+    attributes["topology_y"] = intAttribute(device % node.torusWidth);
+    attributes["topology4_id"] = intAttribute(row);
+    attributes["topology8_id"] = intAttribute(row / 2);
+  }
+  for (const int size : {1, 4, 8, 16}) {
+    const std::string id = deviceGroupId(in.nodeName, node, device, size);
+    if (!id.empty()) {
+      attributes["resource.aws.com/devicegroup" + std::to_string(size) + "_id"] =
+          stringAttribute(id);
+    }
+  }
+  for (int layer = 1; layer <= 3; ++layer) {
+    const std::string value =
+        labelOr(in.nodeLabels, "topology.k8s.aws/network-node-layer-" + std::to_string(layer));
+    if (!value.empty()) {
+      attributes["networkNodeLayer" + std::to_string(layer)] = stringAttribute(value);
+    }
+  }
+  const topology::Device& facts = node.devices[static_cast<std::size_t>(device)];
+  if (facts.numaNode) {
+    attributes["resource.kubernetes.io/numaNode"] = intAttribute(*facts.numaNode);
+  }
+  if (!facts.pciBdf.empty()) {
+    attributes["resource.kubernetes.io/pciBusID"] = stringAttribute(facts.pciBdf);
+  }
+  return attributes;
+}
+
+json healthTaint(const SliceInputs& in, int device) {
+  const topology::Device& facts = in.node.devices[static_cast<std::size_t>(device)];
+  json taint = {{"key", std::string(kHealthTaintKey)},
+                {"value", faultKind(facts.health.reason)},
+                {"effect", "NoSchedule"}};
+  const auto since = in.unhealthySince.find(device);
+  if (since != in.unhealthySince.end() && !since->second.empty()) {
+    taint["timeAdded"] = since->second;
+  }
+  return taint;
+}
+
+json counterConsumption(const std::vector<std::pair<int, int>>& unitsByChip) {
+  json counters = json::object();
+  for (const auto& [chip, units] : unitsByChip) {
+    counters[chipCounterName(chip)] = {{"value", std::to_string(units)}};
+  }
+  return json::array({{{"counterSet", std::string(kCounterSetName)}, {"counters", counters}}});
+}
+
+json sliceObject(const SliceInputs& in, int index, std::int64_t generation, int sliceCount) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceSlice"},
+          {"metadata",
+           {{"name", sliceName(in.nodeName, index)},
+            {"labels", {{"app.kubernetes.io/managed-by", "torus"}}}}},
+          {"spec",
+           {{"driver", std::string(kDriverName)},
+            {"nodeName", in.nodeName},
+            {"pool",
+             {{"name", in.nodeName},
+              {"generation", generation},
+              {"resourceSliceCount", sliceCount}}}}}};
+}
+
+}  // namespace
+
+std::string driverSemver() {
+  const std::string_view full = versionString();
+  return std::string(full.substr(0, full.find(' ')));
+}
+
+std::string sliceName(const std::string& nodeName, int index) {
+  const std::string suffix = "-" + std::string(kDriverName) + "-" + std::to_string(index);
+  if (nodeName.size() + suffix.size() <= kMaxObjectNameLength) return nodeName + suffix;
+  // A long node name keeps its start (for people) and gains a hash of the whole (for uniqueness).
+  const std::string hash = "-" + hex16(fnv1a(nodeName));
+  return nodeName.substr(0, kMaxObjectNameLength - suffix.size() - hash.size()) + hash + suffix;
+}
+
+std::string faultKind(const std::string& reason) {
+  struct Rule {
+    std::string_view needle;
+    std::string_view kind;
+  };
+  static constexpr Rule kRules[] = {
+      {"NEURON_HW_ERR", "KernelHardwareError"}, {"uncorrected ECC", "UncorrectedECC"},
+      {"device node", "DeviceNodeMissing"},     {"reset", "ResetFailed"},
+      {"deep check", "DeepCheckFailed"},        {"discovery failed", "DiscoveryFailed"},
+  };
+  for (const Rule& rule : kRules) {
+    if (reason.find(rule.needle) != std::string::npos) return std::string(rule.kind);
+  }
+  return "Unhealthy";
+}
+
+std::string deviceGroupId(const std::string& nodeName, const topology::Node& node, int device,
+                          int size) {
+  if (device < 0 || device >= node.deviceCount()) return "";
+  if (size == 1) {
+    const std::string& bdf = node.devices[static_cast<std::size_t>(device)].pciBdf;
+    return bdf.empty() ? hex16(fnv1a(nodeName + "/1/" + std::to_string(device))) : bdf;
+  }
+  // Groups are the allowed connected sets of that size that start on a multiple of it: disjoint,
+  // so "equal id" is an equivalence, as matchAttribute needs.
+  const topology::ShapeRules rules = topology::shapeRulesOf(node);
+  for (const topology::DeviceSet& group : topology::allowedDeviceSets(rules, size)) {
+    const std::vector<int> members = group.ids();
+    if (members.empty() || members.front() % size != 0 || !group.contains(device)) continue;
+    // A cut NeuronLink breaks the group: its devices get no id, so no claim takes them as one.
+    if (!topology::NeuronLinkGraph::fromNode(node).isConnected(group)) return "";
+    return hex16(
+        fnv1a(nodeName + "/" + std::to_string(size) + "/" + std::to_string(members.front())));
+  }
+  return "";
+}
+
+std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t generation) {
+  const topology::Node& node = in.node;
+  const int chips = node.deviceCount();
+  const int coresPerChip = node.logicalCoresPerDevice();
+  const bool counters =
+      in.options.coreDevices && chips > 0 && chips <= kMaxCountersPerSet && coresPerChip > 0;
+  const auto shown = [&](int chip) {
+    return in.options.taints || node.devices[static_cast<std::size_t>(chip)].health.healthy;
+  };
+  const auto taintsOf = [&](int chip) {
+    return node.devices[static_cast<std::size_t>(chip)].health.healthy
+               ? json::array()
+               : json::array({healthTaint(in, chip)});
+  };
+
+  std::vector<json> devices;
+  for (int chip = 0; chip < chips; ++chip) {
+    if (!shown(chip)) continue;
+    const topology::Device& facts = node.devices[static_cast<std::size_t>(chip)];
+    json attributes = chipAttributes(in, chip);
+    attributes["resourceType"] = stringAttribute(std::string(kTypeDevice));
+    json device = {{"name", chipDeviceName(chip)},
+                   {"attributes", std::move(attributes)},
+                   {"capacity",
+                    {{"memory", {{"value", quantityOfBytes(facts.memoryBytes)}}},
+                     {"neuronCores", {{"value", std::to_string(coresPerChip)}}}}}};
+    if (counters) device["consumesCounters"] = counterConsumption({{chip, coresPerChip}});
+    if (json taints = taintsOf(chip); !taints.empty()) device["taints"] = std::move(taints);
+    devices.push_back(std::move(device));
+  }
+  // The whole-node device needs every chip; without counters it could be allocated beside them.
+  if (node.ultraServer && counters) {
+    std::vector<std::pair<int, int>> all;
+    json taints = json::array();
+    bool hidden = false;
+    for (int chip = 0; chip < chips; ++chip) {
+      all.emplace_back(chip, coresPerChip);
+      if (!shown(chip)) hidden = true;
+      for (json& taint : taintsOf(chip))
+        taints.push_back(std::move(taint));
+    }
+    if (!hidden) {
+      json device = {
+          {"name", std::string(kNodeDeviceName)},
+          {"attributes",
+           {{"resourceType", stringAttribute(std::string(kTypeNode))},
+            {"instanceType", stringAttribute(node.instanceType)},
+            {"draDriverVersion", versionAttribute(driverSemver())},
+            {"ultraServerId4", stringAttribute(node.ultraServer->serverId4)},
+            {"ultraServerNodeId4", intAttribute(node.ultraServer->nodeId4)}}},
+          {"capacity", {{"neuronCores", {{"value", std::to_string(coresPerChip * chips)}}}}},
+          {"consumesCounters", counterConsumption(all)}};
+      if (!taints.empty()) device["taints"] = json::array({taints.front()});
+      devices.push_back(std::move(device));
+    }
+  }
+  if (counters) {
+    for (int chip = 0; chip < chips; ++chip) {
+      if (!shown(chip)) continue;
+      for (int k = 0; k < coresPerChip; ++k) {
+        const int core = chip * coresPerChip + k;
+        json attributes = chipAttributes(in, chip);
+        attributes["resourceType"] = stringAttribute(std::string(kTypeCore));
+        attributes["coreId"] = intAttribute(core);
+        json device = {{"name", coreDeviceName(core)},
+                       {"attributes", std::move(attributes)},
+                       {"capacity", {{"neuronCores", {{"value", "1"}}}}},
+                       {"consumesCounters", counterConsumption({{chip, 1}})}};
+        if (json taints = taintsOf(chip); !taints.empty()) device["taints"] = std::move(taints);
+        devices.push_back(std::move(device));
+      }
+    }
+  }
+
+  const bool advanced =
+      counters || std::any_of(devices.begin(), devices.end(),
+                              [](const json& device) { return device.contains("taints"); });
+  const std::size_t perSlice = advanced ? kMaxDevicesWithAdvancedFeatures : kMaxDevicesPerSlice;
+  const int deviceSlices =
+      std::max<int>(1, static_cast<int>((devices.size() + perSlice - 1) / perSlice));
+  const int sliceCount = deviceSlices + (counters ? 1 : 0);
+
+  std::vector<json> slices;
+  int index = 0;
+  if (counters) {
+    json chipCounters = json::object();
+    for (int chip = 0; chip < chips; ++chip) {
+      chipCounters[chipCounterName(chip)] = {{"value", std::to_string(coresPerChip)}};
+    }
+    json slice = sliceObject(in, index++, generation, sliceCount);
+    slice["spec"]["sharedCounters"] =
+        json::array({{{"name", std::string(kCounterSetName)}, {"counters", chipCounters}}});
+    slices.push_back(std::move(slice));
+  }
+  for (int part = 0; part < deviceSlices; ++part) {
+    json slice = sliceObject(in, index++, generation, sliceCount);
+    json chunk = json::array();
+    for (std::size_t i = static_cast<std::size_t>(part) * perSlice;
+         i < devices.size() && i < static_cast<std::size_t>(part + 1) * perSlice; ++i) {
+      chunk.push_back(devices[i]);
+    }
+    slice["spec"]["devices"] = std::move(chunk);
+    slices.push_back(std::move(slice));
+  }
+  return slices;
+}
+
+}  // namespace torus::dra

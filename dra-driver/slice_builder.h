@@ -1,0 +1,66 @@
+// Builds the ResourceSlices (resource.k8s.io/v1) that describe one node's Neuron devices: a pure
+// function of the node model, so the same input always gives the same objects and tests can
+// check every attribute for every catalog type.
+//
+// The pool is named after the node. Devices:
+//  - `neurondevice<N>` (resourceType neuron_device): a whole chip, with AWS's attribute names
+//    (deviceId, instanceType, topology_x/y, topology4_id/8_id, resource.aws.com/devicegroup*_id,
+//    networkNodeLayer1..3, capacityBlockId, versions) plus capacity (memory, neuronCores) and
+//    resource.kubernetes.io/numaNode when known;
+//  - `neuroncore<C>` (neuron_core, ours), one logical core, with its chip's attributes, when
+//    core devices are on;
+//  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it.
+// With core devices on, a counter set gives each chip as many units as it has logical cores: a
+// chip takes them all, a core one, the node device every chip's, so the scheduler can never
+// allocate a chip together with one of its cores. Unhealthy devices carry a NoSchedule taint;
+// when the API does not keep taints they are left out of the pool instead.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/topology/node.h"
+
+namespace torus::dra {
+
+struct SliceOptions {
+  bool coreDevices = true;  // publish core partitions and the counters that guard them
+  bool taints = true;       // false: leave unhealthy devices out instead of tainting them
+};
+
+struct SliceInputs {
+  std::string nodeName;
+  topology::Node node;
+  // The Node object's labels: EC2 network topology (topology.k8s.aws/network-node-layer-N) and
+  // the capacity block id are read from them when present.
+  std::map<std::string, std::string> nodeLabels;
+  // When each currently unhealthy device was first seen so (RFC 3339), for the taint's timeAdded.
+  std::map<int, std::string> unhealthySince;
+  SliceOptions options;
+};
+
+// The slices of the pool at `generation`, each a complete object ready to create or replace
+// (metadata.name is deterministic: `<node>-neuron.aws.com-<k>`, shortened with a hash when the
+// node name is long).
+std::vector<nlohmann::json> buildSlices(const SliceInputs& inputs, std::int64_t generation);
+
+// The name of slice `index` of this node's pool.
+std::string sliceName(const std::string& nodeName, int index);
+
+// A label-style word for the taint value that says what kind of fault made a device unhealthy
+// ("UncorrectedECC", "KernelHardwareError", "ResetFailed", "DeviceNodeMissing", ...).
+std::string faultKind(const std::string& healthReason);
+
+// The semantic version published as draDriverVersion ("0.1.0").
+std::string driverSemver();
+
+// The id shared by the devices of one NeuronLink-connected group of `size` (1, 4, 8, 16) that
+// `device` belongs to, or "" when it is in no whole, connected group of that size.
+std::string deviceGroupId(const std::string& nodeName, const topology::Node& node, int device,
+                          int size);
+
+}  // namespace torus::dra

@@ -1,0 +1,256 @@
+#include "dra-driver/slice_publisher.h"
+
+#include "common/base/log.h"
+#include "common/base/utc_time.h"
+#include "common/metrics/event_counters.h"
+#include "dra-driver/driver_names.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
+constexpr auto kRetryAfterError = std::chrono::seconds(5);
+
+std::string listPath(const std::string& nodeName) {
+  return std::string(kSlicesPath) + "?fieldSelector=spec.nodeName%3D" + nodeName +
+         "%2Cspec.driver%3D" + std::string(kDriverName);
+}
+
+// The slices with their generation zeroed: what "nothing changed" compares.
+json withoutGeneration(std::vector<json> slices) {
+  for (json& slice : slices)
+    slice["spec"]["pool"]["generation"] = 0;
+  return slices;
+}
+
+const json& itemsOf(const json& list) {
+  static const json kEmpty = json::array();
+  const auto items = list.find("items");
+  return items != list.end() && items->is_array() ? *items : kEmpty;
+}
+
+bool anyDeviceHas(const json& slice, const char* field) {
+  const json* devices = slice.contains("spec") && slice["spec"].contains("devices")
+                            ? &slice["spec"]["devices"]
+                            : nullptr;
+  if (devices == nullptr || !devices->is_array()) return false;
+  for (const json& device : *devices) {
+    if (device.is_object() && device.contains(field)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+SlicePublisher::SlicePublisher(kube::KubeConfig kube, plugin::NodeView& node,
+                               PublisherOptions options)
+    : client_(std::move(kube)), node_(node), options_(std::move(options)) {}
+
+SlicePublisher::~SlicePublisher() {
+  stop();
+}
+
+void SlicePublisher::start() {
+  subscription_ = node_.onChange([this] {
+    std::lock_guard lock(mutex_);
+    changed_ = true;
+    wake_.notify_all();
+  });
+  worker_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+void SlicePublisher::stop() {
+  subscription_ = {};
+  if (worker_.joinable()) {
+    worker_.request_stop();
+    client_.cancel();
+    worker_.join();
+  }
+}
+
+std::int64_t SlicePublisher::generation() const {
+  std::lock_guard lock(mutex_);
+  return generation_;
+}
+
+SliceOptions SlicePublisher::effectiveOptions() const {
+  std::lock_guard lock(mutex_);
+  return options_.slices;
+}
+
+void SlicePublisher::run(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    const Result<void> published = publishOnce();
+    if (!published) {
+      TORUS_LOG(Warn, Dra, "publishing ResourceSlices failed; retrying",
+                {"node", options_.nodeName}, {"error", published.error().message});
+    }
+    std::unique_lock lock(mutex_);
+    const auto wait = published ? options_.resync
+                                : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::milliseconds(kRetryAfterError));
+    wake_.wait_for(lock, stop, wait, [this] { return changed_; });
+  }
+}
+
+Result<void> SlicePublisher::refreshNode() {
+  auto node = client_.get("/api/v1/nodes/" + options_.nodeName);
+  if (!node) return std::move(node).error().withContext("reading Node " + options_.nodeName);
+  std::map<std::string, std::string> labels;
+  if (const auto metadata = node->find("metadata");
+      metadata != node->end() && metadata->is_object()) {
+    if (const auto found = metadata->find("labels");
+        found != metadata->end() && found->is_object()) {
+      for (const auto& [key, value] : found->items()) {
+        if (value.is_string()) labels[key] = value.get<std::string>();
+      }
+    }
+    if (const auto uid = metadata->find("uid"); uid != metadata->end() && uid->is_string()) {
+      nodeUid_ = uid->get<std::string>();
+    }
+  }
+  labels_ = std::move(labels);
+  return okResult();
+}
+
+Result<void> SlicePublisher::publishOnce() {
+  {
+    std::lock_guard lock(mutex_);
+    changed_ = false;
+  }
+  // Labels and the owner uid change rarely; a failed read keeps the last ones.
+  if (auto refreshed = refreshNode(); !refreshed && nodeUid_.empty()) {
+    return std::move(refreshed).error();
+  }
+  const plugin::NodeSnapshot snapshot = node_.snapshot();
+  SliceInputs inputs;
+  inputs.nodeName = options_.nodeName;
+  inputs.node = snapshot.node;
+  inputs.nodeLabels = labels_;
+  for (int device = 0; device < snapshot.node.deviceCount(); ++device) {
+    if (snapshot.node.devices[static_cast<std::size_t>(device)].health.healthy) {
+      unhealthySince_.erase(device);
+    } else if (!unhealthySince_.contains(device)) {
+      unhealthySince_[device] = utcNowRfc3339();
+    }
+  }
+  inputs.unhealthySince = unhealthySince_;
+  inputs.options = effectiveOptions();
+
+  if (!generationKnown_) {
+    // Continue the pool's generation where an earlier run left it, so consumers never see it go
+    // backwards.
+    auto existing = client_.get(listPath(options_.nodeName));
+    if (!existing) return std::move(existing).error().withContext("listing ResourceSlices");
+    for (const json& item : itemsOf(*existing)) {
+      const json* pool =
+          item.contains("spec") && item["spec"].contains("pool") ? &item["spec"]["pool"] : nullptr;
+      if (pool != nullptr && pool->contains("generation") &&
+          (*pool)["generation"].is_number_integer()) {
+        generation_ = std::max(generation_, (*pool)["generation"].get<std::int64_t>());
+      }
+    }
+    generationKnown_ = true;
+  }
+  const json unchanged = withoutGeneration(buildSlices(inputs, 0));
+  if (unchanged == lastPublished_) return okResult();
+
+  std::int64_t generation = 0;
+  {
+    std::lock_guard lock(mutex_);
+    generation = ++generation_;
+  }
+  std::vector<json> slices = buildSlices(inputs, generation);
+  if (!nodeUid_.empty()) {
+    for (json& slice : slices) {
+      slice["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                                           {"kind", "Node"},
+                                                           {"name", options_.nodeName},
+                                                           {"uid", nodeUid_},
+                                                           {"controller", true}}});
+    }
+  }
+  const Result<void> written = write(slices);
+  metrics::processCounters().add(metrics::names::kDraSlicePublishTotal,
+                                 {{"result", written ? "ok" : "error"}});
+  if (!written) return written;
+  lastPublished_ = unchanged;
+  TORUS_LOG(Info, Dra, "ResourceSlices published", {"node", options_.nodeName},
+            {"generation", generation}, {"slices", static_cast<std::int64_t>(slices.size())},
+            {"core_devices", inputs.options.coreDevices}, {"taints", inputs.options.taints});
+  return okResult();
+}
+
+bool SlicePublisher::dropsFields(const json& sent, const json& stored) {
+  bool dropped = false;
+  std::lock_guard lock(mutex_);
+  const bool sentCounters =
+      sent["spec"].contains("sharedCounters") || anyDeviceHas(sent, "consumesCounters");
+  const bool keptCounters = stored.contains("spec") && (stored["spec"].contains("sharedCounters") ||
+                                                        anyDeviceHas(stored, "consumesCounters"));
+  if (options_.slices.coreDevices && sentCounters && !keptCounters) {
+    TORUS_LOG(Warn, Dra,
+              "the API server dropped device counters (DRAPartitionableDevices is off); "
+              "publishing whole chips only",
+              {"slice", sent["metadata"]["name"].get<std::string>()});
+    options_.slices.coreDevices = false;
+    dropped = true;
+  }
+  if (options_.slices.taints && anyDeviceHas(sent, "taints") && !anyDeviceHas(stored, "taints")) {
+    TORUS_LOG(Warn, Dra,
+              "the API server dropped device taints (DRADeviceTaints is off); unhealthy chips "
+              "are left out of the pool instead",
+              {"slice", sent["metadata"]["name"].get<std::string>()});
+    options_.slices.taints = false;
+    dropped = true;
+  }
+  if (dropped) changed_ = true;
+  return dropped;
+}
+
+Result<void> SlicePublisher::write(const std::vector<json>& slices) {
+  auto existing = client_.get(listPath(options_.nodeName));
+  if (!existing) return std::move(existing).error().withContext("listing ResourceSlices");
+  std::map<std::string, std::string> versions;  // name -> resourceVersion
+  for (const json& item : itemsOf(*existing)) {
+    if (!item.contains("metadata") || !item["metadata"].is_object()) continue;
+    const json& metadata = item["metadata"];
+    if (metadata.contains("name") && metadata["name"].is_string()) {
+      const auto version = metadata.find("resourceVersion");
+      versions[metadata["name"].get<std::string>()] =
+          version != metadata.end() && version->is_string() ? version->get<std::string>() : "";
+    }
+  }
+  bool redo = false;
+  for (const json& slice : slices) {
+    const std::string name = slice["metadata"]["name"].get<std::string>();
+    Result<json> stored = makeError(ErrorCode::kInternal, "not written");
+    if (const auto found = versions.find(name); found != versions.end()) {
+      json body = slice;
+      body["metadata"]["resourceVersion"] = found->second;
+      stored = client_.replace(std::string(kSlicesPath) + "/" + name, body);
+      versions.erase(found);
+    } else {
+      stored = client_.create(kSlicesPath, slice);
+    }
+    if (!stored) return std::move(stored).error().withContext("writing ResourceSlice " + name);
+    redo = dropsFields(slice, *stored) || redo;
+  }
+  // Slices of an earlier, larger pool (more devices, core devices since switched off).
+  for (const auto& [name, version] : versions) {
+    auto removed = client_.remove(std::string(kSlicesPath) + "/" + name);
+    if (!removed && removed.error().code != ErrorCode::kNotFound) {
+      return std::move(removed).error().withContext("deleting ResourceSlice " + name);
+    }
+  }
+  if (redo) {
+    return makeError(ErrorCode::kUnavailable,
+                     "the API server dropped fields of a switched-off feature; publishing again "
+                     "without them");
+  }
+  return okResult();
+}
+
+}  // namespace torus::dra

@@ -1,0 +1,74 @@
+// SlicePublisher: keeps this node's ResourceSlice pool in the API equal to what slice_builder
+// makes of the current node model. It republishes (with the next pool generation) when health,
+// LNC or the devices change and otherwise checks every resync period; slices are owned by the
+// Node, so deleting the Node deletes them, and kubelet removes them once the plugin stays
+// unregistered (uninstall).
+//
+// The API server silently drops fields of features that are switched off (device taints,
+// partitionable devices on older clusters). After each write the publisher reads what was
+// stored: if counters were dropped it stops publishing core devices (a chip and its cores must
+// never be allocatable together); if taints were dropped it leaves unhealthy devices out.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/kube/kube_client.h"
+#include "device-plugin/node_view.h"
+#include "dra-driver/slice_builder.h"
+
+namespace torus::dra {
+
+struct PublisherOptions {
+  std::string nodeName;
+  SliceOptions slices;
+  std::chrono::milliseconds resync = std::chrono::seconds(60);
+};
+
+class SlicePublisher {
+ public:
+  SlicePublisher(kube::KubeConfig kube, plugin::NodeView& node, PublisherOptions options);
+  ~SlicePublisher();
+  SlicePublisher(const SlicePublisher&) = delete;
+  SlicePublisher& operator=(const SlicePublisher&) = delete;
+
+  void start();
+  void stop();
+
+  // One reconciliation, synchronously (tests; the thread calls it too).
+  Result<void> publishOnce();
+  std::int64_t generation() const;
+  SliceOptions effectiveOptions() const;
+
+ private:
+  void run(std::stop_token stop);
+  Result<void> refreshNode();
+  Result<void> write(const std::vector<nlohmann::json>& slices);
+  bool dropsFields(const nlohmann::json& sent, const nlohmann::json& stored);
+
+  kube::KubeClient client_;
+  plugin::NodeView& node_;
+  PublisherOptions options_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool changed_ = true;
+  std::int64_t generation_ = 0;
+  bool generationKnown_ = false;
+  nlohmann::json lastPublished_;  // the slices of the last successful pass, generation zeroed
+  std::map<std::string, std::string> labels_;
+  std::string nodeUid_;
+  std::map<int, std::string> unhealthySince_;
+  ChangeNotifier::Subscription subscription_;
+  std::jthread worker_;
+};
+
+}  // namespace torus::dra

@@ -1,0 +1,154 @@
+#include "dra-driver/claim_preparer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/base/temp_dir.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+class FakeNode : public plugin::NodeView {
+ public:
+  FakeNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
+  plugin::NodeSnapshot snapshot() const override { return snapshot_; }
+  ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
+    return notifier_.subscribe(std::move(notify));
+  }
+  Result<void> prepareCores(const topology::CoreSet& cores,
+                            const topology::CoreSet& inUseElsewhere) override {
+    resets.push_back(snapshot_.node.devicesOfCores(cores) -
+                     snapshot_.node.devicesOfCores(inUseElsewhere));
+    return okResult();
+  }
+  std::vector<topology::DeviceSet> resets;
+
+ private:
+  plugin::NodeSnapshot snapshot_;
+  ChangeNotifier notifier_;
+};
+
+json claimObject(const ClaimRef& ref, const std::vector<std::string>& devices) {
+  json results = json::array();
+  for (const std::string& device : devices) {
+    results.push_back(
+        {{"request", "r"}, {"driver", "neuron.aws.com"}, {"pool", "node-a"}, {"device", device}});
+  }
+  return {{"metadata", {{"uid", ref.uid}}},
+          {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
+}
+
+class ClaimPreparerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = TempDir::create("preparer");
+    ASSERT_TRUE(dir.ok());
+    dir_ = std::make_unique<TempDir>(std::move(*dir));
+    options_.pool = "node-a";
+    options_.cdiRoot = dir_->path() / "cdi";
+    options_.checkpointFile = dir_->path() / "checkpoint.json";
+  }
+
+  std::unique_ptr<ClaimPreparer> makePreparer() {
+    auto preparer = ClaimPreparer::create(
+        options_, node_, [this](const std::string& nameSpace, const std::string& name) {
+          ++reads_;
+          const auto found = objects_.find(nameSpace + "/" + name);
+          if (found == objects_.end()) {
+            return Result<json>(makeError(ErrorCode::kNotFound, "no such claim"));
+          }
+          return Result<json>(found->second);
+        });
+    EXPECT_TRUE(preparer.ok()) << preparer.error().message;
+    return std::move(*preparer);
+  }
+
+  ClaimRef add(const std::string& name, const std::vector<std::string>& devices) {
+    const ClaimRef ref{"uid-" + name, "ns", name};
+    objects_["ns/" + name] = claimObject(ref, devices);
+    return ref;
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  PreparerOptions options_;
+  FakeNode node_;
+  std::map<std::string, json> objects_;
+  int reads_ = 0;
+};
+
+TEST_F(ClaimPreparerTest, PrepareIsIdempotentAndWritesTheSpec) {
+  auto preparer = makePreparer();
+  const ClaimRef ref = add("one", {"neurondevice0"});
+  auto first = preparer->prepare(ref);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ((*first)[0].device, "neurondevice0");
+  EXPECT_EQ((*first)[0].pool, "node-a");
+  EXPECT_EQ((*first)[0].requests, std::vector<std::string>{"r"});
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
+  auto again = preparer->prepare(ref);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].cdiIds, (*first)[0].cdiIds);
+  EXPECT_EQ(reads_, 1);  // the retry is answered from memory
+}
+
+TEST_F(ClaimPreparerTest, AChipIsNeverPreparedForTwoClaims) {
+  auto preparer = makePreparer();
+  ASSERT_TRUE(preparer->prepare(add("chip", {"neurondevice3"})).ok());
+  auto core = preparer->prepare(add("core", {"neuroncore13"}));  // core 1 of chip 3
+  ASSERT_FALSE(core.ok());
+  EXPECT_NE(core.error().message.find("held by prepared claim ns/chip"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, "uid-core")));
+  EXPECT_TRUE(preparer->prepare(add("other", {"neuroncore16"})).ok());  // chip 4 is free
+}
+
+TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
+  auto preparer = makePreparer();
+  const ClaimRef a = add("a", {"neuroncore0", "neuroncore1"});
+  const ClaimRef b = add("b", {"neuroncore2"});
+  ASSERT_TRUE(preparer->prepare(a).ok());
+  ASSERT_TRUE(preparer->prepare(b).ok());
+  ASSERT_TRUE(preparer->unprepare(a).ok());
+  // Chip 0 still has b's core: not reset under it.
+  ASSERT_EQ(node_.resets.size(), 1u);
+  EXPECT_TRUE(node_.resets[0].empty());
+  ASSERT_TRUE(preparer->unprepare(b).ok());
+  EXPECT_EQ(node_.resets[1].toRangeString(), "0");
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, b.uid)));
+  EXPECT_TRUE(preparer->unprepare(b).ok());  // kubelet retried: nothing to do
+  EXPECT_EQ(node_.resets.size(), 2u);
+  EXPECT_TRUE(preparer->heldCores().empty());
+}
+
+TEST_F(ClaimPreparerTest, ARestartedDriverKnowsWhatIsPrepared) {
+  const ClaimRef ref = add("kept", {"neurondevice5"});
+  {
+    auto preparer = makePreparer();
+    ASSERT_TRUE(preparer->prepare(ref).ok());
+  }
+  // A spec left by a crash between writing it and recording the claim is cleaned up.
+  ASSERT_TRUE(writeCdiSpec(options_.cdiRoot, "uid-orphan", json::object()).ok());
+  auto restarted = makePreparer();
+  EXPECT_EQ(restarted->heldCores().toRangeString(), "20-23");
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, "uid-orphan")));
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
+  const int readsBefore = reads_;
+  ASSERT_TRUE(restarted->prepare(ref).ok());
+  EXPECT_EQ(reads_, readsBefore);  // not prepared twice
+  EXPECT_FALSE(restarted->prepare(add("clash", {"neurondevice5"})).ok());
+  ASSERT_TRUE(restarted->unprepare(ref).ok());
+  EXPECT_TRUE(makePreparer()->heldCores().empty());
+}
+
+TEST_F(ClaimPreparerTest, AnApiErrorIsTheClaimsErrorOnly) {
+  auto preparer = makePreparer();
+  auto missing = preparer->prepare({"uid-x", "ns", "missing"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("reading claim ns/missing"), std::string::npos);
+  EXPECT_TRUE(preparer->prepare(add("fine", {"neurondevice1"})).ok());
+}
+
+}  // namespace
+}  // namespace torus::dra

@@ -1,0 +1,234 @@
+// Reading claims (allocation, opaque configs), CDI specs and the checkpoint.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+#include "dra-driver/cdi_spec.h"
+#include "dra-driver/checkpoint.h"
+#include "dra-driver/claim_allocation.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+const ClaimRef kRef{"0f6c1a2e-1111-4222-8333-444455556666", "team-a", "train"};
+
+json claimWith(const std::vector<std::string>& devices, json configs = json::array(),
+               const std::string& pool = "node-a") {
+  json results = json::array();
+  for (const std::string& device : devices) {
+    results.push_back(
+        {{"request", "chips"}, {"driver", "neuron.aws.com"}, {"pool", pool}, {"device", device}});
+  }
+  // A device of another driver in the same claim (an EFA interface) is not ours to prepare.
+  results.push_back({{"request", "efa"},
+                     {"driver", "efa.networking.k8s.aws"},
+                     {"pool", pool},
+                     {"device", "efa0"}});
+  return {{"metadata", {{"name", kRef.name}, {"namespace", kRef.nameSpace}, {"uid", kRef.uid}}},
+          {"status", {{"allocation", {{"devices", {{"results", results}, {"config", configs}}}}}}}};
+}
+
+json neuronConfig(json parameters, const char* source = "FromClaim", json requests = json()) {
+  json config = {{"source", source},
+                 {"opaque", {{"driver", "neuron.aws.com"}, {"parameters", parameters}}}};
+  if (!requests.is_null()) config["requests"] = requests;
+  return config;
+}
+
+topology::Node trn2() {
+  return *topology::catalogNode("trn2.48xlarge");
+}
+
+TEST(ClaimAllocation, ChipsResolveToTheirCores) {
+  auto claim = resolveClaim(claimWith({"neurondevice4", "neurondevice5"}), kRef, "node-a", trn2());
+  ASSERT_TRUE(claim.ok()) << claim.error().message;
+  EXPECT_EQ(claim->devices.size(), 2u);  // the EFA device is not ours
+  EXPECT_EQ(claim->chips.toRangeString(), "4-5");
+  EXPECT_EQ(claim->cores.toRangeString(), "16-23");
+  EXPECT_TRUE(claim->wholeChips);
+  EXPECT_EQ(claim->lnc, 2);
+  const std::vector<std::string> env = claimEnvironment(*claim, trn2());
+  EXPECT_EQ(env, (std::vector<std::string>{"NEURON_RT_VISIBLE_CORES=16-23",
+                                           "NEURON_LOGICAL_NC_CONFIG=2"}));
+}
+
+TEST(ClaimAllocation, CoresOfOneChip) {
+  auto claim =
+      resolveClaim(claimWith({"neuroncore8", "neuroncore9", "neuroncore10", "neuroncore11"}), kRef,
+                   "node-a", trn2());
+  ASSERT_TRUE(claim.ok()) << claim.error().message;
+  EXPECT_FALSE(claim->wholeChips);
+  EXPECT_EQ(claim->chips.toRangeString(), "2");
+  EXPECT_EQ(claimEnvironment(*claim, trn2())[0], "NEURON_RT_VISIBLE_CORES=8-11");
+}
+
+TEST(ClaimAllocation, NeuronConfigLnc1RenumbersTheChipsCores) {
+  auto claim =
+      resolveClaim(claimWith({"neurondevice1"}, {neuronConfig({{"apiVersion", "neuron.aws.com/v1"},
+                                                               {"kind", "NeuronConfig"},
+                                                               {"logicalNeuronCore", 1}})}),
+                   kRef, "node-a", trn2());
+  ASSERT_TRUE(claim.ok()) << claim.error().message;
+  EXPECT_EQ(claim->lnc, 1);
+  EXPECT_EQ(claim->cores.toRangeString(), "4-7");  // held, in the node's LNC 2 numbering
+  EXPECT_EQ(
+      claimEnvironment(*claim, trn2()),
+      (std::vector<std::string>{"NEURON_RT_VISIBLE_CORES=8-15", "NEURON_LOGICAL_NC_CONFIG=1"}));
+}
+
+TEST(ClaimAllocation, ClaimConfigOverridesClassConfig) {
+  const json lnc1 = {
+      {"apiVersion", "neuron.aws.com/v1"}, {"kind", "NeuronConfig"}, {"logicalNeuronCore", 1}};
+  const json lnc2 = {
+      {"apiVersion", "neuron.aws.com/v1"}, {"kind", "NeuronConfig"}, {"logicalNeuronCore", 2}};
+  // Listed claim-first, applied class-first.
+  auto claim = resolveClaim(claimWith({"neurondevice0"}, {neuronConfig(lnc1, "FromClaim"),
+                                                          neuronConfig(lnc2, "FromClass")}),
+                            kRef, "node-a", trn2());
+  ASSERT_TRUE(claim.ok());
+  EXPECT_EQ(claim->lnc, 1);
+  // A config for another request does not apply.
+  auto other = resolveClaim(
+      claimWith({"neurondevice0"}, {neuronConfig(lnc1, "FromClaim", json::array({"efa"}))}), kRef,
+      "node-a", trn2());
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->lnc, 2);
+}
+
+TEST(ClaimAllocation, BadConfigsNameTheField) {
+  struct Case {
+    json parameters;
+    std::string mentions;
+  };
+  const std::vector<Case> cases = {
+      {{{"apiVersion", "neuron.aws.com/v1"}, {"kind", "NeuronConfig"}, {"logicalNeuronCore", 3}},
+       "NeuronConfig.logicalNeuronCore is 3"},
+      {{{"apiVersion", "neuron.aws.com/v1"}, {"kind", "NeuronConfig"}, {"logicalNeuronCore", "2"}},
+       "must be an integer"},
+      {{{"apiVersion", "neuron.aws.com/v1"}, {"kind", "GpuConfig"}}, "kind \"GpuConfig\""},
+      {{{"apiVersion", "neuron.aws.com/v2"}, {"kind", "NeuronConfig"}}, "apiVersion"},
+      {{{"apiVersion", "neuron.aws.com/v1"}, {"kind", "NeuronConfig"}, {"logicalNeuronCores", 1}},
+       "no field \"logicalNeuronCores\""},
+      {{{"apiVersion", "neuron.aws.com/v1"}, {"kind", "UltraServerConfig"}, {"ultraserverMode", 3}},
+       "ultraserverMode is 3"},
+      {json::array({1}), "must be an object"},
+  };
+  for (const Case& c : cases) {
+    auto claim = resolveClaim(claimWith({"neurondevice0"}, {neuronConfig(c.parameters)}), kRef,
+                              "node-a", trn2());
+    ASSERT_FALSE(claim.ok()) << c.parameters.dump();
+    EXPECT_NE(claim.error().message.find(c.mentions), std::string::npos) << claim.error().message;
+    EXPECT_NE(claim.error().message.find("team-a/train"), std::string::npos);
+  }
+}
+
+TEST(ClaimAllocation, RefusesWhatIsNotOursToPrepare) {
+  EXPECT_EQ(
+      resolveClaim(claimWith({"neurondevice0"}, json::array(), "node-b"), kRef, "node-a", trn2())
+          .error()
+          .code,
+      ErrorCode::kFailedPrecondition);
+  EXPECT_NE(resolveClaim(claimWith({"neurondevice16"}), kRef, "node-a", trn2())
+                .error()
+                .message.find("not one this node publishes"),
+            std::string::npos);
+  ClaimRef otherUid = kRef;
+  otherUid.uid = "another";
+  EXPECT_EQ(resolveClaim(claimWith({"neurondevice0"}), otherUid, "node-a", trn2()).error().code,
+            ErrorCode::kNotFound);
+  json unallocated = claimWith({"neurondevice0"});
+  unallocated.erase("status");
+  EXPECT_NE(resolveClaim(unallocated, kRef, "node-a", trn2()).error().message.find("not allocated"),
+            std::string::npos);
+  // LNC 1 cannot apply to single cores numbered at LNC 2.
+  auto cores =
+      resolveClaim(claimWith({"neuroncore0"}, {neuronConfig({{"apiVersion", "neuron.aws.com/v1"},
+                                                             {"kind", "NeuronConfig"},
+                                                             {"logicalNeuronCore", 1}})}),
+                   kRef, "node-a", trn2());
+  EXPECT_NE(cores.error().message.find("whole chips only"), std::string::npos);
+  // Hostile shapes never throw.
+  for (const json& bad :
+       {json(nullptr), json::array(), json{{"metadata", 5}},
+        json{{"metadata", {{"uid", kRef.uid}}}, {"status", {{"allocation", 1}}}}}) {
+    EXPECT_FALSE(resolveClaim(bad, kRef, "node-a", trn2()).ok()) << bad.dump();
+  }
+}
+
+TEST(CdiSpec, EveryDeviceGetsItsNodesAndTheClaimsEnvironment) {
+  auto claim = resolveClaim(claimWith({"neurondevice2", "neurondevice3"}), kRef, "node-a", trn2());
+  ASSERT_TRUE(claim.ok());
+  const json spec = cdiSpec(*claim, trn2(), "/host/dev");
+  EXPECT_EQ(spec["kind"], "neuron.aws.com/device");
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  const json& first = spec["devices"][0];
+  EXPECT_EQ(first["name"], kRef.uid + "-neurondevice2");
+  EXPECT_EQ(first["containerEdits"]["deviceNodes"][0]["path"], "/dev/neuron2");
+  EXPECT_EQ(first["containerEdits"]["deviceNodes"][0]["hostPath"], "/host/dev/neuron2");
+  EXPECT_EQ(first["containerEdits"]["env"][0], "NEURON_RT_VISIBLE_CORES=8-15");
+  const auto ids = cdiDeviceIds(*claim);
+  EXPECT_EQ(ids[1].ids[0], "neuron.aws.com/device=" + kRef.uid + "-neurondevice3");
+
+  auto dir = TempDir::create("cdi");
+  ASSERT_TRUE(dir.ok());
+  ASSERT_TRUE(writeCdiSpec(dir->path(), kRef.uid, spec).ok());
+  auto text = readSmallFile(cdiSpecPath(dir->path(), kRef.uid));
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(json::parse(*text), spec);
+  EXPECT_TRUE(removeCdiSpec(dir->path(), kRef.uid).ok());
+  EXPECT_TRUE(removeCdiSpec(dir->path(), kRef.uid).ok());  // idempotent
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(dir->path(), kRef.uid)));
+}
+
+TEST(Checkpoint, RoundTripsEveryField) {
+  auto dir = TempDir::create("checkpoint");
+  ASSERT_TRUE(dir.ok());
+  const auto file = dir->path() / "checkpoint.json";
+  EXPECT_TRUE(loadCheckpoint(file)->empty());  // first start
+  auto claim =
+      resolveClaim(claimWith({"neurondevice1"}, {neuronConfig({{"apiVersion", "neuron.aws.com/v1"},
+                                                               {"kind", "NeuronConfig"},
+                                                               {"logicalNeuronCore", 1}})}),
+                   kRef, "node-a", trn2());
+  ASSERT_TRUE(claim.ok());
+  PreparedClaims claims;
+  claims.emplace(kRef.uid, *claim);
+  ASSERT_TRUE(saveCheckpoint(file, claims).ok());
+  auto loaded = loadCheckpoint(file);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  ASSERT_EQ(loaded->size(), 1u);
+  const ResolvedClaim& back = loaded->at(kRef.uid);
+  EXPECT_EQ(back.ref.nameSpace, "team-a");
+  EXPECT_EQ(back.ref.name, "train");
+  EXPECT_EQ(back.pool, "node-a");
+  EXPECT_EQ(back.chips.toRangeString(), claim->chips.toRangeString());
+  EXPECT_EQ(back.cores.toRangeString(), claim->cores.toRangeString());
+  EXPECT_EQ(back.visibleCores, claim->visibleCores);
+  EXPECT_EQ(back.lnc, 1);
+  EXPECT_EQ(back.devices[0].name, "neurondevice1");
+  EXPECT_EQ(back.devices[0].requests, std::vector<std::string>{"chips"});
+}
+
+TEST(Checkpoint, ACorruptFileIsAnErrorNotAnEmptySet) {
+  auto dir = TempDir::create("checkpoint");
+  ASSERT_TRUE(dir.ok());
+  const auto file = dir->path() / "checkpoint.json";
+  for (const char* text : {"{", "[]", R"({"version":"1","claims":{}})", R"({"version":2})",
+                           R"({"version":1,"claims":{"u":{"namespace":"a"}}})",
+                           R"({"version":1,"claims":{"u":{"namespace":"a","name":"b","pool":"p",
+                              "wholeChips":true,"lnc":1,"visibleCores":[],"chips":[9999],
+                              "cores":[],"devices":[]}}})"}) {
+    ASSERT_TRUE(writeFile(file, text).ok());
+    auto loaded = loadCheckpoint(file);
+    EXPECT_FALSE(loaded.ok()) << text;
+    if (!loaded.ok()) {
+      EXPECT_NE(loaded.error().message.find("checkpoint"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace torus::dra

@@ -1,0 +1,250 @@
+#include "dra-driver/slice_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "common/topology/neuronlink_graph.h"
+#include "dra-driver/driver_names.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+SliceInputs inputsFor(const std::string& type, int lnc = 0) {
+  auto node = topology::catalogNode(type, lnc);
+  EXPECT_TRUE(node.ok()) << type;
+  SliceInputs inputs;
+  inputs.nodeName = "node-a";
+  inputs.node = *node;
+  return inputs;
+}
+
+std::map<std::string, json> devicesByName(const std::vector<json>& slices) {
+  std::map<std::string, json> devices;
+  for (const json& slice : slices) {
+    for (const json& device : slice["spec"].value("devices", json::array())) {
+      EXPECT_FALSE(devices.contains(device["name"])) << device["name"];
+      devices[device["name"].get<std::string>()] = device;
+    }
+  }
+  return devices;
+}
+
+std::string groupId(const json& device, int size) {
+  const std::string key = "resource.aws.com/devicegroup" + std::to_string(size) + "_id";
+  return device["attributes"].contains(key) ? device["attributes"][key]["string"].get<std::string>()
+                                            : "";
+}
+
+TEST(SliceBuilder, Trn2ChipsCarryAwsAttributesCapacityAndCounters) {
+  const std::vector<json> slices = buildSlices(inputsFor("trn2.48xlarge"), 7);
+  // 16 chips + 64 cores (LNC 2) in slices of at most 64, plus the counter slice.
+  ASSERT_EQ(slices.size(), 3u);
+  for (const json& slice : slices) {
+    EXPECT_EQ(slice["spec"]["driver"], "neuron.aws.com");
+    EXPECT_EQ(slice["spec"]["nodeName"], "node-a");
+    EXPECT_EQ(slice["spec"]["pool"]["name"], "node-a");
+    EXPECT_EQ(slice["spec"]["pool"]["generation"], 7);
+    EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 3);
+    // The API allows counters or devices in one slice, never both.
+    EXPECT_NE(slice["spec"].contains("sharedCounters"), slice["spec"].contains("devices"));
+  }
+  const json& counters = slices[0]["spec"]["sharedCounters"][0];
+  EXPECT_EQ(counters["name"], "neuron-chips");
+  EXPECT_EQ(counters["counters"].size(), 16u);
+  EXPECT_EQ(counters["counters"]["device5"]["value"], "4");
+
+  const auto devices = devicesByName(slices);
+  ASSERT_EQ(devices.size(), 80u);
+  const json& chip = devices.at("neurondevice5");
+  const json& attributes = chip["attributes"];
+  EXPECT_EQ(attributes["deviceId"]["int"], 5);
+  EXPECT_EQ(attributes["resourceType"]["string"], "neuron_device");
+  EXPECT_EQ(attributes["instanceType"]["string"], "trn2.48xlarge");
+  EXPECT_EQ(attributes["topology_x"]["int"], 1);  // row, as AWS documents it
+  EXPECT_EQ(attributes["topology_y"]["int"], 1);
+  EXPECT_EQ(attributes["topology4_id"]["int"], 1);
+  EXPECT_EQ(attributes["topology8_id"]["int"], 0);
+  EXPECT_EQ(attributes["logicalNeuronCoreConfig"]["int"], 2);
+  EXPECT_TRUE(attributes["draDriverVersion"].contains("version"));
+  EXPECT_EQ(chip["capacity"]["memory"]["value"], "96Gi");
+  EXPECT_EQ(chip["capacity"]["neuronCores"]["value"], "4");
+  EXPECT_EQ(chip["consumesCounters"][0]["counterSet"], "neuron-chips");
+  EXPECT_EQ(chip["consumesCounters"][0]["counters"]["device5"]["value"], "4");
+  EXPECT_FALSE(chip.contains("taints"));
+
+  const json& core = devices.at("neuroncore21");  // core 1 of chip 5
+  EXPECT_EQ(core["attributes"]["resourceType"]["string"], "neuron_core");
+  EXPECT_EQ(core["attributes"]["deviceId"]["int"], 5);
+  EXPECT_EQ(core["attributes"]["coreId"]["int"], 21);
+  EXPECT_EQ(core["consumesCounters"][0]["counters"]["device5"]["value"], "1");
+  EXPECT_EQ(groupId(core, 4), groupId(chip, 4));
+}
+
+TEST(SliceBuilder, GroupIdsAreEqualExactlyWithinOneConnectedGroup) {
+  const auto devices = devicesByName(buildSlices(inputsFor("trn2.48xlarge"), 1));
+  auto chip = [&](int d) { return devices.at(chipDeviceName(d)); };
+  EXPECT_EQ(groupId(chip(4), 4), groupId(chip(7), 4));
+  EXPECT_NE(groupId(chip(3), 4), groupId(chip(4), 4));
+  EXPECT_EQ(groupId(chip(0), 8), groupId(chip(7), 8));
+  EXPECT_NE(groupId(chip(7), 8), groupId(chip(8), 8));
+  EXPECT_EQ(groupId(chip(0), 16), groupId(chip(15), 16));
+  EXPECT_NE(groupId(chip(0), 1), groupId(chip(1), 1));
+}
+
+// For every catalog type: slices the API accepts (size caps), and group ids that mean "these
+// devices form a whole, NeuronLink-connected group of that size".
+TEST(SliceBuilder, EveryCatalogTypeGivesValidSlicesAndConnectedGroups) {
+  for (const topology::InstanceType& type : topology::allInstanceTypes()) {
+    for (int lnc = 1; lnc <= type.maxLnc; ++lnc) {
+      SCOPED_TRACE(std::string(type.name) + " lnc " + std::to_string(lnc));
+      const SliceInputs inputs = inputsFor(std::string(type.name), lnc);
+      const std::vector<json> slices = buildSlices(inputs, 1);
+      std::set<std::string> names;
+      for (const json& slice : slices) {
+        EXPECT_TRUE(names.insert(slice["metadata"]["name"].get<std::string>()).second);
+        EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], static_cast<int>(slices.size()));
+        if (slice["spec"].contains("devices")) {
+          EXPECT_LE(slice["spec"]["devices"].size(), 64u);
+        }
+        if (slice["spec"].contains("sharedCounters")) {
+          EXPECT_LE(slice["spec"]["sharedCounters"].size(), 8u);
+          EXPECT_LE(slice["spec"]["sharedCounters"][0]["counters"].size(), 32u);
+        }
+      }
+      const auto devices = devicesByName(slices);
+      const int chips = inputs.node.deviceCount();
+      EXPECT_EQ(static_cast<int>(devices.size()), chips + inputs.node.logicalCoreCount());
+      for (const auto& [name, device] : devices) {
+        EXPECT_LE(device["attributes"].size() + device["capacity"].size(), 32u) << name;
+      }
+      const auto graph = topology::NeuronLinkGraph::fromNode(inputs.node);
+      for (const int size : {4, 8, 16}) {
+        std::map<std::string, topology::DeviceSet> groups;
+        for (int d = 0; d < chips; ++d) {
+          const std::string id = groupId(devices.at(chipDeviceName(d)), size);
+          if (!id.empty()) groups[id].insert(d);
+        }
+        for (const auto& [id, members] : groups) {
+          EXPECT_EQ(members.size(), size) << "group " << id;
+          EXPECT_TRUE(graph.isConnected(members)) << "group " << id;
+        }
+      }
+    }
+  }
+}
+
+TEST(SliceBuilder, Inf2RingGroupsOnlyWhereAWholeRunFits) {
+  const auto devices = devicesByName(buildSlices(inputsFor("inf2.48xlarge"), 1));
+  EXPECT_FALSE(groupId(devices.at("neurondevice7"), 8).empty());
+  EXPECT_TRUE(groupId(devices.at("neurondevice8"), 8).empty());  // 8-15 does not exist
+  EXPECT_TRUE(groupId(devices.at("neurondevice0"), 16).empty());
+  EXPECT_FALSE(devices.at("neurondevice0")["attributes"].contains("topology_x"));
+}
+
+TEST(SliceBuilder, ACutLinkTakesTheGroupIdAway) {
+  SliceInputs inputs = inputsFor("trn2.48xlarge");
+  // Both of chip 5's links inside its row are cut (both ends, as the driver would report it):
+  // row 1 (chips 4-7) is no longer connected, so none of it may be handed out as a group of 4.
+  auto cut = [&](int a, int b) {
+    for (auto [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto& links = inputs.node.devices[static_cast<std::size_t>(from)].connected;
+      links.erase(std::remove(links.begin(), links.end(), to), links.end());
+    }
+  };
+  cut(4, 5);
+  cut(5, 6);
+  ASSERT_FALSE(topology::NeuronLinkGraph::fromNode(inputs.node)
+                   .isConnected(topology::DeviceSet::fromIds(std::vector<int>{4, 5, 6, 7})));
+  const auto devices = devicesByName(buildSlices(inputs, 1));
+  for (const char* name : {"neurondevice4", "neurondevice5", "neurondevice7"}) {
+    EXPECT_TRUE(groupId(devices.at(name), 4).empty()) << name;
+  }
+  EXPECT_FALSE(groupId(devices.at("neurondevice0"), 4).empty());
+  EXPECT_FALSE(groupId(devices.at("neurondevice8"), 4).empty());
+}
+
+TEST(SliceBuilder, UnhealthyChipIsTaintedWithItsCores) {
+  SliceInputs inputs = inputsFor("trn2.48xlarge");
+  inputs.node.devices[3].health = topology::DeviceHealth::unhealthy(
+      "stats/hardware/mem_ecc_uncorrected is 2 (uncorrected ECC errors)");
+  inputs.unhealthySince[3] = "2026-11-24T12:00:00Z";
+  const auto devices = devicesByName(buildSlices(inputs, 1));
+  const json& taint = devices.at("neurondevice3")["taints"][0];
+  EXPECT_EQ(taint["key"], "neuron.aws.com/unhealthy");
+  EXPECT_EQ(taint["value"], "UncorrectedECC");
+  EXPECT_EQ(taint["effect"], "NoSchedule");
+  EXPECT_EQ(taint["timeAdded"], "2026-11-24T12:00:00Z");
+  EXPECT_TRUE(devices.at("neuroncore12").contains("taints"));
+  EXPECT_FALSE(devices.at("neuroncore16").contains("taints"));
+  EXPECT_FALSE(devices.at("neurondevice4").contains("taints"));
+
+  inputs.options.taints = false;  // an API without device taints: leave the chip out
+  const auto hidden = devicesByName(buildSlices(inputs, 1));
+  EXPECT_FALSE(hidden.contains("neurondevice3"));
+  EXPECT_FALSE(hidden.contains("neuroncore12"));
+  EXPECT_TRUE(hidden.contains("neurondevice4"));
+}
+
+TEST(SliceBuilder, WithoutCoreDevicesThereAreNoCountersAndOneSlice) {
+  SliceInputs inputs = inputsFor("trn2.48xlarge");
+  inputs.options.coreDevices = false;
+  const std::vector<json> slices = buildSlices(inputs, 1);
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_FALSE(slices[0]["spec"].contains("sharedCounters"));
+  const auto devices = devicesByName(slices);
+  EXPECT_EQ(devices.size(), 16u);
+  EXPECT_FALSE(devices.at("neurondevice0").contains("consumesCounters"));
+}
+
+TEST(SliceBuilder, UltraServerNodeDeviceTakesEveryChip) {
+  SliceInputs inputs = inputsFor("trn2u.48xlarge");
+  inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
+  const auto devices = devicesByName(buildSlices(inputs, 1));
+  const json& node = devices.at("neuronnode");
+  EXPECT_EQ(node["attributes"]["resourceType"]["string"], "neuron_node");
+  EXPECT_EQ(node["consumesCounters"][0]["counters"].size(), 16u);
+  EXPECT_EQ(node["consumesCounters"][0]["counters"]["device15"]["value"], "4");
+  EXPECT_FALSE(devices.at("neurondevice0")["attributes"].contains("topology_x"));
+}
+
+TEST(SliceBuilder, NetworkLayersComeFromNodeLabels) {
+  SliceInputs inputs = inputsFor("trn1.32xlarge");
+  inputs.nodeLabels["topology.k8s.aws/network-node-layer-2"] = "nn-2b";
+  const auto devices = devicesByName(buildSlices(inputs, 1));
+  EXPECT_EQ(devices.at("neurondevice0")["attributes"]["networkNodeLayer2"]["string"], "nn-2b");
+  EXPECT_FALSE(devices.at("neurondevice0")["attributes"].contains("networkNodeLayer1"));
+}
+
+TEST(SliceBuilder, SliceNamesStayWithinTheApiLimit) {
+  EXPECT_EQ(sliceName("ip-10-0-0-1", 2), "ip-10-0-0-1-neuron.aws.com-2");
+  const std::string longName(250, 'n');
+  const std::string name = sliceName(longName, 12);
+  EXPECT_LE(name.size(), 253u);
+  EXPECT_NE(name, sliceName(longName + "x", 12));
+}
+
+TEST(SliceBuilder, FaultKindsAreLabelWords) {
+  EXPECT_EQ(faultKind("kernel log NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR (1 reported)"),
+            "KernelHardwareError");
+  EXPECT_EQ(faultKind("device node /dev/neuron3 is missing"), "DeviceNodeMissing");
+  EXPECT_EQ(faultKind("reset: device state is INVALID (2) after a reset"), "ResetFailed");
+  EXPECT_EQ(faultKind("something new"), "Unhealthy");
+}
+
+TEST(DriverNames, ParseOnlyWhatThePoolPublishes) {
+  EXPECT_EQ(parseDeviceName("neurondevice12")->index, 12);
+  EXPECT_EQ(parseDeviceName("neuroncore0")->kind, NamedDevice::Kind::kCore);
+  EXPECT_EQ(parseDeviceName("neuronnode")->kind, NamedDevice::Kind::kNode);
+  for (const char* bad : {"neurondevice", "neurondevice01", "neurondevice-1", "neuroncore1x",
+                          "gpu0", "", "neurondevice99999"}) {
+    EXPECT_FALSE(parseDeviceName(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace torus::dra
