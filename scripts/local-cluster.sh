@@ -16,6 +16,9 @@
 #   --no-torus            start the cluster only; do not build the image or install the chart
 #   --fake-nodes=T:N,...  add N fake nodes of type T (kwok), e.g. trn2.48xlarge:1000,inf2.48xlarge:200,
 #                         carrying what the node agent would publish (needs build/bin/neuron-ls)
+#   --dra                 the simulated node runs the DRA driver neuron.aws.com instead of the
+#                         device plugin (labelled torus.dev/neuron-mode=dra; DeviceClasses
+#                         installed); fake nodes keep the device plugin's resources
 #   --set key=value       passed to `helm install` (repeatable)
 # Options of all three:
 #   --state-dir=DIR       where state, logs, pids and the kubeconfig live
@@ -43,6 +46,7 @@ LNC=""
 NODE_NAME="torus-node-1"
 INSTALL_TORUS=1
 FAKE_NODES=""
+DRA=0
 HELM_SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -52,10 +56,11 @@ while [[ $# -gt 0 ]]; do
     --node-name=*) NODE_NAME="${1#*=}" ;;
     --no-torus) INSTALL_TORUS=0 ;;
     --fake-nodes=*) FAKE_NODES="${1#*=}" ;;
+    --dra) DRA=1 ;;
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -193,7 +198,7 @@ start_kubelet() {
   start_process kubelet "$K8S_BIN/kubelet" --config "$STATE/kubelet-config.yaml" \
     --kubeconfig "$STATE/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" \
     --hostname-override "$NODE_NAME" --node-ip 127.0.0.1 \
-    --node-labels "node.kubernetes.io/instance-type=$INSTANCE_TYPE" -v 2
+    --node-labels "node.kubernetes.io/instance-type=$INSTANCE_TYPE$( ((DRA)) && echo ,torus.dev/neuron-mode=dra)" -v 2
   wait_for kubelet 120 node_ready
 }
 
@@ -219,9 +224,15 @@ nodeAgent:
   hostPaths:
     devicePlugins: /var/lib/kubelet/device-plugins
     podResources: $KUBELET_ROOT/pod-resources
+    kubeletPlugins: $KUBELET_ROOT/plugins
+    kubeletPluginsRegistry: $KUBELET_ROOT/plugins_registry
+    cdi: $STATE/cdi
   simulate:
     instanceType: $INSTANCE_TYPE
     dir: $STATE/simulated-node
+
+dra:
+  enabled: $( ((DRA)) && echo true || echo false)
 
 extender:
   hostNetwork: true
@@ -316,6 +327,8 @@ KUBELET_ROOT=$KUBELET_ROOT
 CONTAINERD_SOCKET=$CONTAINERD_SOCKET
 CTR=$CONTAINERD_BIN/ctr
 SIMULATED_NODE_DIR=$STATE/simulated-node
+DRA=$DRA
+CDI_DIR=$STATE/cdi
 ENV
 }
 
@@ -447,6 +460,6 @@ case "$command" in
     ;;
   down) down ;;
   status) status ;;
-  -h | --help | "") sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  -h | --help | "") sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
   *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart)" >&2; exit 2 ;;
 esac

@@ -14,6 +14,29 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
   table.addSwitch("device-plugin", "TORUS_DEVICE_PLUGIN", "devicePlugin",
                   "serve kubelet's device plugin API for the resources below",
                   &config->devicePlugin);
+  table.addSwitch("dra", "TORUS_DRA", "dra",
+                  "serve the DRA driver neuron.aws.com (ResourceSlices, kubelet's DRA API, CDI) "
+                  "instead of the device plugin; needs --device-plugin=false and Kubernetes >= "
+                  "1.34",
+                  &config->dra);
+  table.addString("dra-plugins-dir", "TORUS_DRA_PLUGINS_DIR", "draPluginsDir", "DIR",
+                  "kubelet's plugins directory; the driver serves <DIR>/neuron.aws.com/dra.sock "
+                  "and keeps its checkpoint there",
+                  &config->draPluginsDir);
+  table.addString("dra-registry-dir", "TORUS_DRA_REGISTRY_DIR", "draRegistryDir", "DIR",
+                  "kubelet's plugin-registration directory (plugins_registry)",
+                  &config->draRegistryDir);
+  table.addString("cdi-root", "TORUS_CDI_ROOT", "cdiRoot", "DIR",
+                  "where the DRA driver writes CDI specs for the container runtime",
+                  &config->cdiRoot);
+  table.addSwitch("dra-core-devices", "TORUS_DRA_CORE_DEVICES", "draCoreDevices",
+                  "publish single NeuronCores as partitions of their chip (needs the "
+                  "DRAPartitionableDevices feature; switched off on its own when the API drops it)",
+                  &config->draCoreDevices);
+  table.addDurationMillis("dra-resync", "TORUS_DRA_RESYNC", "draResync",
+                          "how often ResourceSlices are checked against the API when nothing "
+                          "changed",
+                          &config->draResyncMs);
   table.addString("device-plugin-dir", "TORUS_DEVICE_PLUGIN_DIR", "devicePluginDir", "DIR",
                   "kubelet's device-plugin directory (holds kubelet.sock and our sockets)",
                   &config->plugin.pluginDir);

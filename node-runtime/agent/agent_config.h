@@ -19,6 +19,13 @@ struct AgentConfig {
   node_source::NodeSourceOptions node;
   bool devicePlugin = true;
   plugin::DevicePluginOptions plugin;
+  // The DRA driver neuron.aws.com instead of the device plugin (a node runs one or the other).
+  bool dra = false;
+  std::string draPluginsDir = "/var/lib/kubelet/plugins";
+  std::string draRegistryDir = "/var/lib/kubelet/plugins_registry";
+  std::string cdiRoot = "/var/run/cdi";
+  bool draCoreDevices = true;
+  std::int64_t draResyncMs = 60'000;
   std::int64_t healthIntervalMs = 500;
   std::string kernelLog;  // empty: <dev-root>/kmsg
   std::int64_t kernelErrorHoldMs = 5 * 60 * 1000;

@@ -100,6 +100,15 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
                                                       std::to_string(config.healthIntervalMs) +
                                                       "ms");
   }
+  if (config.dra && config.devicePlugin) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--dra needs --device-plugin=false: with both, kubelet would hand the same "
+                     "chips out through two paths");
+  }
+  if (config.dra && config.draResyncMs < 1000) {
+    return makeError(ErrorCode::kInvalidArgument, "--dra-resync must be at least 1s, got " +
+                                                      std::to_string(config.draResyncMs) + "ms");
+  }
   if (auto listen = http::parseListenAddress(config.metricsAddr); !listen) {
     return std::move(listen).error().withContext("--metrics-addr");
   }
@@ -133,6 +142,8 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   }
   if (config.devicePlugin) {
     TORUS_RETURN_IF_ERROR(agent->startDevicePlugin(config, *kube), "starting the device plugin");
+  } else if (config.dra) {
+    TORUS_RETURN_IF_ERROR(agent->startDra(config, *kube), "starting the DRA driver");
   } else {
     TORUS_LOG(Warn, Plugin,
               "device plugin disabled (--device-plugin=false); kubelet will not see "
@@ -162,6 +173,27 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
   }
   plugins_ = std::make_unique<plugin::DevicePluginManager>(config.plugin, *view_, handoff_.get());
   return plugins_->start();
+}
+
+Result<void> NodeAgent::startDra(const AgentConfig& config,
+                                 const std::optional<kube::KubeConfig>& kube) {
+  if (!kube) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--dra needs the Kubernetes API (in-cluster or --kubeconfig): the driver "
+                     "publishes ResourceSlices and reads ResourceClaims");
+  }
+  view_ = std::make_unique<PluginNodeView>(*monitor_, runtime::ResetPolicy{});
+  dra::DraOptions options;
+  options.nodeName = config.nodeName;
+  options.kubelet.pluginsDir = config.draPluginsDir;
+  options.kubelet.registryDir = config.draRegistryDir;
+  options.cdiRoot = config.cdiRoot;
+  options.coreDevices = config.draCoreDevices;
+  options.resync = std::chrono::milliseconds(config.draResyncMs);
+  auto driver = dra::DraDriver::start(options, *kube, *view_);
+  if (!driver) return std::move(driver).error();
+  dra_ = std::move(*driver);
+  return okResult();
 }
 
 void NodeAgent::followKernelLog(const AgentConfig& config) {
@@ -208,7 +240,22 @@ std::string NodeAgent::allocationsJson() const {
                          {"devices", node.devicesOfCores(cores).ids()}});
     }
   }
-  return nlohmann::json{{"holders", std::move(holders)}}.dump() + "\n";
+  nlohmann::json claims = nlohmann::json::array();
+  if (dra_) {
+    for (const auto& [uid, claim] : dra_->claims().prepared()) {
+      nlohmann::json devices = nlohmann::json::array();
+      for (const dra::AllocatedDevice& device : claim.devices) devices.push_back(device.name);
+      claims.push_back({{"claim", claim.ref.nameSpace + "/" + claim.ref.name},
+                        {"uid", uid},
+                        {"driver", std::string(dra::kDriverName)},
+                        {"deviceNames", std::move(devices)},
+                        {"cores", claim.cores.ids()},
+                        {"devices", claim.chips.ids()},
+                        {"lnc", claim.lnc}});
+    }
+  }
+  return nlohmann::json{{"holders", std::move(holders)}, {"claims", std::move(claims)}}.dump() +
+         "\n";
 }
 
 bool NodeAgent::anyCoreHeld() const {
@@ -230,6 +277,9 @@ topology::DeviceSet NodeAgent::devicesInUse() const {
       for (const int device : node.devicesOfCores(cores).ids())
         busy.insert(device);
     }
+  }
+  if (dra_) {
+    for (const auto& [uid, claim] : dra_->claims().prepared()) busy |= claim.chips;
   }
   // Also what a process outside kubelet's view has open (a runtime started by hand).
   for (const topology::Device& device : node.devices) {
@@ -296,6 +346,7 @@ void NodeAgent::stop() {
   deepCheck_.reset();
   kernelLog_.reset();
   plugins_.reset();
+  dra_.reset();
   handoff_.reset();
   publisher_.reset();
   view_.reset();

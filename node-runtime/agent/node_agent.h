@@ -10,6 +10,7 @@
 #include "common/base/result.h"
 #include "common/http/http_server.h"
 #include "device-plugin/plugin_manager.h"
+#include "dra-driver/dra_driver.h"
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/node_publisher.h"
@@ -45,6 +46,7 @@ class NodeAgent {
   topology::DeviceSet devicesInUse() const;
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
+  Result<void> startDra(const AgentConfig& config, const std::optional<kube::KubeConfig>& kube);
 
   node_source::PreparedNode prepared_;
   discovery::Discovery discovery_;
@@ -55,6 +57,7 @@ class NodeAgent {
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
+  std::unique_ptr<dra::DraDriver> dra_;
   std::unique_ptr<DeepCheckRunner> deepCheck_;  // asks plugins_ which devices are in use
   std::unique_ptr<http::HttpServer> http_;
 };

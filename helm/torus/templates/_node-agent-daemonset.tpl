@@ -1,0 +1,218 @@
+{{- /*
+The node agent's DaemonSet, in one of two modes: the device plugin (aws.amazon.com/neuron and
+neuroncore through kubelet's device-plugin API) or the DRA driver neuron.aws.com. A node runs
+one of them: with dra.enabled, nodes carrying dra.nodeLabel=dra (or every node with
+dra.allNodes) get the DRA agent and the others the plugin, so a cluster migrates node by node.
+Called with (dict "root" $ "mode" "device-plugin"|"dra").
+*/}}
+{{- define "torus.nodeAgentDaemonSet" }}
+{{- $root := .root }}
+{{- $dra := eq .mode "dra" }}
+{{- $component := ternary "node-agent-dra" "node-agent" $dra }}
+{{- $simulate := $root.Values.nodeAgent.simulate.instanceType }}
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {{ include "torus.fullname" $root }}-{{ $component }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "torus.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ $component }}
+spec:
+  selector:
+    matchLabels:
+      app.kubernetes.io/instance: {{ $root.Release.Name }}
+      app.kubernetes.io/component: {{ $component }}
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      maxUnavailable: 1
+  template:
+    metadata:
+      labels:
+        {{- include "torus.labels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ $component }}
+    spec:
+      serviceAccountName: {{ include "torus.fullname" $root }}-node-agent
+      hostPID: {{ $root.Values.nodeAgent.hostPID }}
+      {{- include "torus.hostNetwork" $root.Values.nodeAgent | nindent 6 }}
+      priorityClassName: {{ $root.Values.nodeAgent.priorityClassName }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions:
+                  - key: node.kubernetes.io/instance-type
+                    operator: In
+                    values:
+                      {{- toYaml $root.Values.neuronInstanceTypes | nindent 22 }}
+                  - key: eks.amazonaws.com/compute-type
+                    operator: NotIn
+                    values: [fargate, hybrid, auto]
+                  {{- if and $root.Values.dra.enabled (not $root.Values.dra.allNodes) }}
+                  # One agent per node: DRA where the node is labelled for it, else the plugin.
+                  - key: {{ $root.Values.dra.nodeLabel }}
+                    operator: {{ if $dra }}In{{ else }}NotIn{{ end }}
+                    values: [dra]
+                  {{- end }}
+      {{- with $root.Values.nodeAgent.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      tolerations:
+        {{- toYaml $root.Values.nodeAgent.tolerations | nindent 8 }}
+      containers:
+        - name: node-agent
+          image: {{ include "torus.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          command: [/usr/local/bin/neuron-node-agent]
+          args:
+            - --metrics-addr=0.0.0.0:{{ $root.Values.nodeAgent.metricsPort }}
+            {{- if $dra }}
+            - --device-plugin=false
+            - --dra
+            - --dra-plugins-dir={{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}
+            - --dra-registry-dir={{ $root.Values.nodeAgent.hostPaths.kubeletPluginsRegistry }}
+            - --cdi-root={{ $root.Values.nodeAgent.hostPaths.cdi }}
+            - --dra-core-devices={{ $root.Values.dra.coreDevices }}
+            {{- else }}
+            - --device-plugin-dir={{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
+            - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
+            - --resources={{ join "," $root.Values.nodeAgent.resources }}
+            {{- end }}
+            - --health-interval={{ $root.Values.nodeAgent.healthInterval }}
+            - --log-level={{ $root.Values.nodeAgent.logLevel }}
+            {{- if $root.Values.nodeAgent.lnc }}
+            - --lnc={{ $root.Values.nodeAgent.lnc }}
+            {{- end }}
+            {{- if $simulate }}
+            - --simulate={{ $simulate }}
+            - --simulate-dir={{ $root.Values.nodeAgent.simulate.dir }}
+            {{- range $root.Values.nodeAgent.simulate.faults }}
+            - --simulate-fault={{ . }}
+            {{- end }}
+            {{- end }}
+            {{- with $root.Values.nodeAgent.extraArgs }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          env:
+            - name: NODE_NAME
+              valueFrom:
+                fieldRef:
+                  fieldPath: spec.nodeName
+            {{- with $root.Values.nodeAgent.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          ports:
+            - name: metrics
+              containerPort: {{ $root.Values.nodeAgent.metricsPort }}
+          readinessProbe:
+            httpGet:
+              path: /healthz
+              port: metrics
+            periodSeconds: 10
+          livenessProbe:
+            httpGet:
+              path: /healthz
+              port: metrics
+            initialDelaySeconds: 10
+            periodSeconds: 20
+          {{- $securityContext := deepCopy $root.Values.nodeAgent.securityContext }}
+          {{- if $simulate }}
+          {{- /* The simulated /dev/neuronN are character devices the agent creates. */}}
+          {{- $capabilities := $securityContext.capabilities | default dict }}
+          {{- $_ := set $capabilities "add" (append ($capabilities.add | default list) "MKNOD") }}
+          {{- $_ := set $securityContext "capabilities" $capabilities }}
+          {{- end }}
+          securityContext:
+            {{- toYaml $securityContext | nindent 12 }}
+          resources:
+            requests:
+              {{- toYaml $root.Values.nodeAgent.resourcesRequests | nindent 14 }}
+            limits:
+              {{- toYaml $root.Values.nodeAgent.resourcesLimits | nindent 14 }}
+          volumeMounts:
+            {{- if $dra }}
+            - name: kubelet-plugins
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}
+            - name: kubelet-plugins-registry
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.kubeletPluginsRegistry }}
+            - name: cdi
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.cdi }}
+            {{- else }}
+            - name: device-plugins
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
+            - name: pod-resources
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.podResources }}
+            {{- end }}
+            - name: sys
+              mountPath: /sys
+            - name: dev
+              mountPath: /dev
+            - name: opt-aws
+              mountPath: /opt/aws
+              readOnly: true
+            - name: tmp
+              mountPath: /tmp
+            {{- if $simulate }}
+            - name: simulated-node
+              mountPath: {{ $root.Values.nodeAgent.simulate.dir }}
+            {{- end }}
+      volumes:
+        {{- if $dra }}
+        # kubelet's plugins directory: the DRA socket (neuron.aws.com/dra.sock) and checkpoint,
+        # at the same path inside and out (kubelet dials the path the driver reports).
+        - name: kubelet-plugins
+          hostPath:
+            path: {{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}
+            type: DirectoryOrCreate
+        # kubelet's plugin watcher finds the driver's registration socket here.
+        - name: kubelet-plugins-registry
+          hostPath:
+            path: {{ $root.Values.nodeAgent.hostPaths.kubeletPluginsRegistry }}
+            type: DirectoryOrCreate
+        # CDI specs the container runtime reads for a claim's devices.
+        - name: cdi
+          hostPath:
+            path: {{ $root.Values.nodeAgent.hostPaths.cdi }}
+            type: DirectoryOrCreate
+        {{- else }}
+        # kubelet's device-plugin directory: our sockets go here and kubelet.sock is watched.
+        - name: device-plugins
+          hostPath:
+            path: {{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
+            type: Directory
+        # kubelet's pod-resources socket: which container holds which device (mount the dir).
+        - name: pod-resources
+          hostPath:
+            path: {{ $root.Values.nodeAgent.hostPaths.podResources }}
+            type: Directory
+        {{- end }}
+        # The Neuron driver's sysfs (read; neuronN/reset is written to reset cores).
+        - name: sys
+          hostPath:
+            path: /sys
+        # /dev/neuronN: presence is a health signal; reset checks who holds them open.
+        - name: dev
+          hostPath:
+            path: /dev
+        # /opt/aws/neuron/logical_nc_config: the node's LNC.
+        - name: opt-aws
+          hostPath:
+            path: /opt/aws
+            type: DirectoryOrCreate
+        - name: tmp
+          emptyDir: {}
+        {{- if $simulate }}
+        # The simulated driver tree, at the same path inside and outside: the device paths the
+        # plugin hands to kubelet are opened by the container runtime on the host.
+        - name: simulated-node
+          hostPath:
+            path: {{ $root.Values.nodeAgent.simulate.dir }}
+            type: DirectoryOrCreate
+        {{- end }}
+{{- end }}
