@@ -60,7 +60,7 @@ while [[ $# -gt 0 ]]; do
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -460,6 +460,6 @@ case "$command" in
     ;;
   down) down ;;
   status) status ;;
-  -h | --help | "") sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  -h | --help | "") sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
   *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart)" >&2; exit 2 ;;
 esac
