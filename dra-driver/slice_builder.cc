@@ -58,6 +58,27 @@ std::string labelOr(const std::map<std::string, std::string>& labels, const std:
   return found == labels.end() ? std::string() : found->second;
 }
 
+// The driver's "2.24.7.0" as semantic version "2.24.7" (a version attribute must be semver);
+// "" when it is not made of numbers.
+std::string semverOf(const std::string& version) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (const char c : version + ".") {
+    if (c == '.') {
+      if (part.empty() || (part.size() > 1 && part[0] == '0')) return "";
+      parts.push_back(part);
+      part.clear();
+    } else if (c >= '0' && c <= '9' && part.size() < 9) {
+      part += c;
+    } else {
+      return "";
+    }
+  }
+  while (parts.size() < 3)
+    parts.push_back("0");
+  return parts[0] + "." + parts[1] + "." + parts[2];
+}
+
 // Attributes a chip and each of its cores share.
 json chipAttributes(const SliceInputs& in, int device) {
   const topology::Node& node = in.node;
@@ -67,6 +88,9 @@ json chipAttributes(const SliceInputs& in, int device) {
       {"draDriverVersion", versionAttribute(driverSemver())},
       {"logicalNeuronCoreConfig", intAttribute(node.lnc)},
   };
+  if (const std::string version = semverOf(node.driverVersion); !version.empty()) {
+    attributes["neuronDriverVersion"] = versionAttribute(version);
+  }
   if (node.interconnect == topology::Interconnect::kTorus2d && node.torusWidth > 0 &&
       !node.ultraServer) {
     const int row = device / node.torusWidth;
@@ -142,11 +166,14 @@ std::string driverSemver() {
 }
 
 std::string sliceName(const std::string& nodeName, int index) {
-  const std::string suffix = "-" + std::string(kDriverName) + "-" + std::to_string(index);
+  // Built by appending: GCC 12 at -O3 misreads `"-" + std::string` as an overlapping copy.
+  std::string suffix(1, '-');
+  suffix.append(kDriverName).append(1, '-').append(std::to_string(index));
   if (nodeName.size() + suffix.size() <= kMaxObjectNameLength) return nodeName + suffix;
   // A long node name keeps its start (for people) and gains a hash of the whole (for uniqueness).
-  const std::string hash = "-" + hex16(fnv1a(nodeName));
-  return nodeName.substr(0, kMaxObjectNameLength - suffix.size() - hash.size()) + hash + suffix;
+  std::string name = nodeName.substr(0, kMaxObjectNameLength - suffix.size() - 17);
+  name.append(1, '-').append(hex16(fnv1a(nodeName))).append(suffix);
+  return name;
 }
 
 std::string faultKind(const std::string& reason) {

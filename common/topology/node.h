@@ -57,6 +57,7 @@ struct Node {
   int lnc = 1;
   std::vector<Device> devices;
   std::optional<UltraServerPosition> ultraServer;
+  std::string driverVersion;  // the Neuron kernel driver's version; empty when unknown
 
   int deviceCount() const { return static_cast<int>(devices.size()); }
   int logicalCoresPerDevice() const { return lnc > 0 ? physicalCoresPerDevice / lnc : 0; }

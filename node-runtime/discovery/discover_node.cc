@@ -204,6 +204,9 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
                                  std::to_string(to) + " does not list " + std::to_string(from));
   }
 
+  if (auto version = readParsed(roots.driverVersionFile(), "neuron module version", parseName)) {
+    node.driverVersion = *version;
+  }
   UltraServerReading ultra = readUltraServer(roots);
   node.ultraServer = std::move(ultra.position);
   for (std::string& problem : ultra.problems)

@@ -22,6 +22,8 @@ struct DiscoveryRoots {
     return sys / "devices" / "virtual" / "dmi" / "id" / "product_name";
   }
   std::filesystem::path kernelLog() const { return dev / "kmsg"; }
+  // The Neuron kernel module's version (MODULE_VERSION), e.g. "2.24.7.0".
+  std::filesystem::path driverVersionFile() const { return sys / "module" / "neuron" / "version"; }
   std::filesystem::path deviceNode(int index) const {
     return dev / ("neuron" + std::to_string(index));
   }

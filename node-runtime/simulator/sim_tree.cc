@@ -18,6 +18,9 @@
 namespace torus::simulator {
 namespace {
 
+// A Neuron driver release of late 2025, as its module reports it.
+constexpr std::string_view kSimulatedDriverVersion = "2.24.7.0";
+
 namespace fs = std::filesystem;
 using topology::InstanceType;
 
@@ -294,6 +297,8 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
                         "simulate");
   TORUS_RETURN_IF_ERROR(out.file(roots.dmiProductName(), std::string(type->name) + "\n"),
                         "simulate");
+  TORUS_RETURN_IF_ERROR(
+      out.file(roots.driverVersionFile(), std::string(kSimulatedDriverVersion) + "\n"), "simulate");
   if (type->maxLnc > 1 || spec.lnc) {
     TORUS_RETURN_IF_ERROR(
         out.file(roots.lncConfigFile(), "NEURON_LOGICAL_NC_CONFIG=" + std::to_string(lnc) + "\n"),

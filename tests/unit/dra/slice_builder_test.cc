@@ -212,6 +212,21 @@ TEST(SliceBuilder, UltraServerNodeDeviceTakesEveryChip) {
   EXPECT_FALSE(devices.at("neurondevice0")["attributes"].contains("topology_x"));
 }
 
+TEST(SliceBuilder, DriverVersionIsPublishedAsSemver) {
+  SliceInputs inputs = inputsFor("trn1.32xlarge");
+  inputs.node.driverVersion = "2.24.7.0";
+  EXPECT_EQ(devicesByName(buildSlices(inputs, 1))
+                .at("neurondevice0")["attributes"]["neuronDriverVersion"]["version"],
+            "2.24.7");
+  for (const char* unusable : {"", "2.x", "02.1", "2..1", "2.1-rc1"}) {
+    inputs.node.driverVersion = unusable;
+    EXPECT_FALSE(devicesByName(buildSlices(inputs, 1))
+                     .at("neurondevice0")["attributes"]
+                     .contains("neuronDriverVersion"))
+        << unusable;
+  }
+}
+
 TEST(SliceBuilder, NetworkLayersComeFromNodeLabels) {
   SliceInputs inputs = inputsFor("trn1.32xlarge");
   inputs.nodeLabels["topology.k8s.aws/network-node-layer-2"] = "nn-2b";
