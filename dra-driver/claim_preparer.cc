@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/metrics/event_counters.h"
 
 namespace torus::dra {
 
@@ -115,7 +116,10 @@ Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
   if (found == prepared_.end()) return okResult();  // never prepared here, or already undone
   const ResolvedClaim claim = found->second;
   // A reset wipes a whole chip: never under another claim's cores.
-  if (auto reset = node_.prepareCores(claim.cores, heldCoresExcept(ref.uid)); !reset) {
+  const Result<void> reset = node_.prepareCores(claim.cores, heldCoresExcept(ref.uid));
+  metrics::processCounters().add(metrics::names::kReleaseResetsTotal,
+                                 {{"result", reset ? "ok" : "failed"}});
+  if (!reset) {
     // The chip's health reports a failed reset (and taints it); the claim is released anyway,
     // or kubelet would retry an unprepare that can never succeed.
     TORUS_LOG(Error, Dra, "reset after the claim failed", {"claim", ref.nameSpace + "/" + ref.name},

@@ -1,5 +1,7 @@
 #include "dra-driver/slice_publisher.h"
 
+#include <utility>
+
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
 #include "common/metrics/event_counters.h"
@@ -46,7 +48,11 @@ bool anyDeviceHas(const json& slice, const char* field) {
 
 SlicePublisher::SlicePublisher(kube::KubeConfig kube, plugin::NodeView& node,
                                PublisherOptions options)
-    : client_(std::move(kube)), node_(node), options_(std::move(options)) {}
+    : client_(kube),
+      // A watch blocks reading for minutes; its own client keeps writes from waiting behind it.
+      watchClient_(std::move(kube), std::chrono::minutes(10)),
+      node_(node),
+      options_(std::move(options)) {}
 
 SlicePublisher::~SlicePublisher() {
   stop();
@@ -59,10 +65,16 @@ void SlicePublisher::start() {
     wake_.notify_all();
   });
   worker_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  watcher_ = std::jthread([this](std::stop_token stop) { watchSlices(stop); });
 }
 
 void SlicePublisher::stop() {
   subscription_ = {};
+  if (watcher_.joinable()) {
+    watcher_.request_stop();
+    watchClient_.cancel();
+    watcher_.join();
+  }
   if (worker_.joinable()) {
     worker_.request_stop();
     client_.cancel();
@@ -95,6 +107,41 @@ void SlicePublisher::run(std::stop_token stop) {
   }
 }
 
+void SlicePublisher::watchSlices(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    auto listed = watchClient_.get(listPath(options_.nodeName));
+    Result<void> watched = okResult();
+    if (listed) {
+      const auto metadata = listed->find("metadata");
+      const std::string version = metadata != listed->end() && metadata->is_object() &&
+                                          metadata->contains("resourceVersion") &&
+                                          (*metadata)["resourceVersion"].is_string()
+                                      ? (*metadata)["resourceVersion"].get<std::string>()
+                                      : "";
+      watched = watchClient_.watch(
+          listPath(options_.nodeName), version,
+          [this](const kube::WatchEvent& event) {
+            if (event.type != "DELETED") return;
+            std::lock_guard lock(mutex_);
+            rewrite_ = true;
+            changed_ = true;
+            wake_.notify_all();
+          },
+          stop);
+    }
+    if (stop.stop_requested()) break;
+    if (!listed || !watched) {
+      const Error& error = listed ? watched.error() : listed.error();
+      if (error.code != ErrorCode::kFailedPrecondition) {  // 410: just list again
+        TORUS_LOG(Debug, Dra, "watching ResourceSlices failed; retrying", {"error", error.message});
+        std::unique_lock lock(mutex_);
+        std::condition_variable_any pause;
+        pause.wait_for(lock, stop, std::chrono::seconds(kRetryAfterError), [] { return false; });
+      }
+    }
+  }
+}
+
 Result<void> SlicePublisher::refreshNode() {
   auto node = client_.get("/api/v1/nodes/" + options_.nodeName);
   if (!node) return std::move(node).error().withContext("reading Node " + options_.nodeName);
@@ -116,9 +163,11 @@ Result<void> SlicePublisher::refreshNode() {
 }
 
 Result<void> SlicePublisher::publishOnce() {
+  bool rewrite = false;
   {
     std::lock_guard lock(mutex_);
     changed_ = false;
+    rewrite = std::exchange(rewrite_, false);
   }
   // Labels and the owner uid change rarely; a failed read keeps the last ones.
   if (auto refreshed = refreshNode(); !refreshed && nodeUid_.empty()) {
@@ -155,7 +204,7 @@ Result<void> SlicePublisher::publishOnce() {
     generationKnown_ = true;
   }
   const json unchanged = withoutGeneration(buildSlices(inputs, 0));
-  if (unchanged == lastPublished_) return okResult();
+  if (unchanged == lastPublished_ && !rewrite) return okResult();
 
   std::int64_t generation = 0;
   {

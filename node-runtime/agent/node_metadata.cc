@@ -90,6 +90,7 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
 }
 
 bool ownedLabel(const std::string& key) {
+  if (key == kNeuronModeLabel) return false;  // the operator's choice of device plugin or DRA
   return startsWith(key, kTorusPrefix) || startsWith(key, kUltraServerPrefix);
 }
 

@@ -95,7 +95,8 @@ PY
 
 # check_pod_saw NAME RESOURCE COUNT: the container's env and device nodes match what was asked:
 # COUNT cores or devices, every /dev/neuronN of those cores and no other, and devices that the
-# driver's connected_devices (the simulated sysfs) says are NeuronLink-connected.
+# driver's connected_devices (the simulated sysfs) says are NeuronLink-connected (unless
+# E2E_ANY_DEVICES=1: a request that asked for no connectivity).
 check_pod_saw() {
   local name="$1" resource="$2" count="$3" output
   output="$(pod_report "$name")" || return 1
@@ -121,7 +122,8 @@ assert seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, w
 def neighbours(d):
     path = os.path.join(node_dir, "sys/class/neuron_device", f"neuron{d}", "connected_devices")
     return {int(x) for x in open(path).read().replace(",", " ").split()}
-assert connected(devices, neighbours), f"devices {devices} are not NeuronLink-connected"
+if os.environ.get("E2E_ANY_DEVICES") != "1":
+    assert connected(devices, neighbours), f"devices {devices} are not NeuronLink-connected"
 PY
 }
 

@@ -61,6 +61,7 @@ TEST(NodeMetadata, UltraServerLabelsAndAnUnhealthyDevice) {
     EXPECT_EQ(value.find(','), std::string::npos) << "not a valid label value: " << value;
   }
   EXPECT_FALSE(ownedLabel("node.kubernetes.io/instance-type"));
+  EXPECT_FALSE(ownedLabel("torus.dev/neuron-mode"));  // the operator's, kept by the agent
   EXPECT_TRUE(ownedAnnotation("torus.dev/topology"));
   EXPECT_FALSE(ownedAnnotation("AWS_NEURON_IDS"));
 }

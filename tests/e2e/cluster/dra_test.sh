@@ -1,0 +1,340 @@
+#!/usr/bin/env bash
+# End-to-end of the DRA driver neuron.aws.com on a real Kubernetes: scripts/local-cluster.sh --dra
+# brings up upstream's API server, scheduler, controller manager and kubelet with containerd (CDI
+# on) and a simulated trn2.48xlarge node labelled for DRA, and installs Torus with dra.enabled.
+# This script checks what Kubernetes and the containers see: ResourceSlices with AWS's attributes,
+# claims for 1, 4 connected and all chips, 4 cores of one chip and LNC 1 (the examples in
+# deploy/examples/dra), an unsatisfiable claim, a bad opaque config, a health taint that comes and
+# goes, old `aws.amazon.com/neuron` pods, unprepare, agent and kubelet restarts, and uninstall.
+#
+# Usage: tests/e2e/cluster/dra_test.sh [--keep]   (--keep leaves the cluster running)
+# Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Every wait is bounded.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
+source "$REPO/tests/e2e/cluster/lib.sh"
+
+keep=0
+[[ "${1:-}" == --keep ]] && keep=1
+STATE_DIR="$(mktemp -d /tmp/torus-dra-XXXXXX)"
+cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
+
+print_logs() {
+  echo "--- component logs (last lines) ---"
+  local log
+  for log in "$STATE_DIR"/logs/*.log; do
+    [[ "$log" == */audit.log ]] && continue
+    echo "=== $log"
+    tail -n 25 "$log"
+  done
+  k get pods -A -o wide 2> /dev/null || true
+  local pod
+  for pod in $(k get pods -n kube-system -o name 2> /dev/null); do
+    echo "=== kubectl logs $pod"
+    k logs -n kube-system "$pod" --tail=40 2> /dev/null || true
+  done
+}
+
+finish() {
+  local status=$?
+  if ((FAILED > 0 || status != 0)); then print_logs; fi
+  if ((keep)); then
+    echo "cluster left running: export KUBECONFIG=$KUBECONFIG; scripts/local-cluster.sh down --state-dir=$STATE_DIR"
+  else
+    cluster down > /dev/null 2>&1 || true
+  fi
+}
+trap finish EXIT
+
+started=$SECONDS
+echo "== local cluster in DRA mode (state: $STATE_DIR)"
+cluster up --dra
+source "$STATE_DIR/cluster.env"
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT
+echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
+
+# trn2.48xlarge: 16 chips of 8 physical cores; LNC 2 makes 4 logical cores per chip.
+CORES_PER_DEVICE=4
+EXPECTED_LNC=2
+export CORES_PER_DEVICE EXPECTED_LNC
+k create namespace e2e > /dev/null
+
+agent_pod() {
+  k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
+    -o jsonpath='{.items[0].metadata.name}'
+}
+agent_ready() {
+  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
+    -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+allocations() { curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations"; }
+claims_prepared() {
+  local count
+  count="$(allocations | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["claims"]))')"
+  [[ "$count" == "$1" ]] || { echo "the agent has $count prepared claims, want $1"; return 1; }
+}
+metric() {
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+    awk -v series="$1" '$1 == series { print $2; found = 1 } END { if (!found) print 0 }'
+}
+
+# The pool as the API holds it: one JSON object per device, by name.
+pool_devices() {
+  k get resourceslices -o json | python3 -c '
+import json, sys
+node = sys.argv[1]
+devices = {}
+for s in json.load(sys.stdin)["items"]:
+    if s["spec"]["driver"] == "neuron.aws.com" and s["spec"].get("nodeName") == node:
+        for d in s["spec"].get("devices", []):
+            devices[d["name"]] = d
+json.dump(devices, sys.stdout)' "$NODE_NAME"
+}
+
+# dra_pod NAME TEMPLATE [STAY]: a pod with one claim from TEMPLATE that reports what it got.
+dra_pod() {
+  local name="$1" template="$2" stay="${3:-0}"
+  k apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: e2e
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log; sleep $stay']
+      resources:
+        claims:
+          - name: neurons
+  resourceClaims:
+    - name: neurons
+      resourceClaimTemplateName: $template
+YAML
+}
+
+# The ResourceClaimTemplate of an example file (its first document), in namespace e2e.
+apply_example_template() {
+  awk '/^---$/ { exit } { print }' "$REPO/deploy/examples/dra/$1" | k apply -n e2e -f - > /dev/null
+}
+
+echo "== the driver registers and publishes the pool"
+check "the DRA agent runs on the node labelled for DRA" eventually 120 agent_ready
+no_plugin_agent() {
+  [[ -z "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent -o name)" ]]
+}
+check "no device-plugin agent on that node" no_plugin_agent
+plugin_registered() {
+  k logs -n kube-system "$(agent_pod)" | grep -q "kubelet registered the DRA plugin"
+}
+check "kubelet registered the plugin" eventually 60 plugin_registered
+check "DeviceClasses neuron.aws.com, chip. and core. are installed" \
+  k get deviceclass neuron.aws.com chip.neuron.aws.com core.neuron.aws.com
+pool_is_complete() {
+  pool_devices | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+chips = [n for n in d if n.startswith("neurondevice")]
+cores = [n for n in d if n.startswith("neuroncore")]
+assert len(chips) == 16 and len(cores) == 64, f"{len(chips)} chips, {len(cores)} cores"'
+}
+check "16 chips and 64 cores published" eventually 60 pool_is_complete
+chip_attributes_are_aws() {
+  pool_devices | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["neurondevice5"]
+a = d["attributes"]
+assert a["deviceId"] == {"int": 5}, a
+assert a["resourceType"] == {"string": "neuron_device"}, a
+assert a["instanceType"] == {"string": "trn2.48xlarge"}, a
+assert a["topology_x"] == {"int": 1} and a["topology8_id"] == {"int": 0}, a
+assert a["neuronDriverVersion"] == {"version": "2.24.7"}, a
+assert "resource.aws.com/devicegroup4_id" in a, a
+assert d["capacity"]["memory"] == {"value": "96Gi"}, d["capacity"]
+assert d["consumesCounters"][0]["counters"] == {"device5": {"value": "4"}}, d'
+}
+check "chip attributes use AWS names and carry capacity" chip_attributes_are_aws
+
+echo "== claims from the examples run with the devices and environment they asked for"
+for example in 1-device 1x4-connected-devices all-devices 4-cores-one-chip lnc1 specific-driver-version; do
+  apply_example_template "$example.yaml"
+done
+run_claim() {
+  local name="$1" template="$2"
+  dra_pod "$name" "$template"
+  eventually 120 pod_succeeded "$name"
+}
+check "one chip: pod succeeds" run_claim dra-one one-chip
+check "one chip: 1 device, its 4 cores, LNC 2" check_pod_saw dra-one neuron 1
+check "four connected chips: pod succeeds" run_claim dra-four four-connected-chips
+check "four connected chips: NeuronLink-connected" check_pod_saw dra-four neuron 4
+check "all chips: pod succeeds" run_claim dra-all all-chips
+check "all chips: 16 devices, 64 cores" check_pod_saw dra-all neuron 16
+check "four cores of one chip: pod succeeds" run_claim dra-cores four-cores-one-chip
+check "four cores of one chip: one device" check_pod_saw dra-cores neuroncore 4
+check "LNC 1 by NeuronConfig: pod succeeds" run_claim dra-lnc1 one-chip-lnc1
+saw_lnc1_chip() { CORES_PER_DEVICE=8 EXPECTED_LNC=1 check_pod_saw "$1" neuron 1; }
+check "LNC 1 by NeuronConfig: 8 cores numbered at LNC 1" saw_lnc1_chip dra-lnc1
+check "a driver-version selector: pod succeeds" run_claim dra-version driver-version
+check "every claim was unprepared once its pod finished" eventually 60 claims_prepared 0
+no_cdi_specs() {
+  local left
+  left="$(find "$CDI_DIR" -name 'neuron.aws.com-*.json' | wc -l)"
+  [[ "$left" == 0 ]] || { echo "$left CDI specs left in $CDI_DIR"; return 1; }
+}
+release_resets() { metric 'torus_device_release_resets_total{result="ok"}' | cut -d. -f1; }
+resets_at_least() {
+  local have
+  have="$(release_resets)"
+  ((have >= $1)) || { echo "torus_device_release_resets_total{result=\"ok\"} is $have, want >= $1"; return 1; }
+}
+check "unprepare removed every CDI spec" no_cdi_specs
+check "unprepare reset the chips" resets_at_least 6
+
+echo "== what cannot be given stays Pending or fails with a reason"
+k apply -n e2e -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: seventeen-chips
+spec:
+  spec:
+    devices:
+      requests:
+        - name: neurons
+          exactly:
+            deviceClassName: chip.neuron.aws.com
+            count: 17
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: lnc3
+spec:
+  spec:
+    devices:
+      requests:
+        - name: neurons
+          exactly:
+            deviceClassName: chip.neuron.aws.com
+      config:
+        - requests: [neurons]
+          opaque:
+            driver: neuron.aws.com
+            parameters: {apiVersion: neuron.aws.com/v1, kind: NeuronConfig, logicalNeuronCore: 3}
+YAML
+dra_pod dra-seventeen seventeen-chips
+unschedulable_with_reason() {
+  local reason message
+  reason="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')"
+  message="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
+  echo "$reason: $message"
+  [[ "$reason" == Unschedulable && "$message" == *claim* ]]
+}
+check "17 chips: Pending, Unschedulable with the scheduler's reason" eventually 60 unschedulable_with_reason dra-seventeen
+dra_pod dra-lnc3 lnc3
+event_names_field() {
+  k get events -n e2e --field-selector "involvedObject.name=$1" -o jsonpath='{.items[*].message}' |
+    grep -o "NeuronConfig.logicalNeuronCore is 3[^\"]*" | head -n 1 | grep .
+}
+check "logicalNeuronCore 3: the pod's event names the field" eventually 90 event_names_field dra-lnc3
+phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }
+check "logicalNeuronCore 3: the pod does not start" phase_is dra-lnc3 Pending
+k delete pod -n e2e dra-seventeen dra-lnc3 --wait=false > /dev/null
+check "the driver keeps serving after the bad config" run_claim dra-after-bad one-chip
+
+echo "== a hardware fault taints the chip; cleared, the taint goes"
+ECC="$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron9/stats/hardware/mem_ecc_uncorrected"
+taint_on() {
+  pool_devices | python3 -c '
+import json, sys
+name, want = sys.argv[1], sys.argv[2]
+taints = json.load(sys.stdin)[name].get("taints", [])
+have = ",".join(t["key"] + "=" + t.get("value", "") + ":" + t["effect"] for t in taints)
+assert have == want, f"{name} taints: {have!r}, want {want!r}"' "$1" "$2"
+}
+k apply -n e2e -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: chip-nine
+spec:
+  spec:
+    devices:
+      requests:
+        - name: neurons
+          exactly:
+            deviceClassName: chip.neuron.aws.com
+            selectors:
+              - cel:
+                  expression: device.attributes["neuron.aws.com"].deviceId == 9
+YAML
+faulted=$SECONDS
+echo 2 > "$ECC"
+check "uncorrected ECC on chip 9: NoSchedule taint on it" eventually 10 taint_on neurondevice9 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule"
+echo "      tainted $((SECONDS - faulted)) s after the fault"
+check "... and on its cores" taint_on neuroncore37 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule"
+check "... and not on its neighbour" taint_on neurondevice8 ""
+dra_pod dra-nine chip-nine
+sleep 8
+check "a new claim for chip 9 stays Pending while it is tainted" phase_is dra-nine Pending
+echo 0 > "$ECC"
+check "fault cleared: the taint is gone" eventually 15 taint_on neurondevice9 ""
+check "fault cleared: the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
+saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
+check "chip 9's claim saw /dev/neuron9" saw_chip_nine
+
+echo "== old pod specs: aws.amazon.com/neuron runs on the DRA node"
+pod_manifest dra-extended neuron 4 | k apply -f - > /dev/null
+check "aws.amazon.com/neuron: 4 runs on the DRA node" eventually 120 pod_succeeded dra-extended
+saw_any() { E2E_ANY_DEVICES=1 check_pod_saw "$@"; }
+check "... with 4 chips and their cores" saw_any dra-extended neuron 4
+pod_manifest dra-extended-cores neuroncore 2 | k apply -f - > /dev/null
+check "aws.amazon.com/neuroncore: 2 runs on the DRA node" eventually 120 pod_succeeded dra-extended-cores
+check "... with 2 cores" saw_any dra-extended-cores neuroncore 2
+
+echo "== restarts keep every prepared claim"
+dra_pod dra-held four-connected-chips 3600
+check "a long-running claim pod runs" eventually 120 phase_is dra-held Running
+check "its claim is prepared" eventually 30 claims_prepared 1
+old_agent="$(agent_pod)"
+k delete pod -n kube-system "$old_agent" --wait=true > /dev/null
+check "the agent comes back" eventually 120 agent_ready
+check "the restarted agent still holds the claim (checkpoint)" eventually 30 claims_prepared 1
+dra_pod dra-during-restart four-connected-chips
+check "a claim after the agent restart runs" eventually 120 pod_succeeded dra-during-restart
+disjoint_from_held() {
+  local held got
+  held="$(allocations | python3 -c 'import json, sys; print(json.load(sys.stdin)["claims"][0]["devices"])')"
+  got="$(pod_report dra-during-restart | sed -n 's/^DEVICES=//p')"
+  echo "held $held, got $got"
+  python3 -c 'import json, sys; held = set(json.loads(sys.argv[1])); got = {int(d[6:]) for d in sys.argv[2].split()}; assert len(got) == 4 and not held & got' "$held" "$got"
+}
+check "it did not get the held pod's chips" disjoint_from_held
+cluster restart kubelet > /dev/null
+node_ready() {
+  [[ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+check "after a kubelet restart the node is Ready" eventually 120 node_ready
+check "after a kubelet restart a claim runs (registered again)" run_claim dra-after-kubelet one-chip
+resets_before="$(release_resets)"
+k delete pod -n e2e dra-held --wait=true > /dev/null
+check "deleting the held pod unprepares its claim" eventually 60 claims_prepared 0
+check "... and resets its chips" resets_at_least $((resets_before + 1))
+check "... and removes its CDI spec" no_cdi_specs
+
+echo "== uninstall removes the pool"
+k delete pods -n e2e --all --wait=true > /dev/null
+"$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait > /dev/null
+no_slices() {
+  local left
+  left="$(k get resourceslices -o name | wc -l)"
+  [[ "$left" == 0 ]] || { echo "$left ResourceSlices left"; return 1; }
+}
+check "helm uninstall: the node's ResourceSlices are gone" eventually 180 no_slices
+
+echo
+echo "$PASSED passed, $FAILED failed ($((SECONDS - started)) s)"
+((FAILED == 0))
