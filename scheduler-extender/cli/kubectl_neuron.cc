@@ -5,16 +5,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
 #include "common/config/command_line.h"
 #include "common/config/log_settings.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
+#include "scheduler-extender/cli/dra_claims.h"
 #include "scheduler-extender/cli/kubectl_neuron_render.h"
 
 namespace {
 
-constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods [flags]";
+constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods|claims [flags]";
 constexpr const char* kDescription =
     "Neuron capacity on the cluster, as the Torus scheduler extender sees it: which cores and\n"
     "devices each pod holds (the pods' AWS_NEURON_IDS), what is free, and the largest shape\n"
@@ -22,12 +25,14 @@ constexpr const char* kDescription =
     "  nodes        one line per Neuron node: cores used, devices free, largest free shape, "
     "health\n"
     "  node NAME    the node's NeuronLink ring or torus, each device marked with its pod\n"
-    "  pods         pods that ask for Neuron resources: node, request, ids, cores\n\n"
+    "  pods         pods that ask for Neuron resources: node, request, ids, cores\n"
+    "  claims       ResourceClaims holding neuron.aws.com devices (DRA) and tainted devices\n\n"
     "Reads the API with --kubeconfig, else $KUBECONFIG, else ~/.kube/config.\n\n"
     "Examples:\n"
     "  kubectl neuron nodes\n"
     "  kubectl neuron node ip-10-0-1-23.ec2.internal\n"
-    "  kubectl neuron pods --namespace=ml --json";
+    "  kubectl neuron pods --namespace=ml --json\n"
+    "  kubectl neuron claims";
 
 struct Options {
   std::string kubeconfig;
@@ -62,7 +67,7 @@ int main(int argc, char** argv) {
                   &options.kubeconfig);
   table.addString("context", "", "", "NAME", "kubeconfig context (default: its current-context)",
                   &options.context);
-  table.addString("namespace", "", "", "NAME", "pods: only this namespace (default: all)",
+  table.addString("namespace", "", "", "NAME", "pods, claims: only this namespace (default: all)",
                   &options.namespace_);
   table.addSwitch("json", "", "", "print JSON instead of tables", &options.json);
   torus::config::addLogSettings(table, &options.log);
@@ -73,15 +78,27 @@ int main(int argc, char** argv) {
   }
   torus::log::configure(options.log);
   const std::string command = args.empty() ? "" : args.front();
-  const bool known = (command == "nodes" || command == "pods") && args.size() == 1;
+  const bool known =
+      (command == "nodes" || command == "pods" || command == "claims") && args.size() == 1;
   if (!known && !(command == "node" && args.size() == 2)) {
-    std::fprintf(stderr, "kubectl-neuron: expected one of: nodes, node NAME, pods (see --help)\n");
+    std::fprintf(stderr,
+                 "kubectl-neuron: expected one of: nodes, node NAME, pods, claims (see --help)\n");
     return 2;
   }
   const std::string path = options.kubeconfig.empty() ? defaultKubeconfig() : options.kubeconfig;
   auto config = torus::kube::loadKubeconfig(path, options.context);
   if (!config) return fail(config.error().message);
   torus::kube::KubeClient client(*config);
+  if (command == "claims") {
+    auto claims = client.get("/apis/resource.k8s.io/v1/resourceclaims");
+    if (!claims) return fail("listing ResourceClaims: " + claims.error().message);
+    auto slices = client.get("/apis/resource.k8s.io/v1/resourceslices");
+    if (!slices) return fail("listing ResourceSlices: " + slices.error().message);
+    std::fputs(
+        torus::extender::renderClaims(*claims, *slices, options.namespace_, options.json).c_str(),
+        stdout);
+    return 0;
+  }
   auto snapshot = torus::extender::loadClusterSnapshot(client);
   if (!snapshot) return fail(snapshot.error().message);
   std::string out;

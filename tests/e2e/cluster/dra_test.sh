@@ -30,7 +30,7 @@ print_logs() {
   local pod
   for pod in $(k get pods -n kube-system -o name 2> /dev/null); do
     echo "=== kubectl logs $pod"
-    k logs -n kube-system "$pod" --tail=40 2> /dev/null || true
+    tail -n 40 /var/log/pods/kube-system_"${pod#pod/}"_*/*/*.log 2> /dev/null || true
   done
 }
 
@@ -126,9 +126,10 @@ no_plugin_agent() {
   [[ -z "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent -o name)" ]]
 }
 check "no device-plugin agent on that node" no_plugin_agent
-plugin_registered() {
-  k logs -n kube-system "$(agent_pod)" | grep -q "kubelet registered the DRA plugin"
-}
+# The agent's log as kubelet keeps it (`kubectl logs` needs a kubelet address, and a kubelet on
+# loopback only publishes none).
+agent_log() { cat /var/log/pods/kube-system_"$(agent_pod)"_*/node-agent/*.log; }
+plugin_registered() { agent_log | grep -q "kubelet registered the DRA plugin"; }
 check "kubelet registered the plugin" eventually 60 plugin_registered
 check "DeviceClasses neuron.aws.com, chip. and core. are installed" \
   k get deviceclass neuron.aws.com chip.neuron.aws.com core.neuron.aws.com
