@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds Torus and runs every test (unit, integration, e2e) with CTest, then the end-to-end test on
-# a real Kubernetes (tests/e2e/cluster/real_cluster_test.sh: builds upstream's components once,
-# needs root).
+# Builds Torus and runs every test (unit, integration, e2e) with CTest, then the end-to-end tests
+# on a real Kubernetes (tests/e2e/cluster/real_cluster_test.sh for the device plugin and extender,
+# dra_test.sh for the DRA driver: build upstream's components once, need root).
 #
 #   scripts/test.sh                               build/ (RelWithDebInfo, warnings as errors)
 #   scripts/test.sh --sanitize=address,undefined  build-asan/ with ASan+UBSan (CTest only)
@@ -46,4 +46,5 @@ if ((cluster)); then
     exit 1
   fi
   tests/e2e/cluster/real_cluster_test.sh
+  tests/e2e/cluster/dra_test.sh
 fi

@@ -78,7 +78,7 @@ std::string compactNames(const std::vector<std::string>& names) {
         ++j;
       if (i > 0) part += ",";
       part += std::to_string(numbers[i]);
-      if (j > i) part += "-" + std::to_string(numbers[j]);
+      if (j > i) part.append(1, '-').append(std::to_string(numbers[j]));
       i = j + 1;
     }
     parts.push_back(std::move(part));
