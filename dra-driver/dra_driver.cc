@@ -41,7 +41,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   driver->publisher_ = std::make_unique<SlicePublisher>(kube, node, publisher);
   driver->publisher_->start();
 
-  auto plugin = KubeletPlugin::start(options.kubelet, *driver->preparer_);
+  auto plugin = KubeletPlugin::start(options.kubelet, *driver->preparer_, node, options.nodeName);
   if (!plugin) return std::move(plugin).error();
   driver->plugin_ = std::move(*plugin);
   return driver;

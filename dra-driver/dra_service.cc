@@ -11,8 +11,18 @@ namespace {
 // Kubelet sends the claims of one pod; far more than this is not kubelet.
 constexpr int kMaxClaimsPerCall = 1024;
 
+// Kubernetes object names are at most 253 characters, namespaces 63; a UID is a 36-character
+// UUID. Anything longer is not from kubelet, and is not echoed back into logs and answers.
+constexpr std::size_t kMaxName = 253;
+constexpr std::size_t kMaxUid = 128;
+
 template <typename Claim>
 Result<ClaimRef> refOf(const Claim& claim) {
+  if (claim.uid().size() > kMaxUid || claim.namespace_().size() > kMaxName ||
+      claim.name().size() > kMaxName) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "a claim's uid, namespace or name is longer than Kubernetes allows");
+  }
   if (claim.uid().empty() || claim.namespace_().empty() || claim.name().empty()) {
     return makeError(ErrorCode::kInvalidArgument,
                      "a claim needs a uid, a namespace and a name (got uid \"" + claim.uid() +
@@ -38,9 +48,8 @@ grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Respons
         ref ? preparer.prepare(*ref) : Result<std::vector<PreparedDevice>>(std::move(ref).error());
     count(metrics::names::kDraPrepareTotal, devices.ok());
     if (!devices) {
-      TORUS_LOG(Warn, Dra, "NodePrepareResources refused a claim", {"uid", claim.uid()},
-                {"claim", claim.namespace_() + "/" + claim.name()},
-                {"error", devices.error().message});
+      TORUS_LOG(Warn, Dra, "NodePrepareResources refused a claim",
+                {"uid", claim.uid().substr(0, kMaxUid)}, {"error", devices.error().message});
       answer.set_error(devices.error().message);
       continue;
     }
@@ -69,8 +78,8 @@ grpc::Status unprepareAll(ClaimPreparer& preparer, const Request& request, Respo
     auto done = ref ? preparer.unprepare(*ref) : Result<void>(std::move(ref).error());
     count(metrics::names::kDraUnprepareTotal, done.ok());
     if (!done) {
-      TORUS_LOG(Warn, Dra, "NodeUnprepareResources failed for a claim", {"uid", claim.uid()},
-                {"error", done.error().message});
+      TORUS_LOG(Warn, Dra, "NodeUnprepareResources failed for a claim",
+                {"uid", claim.uid().substr(0, kMaxUid)}, {"error", done.error().message});
       answer.set_error(done.error().message);
     }
   }

@@ -10,6 +10,7 @@
 #include "device-plugin/unix_address.h"
 #include "dra-driver/dra_service.h"
 #include "dra-driver/driver_names.h"
+#include "dra-driver/health_service.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace torus::dra {
@@ -33,6 +34,8 @@ class RegistrationService final : public reg::Registration::Service {
     info->set_endpoint(endpoint_);
     info->add_supported_versions(kServiceV1);
     info->add_supported_versions(kServiceV1beta1);
+    info->add_supported_versions(kHealthServiceV1);
+    info->add_supported_versions(kHealthServiceV1alpha1);
     return grpc::Status::OK;
   }
 
@@ -92,6 +95,8 @@ bool isSocket(const std::filesystem::path& path) {
 struct KubeletPlugin::Servers {
   std::unique_ptr<grpc::Service> v1;
   std::unique_ptr<grpc::Service> v1beta1;
+  std::unique_ptr<grpc::Service> healthV1;
+  std::unique_ptr<grpc::Service> healthV1alpha1;
   std::unique_ptr<RegistrationService> registration;
   std::unique_ptr<grpc::Server> dra;
   std::unique_ptr<grpc::Server> registry;
@@ -105,8 +110,11 @@ struct KubeletPlugin::Servers {
 };
 
 Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions options,
-                                                            ClaimPreparer& preparer) {
-  auto plugin = std::make_unique<KubeletPlugin>(std::move(options), preparer);
+                                                            ClaimPreparer& preparer,
+                                                            plugin::NodeView& node,
+                                                            std::string pool) {
+  auto plugin =
+      std::make_unique<KubeletPlugin>(std::move(options), preparer, node, std::move(pool));
   {
     std::lock_guard lock(plugin->mutex_);
     TORUS_RETURN_IF_ERROR(plugin->serve(), "starting the DRA kubelet plugin");
@@ -119,8 +127,9 @@ Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions
   return plugin;
 }
 
-KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer)
-    : options_(std::move(options)), preparer_(preparer) {}
+KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer,
+                             plugin::NodeView& node, std::string pool)
+    : options_(std::move(options)), preparer_(preparer), node_(node), pool_(std::move(pool)) {}
 
 KubeletPlugin::~KubeletPlugin() {
   stop();
@@ -139,7 +148,10 @@ Result<void> KubeletPlugin::serve() {
   auto servers = std::make_unique<Servers>();
   servers->v1 = makeDraServiceV1(preparer_);
   servers->v1beta1 = makeDraServiceV1beta1(preparer_);
-  auto dra = serveOn(draSocket(), {servers->v1.get(), servers->v1beta1.get()});
+  servers->healthV1 = makeHealthServiceV1(node_, pool_);
+  servers->healthV1alpha1 = makeHealthServiceV1alpha1(node_, pool_);
+  auto dra = serveOn(draSocket(), {servers->v1.get(), servers->v1beta1.get(),
+                                   servers->healthV1.get(), servers->healthV1alpha1.get()});
   if (!dra) return std::move(dra).error();
   servers->dra = std::move(*dra);
   servers->registration = std::make_unique<RegistrationService>(

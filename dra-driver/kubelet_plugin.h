@@ -1,6 +1,7 @@
 // KubeletPlugin: how kubelet finds and calls the driver. It serves the DRA services on
 // <plugins-dir>/neuron.aws.com/dra.sock and the plugin-registration service on
-// <registry-dir>/neuron.aws.com-reg.sock; kubelet's plugin watcher sees the registration socket,
+// <registry-dir>/neuron.aws.com-reg.sock, with the resource-health stream (health_service.h) on
+// the DRA socket too; kubelet's plugin watcher sees the registration socket,
 // asks GetInfo, connects to the DRA socket and reports back through NotifyRegistrationStatus.
 // A watchdog re-creates the sockets if they disappear (a kubelet reinstall wiping its
 // directories), so kubelet registers the driver again without an agent restart.
@@ -28,9 +29,12 @@ struct KubeletPluginOptions {
 
 class KubeletPlugin {
  public:
+  // `node` and `pool` feed the resource-health stream.
   static Result<std::unique_ptr<KubeletPlugin>> start(KubeletPluginOptions options,
-                                                      ClaimPreparer& preparer);
-  KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer);
+                                                      ClaimPreparer& preparer,
+                                                      plugin::NodeView& node, std::string pool);
+  KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer, plugin::NodeView& node,
+                std::string pool);
   ~KubeletPlugin();
   KubeletPlugin(const KubeletPlugin&) = delete;
   KubeletPlugin& operator=(const KubeletPlugin&) = delete;
@@ -49,6 +53,8 @@ class KubeletPlugin {
 
   KubeletPluginOptions options_;
   ClaimPreparer& preparer_;
+  plugin::NodeView& node_;
+  std::string pool_;
   std::atomic<bool> registered_{false};
   std::mutex mutex_;
   std::unique_ptr<Servers> servers_;
