@@ -94,7 +94,10 @@ Result<void> writeCdiSpec(const std::filesystem::path& cdiRoot, const std::strin
     return makeError(ErrorCode::kUnavailable,
                      cdiRoot.string() + ": cannot create the CDI directory: " + ec.message());
   }
-  return writeFileAtomically(cdiSpecPath(cdiRoot, uid), spec.dump(2) + "\n");
+  // /var/run is a tmpfs: the spec does not survive a reboot however it is written, and the
+  // preparer rewrites it from the checkpoint; readers only must never see half of it.
+  return writeFileAtomically(cdiSpecPath(cdiRoot, uid), spec.dump(2) + "\n",
+                             Durability::kAtomicOnly);
 }
 
 Result<void> removeCdiSpec(const std::filesystem::path& cdiRoot, const std::string& uid) {

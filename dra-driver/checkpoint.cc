@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/file_io.h"
+#include "common/base/json_nesting.h"
 
 namespace torus::dra {
 namespace {
@@ -115,8 +116,13 @@ Result<PreparedClaims> loadCheckpoint(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path, ec)) return PreparedClaims{};
   auto text = readSmallFile(path, kMaxCheckpointBytes);
   if (!text) return std::move(text).error().withContext("reading the DRA checkpoint");
-  const json document = json::parse(*text, nullptr, false);
-  const std::string where = "DRA checkpoint " + path.string();
+  return parseCheckpoint(*text, "DRA checkpoint " + path.string());
+}
+
+Result<PreparedClaims> parseCheckpoint(std::string_view text, const std::string& where) {
+  // Our own file, but a disk can hand back anything: refuse absurd nesting before parsing.
+  TORUS_RETURN_IF_ERROR(checkJsonNesting(text), where);
+  const json document = json::parse(text, nullptr, false);
   if (document.is_discarded() || !document.is_object()) {
     return makeError(ErrorCode::kInvalidArgument, where + ": not a JSON object");
   }

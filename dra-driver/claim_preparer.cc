@@ -27,8 +27,23 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
               {"claims", static_cast<std::int64_t>(prepared->size())},
               {"file", options.checkpointFile.string()});
   }
-  return std::make_unique<ClaimPreparer>(std::move(options), node, std::move(reader),
-                                         std::move(*prepared));
+  auto preparer = std::make_unique<ClaimPreparer>(std::move(options), node, std::move(reader),
+                                                  std::move(*prepared));
+  // CDI specs live on a tmpfs: after a reboot kubelet prepares its claims again and the runtime
+  // needs their specs, which only the checkpoint still knows.
+  for (const auto& [uid, claim] : preparer->prepared_) {
+    TORUS_RETURN_IF_ERROR(preparer->ensureSpec(claim), "restoring CDI specs");
+  }
+  return preparer;
+}
+
+Result<void> ClaimPreparer::ensureSpec(const ResolvedClaim& claim) const {
+  if (std::filesystem::exists(cdiSpecPath(options_.cdiRoot, claim.ref.uid))) return okResult();
+  const plugin::NodeSnapshot snapshot = node_.snapshot();
+  TORUS_LOG(Info, Dra, "writing the CDI spec of a prepared claim again",
+            {"claim", claim.ref.nameSpace + "/" + claim.ref.name}, {"uid", claim.ref.uid});
+  return writeCdiSpec(options_.cdiRoot, claim.ref.uid,
+                      cdiSpec(claim, snapshot.node, snapshot.devRoot));
 }
 
 ClaimPreparer::ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader,
@@ -59,7 +74,9 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   {
     std::lock_guard lock(mutex_);
     if (const auto found = prepared_.find(ref.uid); found != prepared_.end()) {
-      return answerOf(found->second);  // kubelet retried: the same answer, nothing redone
+      // Kubelet retried (or re-prepares after a reboot): the same answer, nothing redone.
+      TORUS_RETURN_IF_ERROR(ensureSpec(found->second), "claim " + ref.nameSpace + "/" + ref.name);
+      return answerOf(found->second);
     }
   }
   // The API read happens outside the lock: other claims prepare meanwhile.

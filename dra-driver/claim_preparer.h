@@ -56,6 +56,8 @@ class ClaimPreparer {
 
  private:
   std::vector<PreparedDevice> answerOf(const ResolvedClaim& claim) const;
+  // Writes the claim's CDI spec when it is missing (a reboot emptied the tmpfs).
+  Result<void> ensureSpec(const ResolvedClaim& claim) const;
   topology::CoreSet heldCoresExcept(const std::string& uid) const;  // caller holds mutex_
 
   PreparerOptions options_;

@@ -90,10 +90,11 @@ Result<void> writeFile(const std::filesystem::path& path, std::string_view conte
   return okResult();
 }
 
-Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_view contents) {
+Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                                 Durability durability) {
   const std::filesystem::path temporary = path.string() + ".tmp-" + std::to_string(::getpid());
   TORUS_RETURN_IF_ERROR(writeFile(temporary, contents), "writing " + path.string());
-  {
+  if (durability == Durability::kSynced) {
     UniqueFd fd(::open(temporary.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd || ::fsync(fd.get()) != 0) {
       const int error = errno;
@@ -109,6 +110,7 @@ Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_
                                               temporary.filename().string() +
                                               " over it: " + errnoText(error));
   }
+  if (durability != Durability::kSynced) return okResult();
   // The rename is durable only once the directory entry is.
   const std::filesystem::path directory =
       path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");

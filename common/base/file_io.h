@@ -21,10 +21,16 @@ enum class CreateParents { kYes, kNo };
 Result<void> writeFile(const std::filesystem::path& path, std::string_view contents,
                        CreateParents createParents = CreateParents::kYes);
 
-// Replaces `path` with `contents` so that a crash at any moment leaves either the old file or the
-// new one, never a torn mix: writes a sibling temporary, syncs it, renames it over `path` and
-// syncs the directory. For state that a restarted process must trust (checkpoints, CDI specs).
-Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_view contents);
+enum class Durability {
+  kSynced,      // on disk before the call returns: survives a power cut (checkpoints)
+  kAtomicOnly,  // readers never see a torn file, but a crash may lose it (files rebuilt at start)
+};
+
+// Replaces `path` with `contents` so that a reader at any moment sees either the old file or the
+// new one, never a torn mix: writes a sibling temporary and renames it over `path`; kSynced also
+// syncs the file before the rename and the directory after it.
+Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_view contents,
+                                 Durability durability = Durability::kSynced);
 
 // Errno text for messages: "No such file or directory (errno 2)".
 std::string errnoText(int error);

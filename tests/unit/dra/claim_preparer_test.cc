@@ -142,6 +142,17 @@ TEST_F(ClaimPreparerTest, ARestartedDriverKnowsWhatIsPrepared) {
   EXPECT_TRUE(makePreparer()->heldCores().empty());
 }
 
+TEST_F(ClaimPreparerTest, AfterARebootTheSpecsComeBackFromTheCheckpoint) {
+  const ClaimRef ref = add("kept", {"neurondevice2"});
+  ASSERT_TRUE(makePreparer()->prepare(ref).ok());
+  std::filesystem::remove_all(options_.cdiRoot);  // /var/run is a tmpfs
+  auto restarted = makePreparer();
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
+  std::filesystem::remove(cdiSpecPath(options_.cdiRoot, ref.uid));
+  ASSERT_TRUE(restarted->prepare(ref).ok());  // kubelet prepares again after the reboot
+  EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
+}
+
 TEST_F(ClaimPreparerTest, AnApiErrorIsTheClaimsErrorOnly) {
   auto preparer = makePreparer();
   auto missing = preparer->prepare({"uid-x", "ns", "missing"});

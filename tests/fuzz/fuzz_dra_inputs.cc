@@ -1,0 +1,36 @@
+// What reaches the DRA driver from outside: any JSON as a ResourceClaim (its allocation and
+// opaque configs, resolved on a trn2 node), any JSON as opaque parameters, and any text as the
+// checkpoint file. Each must give a value or an error, never a crash; a resolved claim must only
+// name devices and cores the node has.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/json_nesting.h"
+#include "dra-driver/cdi_spec.h"
+#include "dra-driver/checkpoint.h"
+#include "dra-driver/claim_allocation.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace torus;
+  static const topology::Node node = *topology::catalogNode("trn2.48xlarge");
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+
+  (void)dra::parseCheckpoint(text, "fuzz");
+
+  if (!checkJsonNesting(text)) return 0;
+  const nlohmann::json object = nlohmann::json::parse(text, nullptr, false);
+  if (object.is_discarded()) return 0;
+  dra::NeuronSettings settings;
+  (void)dra::applyOpaqueParameters(object, settings);
+  const dra::ClaimRef ref{"uid-1", "ns", "claim"};
+  if (auto claim = dra::resolveClaim(object, ref, "node-a", node)) {
+    if (!(claim->chips - node.allDevices()).empty()) std::abort();
+    if (!(claim->cores - node.allCores()).empty()) std::abort();
+    (void)dra::cdiSpec(*claim, node, "/dev");
+  }
+  return 0;
+}
