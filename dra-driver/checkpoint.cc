@@ -111,15 +111,15 @@ Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
 
 }  // namespace
 
-Result<PreparedClaims> loadCheckpoint(const std::filesystem::path& path) {
+Result<DriverState> loadCheckpoint(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return PreparedClaims{};
+  if (!std::filesystem::exists(path, ec)) return DriverState{};
   auto text = readSmallFile(path, kMaxCheckpointBytes);
   if (!text) return std::move(text).error().withContext("reading the DRA checkpoint");
   return parseCheckpoint(*text, "DRA checkpoint " + path.string());
 }
 
-Result<PreparedClaims> parseCheckpoint(std::string_view text, const std::string& where) {
+Result<DriverState> parseCheckpoint(std::string_view text, const std::string& where) {
   // Our own file, but a disk can hand back anything: refuse absurd nesting before parsing.
   TORUS_RETURN_IF_ERROR(checkJsonNesting(text), where);
   const json document = json::parse(text, nullptr, false);
@@ -138,21 +138,29 @@ Result<PreparedClaims> parseCheckpoint(std::string_view text, const std::string&
   if (claims == document.end() || !claims->is_object()) {
     return makeError(ErrorCode::kInvalidArgument, where + ": \"claims\" is not an object");
   }
-  PreparedClaims loaded;
+  DriverState loaded;
   for (const auto& [uid, entry] : claims->items()) {
     auto claim = fromJson(uid, entry);
     if (!claim) return std::move(claim).error().withContext(where);
-    loaded.emplace(uid, std::move(*claim));
+    loaded.claims.emplace(uid, std::move(*claim));
+  }
+  if (document.contains("pendingReset")) {
+    auto pending = idSet(document, "pendingReset", where);
+    if (!pending) return std::move(pending).error();
+    loaded.pendingReset = *pending;
   }
   return loaded;
 }
 
-Result<void> saveCheckpoint(const std::filesystem::path& path, const PreparedClaims& claims) {
+Result<void> saveCheckpoint(const std::filesystem::path& path, const DriverState& state,
+                            Durability durability) {
   json entries = json::object();
-  for (const auto& [uid, claim] : claims)
+  for (const auto& [uid, claim] : state.claims)
     entries[uid] = toJson(claim);
-  const json document = {{"version", kFormatVersion}, {"claims", std::move(entries)}};
-  return writeFileAtomically(path, document.dump(1) + "\n");
+  const json document = {{"version", kFormatVersion},
+                         {"claims", std::move(entries)},
+                         {"pendingReset", state.pendingReset.ids()}};
+  return writeFileAtomically(path, document.dump(1) + "\n", durability);
 }
 
 }  // namespace torus::dra

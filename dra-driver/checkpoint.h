@@ -1,6 +1,7 @@
-// The driver's memory of prepared claims, on disk: a restarted driver (new pod, crash, upgrade)
-// reads it back and knows every claim kubelet believes prepared, so it neither prepares a claim
-// twice nor hands a chip another claim holds. One JSON file, replaced atomically on each change.
+// The driver's memory of prepared claims and of chips awaiting their reset, on disk: a restarted
+// driver (new pod, crash, upgrade) reads it back and knows every claim kubelet believes prepared,
+// so it neither prepares a claim twice, nor hands a chip another claim holds, nor hands out a
+// chip that was never reset. One JSON file, replaced atomically on each change.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/base/file_io.h"
 #include "common/base/result.h"
 #include "dra-driver/claim_allocation.h"
 
@@ -15,11 +17,21 @@ namespace torus::dra {
 
 using PreparedClaims = std::map<std::string, ResolvedClaim>;  // by claim UID
 
+struct DriverState {
+  PreparedClaims claims;
+  // Chips a claim gave back that are not reset yet: no claim may get one before its reset, and
+  // a restarted driver resets them first.
+  topology::DeviceSet pendingReset;
+};
+
 // A missing file is an empty set (first start). A file that does not parse is an error naming it
 // and what is wrong: starting with an empty set would forget held chips.
-Result<PreparedClaims> loadCheckpoint(const std::filesystem::path& path);
+Result<DriverState> loadCheckpoint(const std::filesystem::path& path);
 // The file's text (what loadCheckpoint reads); `where` names it in errors.
-Result<PreparedClaims> parseCheckpoint(std::string_view text, const std::string& where);
-Result<void> saveCheckpoint(const std::filesystem::path& path, const PreparedClaims& claims);
+Result<DriverState> parseCheckpoint(std::string_view text, const std::string& where);
+// kSynced for every change of claims; a finished reset may use kAtomicOnly (lost in a crash, it
+// is only done once more).
+Result<void> saveCheckpoint(const std::filesystem::path& path, const DriverState& state,
+                            Durability durability = Durability::kSynced);
 
 }  // namespace torus::dra

@@ -10,8 +10,9 @@ namespace torus::dra {
 Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions options,
                                                              plugin::NodeView& node,
                                                              ClaimReader reader) {
-  auto prepared = loadCheckpoint(options.checkpointFile);
-  if (!prepared) return std::move(prepared).error();
+  auto loaded = loadCheckpoint(options.checkpointFile);
+  if (!loaded) return std::move(loaded).error();
+  const PreparedClaims* prepared = &loaded->claims;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options.cdiRoot, ec)) {
     const std::string file = entry.path().filename().string();
@@ -28,12 +29,18 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
               {"file", options.checkpointFile.string()});
   }
   auto preparer = std::make_unique<ClaimPreparer>(std::move(options), node, std::move(reader),
-                                                  std::move(*prepared));
+                                                  std::move(*loaded));
   // CDI specs live on a tmpfs: after a reboot kubelet prepares its claims again and the runtime
   // needs their specs, which only the checkpoint still knows.
-  for (const auto& [uid, claim] : preparer->prepared_) {
+  for (const auto& [uid, claim] : preparer->state_.claims) {
     TORUS_RETURN_IF_ERROR(preparer->ensureSpec(claim), "restoring CDI specs");
   }
+  if (!preparer->state_.pendingReset.empty()) {
+    TORUS_LOG(Info, Dra, "chips given back before the restart are reset first",
+              {"chips", preparer->state_.pendingReset.toRangeString()});
+  }
+  preparer->resetWorker_ =
+      std::jthread([raw = preparer.get()](std::stop_token stop) { raw->resetInBackground(stop); });
   return preparer;
 }
 
@@ -47,11 +54,55 @@ Result<void> ClaimPreparer::ensureSpec(const ResolvedClaim& claim) const {
 }
 
 ClaimPreparer::ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader,
-                             PreparedClaims prepared)
+                             DriverState state)
     : options_(std::move(options)),
       node_(node),
       reader_(std::move(reader)),
-      prepared_(std::move(prepared)) {}
+      state_(std::move(state)) {}
+
+ClaimPreparer::~ClaimPreparer() {
+  if (resetWorker_.joinable()) {
+    resetWorker_.request_stop();
+    changed_.notify_all();
+    resetWorker_.join();  // what is still pending stays in the checkpoint for the next start
+  }
+}
+
+void ClaimPreparer::reset(const topology::DeviceSet& chips, const topology::CoreSet& inUse) {
+  const topology::Node node = node_.snapshot().node;
+  const Result<void> done = node_.prepareCores(node.coresOfDevices(chips), inUse);
+  metrics::processCounters().add(metrics::names::kReleaseResetsTotal,
+                                 {{"result", done ? "ok" : "failed"}});
+  if (!done) {
+    // The chip's health reports the failed reset (and taints it); holding it back forever
+    // would not make it cleaner.
+    TORUS_LOG(Error, Dra, "reset of chips a claim gave back failed",
+              {"chips", chips.toRangeString()}, {"error", done.error().message});
+  }
+}
+
+void ClaimPreparer::resetInBackground(std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    changed_.wait(lock, stop, [this] { return !state_.pendingReset.empty(); });
+    if (stop.stop_requested()) break;
+    const topology::DeviceSet batch = state_.pendingReset;
+    const topology::CoreSet inUse = heldCoresExcept("");
+    resetting_ = batch;
+    lock.unlock();
+    reset(batch, inUse);
+    lock.lock();
+    state_.pendingReset -= batch;
+    resetting_ = {};
+    // Not synced: lost in a crash, these resets are only done once more.
+    if (auto saved = saveCheckpoint(options_.checkpointFile, state_, Durability::kAtomicOnly);
+        !saved) {
+      TORUS_LOG(Warn, Dra, "cannot record finished resets; a restart would reset them again",
+                {"error", saved.error().message});
+    }
+    changed_.notify_all();
+  }
+}
 
 std::vector<PreparedDevice> ClaimPreparer::answerOf(const ResolvedClaim& claim) const {
   std::vector<PreparedDevice> answer;
@@ -64,7 +115,7 @@ std::vector<PreparedDevice> ClaimPreparer::answerOf(const ResolvedClaim& claim) 
 
 topology::CoreSet ClaimPreparer::heldCoresExcept(const std::string& uid) const {
   topology::CoreSet held;
-  for (const auto& [other, claim] : prepared_) {
+  for (const auto& [other, claim] : state_.claims) {
     if (other != uid) held |= claim.cores;
   }
   return held;
@@ -73,7 +124,7 @@ topology::CoreSet ClaimPreparer::heldCoresExcept(const std::string& uid) const {
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) {
   {
     std::lock_guard lock(mutex_);
-    if (const auto found = prepared_.find(ref.uid); found != prepared_.end()) {
+    if (const auto found = state_.claims.find(ref.uid); found != state_.claims.end()) {
       // Kubelet retried (or re-prepares after a reboot): the same answer, nothing redone.
       TORUS_RETURN_IF_ERROR(ensureSpec(found->second), "claim " + ref.nameSpace + "/" + ref.name);
       return answerOf(found->second);
@@ -88,13 +139,15 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   auto resolved = resolveClaim(*object, ref, options_.pool, snapshot.node);
   if (!resolved) return std::move(resolved).error();
 
-  std::lock_guard lock(mutex_);
-  if (const auto found = prepared_.find(ref.uid); found != prepared_.end()) {
+  std::unique_lock lock(mutex_);
+  // A chip the worker is resetting right now is not handed out until it is done.
+  changed_.wait(lock, [&] { return (resetting_ & resolved->chips).empty(); });
+  if (const auto found = state_.claims.find(ref.uid); found != state_.claims.end()) {
     return answerOf(found->second);
   }
   // The scheduler never allocates one chip twice; a second line of defence costs nothing and
   // keeps a stale slice, a hand-edited claim or a driver bug from sharing a chip.
-  for (const auto& [uid, other] : prepared_) {
+  for (const auto& [uid, other] : state_.claims) {
     const topology::CoreSet overlap = other.cores & resolved->cores;
     if (!overlap.empty()) {
       return makeError(ErrorCode::kFailedPrecondition,
@@ -111,12 +164,18 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
                 {"reason", device.health.reason});
     }
   });
+  // Given back so recently that the worker has not reset it yet: reset it now, before anyone
+  // gets it.
+  if (const topology::DeviceSet dirty = resolved->chips & state_.pendingReset; !dirty.empty()) {
+    reset(dirty, heldCoresExcept(""));
+    state_.pendingReset -= dirty;
+  }
   TORUS_RETURN_IF_ERROR(
       writeCdiSpec(options_.cdiRoot, ref.uid, cdiSpec(*resolved, snapshot.node, snapshot.devRoot)),
       "claim " + ref.nameSpace + "/" + ref.name);
-  prepared_.emplace(ref.uid, *resolved);
-  if (auto saved = saveCheckpoint(options_.checkpointFile, prepared_); !saved) {
-    prepared_.erase(ref.uid);
+  state_.claims.emplace(ref.uid, *resolved);
+  if (auto saved = saveCheckpoint(options_.checkpointFile, state_); !saved) {
+    state_.claims.erase(ref.uid);
     (void)removeCdiSpec(options_.cdiRoot, ref.uid);
     return std::move(saved).error().withContext("claim " + ref.nameSpace + "/" + ref.name +
                                                 ": recording it in the checkpoint");
@@ -129,35 +188,43 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
 
 Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
   std::lock_guard lock(mutex_);
-  const auto found = prepared_.find(ref.uid);
-  if (found == prepared_.end()) return okResult();  // never prepared here, or already undone
+  const auto found = state_.claims.find(ref.uid);
+  if (found == state_.claims.end()) return okResult();  // never prepared here, or already undone
   const ResolvedClaim claim = found->second;
-  // A reset wipes a whole chip: never under another claim's cores.
-  const Result<void> reset = node_.prepareCores(claim.cores, heldCoresExcept(ref.uid));
-  metrics::processCounters().add(metrics::names::kReleaseResetsTotal,
-                                 {{"result", reset ? "ok" : "failed"}});
-  if (!reset) {
-    // The chip's health reports a failed reset (and taints it); the claim is released anyway,
-    // or kubelet would retry an unprepare that can never succeed.
-    TORUS_LOG(Error, Dra, "reset after the claim failed", {"claim", ref.nameSpace + "/" + ref.name},
-              {"error", reset.error().message});
-  }
   TORUS_RETURN_IF_ERROR(removeCdiSpec(options_.cdiRoot, ref.uid),
                         "claim " + ref.nameSpace + "/" + ref.name);
-  prepared_.erase(found);
-  if (auto saved = saveCheckpoint(options_.checkpointFile, prepared_); !saved) {
-    prepared_.emplace(ref.uid, claim);
+  const topology::DeviceSet before = state_.pendingReset;
+  state_.claims.erase(found);
+  // A reset wipes a whole chip: not one another claim still has cores on.
+  const topology::Node node = node_.snapshot().node;
+  state_.pendingReset |= claim.chips - node.devicesOfCores(heldCoresExcept(""));
+  if (auto saved = saveCheckpoint(options_.checkpointFile, state_); !saved) {
+    state_.claims.emplace(ref.uid, claim);
+    state_.pendingReset = before;
     return std::move(saved).error().withContext("claim " + ref.nameSpace + "/" + ref.name +
                                                 ": recording the release in the checkpoint");
   }
-  TORUS_LOG(Info, Dra, "claim unprepared", {"claim", ref.nameSpace + "/" + ref.name},
-            {"uid", ref.uid}, {"chips", claim.chips.toRangeString()});
+  changed_.notify_all();
+  TORUS_LOG(Info, Dra, "claim unprepared; its chips are reset in the background",
+            {"claim", ref.nameSpace + "/" + ref.name}, {"uid", ref.uid},
+            {"chips", claim.chips.toRangeString()});
   return okResult();
 }
 
 PreparedClaims ClaimPreparer::prepared() const {
   std::lock_guard lock(mutex_);
-  return prepared_;
+  return state_.claims;
+}
+
+topology::DeviceSet ClaimPreparer::pendingResets() const {
+  std::lock_guard lock(mutex_);
+  return state_.pendingReset | resetting_;
+}
+
+bool ClaimPreparer::waitForResets(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout,
+                           [this] { return state_.pendingReset.empty() && resetting_.empty(); });
 }
 
 topology::CoreSet ClaimPreparer::heldCores() const {

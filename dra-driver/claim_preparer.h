@@ -1,16 +1,22 @@
 // ClaimPreparer: the node side of a ResourceClaim. Prepare reads the claim from the API,
 // resolves its allocation on this node, refuses a chip or core another prepared claim holds,
-// writes the CDI spec and records the claim in the checkpoint before answering; unprepare resets
-// the claim's chips (unless another claim still uses one), removes the spec and forgets the
-// claim. Both are idempotent, as kubelet retries them, and a restarted driver picks up the
-// checkpoint, so nothing prepared is lost or prepared twice.
+// writes the CDI spec and records the claim in the checkpoint before answering; unprepare removes
+// the spec, forgets the claim and queues its chips for a reset, which a background worker does
+// (a reset first looks through /proc for holders: a millisecond or more that kubelet's pod
+// teardown need not wait for). A chip is never handed to a new claim before its reset: prepare
+// resets a still-pending chip itself. Both calls are idempotent, as kubelet retries them, and the
+// checkpoint (claims and pending resets) lets a restarted driver lose nothing and prepare nothing
+// twice.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -41,30 +47,45 @@ struct PreparedDevice {
 
 class ClaimPreparer {
  public:
-  // Loads the checkpoint and removes CDI specs of claims it does not list (a crash between
-  // writing a spec and recording the claim leaves one behind).
+  // Loads the checkpoint, removes CDI specs of claims it does not list (a crash between writing a
+  // spec and recording the claim leaves one behind), writes missing specs of claims it does list
+  // (a reboot empties /var/run), and starts resetting the chips it lists as pending.
   static Result<std::unique_ptr<ClaimPreparer>> create(PreparerOptions options,
                                                        plugin::NodeView& node, ClaimReader reader);
   ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader,
-                PreparedClaims prepared);
+                DriverState state);
+  ~ClaimPreparer();
+  ClaimPreparer(const ClaimPreparer&) = delete;
+  ClaimPreparer& operator=(const ClaimPreparer&) = delete;
 
   Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim);
   Result<void> unprepare(const ClaimRef& claim);
 
   PreparedClaims prepared() const;
   topology::CoreSet heldCores() const;
+  // Chips given back and not reset yet.
+  topology::DeviceSet pendingResets() const;
+  // Waits until every queued reset is done (tests, benchmarks); false on timeout.
+  bool waitForResets(std::chrono::milliseconds timeout) const;
 
  private:
   std::vector<PreparedDevice> answerOf(const ResolvedClaim& claim) const;
   // Writes the claim's CDI spec when it is missing (a reboot emptied the tmpfs).
   Result<void> ensureSpec(const ResolvedClaim& claim) const;
   topology::CoreSet heldCoresExcept(const std::string& uid) const;  // caller holds mutex_
+  // Resets `chips` (not under `inUse`) and counts the result; caller holds mutex_ or is the
+  // worker between its two critical sections.
+  void reset(const topology::DeviceSet& chips, const topology::CoreSet& inUse);
+  void resetInBackground(std::stop_token stop);
 
   PreparerOptions options_;
   plugin::NodeView& node_;
   ClaimReader reader_;
   mutable std::mutex mutex_;
-  PreparedClaims prepared_;
+  mutable std::condition_variable_any changed_;
+  DriverState state_;
+  topology::DeviceSet resetting_;  // taken by the worker, reset in progress
+  std::jthread resetWorker_;
 };
 
 }  // namespace torus::dra

@@ -1,5 +1,8 @@
 #include "dra-driver/claim_preparer.h"
 
+#include <chrono>
+#include <mutex>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -19,15 +22,24 @@ class FakeNode : public plugin::NodeView {
   }
   Result<void> prepareCores(const topology::CoreSet& cores,
                             const topology::CoreSet& inUseElsewhere) override {
-    resets.push_back(snapshot_.node.devicesOfCores(cores) -
-                     snapshot_.node.devicesOfCores(inUseElsewhere));
+    std::lock_guard lock(mutex_);
+    resets_.push_back(snapshot_.node.devicesOfCores(cores) -
+                      snapshot_.node.devicesOfCores(inUseElsewhere));
     return okResult();
   }
-  std::vector<topology::DeviceSet> resets;
+  std::vector<std::string> resets() const {  // reset chips, one range text per reset
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> texts;
+    for (const topology::DeviceSet& chips : resets_)
+      texts.push_back(chips.toRangeString());
+    return texts;
+  }
 
  private:
   plugin::NodeSnapshot snapshot_;
   ChangeNotifier notifier_;
+  mutable std::mutex mutex_;
+  std::vector<topology::DeviceSet> resets_;
 };
 
 json claimObject(const ClaimRef& ref, const std::vector<std::string>& devices) {
@@ -111,14 +123,17 @@ TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
   ASSERT_TRUE(preparer->prepare(a).ok());
   ASSERT_TRUE(preparer->prepare(b).ok());
   ASSERT_TRUE(preparer->unprepare(a).ok());
-  // Chip 0 still has b's core: not reset under it.
-  ASSERT_EQ(node_.resets.size(), 1u);
-  EXPECT_TRUE(node_.resets[0].empty());
+  // Chip 0 still has b's core: not queued for a reset under it.
+  EXPECT_TRUE(preparer->pendingResets().empty());
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_TRUE(node_.resets().empty());
   ASSERT_TRUE(preparer->unprepare(b).ok());
-  EXPECT_EQ(node_.resets[1].toRangeString(), "0");
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, b.uid)));
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_EQ(node_.resets(), std::vector<std::string>{"0"});
   EXPECT_TRUE(preparer->unprepare(b).ok());  // kubelet retried: nothing to do
-  EXPECT_EQ(node_.resets.size(), 2u);
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_EQ(node_.resets().size(), 1u);
   EXPECT_TRUE(preparer->heldCores().empty());
 }
 
@@ -140,6 +155,19 @@ TEST_F(ClaimPreparerTest, ARestartedDriverKnowsWhatIsPrepared) {
   EXPECT_FALSE(restarted->prepare(add("clash", {"neurondevice5"})).ok());
   ASSERT_TRUE(restarted->unprepare(ref).ok());
   EXPECT_TRUE(makePreparer()->heldCores().empty());
+}
+
+TEST_F(ClaimPreparerTest, ResetsPendingAtAStopAreDoneAtTheNextStart) {
+  DriverState state;
+  state.pendingReset.insert(3);
+  state.pendingReset.insert(9);
+  ASSERT_TRUE(saveCheckpoint(options_.checkpointFile, state).ok());
+  auto preparer = makePreparer();
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_EQ(node_.resets(), std::vector<std::string>{"3,9"});
+  auto reloaded = loadCheckpoint(options_.checkpointFile);
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_TRUE(reloaded->pendingReset.empty());  // done, and recorded as done
 }
 
 TEST_F(ClaimPreparerTest, AfterARebootTheSpecsComeBackFromTheCheckpoint) {

@@ -187,20 +187,22 @@ TEST(Checkpoint, RoundTripsEveryField) {
   auto dir = TempDir::create("checkpoint");
   ASSERT_TRUE(dir.ok());
   const auto file = dir->path() / "checkpoint.json";
-  EXPECT_TRUE(loadCheckpoint(file)->empty());  // first start
+  EXPECT_TRUE(loadCheckpoint(file)->claims.empty());  // first start
   auto claim =
       resolveClaim(claimWith({"neurondevice1"}, {neuronConfig({{"apiVersion", "neuron.aws.com/v1"},
                                                                {"kind", "NeuronConfig"},
                                                                {"logicalNeuronCore", 1}})}),
                    kRef, "node-a", trn2());
   ASSERT_TRUE(claim.ok());
-  PreparedClaims claims;
-  claims.emplace(kRef.uid, *claim);
-  ASSERT_TRUE(saveCheckpoint(file, claims).ok());
+  DriverState state;
+  state.claims.emplace(kRef.uid, *claim);
+  state.pendingReset.insert(7);
+  ASSERT_TRUE(saveCheckpoint(file, state).ok());
   auto loaded = loadCheckpoint(file);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  ASSERT_EQ(loaded->size(), 1u);
-  const ResolvedClaim& back = loaded->at(kRef.uid);
+  ASSERT_EQ(loaded->claims.size(), 1u);
+  EXPECT_EQ(loaded->pendingReset.toRangeString(), "7");
+  const ResolvedClaim& back = loaded->claims.at(kRef.uid);
   EXPECT_EQ(back.ref.nameSpace, "team-a");
   EXPECT_EQ(back.ref.name, "train");
   EXPECT_EQ(back.pool, "node-a");
