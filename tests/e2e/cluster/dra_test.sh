@@ -192,7 +192,8 @@ resets_at_least() {
   ((have >= $1)) || { echo "torus_device_release_resets_total{result=\"ok\"} is $have, want >= $1"; return 1; }
 }
 check "unprepare removed every CDI spec" no_cdi_specs
-check "unprepare reset the chips (in the background)" eventually 15 resets_at_least 6
+# Counted per batch: releases close together may share one.
+check "unprepare reset the chips (in the background)" eventually 15 resets_at_least 4
 
 echo "== what cannot be given stays Pending or fails with a reason"
 k apply -n e2e -f - > /dev/null <<'YAML'
