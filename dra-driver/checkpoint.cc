@@ -1,9 +1,14 @@
 #include "dra-driver/checkpoint.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "common/base/file_io.h"
 #include "common/base/json_nesting.h"
+#include "common/base/strings.h"
 
 namespace torus::dra {
 namespace {
@@ -31,18 +36,43 @@ json toJson(const ResolvedClaim& claim) {
   return entry;
 }
 
+// Whether `value` is of the JSON shape T reads from, checked before converting: nlohmann
+// converts a float to int without a range check (undefined behaviour for 1e39).
+bool isIntegral(const json& value) {
+  if (!value.is_number_integer()) return false;
+  if (value.is_number_unsigned()) return value.get<std::uint64_t>() <= INT32_MAX;
+  const auto number = value.get<std::int64_t>();
+  return number >= INT32_MIN && number <= INT32_MAX;
+}
+
+template <typename T>
+bool hasShape(const json& value) {
+  if constexpr (std::is_same_v<T, int>) {
+    return isIntegral(value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return value.is_boolean();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value.is_string();
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    return value.is_array() && std::all_of(value.begin(), value.end(), isIntegral);
+  } else {
+    static_assert(std::is_same_v<T, std::vector<std::string>>);
+    return value.is_array() && std::all_of(value.begin(), value.end(),
+                                           [](const json& item) { return item.is_string(); });
+  }
+}
+
 template <typename T>
 Result<T> field(const json& entry, const char* key, const std::string& where) {
   const auto found = entry.find(key);
   if (found == entry.end()) {
     return makeError(ErrorCode::kInvalidArgument, where + ": \"" + key + "\" is missing");
   }
-  try {
-    return found->get<T>();
-  } catch (const json::exception&) {
-    return makeError(ErrorCode::kInvalidArgument,
-                     where + ": \"" + key + "\" has the wrong type: " + found->dump());
+  if (!hasShape<T>(*found)) {
+    return makeError(ErrorCode::kInvalidArgument, where + ": \"" + key + "\" has the wrong type: " +
+                                                      std::string(clipForMessage(found->dump())));
   }
+  return found->get<T>();
 }
 
 Result<topology::CoreSet> idSet(const json& entry, const char* key, const std::string& where) {

@@ -222,6 +222,9 @@ TEST(Checkpoint, ACorruptFileIsAnErrorNotAnEmptySet) {
                            R"({"version":1,"claims":{"u":{"namespace":"a"}}})",
                            R"({"version":1,"claims":{"u":{"namespace":"a","name":"b","pool":"p",
                               "wholeChips":true,"lnc":1,"visibleCores":[],"chips":[9999],
+                              "cores":[],"devices":[]}}})",
+                           R"({"version":1,"claims":{"u":{"namespace":"a","name":"b","pool":"p",
+                              "wholeChips":true,"lnc":1e39,"visibleCores":[],"chips":[],
                               "cores":[],"devices":[]}}})"}) {
     ASSERT_TRUE(writeFile(file, text).ok());
     auto loaded = loadCheckpoint(file);
