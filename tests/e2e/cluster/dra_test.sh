@@ -47,7 +47,8 @@ trap finish EXIT
 
 started=$SECONDS
 echo "== local cluster in DRA mode (state: $STATE_DIR)"
-cluster up --dra
+# Plus one kwok node that advertises the device plugin's resources: a mixed cluster.
+cluster up --dra --fake-nodes=trn2.48xlarge:1
 source "$STATE_DIR/cluster.env"
 export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT
 echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
@@ -337,6 +338,52 @@ k delete pod -n e2e dra-held --wait=true > /dev/null
 check "deleting the held pod unprepares its claim" eventually 60 claims_prepared 0
 check "... and resets its chips" eventually 15 resets_at_least $((resets_before + 1))
 check "... and removes its CDI spec" no_cdi_specs
+
+echo "== a mixed cluster: a device-plugin node and a DRA node schedule the same old pod spec"
+FAKE_NODE="$(k get nodes -l type=kwok -o jsonpath='{.items[0].metadata.name}')"
+whole_node_pod() {
+  k apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: e2e
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  tolerations:
+    - {key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}
+  containers:
+    - name: app
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, 'echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")" | tee /dev/termination-log; sleep 3600']
+      resources:
+        limits:
+          aws.amazon.com/neuron: 16
+YAML
+}
+node_of() { k get pod -n e2e "$1" -o jsonpath='{.spec.nodeName}'; }
+whole_node_pod mixed-a
+whole_node_pod mixed-b
+both_placed_apart() {
+  local a b
+  a="$(node_of mixed-a)"
+  b="$(node_of mixed-b)"
+  echo "mixed-a on '${a}', mixed-b on '${b}'"
+  [[ -n "$a" && -n "$b" && "$a" != "$b" ]] &&
+    [[ "$a" == "$FAKE_NODE" || "$b" == "$FAKE_NODE" ]] &&
+    [[ "$a" == "$NODE_NAME" || "$b" == "$NODE_NAME" ]]
+}
+check "aws.amazon.com/neuron: 16 twice: one pod on the device-plugin node, one on the DRA node" \
+  eventually 120 both_placed_apart
+on_dra_node="$( [[ "$(node_of mixed-a)" == "$NODE_NAME" ]] && echo mixed-a || echo mixed-b)"
+check "the pod on the DRA node runs with all 16 chips" eventually 120 phase_is "$on_dra_node" Running
+whole_node_pod mixed-c
+unplaced() { [[ -z "$(node_of "$1")" ]] || { echo "$1 was placed on $(node_of "$1")"; return 1; }; }
+sleep 10
+check "a third such pod stays Pending: both nodes are full" unplaced mixed-c
+k delete pod -n e2e mixed-a mixed-b mixed-c --wait=true > /dev/null
+check "the DRA node's claim is unprepared after the mixed pods" eventually 60 claims_prepared 0
 
 echo "== uninstall removes the pool"
 k delete pods -n e2e --all --wait=true > /dev/null
