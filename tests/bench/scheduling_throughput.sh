@@ -10,8 +10,15 @@
 # scheduler is paused (SIGSTOP), so creating them is not measured; it is then resumed, and pods/s
 # is the pod count over the span from the first to the last PodScheduled transition (1 s
 # resolution). Every extender placement is checked: the ids on the pod (AWS_NEURON_IDS) are as
-# many as asked, on devices the node's torus.dev/topology says are NeuronLink-connected. Needs
-# root; stops everything it started. Prints a table and the ratio.
+# many as asked, on devices the node's torus.dev/topology says are NeuronLink-connected.
+#
+# Then the DRA path against the same two on equal pods: every pod asks for 4 connected chips of a
+# trn2 node, as `aws.amazon.com/neuron: 4` through kube-scheduler's counting and through the
+# extender, and as a ResourceClaim (chip.neuron.aws.com, matchAttribute devicegroup4_id) through
+# kube-scheduler's DRA allocator, on the same kwok nodes, which also carry the ResourceSlices the
+# driver publishes for their type (`neuron-ls --resource-slices`, the driver's own code). Every
+# DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected.
+# Needs root; stops everything it started. Prints a table and the ratios.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 NODES="${1:-trn2.48xlarge:1000,inf2.48xlarge:200}"
@@ -22,7 +29,8 @@ trap 'cluster down > /dev/null 2>&1 || true; rm -f "$STATE_DIR.up.log"' EXIT
 
 cmake --build "$REPO/build" --target neuron-ls kubectl-neuron > /dev/null
 echo "== local cluster with Torus and fake nodes ($NODES)"
-if ! cluster up --fake-nodes="$NODES" > "$STATE_DIR.up.log" 2>&1; then
+# dra.enabled installs the DeviceClasses; no node carries the DRA label, so no agent changes.
+if ! cluster up --fake-nodes="$NODES" --set dra.enabled=true > "$STATE_DIR.up.log" 2>&1; then
   tail -n 30 "$STATE_DIR.up.log"
   exit 1
 fi
@@ -30,27 +38,37 @@ grep '^\[local-cluster' "$STATE_DIR.up.log"
 source "$STATE_DIR/cluster.env"
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
-# pods NAMESPACE SCHEDULER COUNT: a List of pods of mixed sizes that only fit fake nodes.
+# pods NAMESPACE SCHEDULER COUNT [KIND]: a List of pods that only fit fake nodes. KIND mixed
+# (default): sizes of 1-16 cores and 1 or 4 devices; neuron4: aws.amazon.com/neuron 4 on trn2;
+# dra4: a ResourceClaim from the template four-connected-chips on trn2.
 pods() {
-  python3 - "$1" "$2" "$3" <<'PY'
+  python3 - "$1" "$2" "$3" "${4:-mixed}" <<'PY'
 import json, sys
-namespace, scheduler, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+namespace, scheduler, count, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 sizes = [("neuroncore", 1), ("neuroncore", 2), ("neuroncore", 4), ("neuroncore", 8),
          ("neuroncore", 16), ("neuron", 1), ("neuron", 4)]
 items = []
 for i in range(count):
-    resource, n = sizes[i % len(sizes)]
-    items.append({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"p{i:05d}", "namespace": namespace},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {"type": "kwok"},
-            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
-                             "effect": "NoSchedule"}],
-            "containers": [{"name": "app", "image": "fake",
-                            "resources": {"limits": {f"aws.amazon.com/{resource}": str(n)}}}],
-        }})
+    resource, n = sizes[i % len(sizes)] if kind == "mixed" else ("neuron", 4)
+    selector = {"type": "kwok"}
+    if kind != "mixed":
+        selector["node.kubernetes.io/instance-type"] = "trn2.48xlarge"
+    container = {"name": "app", "image": "fake"}
+    spec = {
+        "schedulerName": scheduler,
+        "nodeSelector": selector,
+        "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
+                         "effect": "NoSchedule"}],
+        "containers": [container],
+    }
+    if kind == "dra4":
+        container["resources"] = {"claims": [{"name": "chips"}]}
+        spec["resourceClaims"] = [{"name": "chips",
+                                   "resourceClaimTemplateName": "four-connected-chips"}]
+    else:
+        container["resources"] = {"limits": {f"aws.amazon.com/{resource}": str(n)}}
+    items.append({"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": f"p{i:05d}", "namespace": namespace}, "spec": spec})
 print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
 PY
 }
@@ -62,14 +80,31 @@ scheduler_pid() {
   esac
 }
 
-# measure SCHEDULER NAMESPACE: prints "pods seconds pods_per_second".
+# measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second".
 measure() {
-  local scheduler="$1" namespace="$2" pid
+  local scheduler="$1" namespace="$2" kind="${3:-mixed}" pid
   pid="$(scheduler_pid "$scheduler")"
   [[ -n "$pid" ]] || { echo "no $scheduler process" >&2; exit 1; }
   k create namespace "$namespace" > /dev/null
+  [[ "$kind" == dra4 ]] && k create -n "$namespace" -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: four-connected-chips
+spec:
+  spec:
+    devices:
+      requests:
+        - name: chips
+          exactly:
+            deviceClassName: chip.neuron.aws.com
+            count: 4
+      constraints:
+        - requests: [chips]
+          matchAttribute: resource.aws.com/devicegroup4_id
+YAML
   kill -STOP "$pid"
-  pods "$namespace" "$scheduler" "$PODS" | k create -f - > /dev/null
+  pods "$namespace" "$scheduler" "$PODS" "$kind" | k create -f - > /dev/null
   kill -CONT "$pid"
   local deadline=$((SECONDS + 900)) bound=0
   while ((SECONDS < deadline)); do
@@ -89,30 +124,65 @@ span = (max(times) - min(times)).total_seconds() + 1
 print(len(times), span, len(times) / span)'
 }
 
-# Every extender placement: the right count of ids, NeuronLink-connected on its node.
+# valid_share NAMESPACE [dra]: how many placements are right: the count asked, on devices the
+# node's torus.dev/topology says are NeuronLink-connected. Extender pods by their AWS_NEURON_IDS;
+# with `dra`, by their ResourceClaim's allocation (4 chips of the pod's own node).
 valid_share() {
-  PYTHONPATH="$REPO/tests/e2e/cluster" python3 - "$KUBECTL" "$KUBECONFIG" "$1" <<'PY'
+  PYTHONPATH="$REPO/tests/e2e/cluster" python3 - "$KUBECTL" "$KUBECONFIG" "$1" "${2:-extender}" <<'PY'
 import json, subprocess, sys
 from neuronlink import connected
-kubectl, kubeconfig, namespace = sys.argv[1:4]
+kubectl, kubeconfig, namespace, mode = sys.argv[1:5]
 get = lambda *a: json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, *a, "-o", "json"]))
 nodes = {n["metadata"]["name"]: json.loads(n["metadata"]["annotations"]["torus.dev/topology"])
          for n in get("get", "nodes", "-l", "type=kwok")["items"]}
-valid = total = 0
-for pod in get("get", "pods", "-n", namespace)["items"]:
-    total += 1
-    meta, spec = pod["metadata"], pod["spec"]
-    ids = [int(i) for i in meta.get("annotations", {}).get("AWS_NEURON_IDS", "").split(",") if i]
-    limits = spec["containers"][0]["resources"]["limits"]
-    resource, count = next(iter(limits.items()))
-    topo = nodes.get(spec.get("nodeName"))
-    if not topo or len(ids) != int(count) or len(set(ids)) != len(ids):
-        continue
-    devices = sorted(set(ids)) if resource.endswith("/neuron") else \
-        sorted({i // topo["coresPerDevice"] for i in ids})
-    valid += connected(devices, lambda d: topo["links"][d])
-print(valid, total)
+pods = get("get", "pods", "-n", namespace)["items"]
+placements = []  # (node, devices asked, devices got)
+if mode == "dra":
+    node_of = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+    for claim in get("get", "resourceclaims", "-n", namespace)["items"]:
+        status = claim.get("status", {})
+        owners = [r["name"] for r in status.get("reservedFor", []) if r.get("resource") == "pods"]
+        node = node_of.get(owners[0]) if owners else None
+        results = status.get("allocation", {}).get("devices", {}).get("results", [])
+        chips = [int(r["device"][len("neurondevice"):]) for r in results
+                 if r["pool"] == node and r["device"].startswith("neurondevice")]
+        placements.append((node, 4, chips if len(chips) == len(results) else []))
+else:
+    for pod in pods:
+        meta, spec = pod["metadata"], pod["spec"]
+        ids = [int(i) for i in meta.get("annotations", {}).get("AWS_NEURON_IDS", "").split(",") if i]
+        resource, count = next(iter(spec["containers"][0]["resources"]["limits"].items()))
+        topo = nodes.get(spec.get("nodeName"))
+        if not topo or len(ids) != int(count) or len(set(ids)) != len(ids):
+            placements.append((None, 0, []))
+            continue
+        devices = sorted(set(ids)) if resource.endswith("/neuron") else \
+            sorted({i // topo["coresPerDevice"] for i in ids})
+        placements.append((spec["nodeName"], len(devices), devices))
+valid = 0
+for node, want, devices in placements:
+    topo = nodes.get(node)
+    if topo and want and len(set(devices)) == want:
+        valid += connected(sorted(set(devices)), lambda d: topo["links"][d])
+print(valid, len(pods))
 PY
+}
+
+# The pool the driver would publish, for every fake trn2 node (its own code, by neuron-ls).
+publish_fake_slices() {
+  local template
+  template="$("$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --resource-slices=FAKE-NODE-NAME)"
+  k get nodes -l type=kwok,node.kubernetes.io/instance-type=trn2.48xlarge \
+    -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' |
+    python3 -c '
+import json, sys
+template = sys.argv[1]
+items = []
+for name in sys.stdin.read().split():
+    items += json.loads(template.replace("FAKE-NODE-NAME", name))["items"]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$template" |
+    k create -f - > /dev/null
+  k get resourceslices --no-headers | wc -l
 }
 
 echo "== $PODS pods through kube-scheduler, counting aws.amazon.com/* only"
@@ -130,9 +200,25 @@ for line in sys.stdin:
         (sums if m[1] == "sum" else counts)[m[2]] = float(m[3])
 print(", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}" for v in sorted(counts) if counts[v]))')
 
+echo "== ResourceSlices for the fake trn2 nodes"
+echo "$(publish_fake_slices) slices"
+echo "== $PODS pods of aws.amazon.com/neuron: 4 through kube-scheduler's counting"
+read -r d4_pods d4_seconds d4_rate < <(measure default-scheduler bench-default-4 neuron4)
+echo "== $PODS pods of aws.amazon.com/neuron: 4 through neuron-scheduler and the extender"
+read -r e4_pods e4_seconds e4_rate < <(measure neuron-scheduler bench-extender-4 neuron4)
+read -r e4_valid e4_total < <(valid_share bench-extender-4)
+echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
+read -r dra_pods dra_seconds dra_rate < <(measure default-scheduler bench-dra dra4)
+read -r dra_valid dra_total < <(valid_share bench-dra dra)
+
 printf '\n%-44s %6s %9s %8s\n' "SCHEDULER" "PODS" "SECONDS" "PODS/S"
 printf '%-44s %6d %9.0f %8.1f\n' "kube-scheduler (extended resources counted)" "$default_pods" "$default_seconds" "$default_rate"
 printf '%-44s %6d %9.0f %8.1f\n' "neuron-scheduler + Torus extender" "$ext_pods" "$ext_seconds" "$ext_rate"
 python3 -c "print(f'extender / default: {$ext_rate / $default_rate:.2f}x (target >= 0.5x); valid NeuronLink placements: $valid/$total')"
 echo "extender time per call (mean): $extender_time"
+printf '\n%-44s %6s %9s %8s %12s\n' "4 CONNECTED CHIPS ON trn2" "PODS" "SECONDS" "PODS/S" "VALID"
+printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler, aws.amazon.com/neuron: 4" "$d4_pods" "$d4_seconds" "$d4_rate" "-"
+printf '%-44s %6d %9.0f %8.1f %12s\n' "neuron-scheduler + extender, neuron: 4" "$e4_pods" "$e4_seconds" "$e4_rate" "$e4_valid/$e4_total"
+printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler DRA, claim (devicegroup4_id)" "$dra_pods" "$dra_seconds" "$dra_rate" "$dra_valid/$dra_total"
+python3 -c "print(f'DRA / extender: {$dra_rate / $e4_rate:.2f}x (target >= 1x, 100 % valid); DRA / counting: {$dra_rate / $d4_rate:.2f}x')"
 echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs"

@@ -10,6 +10,7 @@
 #include "common/config/command_line.h"
 #include "common/config/log_settings.h"
 #include "common/config/settings.h"
+#include "dra-driver/slice_builder.h"
 #include "node-runtime/agent/node_metadata.h"
 #include "node-runtime/cli/neuron_ls/neuron_ls_render.h"
 #include "node-runtime/discovery/discover_node.h"
@@ -28,12 +29,15 @@ constexpr const char* kDescription =
     "  neuron-ls --simulate=trn2.48xlarge --json\n"
     "  neuron-ls --simulate=inf2.48xlarge --topology\n"
     "  neuron-ls --simulate=trn2.48xlarge --node-metadata   # labels + torus.dev/topology\n"
+    "  neuron-ls --simulate=trn2.48xlarge --resource-slices=node-a   # what the DRA driver "
+    "publishes\n"
     "  neuron-ls --simulate=trn2.48xlarge --simulate-fault=ecc:3 --simulate-fault=link-cut:0-1";
 
 struct Options {
   bool json = false;
   bool topology = false;
   bool nodeMetadata = false;
+  std::string resourceSlicesFor;
   torus::node_source::NodeSourceOptions source;
   torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
 };
@@ -50,6 +54,10 @@ int main(int argc, char** argv) {
                   "print the labels and annotations the node agent publishes on this node's Node "
                   "(JSON)",
                   &options.nodeMetadata);
+  table.addString("resource-slices", "", "", "NODE",
+                  "print the ResourceSlices the DRA driver would publish for this node under that "
+                  "node name (a JSON List, for kubectl create)",
+                  &options.resourceSlicesFor);
   torus::node_source::addNodeSourceSettings(table, &options.source);
   torus::config::addLogSettings(table, &options.log);
 
@@ -69,7 +77,16 @@ int main(int argc, char** argv) {
     return discovery.error().code == torus::ErrorCode::kInvalidArgument ? 2 : 1;
   }
   std::string out;
-  if (options.nodeMetadata) {
+  if (!options.resourceSlicesFor.empty()) {
+    torus::dra::SliceInputs inputs;
+    inputs.nodeName = options.resourceSlicesFor;
+    inputs.node = discovery->node;
+    out =
+        nlohmann::json{
+            {"apiVersion", "v1"}, {"kind", "List"}, {"items", torus::dra::buildSlices(inputs, 1)}}
+            .dump() +
+        "\n";
+  } else if (options.nodeMetadata) {
     const torus::agent::NodeMetadata metadata = torus::agent::nodeMetadata(discovery->node);
     out =
         nlohmann::json{{"labels", metadata.labels}, {"annotations", metadata.annotations}}.dump(2) +
