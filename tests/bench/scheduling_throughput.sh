@@ -185,8 +185,12 @@ print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$templ
   k get resourceslices --no-headers | wc -l
 }
 
+# Each run starts on empty nodes: the runs share the fake nodes' capacity.
+clear_run() { k delete namespace "$1" --wait=true --timeout=600s > /dev/null; }
+
 echo "== $PODS pods through kube-scheduler, counting aws.amazon.com/* only"
 read -r default_pods default_seconds default_rate < <(measure default-scheduler bench-default)
+clear_run bench-default
 echo "== $PODS pods through neuron-scheduler and the Torus extender"
 read -r ext_pods ext_seconds ext_rate < <(measure neuron-scheduler bench-extender)
 read -r valid total < <(valid_share bench-extender)
@@ -200,13 +204,16 @@ for line in sys.stdin:
         (sums if m[1] == "sum" else counts)[m[2]] = float(m[3])
 print(", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}" for v in sorted(counts) if counts[v]))')
 
+clear_run bench-extender
 echo "== ResourceSlices for the fake trn2 nodes"
 echo "$(publish_fake_slices) slices"
 echo "== $PODS pods of aws.amazon.com/neuron: 4 through kube-scheduler's counting"
 read -r d4_pods d4_seconds d4_rate < <(measure default-scheduler bench-default-4 neuron4)
+clear_run bench-default-4
 echo "== $PODS pods of aws.amazon.com/neuron: 4 through neuron-scheduler and the extender"
 read -r e4_pods e4_seconds e4_rate < <(measure neuron-scheduler bench-extender-4 neuron4)
 read -r e4_valid e4_total < <(valid_share bench-extender-4)
+clear_run bench-extender-4
 echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
 read -r dra_pods dra_seconds dra_rate < <(measure default-scheduler bench-dra dra4)
 read -r dra_valid dra_total < <(valid_share bench-dra dra)
