@@ -4,6 +4,8 @@
 # that carry what the node agent publishes.
 #
 #   tests/bench/scheduling_throughput.sh [NODES] [PODS]    (defaults: 1000 trn2 + 200 inf2, 2000)
+#   DRA_CORE_DEVICES=false ...   the DRA slices carry whole chips only (no core partitions)
+#   DRA_ONLY=1 ...               only the DRA run (the others print as 0)
 #
 # NODES is local-cluster.sh's --fake-nodes form (trn2.48xlarge:1000,inf2.48xlarge:200). For each
 # scheduler, the pods (mixed sizes: 1, 2, 4, 8, 16 cores and 1, 4 devices) are created while that
@@ -171,7 +173,8 @@ PY
 # The pool the driver would publish, for every fake trn2 node (its own code, by neuron-ls).
 publish_fake_slices() {
   local template
-  template="$("$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --resource-slices=FAKE-NODE-NAME)"
+  template="$("$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --resource-slices=FAKE-NODE-NAME \
+    --dra-core-devices="${DRA_CORE_DEVICES:-true}")"
   k get nodes -l type=kwok,node.kubernetes.io/instance-type=trn2.48xlarge \
     -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' |
     python3 -c '
@@ -188,6 +191,10 @@ print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$templ
 # Each run starts on empty nodes: the runs share the fake nodes' capacity.
 clear_run() { k delete namespace "$1" --wait=true --timeout=600s > /dev/null; }
 
+default_pods=0 default_seconds=0 default_rate=1 ext_pods=0 ext_seconds=0 ext_rate=1 valid=0 total=0
+d4_pods=0 d4_seconds=0 d4_rate=1 e4_pods=0 e4_seconds=0 e4_rate=1 e4_valid=0 e4_total=0
+extender_time="-"
+if [[ "${DRA_ONLY:-0}" != 1 ]]; then
 echo "== $PODS pods through kube-scheduler, counting aws.amazon.com/* only"
 read -r default_pods default_seconds default_rate < <(measure default-scheduler bench-default)
 clear_run bench-default
@@ -205,8 +212,10 @@ for line in sys.stdin:
 print(", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}" for v in sorted(counts) if counts[v]))')
 
 clear_run bench-extender
+fi
 echo "== ResourceSlices for the fake trn2 nodes"
 echo "$(publish_fake_slices) slices"
+if [[ "${DRA_ONLY:-0}" != 1 ]]; then
 echo "== $PODS pods of aws.amazon.com/neuron: 4 through kube-scheduler's counting"
 read -r d4_pods d4_seconds d4_rate < <(measure default-scheduler bench-default-4 neuron4)
 clear_run bench-default-4
@@ -214,6 +223,7 @@ echo "== $PODS pods of aws.amazon.com/neuron: 4 through neuron-scheduler and the
 read -r e4_pods e4_seconds e4_rate < <(measure neuron-scheduler bench-extender-4 neuron4)
 read -r e4_valid e4_total < <(valid_share bench-extender-4)
 clear_run bench-extender-4
+fi
 echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
 read -r dra_pods dra_seconds dra_rate < <(measure default-scheduler bench-dra dra4)
 read -r dra_valid dra_total < <(valid_share bench-dra dra)

@@ -38,6 +38,7 @@ struct Options {
   bool topology = false;
   bool nodeMetadata = false;
   std::string resourceSlicesFor;
+  bool draCoreDevices = true;
   torus::node_source::NodeSourceOptions source;
   torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
 };
@@ -58,6 +59,10 @@ int main(int argc, char** argv) {
                   "print the ResourceSlices the DRA driver would publish for this node under that "
                   "node name (a JSON List, for kubectl create)",
                   &options.resourceSlicesFor);
+  table.addSwitch("dra-core-devices", "", "",
+                  "--resource-slices: publish single NeuronCores as partitions, as the agent's "
+                  "--dra-core-devices",
+                  &options.draCoreDevices);
   torus::node_source::addNodeSourceSettings(table, &options.source);
   torus::config::addLogSettings(table, &options.log);
 
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
     torus::dra::SliceInputs inputs;
     inputs.nodeName = options.resourceSlicesFor;
     inputs.node = discovery->node;
+    inputs.options.coreDevices = options.draCoreDevices;
     out =
         nlohmann::json{
             {"apiVersion", "v1"}, {"kind", "List"}, {"items", torus::dra::buildSlices(inputs, 1)}}

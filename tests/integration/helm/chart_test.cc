@@ -2,6 +2,7 @@
 // template for the default values and each documented variant, every rendered object parsed and
 // checked, the scheduler configuration pointing at our Service with our verbs and resources, and
 // deploy/torus.yaml equal to what the chart renders.
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -30,6 +31,9 @@ const std::vector<Variant> kVariants = {
     {"with a PodMonitor", {"nodeAgent.podMonitor.enabled=true"}},
     {"no admission policies for the agent", {"nodeAgent.ownNodeOnly=false"}},
     {"no cross-resource preemption", {"extender.crossResourcePreemption=false"}},
+    {"DRA on nodes labelled for it", {"dra.enabled=true"}},
+    {"DRA on every node, whole chips only",
+     {"dra.enabled=true", "dra.allNodes=true", "dra.coreDevices=false"}},
 };
 
 std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
@@ -119,6 +123,75 @@ TEST(HelmChart, TheAgentsWritesAreNarrowedByAdmissionPolicies) {
   };
   EXPECT_EQ(countPolicies(render(kVariants[0])), 2U);
   EXPECT_EQ(countPolicies(render({"off", {"nodeAgent.ownNodeOnly=false"}})), 0U);
+}
+
+// With DRA, each node runs exactly one agent: the DRA one where the mode label says dra, the
+// device plugin elsewhere (or DRA everywhere with allNodes); DeviceClasses keep AWS's name and
+// map the device plugin's resource names; a third policy keeps the agent to its own slices.
+TEST(HelmChart, DraModeSplitsNodesByLabelAndInstallsItsClasses) {
+  const auto daemonSets = [](const std::vector<YAML::Node>& objects) {
+    std::map<std::string, YAML::Node> found;
+    for (const YAML::Node& object : objects) {
+      if (object["kind"].as<std::string>() == "DaemonSet") {
+        found[object["metadata"]["name"].as<std::string>()] = object;
+      }
+    }
+    return found;
+  };
+  const auto modeRule = [](const YAML::Node& daemonSet) -> std::string {
+    const YAML::Node terms = daemonSet["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                                      ["requiredDuringSchedulingIgnoredDuringExecution"]
+                                      ["nodeSelectorTerms"][0]["matchExpressions"];
+    for (const YAML::Node& expression : terms) {
+      if (expression["key"].as<std::string>() == "torus.dev/neuron-mode") {
+        return expression["operator"].as<std::string>();
+      }
+    }
+    return "";
+  };
+  const auto argsOf = [](const YAML::Node& daemonSet) {
+    std::set<std::string> args;
+    for (const YAML::Node& arg : daemonSet["spec"]["template"]["spec"]["containers"][0]["args"]) {
+      args.insert(arg.as<std::string>());
+    }
+    return args;
+  };
+
+  const auto plain = daemonSets(render(kVariants[0]));
+  ASSERT_EQ(plain.size(), 1U);
+  EXPECT_EQ(modeRule(plain.begin()->second), "");
+
+  const std::vector<YAML::Node> objects = render({"dra", {"dra.enabled=true"}});
+  const auto split = daemonSets(objects);
+  ASSERT_EQ(split.size(), 2U);
+  EXPECT_EQ(modeRule(split.at("torus-torus-node-agent")), "NotIn");
+  EXPECT_EQ(modeRule(split.at("torus-torus-node-agent-dra")), "In");
+  const auto draArgs = argsOf(split.at("torus-torus-node-agent-dra"));
+  EXPECT_TRUE(draArgs.count("--dra") == 1 && draArgs.count("--device-plugin=false") == 1);
+  EXPECT_EQ(draArgs.count("--dra-plugins-dir=/var/lib/kubelet/plugins"), 1U);
+  EXPECT_EQ(argsOf(split.at("torus-torus-node-agent")).count("--dra"), 0U);
+
+  std::map<std::string, std::string> classes;  // name -> extendedResourceName
+  int policies = 0;
+  for (const YAML::Node& object : objects) {
+    const std::string kind = object["kind"].as<std::string>();
+    if (kind == "DeviceClass") {
+      classes[object["metadata"]["name"].as<std::string>()] =
+          object["spec"]["extendedResourceName"].as<std::string>("");
+    }
+    if (kind == "ValidatingAdmissionPolicy") ++policies;
+  }
+  EXPECT_EQ(classes, (std::map<std::string, std::string>{
+                         {"neuron.aws.com", ""},
+                         {"chip.neuron.aws.com", "aws.amazon.com/neuron"},
+                         {"core.neuron.aws.com", "aws.amazon.com/neuroncore"}}));
+  EXPECT_EQ(policies, 3);
+
+  const auto everywhere = daemonSets(render(kVariants.back()));
+  ASSERT_EQ(everywhere.size(), 1U);
+  EXPECT_EQ(modeRule(everywhere.at("torus-torus-node-agent-dra")), "");
+  EXPECT_EQ(argsOf(everywhere.at("torus-torus-node-agent-dra")).count("--dra-core-devices=false"),
+            1U);
 }
 
 TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
