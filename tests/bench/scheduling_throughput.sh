@@ -237,5 +237,9 @@ printf '\n%-44s %6s %9s %8s %12s\n' "4 CONNECTED CHIPS ON trn2" "PODS" "SECONDS"
 printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler, aws.amazon.com/neuron: 4" "$d4_pods" "$d4_seconds" "$d4_rate" "-"
 printf '%-44s %6d %9.0f %8.1f %12s\n' "neuron-scheduler + extender, neuron: 4" "$e4_pods" "$e4_seconds" "$e4_rate" "$e4_valid/$e4_total"
 printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler DRA, claim (devicegroup4_id)" "$dra_pods" "$dra_seconds" "$dra_rate" "$dra_valid/$dra_total"
-python3 -c "print(f'DRA / extender: {$dra_rate / $e4_rate:.2f}x (target >= 1x, 100 % valid); DRA / counting: {$dra_rate / $d4_rate:.2f}x')"
+if [[ "${DRA_ONLY:-0}" == 1 ]]; then
+  echo "DRA only: no same-run baseline (run without DRA_ONLY for the ratios)"
+else
+  python3 -c "print(f'DRA / extender: {$dra_rate / $e4_rate:.2f}x (target >= 1x, 100 % valid); DRA / counting: {$dra_rate / $d4_rate:.2f}x')"
+fi
 echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs"
