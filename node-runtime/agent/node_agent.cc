@@ -244,7 +244,8 @@ std::string NodeAgent::allocationsJson() const {
   if (dra_) {
     for (const auto& [uid, claim] : dra_->claims().prepared()) {
       nlohmann::json devices = nlohmann::json::array();
-      for (const dra::AllocatedDevice& device : claim.devices) devices.push_back(device.name);
+      for (const dra::AllocatedDevice& device : claim.devices)
+        devices.push_back(device.name);
       claims.push_back({{"claim", claim.ref.nameSpace + "/" + claim.ref.name},
                         {"uid", uid},
                         {"driver", std::string(dra::kDriverName)},
@@ -279,7 +280,8 @@ topology::DeviceSet NodeAgent::devicesInUse() const {
     }
   }
   if (dra_) {
-    for (const auto& [uid, claim] : dra_->claims().prepared()) busy |= claim.chips;
+    for (const auto& [uid, claim] : dra_->claims().prepared())
+      busy |= claim.chips;
   }
   // Also what a process outside kubelet's view has open (a runtime started by hand).
   for (const topology::Device& device : node.devices) {
