@@ -1,5 +1,6 @@
 #include "dra-driver/health_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -19,6 +20,10 @@ constexpr auto kHeartbeat = std::chrono::seconds(10);
 // How often a quiet stream checks whether kubelet hung up or the server stops.
 constexpr auto kCancelPoll = std::chrono::milliseconds(500);
 constexpr std::size_t kMaxMessage = 1024;
+// Kubelet keeps one stream; each holds a server thread, so a local client opening hundreds must
+// not starve NodePrepareResources of threads.
+constexpr int kMaxStreams = 8;
+std::atomic<int> activeStreams{0};
 
 std::string clipped(std::string message) {
   if (message.size() > kMaxMessage) message = message.substr(0, kMaxMessage - 3) + "...";
@@ -29,6 +34,14 @@ std::string clipped(std::string message) {
 template <typename Response, typename Writer>
 grpc::Status stream(plugin::NodeView& node, const std::string& pool, grpc::ServerContext& context,
                     Writer& writer) {
+  if (activeStreams.fetch_add(1) >= kMaxStreams) {
+    activeStreams.fetch_sub(1);
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+            "already " + std::to_string(kMaxStreams) + " health streams open; kubelet needs one"};
+  }
+  struct Release {
+    ~Release() { activeStreams.fetch_sub(1); }
+  } release;
   std::mutex mutex;
   std::condition_variable wake;
   bool changed = true;

@@ -239,6 +239,33 @@ TEST_F(KubeletPluginTest, HealthStreamReportsEveryDeviceAndFollowsChanges) {
   context.TryCancel();
 }
 
+TEST_F(KubeletPluginTest, TooManyHealthStreamsAreRefusedAndPrepareStillAnswers) {
+  auto health = v1::DRAResourceHealth::NewStub(channel(plugin_->draSocket()));
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReader<v1::NodeWatchResourcesResponse>>> readers;
+  int refused = 0;
+  for (int i = 0; i < 12; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    contexts.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    readers.push_back(health->NodeWatchResources(contexts.back().get(), {}));
+    v1::NodeWatchResourcesResponse first;
+    if (!readers.back()->Read(&first)) {
+      EXPECT_EQ(readers.back()->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 4);
+  auto v1 = drav1::DRAPlugin::NewStub(channel(plugin_->draSocket()));
+  drav1::NodePrepareResourcesRequest request;
+  addClaim(request, "uid-one", "one");
+  drav1::NodePrepareResourcesResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(v1->NodePrepareResources(&context, request, &response).ok());
+  EXPECT_EQ(response.claims().at("uid-one").error(), "");
+  for (auto& open : contexts)
+    open->TryCancel();
+}
+
 TEST_F(KubeletPluginTest, ADeletedSocketIsServedAgain) {
   std::filesystem::remove(plugin_->registrationSocket());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
