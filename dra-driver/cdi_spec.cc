@@ -18,21 +18,9 @@ std::string cdiName(const ResolvedClaim& claim, const AllocatedDevice& device) {
   return claim.ref.uid + "-" + device.name;
 }
 
-topology::DeviceSet chipsOf(const AllocatedDevice& device, const topology::Node& node) {
-  topology::DeviceSet chips;
-  switch (device.what.kind) {
-    case NamedDevice::Kind::kChip:
-      chips.insert(device.what.index);
-      break;
-    case NamedDevice::Kind::kCore:
-      chips.insert(node.deviceOfCore(device.what.index));
-      break;
-    case NamedDevice::Kind::kNode:
-      chips = node.allDevices();
-      break;
-  }
-  return chips;
-}
+// The runtime loads every *.json in the directory; the prefix says whose file it is.
+constexpr std::string_view kSpecPrefix = "neuron.aws.com-";
+constexpr std::string_view kSpecSuffix = ".json";
 
 }  // namespace
 
@@ -61,7 +49,7 @@ json cdiSpec(const ResolvedClaim& claim, const topology::Node& node,
   json devices = json::array();
   for (const AllocatedDevice& device : claim.devices) {
     json nodes = json::array();
-    chipsOf(device, node).forEach([&](int chip) {
+    chipsOfDevice(device.what, node).forEach([&](int chip) {
       const std::string name = "neuron" + std::to_string(chip);
       nodes.push_back({{"path", "/dev/" + name},
                        {"hostPath", (devRoot / name).string()},
@@ -82,8 +70,16 @@ std::vector<CdiDeviceIds> cdiDeviceIds(const ResolvedClaim& claim) {
 }
 
 std::filesystem::path cdiSpecPath(const std::filesystem::path& cdiRoot, const std::string& uid) {
-  // The runtime loads every *.json in the directory; the prefix says whose file it is.
-  return cdiRoot / ("neuron.aws.com-" + uid + ".json");
+  return cdiRoot / (std::string(kSpecPrefix) + uid + std::string(kSpecSuffix));
+}
+
+std::optional<std::string> claimUidOfSpec(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  if (name.size() <= kSpecPrefix.size() + kSpecSuffix.size() || !name.starts_with(kSpecPrefix) ||
+      !name.ends_with(kSpecSuffix)) {
+    return std::nullopt;
+  }
+  return name.substr(kSpecPrefix.size(), name.size() - kSpecPrefix.size() - kSpecSuffix.size());
 }
 
 Result<void> writeCdiSpec(const std::filesystem::path& cdiRoot, const std::string& uid,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,8 @@ std::vector<CdiDeviceIds> cdiDeviceIds(const ResolvedClaim& claim);
 std::vector<std::string> claimEnvironment(const ResolvedClaim& claim, const topology::Node& node);
 
 std::filesystem::path cdiSpecPath(const std::filesystem::path& cdiRoot, const std::string& uid);
+// The claim UID a file in the CDI directory is the spec of; nullopt for another's file.
+std::optional<std::string> claimUidOfSpec(const std::filesystem::path& file);
 
 // Writes the spec atomically (the runtime may read the directory at any moment).
 Result<void> writeCdiSpec(const std::filesystem::path& cdiRoot, const std::string& uid,

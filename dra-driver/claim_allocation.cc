@@ -69,6 +69,24 @@ Result<void> applyConfigs(const json& allocation, const ResolvedClaim& claim,
 
 }  // namespace
 
+topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Node& node) {
+  switch (device.kind) {
+    case NamedDevice::Kind::kChip: {
+      topology::DeviceSet chip;
+      chip.insert(device.index);
+      return chip;
+    }
+    case NamedDevice::Kind::kCore: {
+      topology::DeviceSet chip;
+      chip.insert(node.deviceOfCore(device.index));
+      return chip;
+    }
+    case NamedDevice::Kind::kNode:
+      return node.allDevices();
+  }
+  return {};
+}
+
 Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const std::string& pool,
                                    const topology::Node& node) {
   const std::string where = "claim " + ref.nameSpace + "/" + ref.name;
@@ -125,20 +143,13 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
 
   resolved.wholeChips = true;
   for (const AllocatedDevice& device : resolved.devices) {
-    switch (device.what.kind) {
-      case NamedDevice::Kind::kChip:
-        resolved.chips.insert(device.what.index);
-        resolved.cores |= node.coresOfDevice(device.what.index);
-        break;
-      case NamedDevice::Kind::kCore:
-        resolved.wholeChips = false;
-        resolved.cores.insert(device.what.index);
-        resolved.chips.insert(node.deviceOfCore(device.what.index));
-        break;
-      case NamedDevice::Kind::kNode:
-        resolved.chips |= node.allDevices();
-        resolved.cores |= node.allCores();
-        break;
+    const topology::DeviceSet chips = chipsOfDevice(device.what, node);
+    resolved.chips |= chips;
+    if (device.what.kind == NamedDevice::Kind::kCore) {
+      resolved.wholeChips = false;
+      resolved.cores.insert(device.what.index);
+    } else {
+      resolved.cores |= node.coresOfDevices(chips);
     }
   }
 

@@ -42,6 +42,9 @@ struct ResolvedClaim {
   std::optional<int> ultraServerMode;
 };
 
+// The chips a device of our pool stands for: itself, a core's chip, or every chip of the node.
+topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Node& node);
+
 // Reads the claim's allocation for `pool` (our node) and resolves it on `node`. Errors name the
 // claim and what is wrong: not allocated, allocated elsewhere, a device we never published, a
 // config that does not parse or does not fit the devices.

@@ -15,10 +15,8 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
   const PreparedClaims* prepared = &loaded->claims;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options.cdiRoot, ec)) {
-    const std::string file = entry.path().filename().string();
-    if (!file.starts_with("neuron.aws.com-") || !file.ends_with(".json")) continue;
-    const std::string uid = file.substr(15, file.size() - 15 - 5);
-    if (prepared->contains(uid)) continue;
+    const std::optional<std::string> uid = claimUidOfSpec(entry.path());
+    if (!uid || prepared->contains(*uid)) continue;
     TORUS_LOG(Warn, Dra, "removing a CDI spec of a claim the checkpoint does not list",
               {"file", entry.path().string()});
     std::filesystem::remove(entry.path(), ec);

@@ -37,7 +37,6 @@ class DraDriver {
   DraDriver& operator=(const DraDriver&) = delete;
 
   const ClaimPreparer& claims() const { return *preparer_; }
-  bool registered() const { return plugin_ && plugin_->registered(); }
   void stop();
 
  private:

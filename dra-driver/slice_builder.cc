@@ -228,11 +228,16 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
                : json::array({healthTaint(in, chip)});
   };
 
+  // Computed once per chip: its cores share them, and the group ids walk the link graph.
+  std::vector<json> sharedAttributes;
+  for (int chip = 0; chip < chips; ++chip)
+    sharedAttributes.push_back(chipAttributes(in, chip));
+
   std::vector<json> devices;
   for (int chip = 0; chip < chips; ++chip) {
     if (!shown(chip)) continue;
     const topology::Device& facts = node.devices[static_cast<std::size_t>(chip)];
-    json attributes = chipAttributes(in, chip);
+    json attributes = sharedAttributes[static_cast<std::size_t>(chip)];
     attributes["resourceType"] = stringAttribute(std::string(kTypeDevice));
     json device = {{"name", chipDeviceName(chip)},
                    {"attributes", std::move(attributes)},
@@ -274,7 +279,7 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
       if (!shown(chip)) continue;
       for (int k = 0; k < coresPerChip; ++k) {
         const int core = chip * coresPerChip + k;
-        json attributes = chipAttributes(in, chip);
+        json attributes = sharedAttributes[static_cast<std::size_t>(chip)];
         attributes["resourceType"] = stringAttribute(std::string(kTypeCore));
         attributes["coreId"] = intAttribute(core);
         json device = {{"name", coreDeviceName(core)},

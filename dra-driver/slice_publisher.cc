@@ -20,13 +20,6 @@ std::string listPath(const std::string& nodeName) {
          "%2Cspec.driver%3D" + std::string(kDriverName);
 }
 
-// The slices with their generation zeroed: what "nothing changed" compares.
-json withoutGeneration(std::vector<json> slices) {
-  for (json& slice : slices)
-    slice["spec"]["pool"]["generation"] = 0;
-  return slices;
-}
-
 const json& itemsOf(const json& list) {
   static const json kEmpty = json::array();
   const auto items = list.find("items");
@@ -80,11 +73,6 @@ void SlicePublisher::stop() {
     client_.cancel();
     worker_.join();
   }
-}
-
-std::int64_t SlicePublisher::generation() const {
-  std::lock_guard lock(mutex_);
-  return generation_;
 }
 
 SliceOptions SlicePublisher::effectiveOptions() const {
@@ -203,7 +191,8 @@ Result<void> SlicePublisher::publishOnce() {
     }
     generationKnown_ = true;
   }
-  const json unchanged = withoutGeneration(buildSlices(inputs, 0));
+  std::vector<json> slices = buildSlices(inputs, 0);
+  const json unchanged = slices;  // built with generation 0: what "nothing changed" compares
   if (unchanged == lastPublished_ && !rewrite) return okResult();
 
   std::int64_t generation = 0;
@@ -211,7 +200,8 @@ Result<void> SlicePublisher::publishOnce() {
     std::lock_guard lock(mutex_);
     generation = ++generation_;
   }
-  std::vector<json> slices = buildSlices(inputs, generation);
+  for (json& slice : slices)
+    slice["spec"]["pool"]["generation"] = generation;
   if (!nodeUid_.empty()) {
     for (json& slice : slices) {
       slice["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"},

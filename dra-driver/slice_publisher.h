@@ -46,13 +46,11 @@ class SlicePublisher {
   void start();
   void stop();
 
-  // One reconciliation, synchronously (tests; the thread calls it too).
-  Result<void> publishOnce();
-  std::int64_t generation() const;
-  SliceOptions effectiveOptions() const;
-
  private:
   void run(std::stop_token stop);
+  // One reconciliation: the pool as built now, written if it differs from the last one.
+  Result<void> publishOnce();
+  SliceOptions effectiveOptions() const;
   void watchSlices(std::stop_token stop);
   Result<void> refreshNode();
   Result<void> write(const std::vector<nlohmann::json>& slices);

@@ -23,11 +23,7 @@ int runCheckCommand(const AgentConfig& config) {
   }
   // Without the agent's view of kubelet's allocations, a device is in use when a process has it
   // open, the same test the device reset uses.
-  topology::DeviceSet busy;
-  for (const topology::Device& device : found->node.devices) {
-    if (!runtime::findHolders("/proc", prepared->roots.deviceNode(device.index).string()).empty())
-      busy.insert(device.index);
-  }
+  const topology::DeviceSet busy = runtime::openDevices(prepared->roots, found->node);
   const runtime::DeepCheckResult result =
       runtime::runDeepCheck(found->node, prepared->roots, busy, deepCheckOptionsOf(config));
   const std::string out =

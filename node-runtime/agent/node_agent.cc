@@ -284,11 +284,7 @@ topology::DeviceSet NodeAgent::devicesInUse() const {
       busy |= claim.chips;
   }
   // Also what a process outside kubelet's view has open (a runtime started by hand).
-  for (const topology::Device& device : node.devices) {
-    if (!runtime::findHolders("/proc", prepared_.roots.deviceNode(device.index).string()).empty())
-      busy.insert(device.index);
-  }
-  return busy;
+  return busy | runtime::openDevices(prepared_.roots, node);
 }
 
 Result<void> NodeAgent::serveHttp(const std::string& address) {

@@ -62,10 +62,17 @@ std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
   return holders;
 }
 
-std::vector<DeviceHolder> findHolders(const std::string& procRoot, const std::string& deviceNode) {
-  auto holders = findHoldersOfAny(procRoot, {deviceNode});
-  const auto found = holders.find(deviceNode);
-  return found == holders.end() ? std::vector<DeviceHolder>{} : std::move(found->second);
+topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
+                                const std::string& procRoot) {
+  std::vector<std::string> nodes;
+  for (const topology::Device& device : node.devices)
+    nodes.push_back(roots.deviceNode(device.index).string());
+  const auto holders = findHoldersOfAny(procRoot, nodes);
+  topology::DeviceSet open;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (holders.contains(nodes[i])) open.insert(node.devices[i].index);
+  }
+  return open;
 }
 
 namespace {

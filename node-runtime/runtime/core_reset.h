@@ -28,12 +28,14 @@ struct DeviceHolder {
   std::string command;
 };
 
-// Processes that have `deviceNode` open.
-std::vector<DeviceHolder> findHolders(const std::string& procRoot, const std::string& deviceNode);
-// The same for several device nodes in one pass over /proc (which costs about a millisecond on
-// a busy node), by device node; nodes nobody holds are absent.
+// Processes that have these device nodes open, in one pass over /proc (which costs about a
+// millisecond on a busy node), by device node; nodes nobody holds are absent.
 std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
     const std::string& procRoot, const std::vector<std::string>& deviceNodes);
+
+// The devices of `node` some process has open, in one pass over /proc.
+topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
+                                const std::string& procRoot = "/proc");
 
 Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
                          const ResetPolicy& policy);

@@ -1,9 +1,13 @@
-// Latency statistics for our benchmarks: min / p50 / p99 over collected samples.
+// Latency statistics for our benchmarks (min / p50 / p99 over collected samples) and their
+// command-line flags.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 namespace torus::bench {
@@ -41,6 +45,16 @@ std::vector<double> timeCalls(int count, Call call) {
 inline void printRow(const char* name, const LatencySummary& s, const LatencySummary& baseline) {
   std::printf("%-26s %10.1f %10.1f %10.1f %12.1f %10.2f\n", name, s.minUs, s.p50Us, s.p99Us,
               baseline.p99Us, s.p99Us / baseline.p99Us);
+}
+
+// `--NAME=N` from the command line, else `fallback`.
+inline int intFlag(int argc, char** argv, const char* name, int fallback) {
+  const std::string prefix = std::string("--") + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0)
+      return std::atoi(argv[i] + prefix.size());
+  }
+  return fallback;
 }
 
 }  // namespace torus::bench

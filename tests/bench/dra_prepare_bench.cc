@@ -47,19 +47,10 @@ class EchoInfo final : public pluginregistration::Registration::Service {
   }
 };
 
-int intFlag(int argc, char** argv, const char* name, int fallback) {
-  const std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0)
-      return std::atoi(argv[i] + prefix.size());
-  }
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int calls = intFlag(argc, argv, "calls", 2000);
+  const int calls = torus::bench::intFlag(argc, argv, "calls", 2000);
   torus::log::configure({torus::log::Level::kError, 0, torus::log::Format::kText});
   auto dir = torus::TempDir::create("dra-bench");
   if (!dir) return 1;

@@ -33,16 +33,6 @@ using namespace torus;
 using extender::PodDemand;
 using topology::AllocationUnit;
 
-int intFlag(int argc, char** argv, const char* name, int fallback) {
-  const std::string prefix = std::string("--") + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) {
-      return std::atoi(argv[i] + prefix.size());
-    }
-  }
-  return fallback;
-}
-
 PodDemand makePod(int id, AllocationUnit unit, int count) {
   PodDemand pod;
   pod.name = "pod-" + std::to_string(id);
@@ -106,8 +96,8 @@ bool countingScheduler(extender::ClusterState& state, const std::vector<std::str
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int calls = intFlag(argc, argv, "calls", 200);
-  const int tracePods = intFlag(argc, argv, "pods", 6000);
+  const int calls = torus::bench::intFlag(argc, argv, "calls", 200);
+  const int tracePods = torus::bench::intFlag(argc, argv, "pods", 6000);
   log::configure({log::Level::kError, 0, log::Format::kText});
 
   // 1. Latency at 5,000 nodes over HTTP.

@@ -1,9 +1,49 @@
-# Helpers of the real-cluster end-to-end tests (sourced by real_cluster_test.sh): checks with
-# deadlines, pods built from one template, and what a pod's container saw.
+# Helpers of the real-cluster end-to-end tests (sourced by real_cluster_test.sh and dra_test.sh):
+# the cluster's setup and teardown, checks with deadlines, pods built from one template, and what
+# a pod's container saw.
 
 PASSED=0
 FAILED=0
 FAILURES=()
+
+# cluster_test_setup PREFIX [--keep]: a fresh state directory for scripts/local-cluster.sh and,
+# on exit, the component logs when anything failed, then the cluster stopped (unless --keep).
+cluster_test_setup() {
+  keep=0
+  [[ "${2:-}" == --keep ]] && keep=1
+  STATE_DIR="$(mktemp -d "/tmp/$1-XXXXXX")"
+  trap finish EXIT
+}
+
+cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
+
+# Pod logs are read from kubelet's files: `kubectl logs` needs a kubelet address, and a kubelet on
+# loopback only publishes none.
+print_logs() {
+  echo "--- component logs (last lines) ---"
+  local log
+  for log in "$STATE_DIR"/logs/*.log; do
+    [[ "$log" == */audit.log ]] && continue
+    echo "=== $log"
+    tail -n 25 "$log"
+  done
+  k get pods -A -o wide 2> /dev/null || true
+  local pod
+  for pod in $(k get pods -n kube-system -o name 2> /dev/null); do
+    echo "=== logs of $pod"
+    tail -n 40 /var/log/pods/kube-system_"${pod#pod/}"_*/*/*.log 2> /dev/null || true
+  done
+}
+
+finish() {
+  local status=$?
+  if ((FAILED > 0 || status != 0)); then print_logs; fi
+  if ((keep)); then
+    echo "cluster left running: export KUBECONFIG=$KUBECONFIG; scripts/local-cluster.sh down --state-dir=$STATE_DIR"
+  else
+    cluster down > /dev/null 2>&1 || true
+  fi
+}
 
 # check NAME COMMAND...: one named check; a failure is counted and the run goes on.
 check() {

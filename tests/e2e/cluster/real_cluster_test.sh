@@ -13,37 +13,7 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 source "$REPO/tests/e2e/cluster/lib.sh"
 
-keep=0
-[[ "${1:-}" == --keep ]] && keep=1
-STATE_DIR="$(mktemp -d /tmp/torus-e2e-XXXXXX)"
-cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
-
-print_logs() {
-  echo "--- component logs (last lines) ---"
-  local log
-  for log in "$STATE_DIR"/logs/*.log; do
-    [[ "$log" == */audit.log ]] && continue
-    echo "=== $log"
-    tail -n 25 "$log"
-  done
-  k get pods -A -o wide 2> /dev/null || true
-  local pod
-  for pod in $(k get pods -n kube-system -o name 2> /dev/null); do
-    echo "=== kubectl logs $pod"
-    k logs -n kube-system "$pod" --tail=25 2> /dev/null || true
-  done
-}
-
-finish() {
-  local status=$?
-  if ((FAILED > 0 || status != 0)); then print_logs; fi
-  if ((keep)); then
-    echo "cluster left running: export KUBECONFIG=$KUBECONFIG; scripts/local-cluster.sh down --state-dir=$STATE_DIR"
-  else
-    cluster down > /dev/null 2>&1 || true
-  fi
-}
-trap finish EXIT
+cluster_test_setup torus-e2e "${1:-}"
 
 started=$SECONDS
 echo "== local cluster (state: $STATE_DIR)"
