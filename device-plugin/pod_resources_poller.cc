@@ -1,5 +1,7 @@
 #include "device-plugin/pod_resources_poller.h"
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include "common/base/log.h"
@@ -17,6 +19,19 @@ constexpr ResourceKind kKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeu
 
 struct PodResourcesClient::Lister {
   std::unique_ptr<v1::PodResourcesLister::Stub> rpc;
+
+  Result<v1::ListPodResourcesResponse> list(const std::string& socket,
+                                            std::chrono::milliseconds timeout) const {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout);
+    v1::ListPodResourcesResponse response;
+    const grpc::Status status = rpc->List(&context, v1::ListPodResourcesRequest(), &response);
+    if (!status.ok()) {
+      return makeError(ErrorCode::kUnavailable,
+                       "pod-resources List at " + socket + ": " + status.error_message());
+    }
+    return response;
+  }
 };
 
 PodResourcesClient::PodResourcesClient(std::string socket)
@@ -29,17 +44,10 @@ PodResourcesClient::~PodResourcesClient() = default;
 
 Result<Assignments> PodResourcesClient::list(const topology::Node& node,
                                              std::chrono::milliseconds timeout) {
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + timeout);
-  v1::ListPodResourcesResponse response;
-  const grpc::Status status =
-      lister_->rpc->List(&context, v1::ListPodResourcesRequest(), &response);
-  if (!status.ok()) {
-    return makeError(ErrorCode::kUnavailable,
-                     "pod-resources List at " + socket_ + ": " + status.error_message());
-  }
+  auto response = lister_->list(socket_, timeout);
+  if (!response) return std::move(response).error();
   Assignments assignments;
-  for (const auto& pod : response.pod_resources()) {
+  for (const auto& pod : response->pod_resources()) {
     for (const auto& container : pod.containers()) {
       for (const auto& devices : container.devices()) {
         for (const ResourceKind kind : kKinds) {
@@ -61,6 +69,28 @@ Result<Assignments> PodResourcesClient::list(const topology::Node& node,
     }
   }
   return assignments;
+}
+
+Result<std::vector<ClaimHolder>> PodResourcesClient::listClaimHolders(
+    std::string_view driver, std::string_view pool, std::chrono::milliseconds timeout) {
+  auto response = lister_->list(socket_, timeout);
+  if (!response) return std::move(response).error();
+  std::vector<ClaimHolder> holders;
+  for (const auto& pod : response->pod_resources()) {
+    for (const auto& container : pod.containers()) {
+      for (const auto& claim : container.dynamic_resources()) {
+        const bool ours = std::any_of(
+            claim.claim_resources().begin(), claim.claim_resources().end(),
+            [&](const auto& device) {
+              return device.driver_name() == driver && device.pool_name() == pool;
+            });
+        if (!ours) continue;
+        holders.push_back({claim.claim_namespace(), claim.claim_name(), pod.namespace_(),
+                           pod.name(), container.name()});
+      }
+    }
+  }
+  return holders;
 }
 
 PodResourcesPoller::PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "common/base/result.h"
@@ -18,6 +19,17 @@
 
 namespace torus::plugin {
 
+// A container that uses a ResourceClaim with devices of one DRA driver's pool, as kubelet's
+// pod-resources lists it (dynamic_resources; GA since Kubernetes 1.36, beta on by default 1.34).
+struct ClaimHolder {
+  std::string claimNamespace;
+  std::string claimName;
+  std::string podNamespace;
+  std::string pod;
+  std::string container;
+  bool operator==(const ClaimHolder&) const = default;
+};
+
 // A client of kubelet's pod-resources socket; the channel is made once and reconnects by itself.
 class PodResourcesClient {
  public:
@@ -25,6 +37,9 @@ class PodResourcesClient {
   ~PodResourcesClient();
   // One List call: what each of our resources has handed to running containers.
   Result<Assignments> list(const topology::Node& node, std::chrono::milliseconds timeout);
+  // One List call: the containers using claims with devices of `driver` in `pool`.
+  Result<std::vector<ClaimHolder>> listClaimHolders(std::string_view driver, std::string_view pool,
+                                                    std::chrono::milliseconds timeout);
 
  private:
   struct Lister;

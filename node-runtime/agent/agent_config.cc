@@ -49,7 +49,9 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                return okResult();
              }});
   table.addString("pod-resources-socket", "TORUS_POD_RESOURCES_SOCKET", "podResourcesSocket",
-                  "PATH", "kubelet's pod-resources socket, read to learn which ids containers hold",
+                  "PATH",
+                  "kubelet's pod-resources socket, read to learn which container holds which ids or "
+                  "claims (cross-resource accounting, the metrics' pod labels)",
                   &config->plugin.podResourcesSocket);
   table.addDurationMillis("health-interval", "TORUS_HEALTH_INTERVAL", "healthInterval",
                           "how often device health is re-read from sysfs",

@@ -8,6 +8,7 @@
 #include "common/kube/kube_config.h"
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
+#include "node-runtime/agent/core_tenancy.h"
 #include "node-runtime/monitor/agent_metrics.h"
 #include "node-runtime/monitor/deep_check_metrics.h"
 #include "node-runtime/runtime/core_reset.h"
@@ -193,6 +194,8 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   auto driver = dra::DraDriver::start(options, *kube, *view_);
   if (!driver) return std::move(driver).error();
   dra_ = std::move(*driver);
+  claimHolders_ = std::make_unique<ClaimHolderPoller>(
+      config.plugin.podResourcesSocket, config.nodeName, config.plugin.podResourcesInterval);
   return okResult();
 }
 
@@ -259,6 +262,14 @@ std::string NodeAgent::allocationsJson() const {
          "\n";
 }
 
+monitor::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {
+  return monitor::CoreTenants(
+      node, tenanciesOf(node, plugins_ ? plugins_->assignments() : plugin::Assignments{},
+                        dra_ ? dra_->claims().prepared() : dra::PreparedClaims{},
+                        claimHolders_ ? claimHolders_->holders()
+                                      : std::vector<plugin::ClaimHolder>{}));
+}
+
 bool NodeAgent::anyCoreHeld() const {
   if (plugins_) {
     // Kubelet's view and our own Allocates it may not list yet.
@@ -308,10 +319,11 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                       const topology::Node node = monitor_->node();
                       const monitor::NodeStats stats =
                           monitor::readNodeStats(prepared_.roots, node);
-                      return http::Response{
-                          200, "text/plain; version=0.0.4; charset=utf-8",
-                          monitor::renderAgentMetrics(node, stats, metrics::processCounters()) +
-                              monitor::renderDeepCheckMetrics(deepCheck_->last())};
+                      return http::Response{200, "text/plain; version=0.0.4; charset=utf-8",
+                                            monitor::renderAgentMetrics(node, stats,
+                                                                        coreTenants(node),
+                                                                        metrics::processCounters()) +
+                                                monitor::renderDeepCheckMetrics(deepCheck_->last())};
                     }});
   // The deep health check on demand: runs now (after a run in progress) and answers with the
   // result; GET answers with the last one.
@@ -344,6 +356,7 @@ void NodeAgent::stop() {
   deepCheck_.reset();
   kernelLog_.reset();
   plugins_.reset();
+  claimHolders_.reset();
   dra_.reset();
   handoff_.reset();
   publisher_.reset();

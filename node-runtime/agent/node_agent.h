@@ -12,11 +12,13 @@
 #include "device-plugin/plugin_manager.h"
 #include "dra-driver/dra_driver.h"
 #include "node-runtime/agent/agent_config.h"
+#include "node-runtime/agent/claim_holder_poller.h"
 #include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/node_publisher.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/monitor/core_tenants.h"
 #include "node-runtime/node_source/node_source.h"
 #include "node-runtime/runtime/kernel_log.h"
 #include "node-runtime/runtime/node_monitor.h"
@@ -44,6 +46,8 @@ class NodeAgent {
   // Whether any core is held, through either resource or by a process outside kubelet's view.
   bool anyCoreHeld() const;
   topology::DeviceSet devicesInUse() const;
+  // Who holds each core, for the metrics' pod labels.
+  monitor::CoreTenants coreTenants(const topology::Node& node) const;
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
   Result<void> startDra(const AgentConfig& config, const std::optional<kube::KubeConfig>& kube);
@@ -58,6 +62,7 @@ class NodeAgent {
   std::unique_ptr<NodePublisher> publisher_;
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<dra::DraDriver> dra_;
+  std::unique_ptr<ClaimHolderPoller> claimHolders_;  // DRA mode: who uses the claims
   std::unique_ptr<DeepCheckRunner> deepCheck_;  // asks plugins_ which devices are in use
   std::unique_ptr<http::HttpServer> http_;
 };

@@ -70,10 +70,15 @@ Labels with(Labels labels, std::string key, std::string value) {
   return labels;
 }
 
+Labels withAll(Labels labels, const Labels& more) {
+  labels.insert(labels.end(), more.begin(), more.end());
+  return labels;
+}
+
 }  // namespace
 
 std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stats,
-                               const metrics::EventCounters& counters) {
+                               const CoreTenants& tenants, const metrics::EventCounters& counters) {
   PrometheusText out;
   const Labels base = {{"instance_type", node.instanceType}};
   const int lnc = node.lnc > 0 ? node.lnc : 1;
@@ -98,19 +103,20 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
   for (std::size_t d = 0; d < stats.devices.size(); ++d) {
     for (const auto& [event, value] : stats.devices[d].ecc) {
       out.sample("hardware_ecc_events_total",
-                 with(with(base, "event_type", event), "neuron_device_index", std::to_string(d)),
+                 withAll(with(with(base, "event_type", event), "neuron_device_index",
+                              std::to_string(d)),
+                         tenants.deviceLabels(static_cast<int>(d))),
                  static_cast<double>(value));
     }
   }
 
   // Physical core m of device d belongs to logical core d * coresPerDevice + m / lnc.
-  const auto neuroncore = [&](std::size_t device, std::size_t physical) {
-    return std::to_string(static_cast<int>(device) * node.logicalCoresPerDevice() +
-                          static_cast<int>(physical) / lnc);
-  };
   const auto coreLabels = [&](std::size_t device, std::size_t physical) {
-    return with(with(base, "neuron_device_index", std::to_string(device)), "neuroncore",
-                neuroncore(device, physical));
+    const int core =
+        static_cast<int>(device) * node.logicalCoresPerDevice() + static_cast<int>(physical) / lnc;
+    return withAll(with(with(base, "neuron_device_index", std::to_string(device)), "neuroncore",
+                        std::to_string(core)),
+                   tenants.coreLabels(core));
   };
   // Sums the physical cores of each logical core.
   const auto perLogicalCore = [&](auto valueOfPhysical) {
@@ -149,7 +155,8 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
       for (const auto& [category, bytes] : core.deviceMemory)
         device += static_cast<double>(bytes);
     }
-    const Labels labels = with(base, "neuron_device_index", std::to_string(d));
+    const Labels labels = withAll(with(base, "neuron_device_index", std::to_string(d)),
+                                  tenants.deviceLabels(static_cast<int>(d)));
     out.sample("neuron_runtime_memory_used_bytes", with(labels, "memory_location", "host"), host);
     out.sample("neuron_runtime_memory_used_bytes", with(labels, "memory_location", "neuron_device"),
                device);
@@ -179,9 +186,11 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
              "1 when the device is in service, 0 when a health check took it out.");
   for (const topology::Device& device : node.devices) {
     out.sample("torus_device_healthy",
-               with(base, "neuron_device_index", std::to_string(device.index)),
+               withAll(with(base, "neuron_device_index", std::to_string(device.index)),
+                       tenants.deviceLabels(device.index)),
                device.health.healthy ? 1 : 0);
   }
+  tenants.render(out, base);
   out.family("torus_sysfs_read_errors", "gauge",
              "Driver counter files that could not be read in this scrape.");
   out.sample("torus_sysfs_read_errors", base, static_cast<double>(stats.problems.size()));

@@ -4,18 +4,20 @@
 // neuron_hardware_info, instance_info), plus the agent's own torus_* series (device health,
 // allocations, resets, registrations, health transitions, build info). Labels include
 // instance_type, neuron_device_index and neuroncore (global logical core id, as in
-// NEURON_RT_VISIBLE_CORES).
+// NEURON_RT_VISIBLE_CORES); per-core and per-device series also carry the holder's pod,
+// namespace and container (CoreTenants).
 #pragma once
 
 #include <string>
 
 #include "common/metrics/event_counters.h"
 #include "common/topology/node.h"
+#include "node-runtime/monitor/core_tenants.h"
 #include "node-runtime/monitor/device_stats.h"
 
 namespace torus::monitor {
 
 std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stats,
-                               const metrics::EventCounters& counters);
+                               const CoreTenants& tenants, const metrics::EventCounters& counters);
 
 }  // namespace torus::monitor

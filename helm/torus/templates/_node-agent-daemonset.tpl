@@ -81,9 +81,9 @@ spec:
             - --dra-core-devices={{ $root.Values.dra.coreDevices }}
             {{- else }}
             - --device-plugin-dir={{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
-            - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
             - --resources={{ join "," $root.Values.nodeAgent.resources }}
             {{- end }}
+            - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
             - --health-interval={{ $root.Values.nodeAgent.healthInterval }}
             - --log-level={{ $root.Values.nodeAgent.logLevel }}
             {{- if $root.Values.nodeAgent.lnc }}
@@ -146,9 +146,9 @@ spec:
             {{- else }}
             - name: device-plugins
               mountPath: {{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
+            {{- end }}
             - name: pod-resources
               mountPath: {{ $root.Values.nodeAgent.hostPaths.podResources }}
-            {{- end }}
             - name: sys
               mountPath: /sys
             - name: dev
@@ -186,12 +186,13 @@ spec:
           hostPath:
             path: {{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
             type: Directory
-        # kubelet's pod-resources socket: which container holds which device (mount the dir).
+        {{- end }}
+        # kubelet's pod-resources socket: which container holds which device or claim (mount
+        # the dir): accounting across resources and the metrics' pod labels.
         - name: pod-resources
           hostPath:
             path: {{ $root.Values.nodeAgent.hostPaths.podResources }}
             type: Directory
-        {{- end }}
         # The Neuron driver's sysfs (read; neuronN/reset is written to reset cores).
         - name: sys
           hostPath:

@@ -529,6 +529,30 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
   EXPECT_EQ((*holders)[0]["resource"], kDevices);
   EXPECT_EQ((*holders)[0]["cores"], nlohmann::json({8, 9, 10, 11}));
   EXPECT_EQ((*holders)[0]["devices"], nlohmann::json({2}));
+  // /metrics names the holder on its device's and cores' series, and lists its cores.
+  const auto metrics = [&] {
+    const auto reply = httpGet(port, "/metrics");
+    return reply && reply->substr(0, 3) == "200" ? reply->substr(4) : std::string();
+  };
+  const std::string text = metrics();
+  EXPECT_NE(text.find("torus_device_healthy{instance_type=\"trn2.48xlarge\",neuron_device_index="
+                      "\"2\",pod=\"pod-1\",namespace=\"default\",container=\"main\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
+                      "neuron_device_index=\"2\",neuroncore=\"9\",pod=\"pod-1\","
+                      "namespace=\"default\",container=\"main\",memory_location=\"device\"}"),
+            std::string::npos);
+  EXPECT_NE(text.find("torus_allocation_info{instance_type=\"trn2.48xlarge\",pod=\"pod-1\","
+                      "namespace=\"default\",container=\"main\",resource=\"aws.amazon.com/"
+                      "neuron\",neuroncore=\"11\",neuron_device_index=\"2\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("neuron_device_index=\"3\",pod=\"\",namespace=\"\",container=\"\"}"),
+            std::string::npos)
+      << "a free device carries the labels, empty";
+  // The pod is gone: its name leaves every series once kubelet stops listing it.
+  kubelet.setAssignments({});
+  EXPECT_TRUE(eventually([&] { return metrics().find("pod-1") == std::string::npos; }, 5s));
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
   EXPECT_FALSE(fs::exists(plugins + "/torus-neuroncore.sock")) << "sockets are removed on exit";

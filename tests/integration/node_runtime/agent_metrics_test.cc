@@ -83,30 +83,26 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
   // One deep check first, so its families have samples to pin.
   ASSERT_EQ(httpPost(port_, "/deep-check", "").value_or("").substr(0, 3), "200");
   const Exposition metrics = parse(metricsOf(port_));
-  const std::set<std::string> core = {"instance_type", "neuron_device_index", "neuroncore"};
+  // Per-device and per-core series name the holder (empty when free).
+  const auto withHolder = [](std::set<std::string> labels) {
+    labels.insert({"instance_type", "neuron_device_index", "pod", "namespace", "container"});
+    return labels;
+  };
   const std::map<std::string, std::set<std::string>> expected = {
       {"instance_info", {"instance_type"}},
       {"neuron_hardware_info",
        {"instance_type", "neuron_device_type", "neuron_device_count", "neuroncore_per_device_count",
         "logical_neuroncore_config"}},
-      {"hardware_ecc_events_total", {"instance_type", "event_type", "neuron_device_index"}},
-      {"neuroncore_memory_usage_constants",
-       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
-      {"neuroncore_memory_usage_model_code",
-       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
-      {"neuroncore_memory_usage_model_shared_scratchpad",
-       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
-      {"neuroncore_memory_usage_runtime_memory",
-       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
-      {"neuroncore_memory_usage_tensors",
-       {"instance_type", "neuron_device_index", "neuroncore", "memory_location"}},
-      {"neuron_runtime_memory_used_bytes",
-       {"instance_type", "neuron_device_index", "memory_location"}},
-      {"execution_status_total",
-       {"instance_type", "neuron_device_index", "neuroncore", "status_type"}},
-      {"execution_errors_total",
-       {"instance_type", "neuron_device_index", "neuroncore", "error_type"}},
-      {"torus_device_healthy", {"instance_type", "neuron_device_index"}},
+      {"hardware_ecc_events_total", withHolder({"event_type"})},
+      {"neuroncore_memory_usage_constants", withHolder({"neuroncore", "memory_location"})},
+      {"neuroncore_memory_usage_model_code", withHolder({"neuroncore", "memory_location"})},
+      {"neuroncore_memory_usage_model_shared_scratchpad", withHolder({"neuroncore", "memory_location"})},
+      {"neuroncore_memory_usage_runtime_memory", withHolder({"neuroncore", "memory_location"})},
+      {"neuroncore_memory_usage_tensors", withHolder({"neuroncore", "memory_location"})},
+      {"neuron_runtime_memory_used_bytes", withHolder({"memory_location"})},
+      {"execution_status_total", withHolder({"neuroncore", "status_type"})},
+      {"execution_errors_total", withHolder({"neuroncore", "error_type"})},
+      {"torus_device_healthy", withHolder({})},
       {"torus_sysfs_read_errors", {"instance_type"}},
       {"torus_build_info", {"version"}},
       {"torus_deep_check_runs_total", {"result"}},
@@ -126,7 +122,8 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
   // 64 logical cores at LNC 2: one series per core, ids as in NEURON_RT_VISIBLE_CORES.
   EXPECT_EQ(metrics.values.count(
                 "neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
-                "neuron_device_index=\"15\",neuroncore=\"63\",memory_location=\"device\"}"),
+                "neuron_device_index=\"15\",neuroncore=\"63\",pod=\"\",namespace=\"\","
+                "container=\"\",memory_location=\"device\"}"),
             1U);
   EXPECT_EQ(metrics.values.at("torus_sysfs_read_errors{instance_type=\"trn2.48xlarge\"}"), 0);
 }
@@ -147,10 +144,12 @@ TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
   const fs::path ecc = dir_->path() / "sim" / "sys" / "devices" / "virtual" / "neuron_device" /
                        "neuron9" / "stats" / "hardware" / "mem_ecc_uncorrected";
   ASSERT_TRUE(writeFile(ecc, "3\n").ok());
-  const std::string device9 = "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\"}";
+  const std::string device9 =
+      "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\",pod=\"\",namespace=\"\","
+      "container=\"\"}";
   const std::string eccSeries =
       "hardware_ecc_events_total{instance_type=\"trn2.48xlarge\",event_type=\"mem_ecc_"
-      "uncorrected\",neuron_device_index=\"9\"}";
+      "uncorrected\",neuron_device_index=\"9\",pod=\"\",namespace=\"\",container=\"\"}";
   const std::string toUnhealthy =
       "torus_device_health_transitions_total{neuron_device_index=\"9\",to=\"unhealthy\"}";
   ASSERT_TRUE(eventually(
@@ -178,7 +177,9 @@ TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
   const fs::path kmsg = dir_->path() / "sim" / "dev" / "kmsg";
   std::string lines = "6,88,1000,-;neuron: nd4: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR\n";
   ASSERT_TRUE(writeFile(kmsg, lines).ok());
-  const std::string device4 = "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"4\"}";
+  const std::string device4 =
+      "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"4\",pod=\"\",namespace=\"\","
+      "container=\"\"}";
   const std::string counted =
       "torus_kernel_hardware_errors_total{type=\"HBM_UNCORRECTABLE_ERROR\","
       "neuron_device_index=\"4\"}";

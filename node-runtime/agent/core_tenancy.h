@@ -1,0 +1,23 @@
+// Joins what the device plugin and the DRA driver hold into one list of tenancies for the
+// metrics' pod/namespace/container labels: the plugin's holders as kubelet's pod-resources
+// lists them, and each prepared claim's cores under every container pod-resources says uses it.
+// A claim prepared but not listed yet (its containers are being created) has no tenancy until
+// the next List. Pure.
+#pragma once
+
+#include <vector>
+
+#include "common/topology/node.h"
+#include "device-plugin/assignments.h"
+#include "device-plugin/pod_resources_poller.h"
+#include "dra-driver/checkpoint.h"
+#include "node-runtime/monitor/core_tenants.h"
+
+namespace torus::agent {
+
+std::vector<monitor::Tenancy> tenanciesOf(const topology::Node& node,
+                                          const plugin::Assignments& assignments,
+                                          const dra::PreparedClaims& claims,
+                                          const std::vector<plugin::ClaimHolder>& claimHolders);
+
+}  // namespace torus::agent
