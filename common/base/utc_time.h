@@ -2,12 +2,16 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace torus {
 
 // "2026-11-22T05:31:07Z": RFC 3339 in UTC, whole seconds.
 std::string utcRfc3339(std::chrono::system_clock::time_point at);
 std::string utcNowRfc3339();
+// Reads what utcRfc3339 writes ("...Z", whole seconds); nullopt for anything else.
+std::optional<std::chrono::system_clock::time_point> parseUtcRfc3339(std::string_view text);
 
 }  // namespace torus

@@ -48,11 +48,11 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                config->plugin.resources = std::move(*kinds);
                return okResult();
              }});
-  table.addString("pod-resources-socket", "TORUS_POD_RESOURCES_SOCKET", "podResourcesSocket",
-                  "PATH",
-                  "kubelet's pod-resources socket, read to learn which container holds which ids or "
-                  "claims (cross-resource accounting, the metrics' pod labels)",
-                  &config->plugin.podResourcesSocket);
+  table.addString(
+      "pod-resources-socket", "TORUS_POD_RESOURCES_SOCKET", "podResourcesSocket", "PATH",
+      "kubelet's pod-resources socket, read to learn which container holds which ids or "
+      "claims (cross-resource accounting, the metrics' pod labels)",
+      &config->plugin.podResourcesSocket);
   table.addDurationMillis("health-interval", "TORUS_HEALTH_INTERVAL", "healthInterval",
                           "how often device health is re-read from sysfs",
                           &config->healthIntervalMs);
@@ -64,6 +64,21 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           "how long a device stays out of service after its last kernel-reported "
                           "hardware error",
                           &config->kernelErrorHoldMs);
+  table.addSwitch("neuron-health-condition", "TORUS_NEURON_HEALTH_CONDITION",
+                  "neuronHealthCondition",
+                  "set AWS's NeuronHealth node condition (NeuronHasError_<TYPE>) from the kernel "
+                  "log, which neuron-node-recovery acts on",
+                  &config->aws.neuronHealth);
+  table.addSwitch("accelerated-hardware-condition", "TORUS_ACCELERATED_HARDWARE_CONDITION",
+                  "acceleratedHardwareCondition",
+                  "set the EKS node monitoring agent's AcceleratedHardwareReady condition "
+                  "(node auto repair acts on it); off where that agent runs",
+                  &config->aws.acceleratedHardwareReady);
+  table.addString("health-condition-clear", "TORUS_HEALTH_CONDITION_CLEAR", "healthConditionClear",
+                  "reboot|hold",
+                  "when those conditions clear: reboot (the error stands until the node reboots, "
+                  "as AWS's rules) or hold (after --kernel-error-hold without another error)",
+                  &config->awsClear);
   table.addString("kubeconfig", "KUBECONFIG", "kubeconfig", "FILE",
                   "reach the Kubernetes API with this kubeconfig (default: the in-cluster service "
                   "account when running in a pod; without either, the scheduler extender's "

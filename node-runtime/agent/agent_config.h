@@ -8,6 +8,7 @@
 #include "common/base/log.h"
 #include "common/config/settings.h"
 #include "device-plugin/plugin_manager.h"
+#include "node-runtime/agent/aws_health.h"
 #include "node-runtime/node_source/node_source.h"
 #include "node-runtime/runtime/deep_check.h"
 
@@ -29,6 +30,9 @@ struct AgentConfig {
   std::int64_t healthIntervalMs = 500;
   std::string kernelLog;  // empty: <dev-root>/kmsg
   std::int64_t kernelErrorHoldMs = 5 * 60 * 1000;
+  // AWS's health conditions (aws_health.h); `awsClear` is parsed into aws.clear at start.
+  AwsHealthOptions aws;
+  std::string awsClear = "reboot";
   // The Kubernetes API, to read the scheduler extender's hand-off on this node's pods: a
   // kubeconfig file, else the in-cluster service account when there is one.
   std::string kubeconfig;

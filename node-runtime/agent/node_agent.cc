@@ -110,6 +110,8 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
     return makeError(ErrorCode::kInvalidArgument, "--dra-resync must be at least 1s, got " +
                                                       std::to_string(config.draResyncMs) + "ms");
   }
+  auto awsClear = parseAwsHealthClear(config.awsClear);
+  if (!awsClear) return std::move(awsClear).error().withContext("--health-condition-clear");
   if (auto listen = http::parseListenAddress(config.metricsAddr); !listen) {
     return std::move(listen).error().withContext("--metrics-addr");
   }
@@ -137,7 +139,11 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
               "no Kubernetes API configured: ids are placed without the scheduler extender's "
               "hand-off (AWS_NEURON_IDS) and the Node object is not labelled");
   } else if (config.publishNode) {
-    agent->publisher_ = std::make_unique<NodePublisher>(**kube, config.nodeName, *agent->monitor_);
+    AwsHealthOptions aws = config.aws;
+    aws.clear = *awsClear;
+    aws.hold = std::chrono::milliseconds(config.kernelErrorHoldMs);
+    agent->publisher_ = std::make_unique<NodePublisher>(**kube, config.nodeName, *agent->monitor_,
+                                                        &agent->hardwareErrors_, aws);
     TORUS_LOG(Info, Agent, "publishing node labels, topology annotation and condition",
               {"node", config.nodeName}, {"server", (*kube)->server});
   }
@@ -210,6 +216,7 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
             metrics::names::kKernelErrorsTotal,
             {{"type", error.type},
              {"neuron_device_index", error.device >= 0 ? std::to_string(error.device) : ""}});
+        hardwareErrors_.report(error.type, error.device);  // AWS's conditions count every line
         if (error.device < 0 || error.device >= monitor_->node().deviceCount()) {
           TORUS_LOG(Error, Health, "kernel reported a Neuron hardware error for no known device",
                     {"type", error.type}, {"line", line});
@@ -264,10 +271,10 @@ std::string NodeAgent::allocationsJson() const {
 
 monitor::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {
   return monitor::CoreTenants(
-      node, tenanciesOf(node, plugins_ ? plugins_->assignments() : plugin::Assignments{},
-                        dra_ ? dra_->claims().prepared() : dra::PreparedClaims{},
-                        claimHolders_ ? claimHolders_->holders()
-                                      : std::vector<plugin::ClaimHolder>{}));
+      node,
+      tenanciesOf(node, plugins_ ? plugins_->assignments() : plugin::Assignments{},
+                  dra_ ? dra_->claims().prepared() : dra::PreparedClaims{},
+                  claimHolders_ ? claimHolders_->holders() : std::vector<plugin::ClaimHolder>{}));
 }
 
 bool NodeAgent::anyCoreHeld() const {
@@ -315,16 +322,15 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                       return http::Response{200, "application/json", allocationsJson()};
                     }});
   // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
-  routes.push_back({"GET", "/metrics", [this](const http::Request&) {
-                      const topology::Node node = monitor_->node();
-                      const monitor::NodeStats stats =
-                          monitor::readNodeStats(prepared_.roots, node);
-                      return http::Response{200, "text/plain; version=0.0.4; charset=utf-8",
-                                            monitor::renderAgentMetrics(node, stats,
-                                                                        coreTenants(node),
-                                                                        metrics::processCounters()) +
-                                                monitor::renderDeepCheckMetrics(deepCheck_->last())};
-                    }});
+  routes.push_back(
+      {"GET", "/metrics", [this](const http::Request&) {
+         const topology::Node node = monitor_->node();
+         const monitor::NodeStats stats = monitor::readNodeStats(prepared_.roots, node);
+         return http::Response{200, "text/plain; version=0.0.4; charset=utf-8",
+                               monitor::renderAgentMetrics(node, stats, coreTenants(node),
+                                                           metrics::processCounters()) +
+                                   monitor::renderDeepCheckMetrics(deepCheck_->last())};
+       }});
   // The deep health check on demand: runs now (after a run in progress) and answers with the
   // result; GET answers with the last one.
   routes.push_back({"POST", "/deep-check", [this](const http::Request&) {

@@ -56,6 +56,7 @@ class NodeAgent {
   discovery::Discovery discovery_;
   // Declared in dependency order: destroyed plugins first, then the view, then the monitor.
   std::unique_ptr<runtime::NodeMonitor> monitor_;
+  HardwareErrorLog hardwareErrors_;  // before kernelLog_ and publisher_, which use it
   std::unique_ptr<runtime::KernelLogWatcher> kernelLog_;  // reports into monitor_
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;
@@ -63,7 +64,7 @@ class NodeAgent {
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<dra::DraDriver> dra_;
   std::unique_ptr<ClaimHolderPoller> claimHolders_;  // DRA mode: who uses the claims
-  std::unique_ptr<DeepCheckRunner> deepCheck_;  // asks plugins_ which devices are in use
+  std::unique_ptr<DeepCheckRunner> deepCheck_;       // asks plugins_ which devices are in use
   std::unique_ptr<http::HttpServer> http_;
 };
 

@@ -30,18 +30,26 @@ json changedKeys(const std::map<std::string, std::string>& current,
 }  // namespace
 
 NodePublisher::NodePublisher(const kube::KubeConfig& config, std::string nodeName,
-                             runtime::NodeMonitor& monitor)
-    : client_(config), nodeName_(std::move(nodeName)), monitor_(monitor) {
-  subscription_ = monitor_.onChange([this] {
+                             runtime::NodeMonitor& monitor, HardwareErrorLog* errors,
+                             AwsHealthOptions aws)
+    : client_(config),
+      nodeName_(std::move(nodeName)),
+      monitor_(monitor),
+      errors_(errors),
+      aws_(aws) {
+  const auto markDirty = [this] {
     std::lock_guard lock(mutex_);
     dirty_ = true;
     wake_.notify_all();
-  });
+  };
+  subscription_ = monitor_.onChange(markDirty);
+  if (errors_ != nullptr) errorSubscription_ = errors_->onChange(markDirty);
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
 NodePublisher::~NodePublisher() {
   subscription_ = {};
+  errorSubscription_ = {};
   thread_.request_stop();
   client_.cancel();
 }
@@ -68,10 +76,31 @@ Result<void> NodePublisher::forgetStaleKeys() {
   };
   labels_ = collect(*node, "labels", ownedLabel);
   annotations_ = collect(*node, "annotations", ownedAnnotation);
+  // The conditions we own as the node has them, so an unchanged one is not patched again.
+  if (const auto status = node->find("status"); status != node->end() && status->is_object() &&
+                                                status->contains("conditions") &&
+                                                (*status)["conditions"].is_array()) {
+    for (const json& condition : (*status)["conditions"]) {
+      if (!condition.is_object()) continue;
+      const auto text = [&](const char* key) {
+        const json value = condition.value(key, json());
+        return value.is_string() ? value.get<std::string>() : std::string();
+      };
+      const std::string type = text("type");
+      if (type == "NeuronHealthy" || type == "NeuronHealth" || type == "AcceleratedHardwareReady")
+        conditions_[type] = {type, text("status"), text("reason"), text("message")};
+    }
+  }
+  // An error condition set during this boot by an agent that restarted since stays (reboot
+  // policy); one from before the boot does not.
+  if (const auto boot = hostBootTime("/proc/stat")) {
+    inheritedNeuronHealth_ = neuronHealthOfThisBoot(*node, *boot);
+  }
   return okResult();
 }
 
-Result<void> NodePublisher::publish(const NodeMetadata& wanted) {
+Result<void> NodePublisher::publish(
+    const NodeMetadata& wanted, std::optional<std::chrono::steady_clock::time_point>& changesAt) {
   if (!stalesForgotten_) {
     if (auto read = forgetStaleKeys(); !read) return read;
     stalesForgotten_ = true;
@@ -90,24 +119,50 @@ Result<void> NodePublisher::publish(const NodeMetadata& wanted) {
     TORUS_LOG(Info, Agent, "node labels and annotations published", {"node", nodeName_},
               {"changed_keys", static_cast<int>(labels.size() + annotations.size())});
   }
-  const std::pair<bool, std::string> condition{wanted.healthy, wanted.message};
-  if (condition_ != condition) {
-    const std::string now = utcNowRfc3339();
-    const json patch = {
-        {"status",
-         {{"conditions", json::array({{{"type", "NeuronHealthy"},
-                                       {"status", wanted.healthy ? "True" : "False"},
-                                       {"reason", wanted.reason},
-                                       {"message", wanted.message},
-                                       {"lastHeartbeatTime", now},
-                                       {"lastTransitionTime", now}}})}}}};
-    if (auto patched = client_.strategicMergePatch("/api/v1/nodes/" + nodeName_ + "/status", patch);
-        !patched) {
-      return std::move(patched).error();
+  std::vector<NodeCondition> conditions = {
+      {"NeuronHealthy", wanted.healthy ? "True" : "False", wanted.reason, wanted.message}};
+  const AwsConditions aws =
+      awsHealthConditions(errors_ ? errors_->seen() : std::vector<HardwareErrorSeen>{}, aws_,
+                          std::chrono::steady_clock::now(), inheritedNeuronHealth_);
+  conditions.insert(conditions.end(), aws.conditions.begin(), aws.conditions.end());
+  changesAt = aws.changesAt;
+  return publishConditions(conditions);
+}
+
+Result<void> NodePublisher::publishConditions(const std::vector<NodeCondition>& wanted) {
+  const std::string now = utcNowRfc3339();
+  json changed = json::array();
+  for (const NodeCondition& condition : wanted) {
+    const auto known = conditions_.find(condition.type);
+    if (known != conditions_.end() && known->second == condition) continue;
+    json entry = {{"type", condition.type},
+                  {"status", condition.status},
+                  {"reason", condition.reason},
+                  {"message", condition.message},
+                  {"lastHeartbeatTime", now}};
+    // Merged by type: a field left out keeps its value, so the transition time stays put
+    // while only the message changes.
+    if (known == conditions_.end() || known->second.status != condition.status) {
+      entry["lastTransitionTime"] = now;
     }
-    condition_ = condition;
-    TORUS_LOG(Info, Agent, "node condition published", {"node", nodeName_},
-              {"NeuronHealthy", wanted.healthy}, {"reason", wanted.reason});
+    changed.push_back(std::move(entry));
+  }
+  if (changed.empty()) return okResult();
+  const json patch = {{"status", {{"conditions", changed}}}};
+  if (auto patched = client_.strategicMergePatch("/api/v1/nodes/" + nodeName_ + "/status", patch);
+      !patched) {
+    return std::move(patched).error();
+  }
+  for (const NodeCondition& condition : wanted) {
+    const auto known = conditions_.find(condition.type);
+    if (known == conditions_.end() || !(known->second == condition)) {
+      // NeuronHealth is a problem condition (True: an error); the others say True when well.
+      const bool problem = (condition.type == "NeuronHealth") == (condition.status == "True");
+      TORUS_LOG_AT(problem ? log::Level::kWarn : log::Level::kInfo, Agent,
+                   "node condition published", {"node", nodeName_}, {"type", condition.type},
+                   {"status", condition.status}, {"reason", condition.reason});
+    }
+    conditions_[condition.type] = condition;
   }
   return okResult();
 }
@@ -142,12 +197,17 @@ void NodePublisher::run(std::stop_token stop) {
     lock.unlock();
     const std::optional<int> pendingLnc = monitor_.pendingLnc();
     const topology::Node node = monitor_.node();
-    auto published = publish(nodeMetadata(node, pendingLnc));
+    std::optional<std::chrono::steady_clock::time_point> changesAt;
+    auto published = publish(nodeMetadata(node, pendingLnc), changesAt);
     if (published) postLncEvent(node.lnc, pendingLnc);
     lock.lock();
     if (published) {
       ++publishes_;
       backoff = std::chrono::milliseconds(500);
+      // A condition that clears by itself (the hold policy) is published when it does.
+      if (changesAt && !dirty_) {
+        if (!wake_.wait_until(lock, stop, *changesAt, [&] { return dirty_; })) dirty_ = true;
+      }
       continue;
     }
     if (stop.stop_requested()) return;

@@ -85,6 +85,10 @@ spec:
             {{- end }}
             - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
             - --health-interval={{ $root.Values.nodeAgent.healthInterval }}
+            - --kernel-error-hold={{ $root.Values.nodeAgent.kernelErrorHold }}
+            - --neuron-health-condition={{ $root.Values.nodeAgent.healthConditions.neuronHealth }}
+            - --accelerated-hardware-condition={{ $root.Values.nodeAgent.healthConditions.acceleratedHardwareReady }}
+            - --health-condition-clear={{ $root.Values.nodeAgent.healthConditions.clearAfter }}
             - --log-level={{ $root.Values.nodeAgent.logLevel }}
             {{- if $root.Values.nodeAgent.lnc }}
             - --lnc={{ $root.Values.nodeAgent.lnc }}

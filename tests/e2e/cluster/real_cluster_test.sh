@@ -113,6 +113,45 @@ fill_node() {
   check "16 pods of 4 cores fill the node ($1)" eventually 120 all_running $(printf "$1-%s " $(seq 1 16))
 }
 fill_node low
+
+echo "== per-pod metrics: each core's series names the pod kubelet says holds it"
+# metrics_name_holders [GONE...]: every holder in /allocations (kubelet's pod-resources) has its
+# cores in torus_allocation_info and its name on those cores' series; the GONE pods appear nowhere.
+metrics_name_holders() {
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" > "$STATE_DIR/metrics.txt" || return 1
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations" > "$STATE_DIR/allocations.json" || return 1
+  python3 - "$STATE_DIR/metrics.txt" "$STATE_DIR/allocations.json" "$@" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+holders = json.load(open(sys.argv[2]))["holders"]
+def labels(line):
+    return dict(re.findall(r'(\w+)="([^"]*)"', line))
+info, tensors = {}, {}
+for line in text.splitlines():
+    if line.startswith("torus_allocation_info{"):
+        l = labels(line)
+        info.setdefault(l["pod"], set()).add(int(l["neuroncore"]))
+    elif line.startswith("neuroncore_memory_usage_tensors{"):
+        l = labels(line)
+        tensors[int(l["neuroncore"])] = l["pod"]
+pods = {h["pod"].split("/", 1)[1]: set(h["cores"]) for h in holders}
+assert len(pods) >= 2, f"want several pods, kubelet lists {sorted(pods)}"
+for pod, cores in pods.items():
+    assert info.get(pod) == cores, f"{pod}: kubelet lists cores {sorted(cores)}, metrics {sorted(info.get(pod, []))}"
+    wrong = [c for c in cores if tensors.get(c) != pod]
+    assert not wrong, f"{pod}: cores {wrong} are labelled {[tensors.get(c) for c in wrong]}"
+for gone in sys.argv[3:]:
+    assert f'pod="{gone}"' not in text, f"{gone} is deleted but still named in /metrics"
+print(f"{len(pods)} pods named on their cores")
+PY
+}
+check "/metrics names all 16 pods on exactly the cores kubelet lists for them" eventually 10 metrics_name_holders
+promtool_passes() {
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" | promtool check metrics
+}
+check "...and passes promtool check metrics" promtool_passes
+deleted_pods=("$(pod_on_device 0)" "$(pod_on_device 1)")
+
 pod_manifest waiter neuroncore 8 neuron-scheduler 600 | k apply -f - > /dev/null
 waits() {
   [[ "$(pod_phase waiter)" == Pending ]] &&
@@ -120,8 +159,9 @@ waits() {
     grep -q Unschedulable
 }
 check "an 8-core pod waits on the full node" eventually 30 waits
-k delete pod -n e2e "$(pod_on_device 0)" "$(pod_on_device 1)" --wait=false > /dev/null
+k delete pod -n e2e "${deleted_pods[@]}" --wait=false > /dev/null
 check "...and runs once the pods on devices 0 and 1 are deleted" eventually 90 pod_running waiter
+check "the deleted pods' names are gone from /metrics" eventually 10 metrics_name_holders "${deleted_pods[@]}"
 # Pods newer than the rest on scattered devices: kube-scheduler's count-based victims are the
 # newest pods, and evicting them alone opens no 16-core set (review row 3).
 for device in 5 10 15; do
@@ -402,6 +442,36 @@ check "a token of the agent's account not bound to its pod may write nothing" as
 k label node "$NODE_NAME" torus.dev/e2e-probe- > /dev/null
 k delete pod -n e2e on-node-a on-node-b --wait=false > /dev/null
 k delete node e2e-node-b > /dev/null
+
+echo "== AWS's health condition from the kernel log; HyperPod's label untouched"
+k label node "$NODE_NAME" sagemaker.amazonaws.com/node-health-status=Schedulable --overwrite > /dev/null
+neuron_health_reason() {
+  k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="NeuronHealth")].reason}'
+}
+neuron_health_is() { [[ "$(neuron_health_reason)" == "$1" ]]; }
+check "NeuronHealth says NeuronHasNoError" eventually 30 neuron_health_is NeuronHasNoError
+neuron_health_within_2s() {
+  local started=$SECONDS reason
+  echo "6,9001,1000,-;neuron: nd7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR" >> "$SIMULATED_NODE_DIR/dev/kmsg"
+  local deadline=$(($(date +%s%N) + 2000000000))
+  while (($(date +%s%N) < deadline)); do
+    reason="$(neuron_health_reason)"
+    if [[ "$reason" == NeuronHasError_HBM_UNCORRECTABLE_ERROR ]]; then
+      echo "set within $((SECONDS - started)) s"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "NeuronHealth reason after 2 s: ${reason:-none}"
+  return 1
+}
+check "an HBM uncorrectable error sets NeuronHealth NeuronHasError_HBM_UNCORRECTABLE_ERROR within 2 s" \
+  neuron_health_within_2s
+hyperpod_label_kept() {
+  [[ "$(k get node "$NODE_NAME" -o 'jsonpath={.metadata.labels.sagemaker\.amazonaws\.com/node-health-status}')" == Schedulable ]]
+}
+check "...and leaves HyperPod's node-health-status label as it was" hyperpod_label_kept
+k label node "$NODE_NAME" sagemaker.amazonaws.com/node-health-status- > /dev/null
 
 echo "== helm uninstall"
 check "helm uninstall" "$HELM" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait --timeout 2m

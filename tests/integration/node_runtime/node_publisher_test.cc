@@ -4,6 +4,8 @@
 // and both following a device that leaves and rejoins service.
 #include <filesystem>
 #include <functional>
+#include <iostream>
+#include <thread>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -108,6 +110,137 @@ TEST(NodePublisher, LabelsAnnotationAndConditionFollowTheDevices) {
   })) << agent.stderrText();
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
+}
+
+// AWS's recovery tooling reads NeuronHealth (neuron-node-recovery) and AcceleratedHardwareReady
+// (EKS node auto repair): an HBM uncorrectable error in the kernel log sets both with AWS's
+// reasons within 2 s, the hold policy clears them, and HyperPod's health label is never touched.
+TEST(NodePublisher, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy) {
+  FakeApiServer api;
+  auto dir = TempDir::create("publisher-aws");
+  ASSERT_TRUE(dir.ok());
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  json node = makeNode("node-a", "trn2.48xlarge");
+  node["metadata"]["labels"]["sagemaker.amazonaws.com/node-health-status"] = "Schedulable";
+  node["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  api.put("nodes", node);
+  const fs::path sim = dir->path() / "sim";
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--simulate-dir=" + sim.string(), "--device-plugin=false",
+                           "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
+                           "--kubeconfig=" + kubeconfig, "--node-name=node-a",
+                           "--accelerated-hardware-condition", "--health-condition-clear=hold",
+                           "--kernel-error-hold=1500ms"});
+  ASSERT_TRUE(eventually([&] {
+    const json now = *api.get("nodes", "node-a");
+    return conditionOf(now, "NeuronHealth")["reason"] == "NeuronHasNoError" &&
+           conditionOf(now, "AcceleratedHardwareReady")["reason"] ==
+               "NeuronAcceleratedHardwareIsReady";
+  })) << agent.stderrText();
+  json published = *api.get("nodes", "node-a");
+  EXPECT_EQ(conditionOf(published, "NeuronHealth")["status"], "False");
+  EXPECT_EQ(conditionOf(published, "AcceleratedHardwareReady")["status"], "True");
+  ASSERT_TRUE(eventually(
+      [&] { return agent.stderrText().find("following the kernel log") != std::string::npos; }));
+
+  const auto reported = std::chrono::steady_clock::now();
+  ASSERT_TRUE(writeFile(sim / "dev" / "kmsg",
+                        "3,90,1000,-;neuron: nd7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR \n")
+                  .ok());
+  ASSERT_TRUE(eventually(
+      [&] { return conditionOf(*api.get("nodes", "node-a"), "NeuronHealth")["status"] == "True"; },
+      2s))
+      << "AWS's reason within 2 s of the kernel's line\n"
+      << agent.stderrText();
+  const auto took = std::chrono::steady_clock::now() - reported;
+  std::cout << "NeuronHealth set "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+            << " ms after the kernel log line\n";
+  published = *api.get("nodes", "node-a");
+  const json health = conditionOf(published, "NeuronHealth");
+  EXPECT_EQ(health["reason"], "NeuronHasError_HBM_UNCORRECTABLE_ERROR");
+  EXPECT_NE(health["message"].get<std::string>().find("HBM_UNCORRECTABLE_ERROR on neuron7"),
+            std::string::npos)
+      << health;
+  const json ready = conditionOf(published, "AcceleratedHardwareReady");
+  EXPECT_EQ(ready["status"], "False");
+  EXPECT_EQ(ready["reason"], "NeuronHBMUncorrectableError");
+  EXPECT_EQ(conditionOf(published, "Ready")["status"], "True") << "others' conditions stay";
+
+  // Hold policy: 1.5 s without another error clears both.
+  EXPECT_TRUE(eventually(
+      [&] {
+        const json now = *api.get("nodes", "node-a");
+        return conditionOf(now, "NeuronHealth")["status"] == "False" &&
+               conditionOf(now, "AcceleratedHardwareReady")["status"] == "True";
+      },
+      4s))
+      << agent.stderrText();
+  EXPECT_EQ(api.get("nodes", "node-a")
+                ->at("metadata")["labels"]["sagemaker.amazonaws.com/node-health-status"],
+            "Schedulable");
+  for (const FakeApiServer::Write& write : api.writes()) {
+    EXPECT_EQ(write.body.dump().find("sagemaker.amazonaws.com"), std::string::npos)
+        << "HyperPod's label is never written";
+  }
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
+}
+
+// The default policy is AWS's: the error stands until the node reboots. An agent restart on the
+// same boot keeps it; a condition set before this boot is cleared.
+TEST(NodePublisher, NeuronHealthStandsUntilTheNodeReboots) {
+  FakeApiServer api;
+  auto dir = TempDir::create("publisher-reboot");
+  ASSERT_TRUE(dir.ok());
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
+  const fs::path sim = dir->path() / "sim";
+  const std::vector<std::string> args = {
+      binaryPath("neuron-node-agent"),  "--simulate=trn2.48xlarge",
+      "--simulate-dir=" + sim.string(), "--device-plugin=false",
+      "--metrics-addr=127.0.0.1:0",     "--health-interval=100ms",
+      "--kubeconfig=" + kubeconfig,     "--node-name=node-a",
+      "--kernel-error-hold=500ms"};
+  const auto reason = [&] {
+    const json condition = conditionOf(*api.get("nodes", "node-a"), "NeuronHealth");
+    return condition.is_null() ? std::string() : condition.value("reason", "");
+  };
+  {
+    BackgroundProcess agent(args);
+    ASSERT_TRUE(eventually([&] { return reason() == "NeuronHasNoError"; })) << agent.stderrText();
+    ASSERT_TRUE(eventually(
+        [&] { return agent.stderrText().find("following the kernel log") != std::string::npos; }));
+    ASSERT_TRUE(writeFile(sim / "dev" / "kmsg", "NEURON_HW_ERR=DMA_ERROR nd2\n").ok());
+    ASSERT_TRUE(eventually([&] { return reason() == "NeuronHasError_DMA_ERROR"; }, 2s))
+        << agent.stderrText();
+    std::this_thread::sleep_for(1500ms);  // three holds: the device is back, the error stands
+    EXPECT_EQ(reason(), "NeuronHasError_DMA_ERROR");
+    agent.signal(SIGTERM);
+    EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
+  }
+  {
+    BackgroundProcess agent(args);  // same boot: kept
+    ASSERT_TRUE(
+        eventually([&] { return agent.stderrText().find("serving HTTP") != std::string::npos; }));
+    std::this_thread::sleep_for(1s);
+    EXPECT_EQ(reason(), "NeuronHasError_DMA_ERROR") << agent.stderrText();
+    agent.signal(SIGTERM);
+    EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
+  }
+  // As after a reboot: the condition is older than the host's boot.
+  json node = *api.get("nodes", "node-a");
+  for (json& condition : node["status"]["conditions"]) {
+    if (condition["type"] == "NeuronHealth")
+      condition["lastTransitionTime"] = "2001-01-01T00:00:00Z";
+  }
+  api.put("nodes", node);
+  BackgroundProcess agent(args);
+  EXPECT_TRUE(eventually([&] { return reason() == "NeuronHasNoError"; })) << agent.stderrText();
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
 }
 
 // Probe row 6, as the operator sees it: logical_nc_config changes while a process holds
