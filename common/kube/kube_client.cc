@@ -58,8 +58,8 @@ std::string transportFailure(httplib::Error error, const std::string& server) {
   }
 }
 
-Result<json> parseReply(const std::string& server, const std::string& method,
-                        const std::string& path, const httplib::Result& reply) {
+Result<std::string> bodyOf(const std::string& server, const std::string& method,
+                           const std::string& path, const httplib::Result& reply) {
   if (!reply) {
     return makeError(ErrorCode::kUnavailable,
                      method + " " + path + ": " + transportFailure(reply.error(), server));
@@ -67,7 +67,14 @@ Result<json> parseReply(const std::string& server, const std::string& method,
   if (reply->status < 200 || reply->status >= 300) {
     return statusError(reply->status, method, path, reply->body);
   }
-  json body = json::parse(reply->body, nullptr, false);
+  return reply->body;
+}
+
+Result<json> parseReply(const std::string& server, const std::string& method,
+                        const std::string& path, const httplib::Result& reply) {
+  auto text = bodyOf(server, method, path, reply);
+  if (!text) return std::move(text).error();
+  json body = json::parse(*text, nullptr, false);
   if (body.is_discarded()) {
     return makeError(ErrorCode::kInternal, method + " " + path + ": the reply is not JSON");
   }
@@ -130,6 +137,20 @@ Result<json> KubeClient::get(const std::string& path) {
   return send("GET", path, [&](const httplib::Headers& headers) {
     return transport_->client->Get(path, headers);
   });
+}
+
+Result<std::string> KubeClient::getText(const std::string& path) {
+  const auto request = [&](httplib::Headers headers) {
+    headers.erase("Accept");
+    headers.emplace("Accept", "text/plain, */*");
+    return transport_->client->Get(path, headers);
+  };
+  httplib::Result reply = request(requestHeaders(config_));
+  if (reply && reply->status == 401 && !config_.token.file().empty()) {
+    config_.token.invalidate();
+    reply = request(requestHeaders(config_));
+  }
+  return bodyOf(config_.server, "GET", path, reply);
 }
 
 Result<json> KubeClient::create(const std::string& path, const json& body) {

@@ -36,6 +36,8 @@ class KubeClient {
   KubeClient& operator=(const KubeClient&) = delete;
 
   Result<nlohmann::json> get(const std::string& path);
+  // A GET whose answer is not JSON (a pod's /metrics through the API server's proxy).
+  Result<std::string> getText(const std::string& path);
   Result<nlohmann::json> create(const std::string& path, const nlohmann::json& body);
   // PUT: replaces the object (body carries metadata.resourceVersion for optimistic concurrency;
   // a stale one is Aborted).

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace torus::metrics {
 namespace {
@@ -29,7 +30,11 @@ std::string formatValue(double value) {
   if (value == std::floor(value) && std::fabs(value) < 1e15) {
     std::snprintf(text, sizeof text, "%.0f", value);
   } else {
-    std::snprintf(text, sizeof text, "%.9g", value);
+    // The shortest form that reads back as the same double, so nothing is lost on the wire.
+    for (int digits = 9; digits <= 17; ++digits) {
+      std::snprintf(text, sizeof text, "%.*g", digits, value);
+      if (std::strtod(text, nullptr) == value) break;
+    }
   }
   return text;
 }

@@ -23,7 +23,8 @@ class PrometheusText {
   std::string out_;
 };
 
-// "1", "0.25", "1e+21", "+Inf": integers without a fraction, others with enough digits.
+// "1", "0.25", "1e+21", "+Inf": integers without a fraction, others in the shortest form that
+// reads back as the same double.
 std::string formatValue(double value);
 
 }  // namespace torus::metrics

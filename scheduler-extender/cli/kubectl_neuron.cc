@@ -1,8 +1,13 @@
 // kubectl-neuron: a kubectl plugin (`kubectl neuron ...`) that shows Neuron capacity as the
 // scheduler extender sees it — read from the Kubernetes API with the caller's kubeconfig.
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,12 +17,13 @@
 #include "common/config/log_settings.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
+#include "scheduler-extender/cli/agent_scrape.h"
 #include "scheduler-extender/cli/dra_claims.h"
 #include "scheduler-extender/cli/kubectl_neuron_render.h"
 
 namespace {
 
-constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods|claims [flags]";
+constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods|claims|top [NODE] [flags]";
 constexpr const char* kDescription =
     "Neuron capacity on the cluster, as the Torus scheduler extender sees it: which cores and\n"
     "devices each pod holds (the pods' AWS_NEURON_IDS), what is free, and the largest shape\n"
@@ -26,21 +32,86 @@ constexpr const char* kDescription =
     "health\n"
     "  node NAME    the node's NeuronLink ring or torus, each device marked with its pod\n"
     "  pods         pods that ask for Neuron resources: node, request, ids, cores\n"
-    "  claims       ResourceClaims holding neuron.aws.com devices (DRA) and tainted devices\n\n"
+    "  claims       ResourceClaims holding neuron.aws.com devices (DRA) and tainted devices\n"
+    "  top [NODE]   live: each pod's cores, device memory, executions and errors, with device\n"
+    "               health, ECC, deep checks and health conditions, from the node agents'\n"
+    "               /metrics (refreshes every --interval; --once or --json print once)\n\n"
     "Reads the API with --kubeconfig, else $KUBECONFIG, else ~/.kube/config.\n\n"
     "Examples:\n"
     "  kubectl neuron nodes\n"
     "  kubectl neuron node ip-10-0-1-23.ec2.internal\n"
     "  kubectl neuron pods --namespace=ml --json\n"
-    "  kubectl neuron claims";
+    "  kubectl neuron claims\n"
+    "  kubectl neuron top\n"
+    "  kubectl neuron top ip-10-0-1-23.ec2.internal --once";
 
 struct Options {
   std::string kubeconfig;
   std::string context;
   std::string namespace_;
   bool json = false;
+  bool once = false;
+  std::int64_t intervalMs = 2000;
+  std::string via = "auto";
+  std::string agentSelector = torus::extender::ScrapeOptions().selector;
   torus::log::Settings log;
 };
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "kubectl-neuron: %s\n", message.c_str());
+  return 1;
+}
+
+std::atomic<bool> stopRequested{false};
+
+void requestStop(int) {
+  stopRequested = true;
+}
+
+// `kubectl neuron top`: once, or refreshed in place until Ctrl-C.
+int runTop(const torus::kube::KubeConfig& config, const Options& options, const std::string& node) {
+  auto via = torus::extender::parseScrapeVia(options.via);
+  if (!via) return fail(via.error().message);
+  if (options.intervalMs < 500) return fail("--interval must be at least 500ms");
+  torus::extender::ScrapeOptions scrapeOptions;
+  scrapeOptions.selector = options.agentSelector;
+  scrapeOptions.via = *via;
+  scrapeOptions.node = node;
+  const bool live = !options.once && !options.json;
+  std::signal(SIGINT, requestStop);
+  std::signal(SIGTERM, requestStop);
+  while (true) {
+    auto scrapes = torus::extender::scrapeAgents(config, scrapeOptions);
+    if (!scrapes) return fail(scrapes.error().message);
+    torus::kube::KubeClient client(config);
+    auto nodes = client.get("/api/v1/nodes");
+    if (!nodes) return fail("listing Nodes: " + nodes.error().message);
+    torus::extender::TopOptions topOptions;
+    topOptions.node = node;
+    topOptions.json = options.json;
+    const std::string view = torus::extender::renderTop(*scrapes, *nodes, topOptions);
+    if (!live) {
+      std::fputs(view.c_str(), stdout);
+      return 0;
+    }
+    const std::time_t now = std::time(nullptr);
+    char clock[16];
+    std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now));
+    // Home and clear, then the frame: the terminal shows one view, refreshed in place.
+    std::printf("\x1b[H\x1b[2J%s — every %.1fs (Ctrl-C to quit)\n\n%s", clock,
+                static_cast<double>(options.intervalMs) / 1000, view.c_str());
+    std::fflush(stdout);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options.intervalMs);
+    while (std::chrono::steady_clock::now() < until) {
+      if (stopRequested) {
+        std::printf("\n");
+        return 0;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
 
 std::string defaultKubeconfig() {
   if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
@@ -49,11 +120,6 @@ std::string defaultKubeconfig() {
   }
   const char* home = std::getenv("HOME");
   return std::string(home != nullptr ? home : "") + "/.kube/config";
-}
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "kubectl-neuron: %s\n", message.c_str());
-  return 1;
 }
 
 }  // namespace
@@ -69,7 +135,16 @@ int main(int argc, char** argv) {
                   &options.context);
   table.addString("namespace", "", "", "NAME", "pods, claims: only this namespace (default: all)",
                   &options.namespace_);
-  table.addSwitch("json", "", "", "print JSON instead of tables", &options.json);
+  table.addSwitch("json", "", "", "print JSON instead of tables (top: once)", &options.json);
+  table.addSwitch("once", "", "", "top: print one view and exit", &options.once);
+  table.addDurationMillis("interval", "", "", "top: how often the view refreshes",
+                          &options.intervalMs);
+  table.addString("via", "", "", "auto|proxy|direct",
+                  "top: read the agents' /metrics through the API server's pod proxy, straight "
+                  "from the pods' IPs, or the proxy then the IP (auto)",
+                  &options.via);
+  table.addString("agent-selector", "", "", "SELECTOR",
+                  "top: the label selector of the node agent pods", &options.agentSelector);
   torus::config::addLogSettings(table, &options.log);
   const torus::config::CommandInfo info{"kubectl-neuron", kUsage, kDescription, ""};
   std::vector<std::string> args;
@@ -79,15 +154,18 @@ int main(int argc, char** argv) {
   torus::log::configure(options.log);
   const std::string command = args.empty() ? "" : args.front();
   const bool known =
-      (command == "nodes" || command == "pods" || command == "claims") && args.size() == 1;
-  if (!known && !(command == "node" && args.size() == 2)) {
+      ((command == "nodes" || command == "pods" || command == "claims") && args.size() == 1) ||
+      (command == "node" && args.size() == 2) || (command == "top" && args.size() <= 2);
+  if (!known) {
     std::fprintf(stderr,
-                 "kubectl-neuron: expected one of: nodes, node NAME, pods, claims (see --help)\n");
+                 "kubectl-neuron: expected one of: nodes, node NAME, pods, claims, top [NODE] (see "
+                 "--help)\n");
     return 2;
   }
   const std::string path = options.kubeconfig.empty() ? defaultKubeconfig() : options.kubeconfig;
   auto config = torus::kube::loadKubeconfig(path, options.context);
   if (!config) return fail(config.error().message);
+  if (command == "top") return runTop(*config, options, args.size() == 2 ? args[1] : "");
   torus::kube::KubeClient client(*config);
   if (command == "claims") {
     auto claims = client.get("/apis/resource.k8s.io/v1/resourceclaims");

@@ -1,16 +1,22 @@
 // The small text formats every component reads: core-id sets ("0-3,8"), Kubernetes quantities,
-// durations, sysfs attributes and the logical_nc_config file. Parsing never crashes, and what
-// parses round-trips or stays in its documented range.
+// durations, sysfs attributes, the logical_nc_config file and an agent's /metrics as `kubectl
+// neuron top` reads it. Parsing never crashes, and what parses round-trips or stays in its
+// documented range; top renders whatever parses.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/parse.h"
 #include "common/kube/quantity.h"
+#include "common/metrics/prometheus_parse.h"
+#include "common/metrics/prometheus_text.h"
 #include "common/topology/core_set.h"
 #include "node-runtime/discovery/lnc_config.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
+#include "scheduler-extender/cli/neuron_top.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace torus;
@@ -38,5 +44,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)discovery::parseUltraServerId(text);
   (void)discovery::parseUltraServerModes(text);
   (void)discovery::parseName(text);
+
+  if (auto samples = metrics::parsePrometheusText(text)) {
+    metrics::PrometheusText written;
+    for (const metrics::Sample& sample : *samples) {
+      written.sample(sample.name, metrics::Labels(sample.labels.begin(), sample.labels.end()),
+                     sample.value);
+    }
+    auto again = metrics::parsePrometheusText(written.text());
+    if (!again || again->size() != samples->size()) std::abort();
+    for (std::size_t i = 0; i < samples->size(); ++i) {
+      const metrics::Sample& a = (*samples)[i];
+      const metrics::Sample& b = (*again)[i];
+      // Written exactly: the same double back (or NaN again).
+      const bool sameValue = a.value == b.value || (a.value != a.value && b.value != b.value);
+      if (a.name != b.name || a.labels != b.labels || !sameValue) std::abort();
+    }
+    extender::AgentScrape scrape;
+    scrape.node = "n";
+    scrape.samples = std::move(*samples);
+    extender::TopOptions options;
+    options.node = "n";
+    (void)extender::renderTop({scrape}, nlohmann::json::object(), options);
+  }
   return 0;
 }

@@ -134,7 +134,9 @@ for line in text.splitlines():
     elif line.startswith("neuroncore_memory_usage_tensors{"):
         l = labels(line)
         tensors[int(l["neuroncore"])] = l["pod"]
-pods = {h["pod"].split("/", 1)[1]: set(h["cores"]) for h in holders}
+pods = {}
+for h in holders:  # kubelet lists a container's ids in one entry per NUMA node
+    pods.setdefault(h["pod"].split("/", 1)[1], set()).update(h["cores"])
 assert len(pods) >= 2, f"want several pods, kubelet lists {sorted(pods)}"
 for pod, cores in pods.items():
     assert info.get(pod) == cores, f"{pod}: kubelet lists cores {sorted(cores)}, metrics {sorted(info.get(pod, []))}"
@@ -351,7 +353,58 @@ print(shown)
 sys.exit(0 if shown["ids"] == want and shown["phase"] == "Running" and shown["allocated"] == "true" else 1)' "$ids"
 }
 check "kubectl neuron nodes, node and pods show what the pod holds" eventually 30 shows_pod
-k delete pod -n e2e shown --wait=false > /dev/null
+
+# kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place.
+pod_manifest shown-too neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
+check "a second pod for kubectl neuron top runs" eventually 90 pod_running shown-too
+TMUX_SERVER="torus-e2e-top-$$"
+top_shows_both_pods_and_refreshes() {
+  local screen first second clock1 clock2 cores
+  tmux -L "$TMUX_SERVER" new-session -d -s top -x 200 -y 50 \
+    "KUBECONFIG='$KUBECONFIG' '$REPO/build/bin/kubectl-neuron' top --interval=1s" || return 1
+  local deadline=$((SECONDS + 30))
+  while ((SECONDS < deadline)); do
+    screen="$(tmux -L "$TMUX_SERVER" capture-pane -p -t top)"
+    if grep -q "shown-too" <<< "$screen" && grep -q " shown " <<< "$screen"; then break; fi
+    sleep 0.5
+  done
+  first="$screen"
+  sleep 2.5
+  second="$(tmux -L "$TMUX_SERVER" capture-pane -p -t top)"
+  tmux -L "$TMUX_SERVER" send-keys -t top C-c
+  sleep 0.5
+  tmux -L "$TMUX_SERVER" kill-server 2> /dev/null || true
+  printf '%s\n' "$second" > "$STATE_DIR/kubectl-neuron-top.txt"
+  echo "$second"
+  cores="$(annotation_of shown AWS_NEURON_IDS | python3 -c '
+import sys
+ids, runs = set(), []
+for part in filter(None, sys.stdin.read().strip().split(",")):
+    low, _, high = part.partition("-")
+    ids |= set(range(int(low), int(high or low) + 1))
+ids = sorted(ids)
+for i in ids:
+    if runs and i == runs[-1][1] + 1: runs[-1][1] = i
+    else: runs.append([i, i])
+print(",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs))')"
+  grep -Eq " shown +\| .* $cores " <<< "$first" || { echo "shown's cores $cores not on screen"; return 1; }
+  grep -q "shown-too" <<< "$first" || { echo "shown-too not on screen"; return 1; }
+  clock1="$(head -n 1 <<< "$first")" clock2="$(head -n 1 <<< "$second")"
+  [[ "$clock1" == *"Ctrl-C to quit"* && "$clock1" != "$clock2" ]] ||
+    { echo "the view did not refresh: '$clock1' then '$clock2'"; return 1; }
+}
+check "kubectl neuron top shows both pods' cores and refreshes (tmux)" top_shows_both_pods_and_refreshes
+top_once_json_names_the_pods() {
+  neuron_cli top "$NODE_NAME" --json | python3 -c '
+import json, sys
+node = json.load(sys.stdin)["nodes"][0]
+pods = {p["pod"]: p for p in node["pods"]}
+print(sorted(pods), node["health"])
+assert len(pods["shown"]["cores"]) == 8 and len(pods["shown-too"]["devices"]) == 1, pods
+assert len(node["devices"]) == 16'
+}
+check "kubectl neuron top NODE --json names both pods and all 16 devices" top_once_json_names_the_pods
+k delete pod -n e2e shown shown-too --wait=false > /dev/null
 
 echo "== helm test and upgrade"
 check "helm test" "$HELM" --kubeconfig "$KUBECONFIG" test torus -n kube-system --timeout 2m
@@ -427,9 +480,10 @@ check "...and any label of its Node it does not own" as_agent "$agent_token" 403
   "may not change the labels node-role.kubernetes.io/control-plane"
 check "...and cordoning its Node" as_agent "$agent_token" 403 merge "/api/v1/nodes/$NODE_NAME" \
   '{"spec":{"unschedulable":true}}' "may not change a spec"
-check "...and any condition but NeuronHealthy" as_agent "$agent_token" 403 strategic-merge \
-  "/api/v1/nodes/$NODE_NAME/status" '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}' \
-  "only its Node's NeuronHealthy condition"
+check "...and any condition but NeuronHealthy and AWS's NeuronHealth" as_agent "$agent_token" 403 \
+  strategic-merge "/api/v1/nodes/$NODE_NAME/status" \
+  '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}' \
+  "only its Node's NeuronHealthy, NeuronHealth conditions"
 check "...and the image of a pod on its own node" as_agent "$agent_token" 403 strategic-merge \
   /api/v1/namespaces/e2e/pods/on-node-a '{"spec":{"containers":[{"name":"app","image":"evil"}]}}' \
   "may not change a spec"

@@ -1,9 +1,13 @@
 // kubectl-neuron against the API-server stand-in: the same state the extender derives from pods,
 // as tables, drawings and JSON, and clear errors for a missing node or kubeconfig.
+#include <filesystem>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <signal.h>
 
 #include "common/base/temp_dir.h"
+#include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
@@ -124,6 +128,87 @@ TEST(KubectlNeuron, UsageAndKubeconfigErrorsAreClear) {
       runProcess({binaryPath("kubectl-neuron"), "--kubeconfig=/nonexistent/config", "nodes"});
   EXPECT_EQ(missing.exitCode, 1);
   EXPECT_NE(missing.err.find("/nonexistent/config"), std::string::npos) << missing.err;
+}
+
+// `top` against a real agent: kubelet's stand-in says which containers hold which ids, the agent
+// labels its /metrics with them, and top finds the agent pod through the API and reads it (the
+// stand-in API server has no pod proxy, so auto falls back to the pod's IP).
+TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
+  using namespace std::chrono_literals;
+  FakeApiServer api;
+  auto dir = TempDir::create("kubectl-neuron-top");
+  ASSERT_TRUE(dir.ok());
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  json node = makeNode("trn-a", "trn2.48xlarge");
+  node["status"]["conditions"] = json::array(
+      {{{"type", "NeuronHealth"}, {"status", "False"}, {"reason", "NeuronHasNoError"}}});
+  api.put("nodes", node);
+  const std::string plugins = (dir->path() / "plugins").string();
+  std::filesystem::create_directories(plugins);
+  const std::string podResources = (dir->path() / "pod-resources.sock").string();
+  FakeKubelet kubelet(plugins, podResources);
+  kubelet.start();
+  kubelet.setPodAssignments({{"ml", "train", "aws.amazon.com/neuron", {"2", "3"}},
+                             {"ml", "infer", "aws.amazon.com/neuroncore", {"40"}}});
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--simulate-dir=" + (dir->path() / "sim").string(),
+                           "--device-plugin-dir=" + plugins,
+                           "--pod-resources-socket=" + podResources, "--metrics-addr=127.0.0.1:0",
+                           "--publish-node=false"});
+  ASSERT_TRUE(kubelet.waitForRegistration("aws.amazon.com/neuron", 1, 20s)) << agent.stderrText();
+  const int port = loggedPort(agent.stderrText(), "\"serving HTTP\"");
+  json pod = makePod("kube-system", "torus-node-agent-x", "example.com/none", 1);
+  pod["metadata"]["labels"]["app.kubernetes.io/component"] = "node-agent";
+  pod["spec"]["nodeName"] = "trn-a";
+  pod["spec"]["containers"][0]["ports"] =
+      json::array({{{"name", "metrics"}, {"containerPort", port}}});
+  pod["status"]["phase"] = "Running";
+  pod["status"]["podIP"] = "127.0.0.1";
+  api.put("pods", pod);
+  const auto top = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {binaryPath("kubectl-neuron"), "--kubeconfig=" + kubeconfig, "top"});
+    return runProcess(args);
+  };
+  ProcessResult shown;
+  ASSERT_TRUE(eventually([&] {
+    shown = top({"--once"});
+    return shown.out.find("infer") != std::string::npos;
+  })) << shown.out
+      << shown.err << agent.stderrText();
+  EXPECT_EQ(shown.exitCode, 0);
+  for (const char* expected :
+       {"trn2.48xlarge", "9/64", "16/16", "NeuronHealth=False (NeuronHasNoError)", "train", "8-15",
+        "2-3", "aws.amazon.com/neuron", "40", "aws.amazon.com/neuroncore"}) {
+    EXPECT_NE(shown.out.find(expected), std::string::npos) << expected << "\n" << shown.out;
+  }
+  const ProcessResult detailed = top({"trn-a", "--json"});
+  ASSERT_EQ(detailed.exitCode, 0) << detailed.err;
+  const json parsed = json::parse(detailed.out);
+  ASSERT_EQ(parsed["nodes"].size(), 1U);
+  EXPECT_EQ(parsed["nodes"][0]["coresUsed"], 9);
+  EXPECT_EQ(parsed["nodes"][0]["devices"].size(), 16U);
+  bool sawInfer = false;
+  for (const json& use : parsed["nodes"][0]["pods"]) {
+    if (use["pod"] == "infer") {
+      sawInfer = true;
+      EXPECT_EQ(use["cores"], json({40}));
+      EXPECT_EQ(use["devices"], json({10}));
+      EXPECT_EQ(use["container"], "main");
+    }
+  }
+  EXPECT_TRUE(sawInfer) << detailed.out;
+  // Through the proxy only: the stand-in has none, and top says so per node instead of failing.
+  const ProcessResult proxied = top({"--once", "--via=proxy"});
+  EXPECT_EQ(proxied.exitCode, 0) << proxied.err;
+  EXPECT_NE(proxied.out.find("metrics unreadable"), std::string::npos) << proxied.out;
+  const ProcessResult bad = top({"--via=carrier-pigeon"});
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_NE(bad.err.find("--via must be auto, proxy"), std::string::npos) << bad.err;
+  EXPECT_NE(top({"trn-z", "--once"}).out.find("no Neuron node agent runs on trn-z"),
+            std::string::npos);
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
 }
 
 }  // namespace

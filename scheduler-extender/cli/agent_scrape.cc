@@ -1,0 +1,156 @@
+#include "scheduler-extender/cli/agent_scrape.h"
+
+#include <algorithm>
+#include <cctype>
+#include <future>
+
+#include <nlohmann/json.hpp>
+
+#include "common/kube/kube_client.h"
+
+namespace torus::extender {
+namespace {
+
+using nlohmann::json;
+
+// Bounds the scrapes in flight, so a large cluster is read quickly without a thread per node.
+constexpr std::size_t kParallelScrapes = 16;
+
+std::string percentEncoded(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+struct AgentPod {
+  std::string nameSpace;
+  std::string name;
+  std::string node;
+  std::string ip;
+  int port = 9400;
+};
+
+std::string text(const json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::vector<AgentPod> agentPodsOf(const json& list, const std::string& node) {
+  std::vector<AgentPod> pods;
+  const auto items = list.find("items");
+  if (items == list.end() || !items->is_array()) return pods;
+  for (const json& pod : *items) {
+    if (!pod.is_object()) continue;
+    const json metadata = pod.value("metadata", json::object());
+    const json spec = pod.value("spec", json::object());
+    const json status = pod.value("status", json::object());
+    AgentPod agent{text(metadata, "namespace"), text(metadata, "name"), text(spec, "nodeName"),
+                   text(status, "podIP")};
+    if (agent.node.empty() || text(status, "phase") != "Running") continue;
+    if (!node.empty() && agent.node != node) continue;
+    // The port named "metrics" (the chart's), else the agent's default.
+    for (const json& container : spec.value("containers", json::array())) {
+      if (!container.is_object()) continue;
+      for (const json& port : container.value("ports", json::array())) {
+        if (port.is_object() && text(port, "name") == "metrics" &&
+            port.value("containerPort", json()).is_number_integer()) {
+          agent.port = port["containerPort"].get<int>();
+        }
+      }
+    }
+    pods.push_back(std::move(agent));
+  }
+  return pods;
+}
+
+Result<std::string> viaProxy(const kube::KubeConfig& config, const AgentPod& pod,
+                             std::chrono::milliseconds timeout) {
+  kube::KubeClient client(config, timeout);
+  return client.getText("/api/v1/namespaces/" + pod.nameSpace + "/pods/" + pod.name + ":" +
+                        std::to_string(pod.port) + "/proxy/metrics");
+}
+
+Result<std::string> direct(const AgentPod& pod, std::chrono::milliseconds timeout) {
+  if (pod.ip.empty()) return makeError(ErrorCode::kUnavailable, "the pod has no IP yet");
+  kube::KubeConfig target;
+  const bool v6 = pod.ip.find(':') != std::string::npos;
+  target.server = "http://" + (v6 ? "[" + pod.ip + "]" : pod.ip) + ":" + std::to_string(pod.port);
+  kube::KubeClient client(target, timeout);
+  return client.getText("/metrics");
+}
+
+AgentScrape scrape(const kube::KubeConfig& config, const AgentPod& pod,
+                   const ScrapeOptions& options) {
+  AgentScrape out;
+  out.node = pod.node;
+  Result<std::string> body = makeError(ErrorCode::kUnavailable, "not read");
+  if (options.via != ScrapeVia::kDirect) body = viaProxy(config, pod, options.timeout);
+  if (!body && options.via == ScrapeVia::kAuto) {
+    auto fallback = direct(pod, options.timeout);
+    if (fallback) {
+      body = std::move(fallback);
+    } else {
+      body = makeError(ErrorCode::kUnavailable, "through the API server: " + body.error().message +
+                                                    "; from " + pod.ip + ": " +
+                                                    fallback.error().message);
+    }
+  } else if (options.via == ScrapeVia::kDirect) {
+    body = direct(pod, options.timeout);
+  }
+  if (!body) {
+    out.error = body.error().message;
+    return out;
+  }
+  auto samples = metrics::parsePrometheusText(*body);
+  if (!samples) {
+    out.error = samples.error().message;
+    return out;
+  }
+  out.samples = std::move(*samples);
+  return out;
+}
+
+}  // namespace
+
+Result<ScrapeVia> parseScrapeVia(const std::string& text) {
+  if (text == "auto") return ScrapeVia::kAuto;
+  if (text == "proxy") return ScrapeVia::kProxy;
+  if (text == "direct") return ScrapeVia::kDirect;
+  return makeError(ErrorCode::kInvalidArgument,
+                   "--via must be auto, proxy (the API server's pod proxy) or direct (the pod's "
+                   "IP), got '" +
+                       text + "'");
+}
+
+Result<std::vector<AgentScrape>> scrapeAgents(const kube::KubeConfig& config,
+                                              const ScrapeOptions& options) {
+  kube::KubeClient client(config, options.timeout);
+  auto list = client.get("/api/v1/pods?labelSelector=" + percentEncoded(options.selector));
+  if (!list) return std::move(list).error().withContext("listing the node agent pods");
+  const std::vector<AgentPod> pods = agentPodsOf(*list, options.node);
+  std::vector<AgentScrape> scrapes;
+  for (std::size_t first = 0; first < pods.size(); first += kParallelScrapes) {
+    std::vector<std::future<AgentScrape>> batch;
+    for (std::size_t i = first; i < std::min(pods.size(), first + kParallelScrapes); ++i) {
+      batch.push_back(
+          std::async(std::launch::async, [&, i] { return scrape(config, pods[i], options); }));
+    }
+    for (auto& result : batch)
+      scrapes.push_back(result.get());
+  }
+  std::sort(scrapes.begin(), scrapes.end(),
+            [](const AgentScrape& a, const AgentScrape& b) { return a.node < b.node; });
+  return scrapes;
+}
+
+}  // namespace torus::extender

@@ -1,0 +1,32 @@
+// Reads every Neuron node agent's /metrics for `kubectl neuron top`, with no port of its own:
+// the agents are the chart's node-agent pods (found by label), read through the API server's pod
+// proxy (what works from a laptop), else straight from the pod's IP (inside the cluster, or where
+// the API server refuses to proxy: it never proxies to loopback or link-local pod IPs).
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/kube/kube_config.h"
+#include "scheduler-extender/cli/neuron_top.h"
+
+namespace torus::extender {
+
+enum class ScrapeVia { kAuto, kProxy, kDirect };
+Result<ScrapeVia> parseScrapeVia(const std::string& text);
+
+struct ScrapeOptions {
+  std::string selector = "app.kubernetes.io/component in (node-agent,node-agent-dra)";
+  ScrapeVia via = ScrapeVia::kAuto;
+  std::string node;  // only the agent on this node
+  std::chrono::milliseconds timeout{3000};
+};
+
+// One entry per running agent pod (sorted by node); a pod whose metrics cannot be read carries
+// the reason. An error only when the agent pods cannot be listed.
+Result<std::vector<AgentScrape>> scrapeAgents(const kube::KubeConfig& config,
+                                              const ScrapeOptions& options);
+
+}  // namespace torus::extender
