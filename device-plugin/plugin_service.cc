@@ -5,6 +5,7 @@
 #include "common/base/log.h"
 #include "common/base/strings.h"
 #include "common/metrics/event_counters.h"
+#include "common/metrics/latency_histograms.h"
 #include "common/topology/placement.h"
 #include "device-plugin/allocation.h"
 
@@ -187,6 +188,8 @@ grpc::Status PluginService::GetPreferredAllocation(
 
 grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
                                      v1beta1::AllocateResponse* response) {
+  const metrics::ScopedLatency timed(metrics::names::kAllocateSeconds,
+                                     {{"resource", std::string(resourceName(kind_))}});
   const NodeSnapshot snapshot = node_.snapshot();
   const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
   const auto refuse = [&](const Error& error) {

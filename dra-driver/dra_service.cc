@@ -2,6 +2,7 @@
 
 #include "common/base/log.h"
 #include "common/metrics/event_counters.h"
+#include "common/metrics/latency_histograms.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 
@@ -37,6 +38,7 @@ void count(const char* family, bool ok) {
 
 template <typename Request, typename Response>
 grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Response& response) {
+  const metrics::ScopedLatency timed(metrics::names::kDraRequestSeconds, {{"call", "prepare"}});
   if (request.claims_size() > kMaxClaimsPerCall) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "more than " + std::to_string(kMaxClaimsPerCall) + " claims in one call"};
@@ -68,6 +70,7 @@ grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Respons
 
 template <typename Request, typename Response>
 grpc::Status unprepareAll(ClaimPreparer& preparer, const Request& request, Response& response) {
+  const metrics::ScopedLatency timed(metrics::names::kDraRequestSeconds, {{"call", "unprepare"}});
   if (request.claims_size() > kMaxClaimsPerCall) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "more than " + std::to_string(kMaxClaimsPerCall) + " claims in one call"};

@@ -326,10 +326,11 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
       {"GET", "/metrics", [this](const http::Request&) {
          const topology::Node node = monitor_->node();
          const monitor::NodeStats stats = monitor::readNodeStats(prepared_.roots, node);
-         return http::Response{200, "text/plain; version=0.0.4; charset=utf-8",
-                               monitor::renderAgentMetrics(node, stats, coreTenants(node),
-                                                           metrics::processCounters()) +
-                                   monitor::renderDeepCheckMetrics(deepCheck_->last())};
+         return http::Response{
+             200, "text/plain; version=0.0.4; charset=utf-8",
+             monitor::renderAgentMetrics(node, stats, coreTenants(node), metrics::processCounters(),
+                                         metrics::processHistograms()) +
+                 monitor::renderDeepCheckMetrics(deepCheck_->last())};
        }});
   // The deep health check on demand: runs now (after a run in progress) and answers with the
   // result; GET answers with the last one.

@@ -78,7 +78,8 @@ Labels withAll(Labels labels, const Labels& more) {
 }  // namespace
 
 std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stats,
-                               const CoreTenants& tenants, const metrics::EventCounters& counters) {
+                               const CoreTenants& tenants, const metrics::EventCounters& counters,
+                               const metrics::LatencyHistograms& histograms) {
   PrometheusText out;
   const Labels base = {{"instance_type", node.instanceType}};
   const int lnc = node.lnc > 0 ? node.lnc : 1;
@@ -102,11 +103,11 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
              "Uncorrected ECC events per device since the driver loaded.");
   for (std::size_t d = 0; d < stats.devices.size(); ++d) {
     for (const auto& [event, value] : stats.devices[d].ecc) {
-      out.sample("hardware_ecc_events_total",
-                 withAll(with(with(base, "event_type", event), "neuron_device_index",
-                              std::to_string(d)),
-                         tenants.deviceLabels(static_cast<int>(d))),
-                 static_cast<double>(value));
+      out.sample(
+          "hardware_ecc_events_total",
+          withAll(with(with(base, "event_type", event), "neuron_device_index", std::to_string(d)),
+                  tenants.deviceLabels(static_cast<int>(d))),
+          static_cast<double>(value));
     }
   }
 
@@ -203,6 +204,11 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
         out.sample(family.name, labels, value);
     }
   }
+  histograms.render(out, metrics::names::kAllocateSeconds,
+                    "Time to answer kubelet's Allocate, by resource.");
+  histograms.render(out, metrics::names::kDraRequestSeconds,
+                    "Time to answer kubelet's DRA NodePrepareResources and "
+                    "NodeUnprepareResources calls (all claims of a call), by call.");
   out.family("torus_build_info", "gauge", "The running agent's version.");
   out.sample("torus_build_info", {{"version", std::string(versionString())}}, 1);
   return out.text();

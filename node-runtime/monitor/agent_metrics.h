@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common/metrics/event_counters.h"
+#include "common/metrics/latency_histograms.h"
 #include "common/topology/node.h"
 #include "node-runtime/monitor/core_tenants.h"
 #include "node-runtime/monitor/device_stats.h"
@@ -18,6 +19,7 @@
 namespace torus::monitor {
 
 std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stats,
-                               const CoreTenants& tenants, const metrics::EventCounters& counters);
+                               const CoreTenants& tenants, const metrics::EventCounters& counters,
+                               const metrics::LatencyHistograms& histograms);
 
 }  // namespace torus::monitor

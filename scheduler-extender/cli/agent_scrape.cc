@@ -56,6 +56,8 @@ std::vector<AgentPod> agentPodsOf(const json& list, const std::string& node) {
     const json status = pod.value("status", json::object());
     AgentPod agent{text(metadata, "namespace"), text(metadata, "name"), text(spec, "nodeName"),
                    text(status, "podIP")};
+    // A hostNetwork pod's IP is its host's; a kubelet without a usable node IP gives it none.
+    if (agent.ip.empty()) agent.ip = text(status, "hostIP");
     if (agent.node.empty() || text(status, "phase") != "Running") continue;
     if (!node.empty() && agent.node != node) continue;
     // The port named "metrics" (the chart's), else the agent's default.
@@ -80,11 +82,16 @@ Result<std::string> viaProxy(const kube::KubeConfig& config, const AgentPod& pod
                         std::to_string(pod.port) + "/proxy/metrics");
 }
 
-Result<std::string> direct(const AgentPod& pod, std::chrono::milliseconds timeout) {
-  if (pod.ip.empty()) return makeError(ErrorCode::kUnavailable, "the pod has no IP yet");
+Result<std::string> direct(const AgentPod& pod, const std::string& agentHost,
+                           std::chrono::milliseconds timeout) {
+  const std::string host = agentHost.empty() ? pod.ip : agentHost;
+  if (host.empty()) {
+    return makeError(ErrorCode::kUnavailable,
+                     "the pod has no IP (--agent-host reads it at a given address)");
+  }
   kube::KubeConfig target;
-  const bool v6 = pod.ip.find(':') != std::string::npos;
-  target.server = "http://" + (v6 ? "[" + pod.ip + "]" : pod.ip) + ":" + std::to_string(pod.port);
+  const bool v6 = host.find(':') != std::string::npos;
+  target.server = "http://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(pod.port);
   kube::KubeClient client(target, timeout);
   return client.getText("/metrics");
 }
@@ -94,18 +101,21 @@ AgentScrape scrape(const kube::KubeConfig& config, const AgentPod& pod,
   AgentScrape out;
   out.node = pod.node;
   Result<std::string> body = makeError(ErrorCode::kUnavailable, "not read");
-  if (options.via != ScrapeVia::kDirect) body = viaProxy(config, pod, options.timeout);
-  if (!body && options.via == ScrapeVia::kAuto) {
-    auto fallback = direct(pod, options.timeout);
+  // An address given for the agents is where to read them: the proxy is not tried first.
+  const ScrapeVia via = options.via == ScrapeVia::kAuto && !options.agentHost.empty()
+                            ? ScrapeVia::kDirect
+                            : options.via;
+  if (via != ScrapeVia::kDirect) body = viaProxy(config, pod, options.timeout);
+  if (!body && via == ScrapeVia::kAuto) {
+    auto fallback = direct(pod, options.agentHost, options.timeout);
     if (fallback) {
       body = std::move(fallback);
     } else {
       body = makeError(ErrorCode::kUnavailable, "through the API server: " + body.error().message +
-                                                    "; from " + pod.ip + ": " +
-                                                    fallback.error().message);
+                                                    "; directly: " + fallback.error().message);
     }
-  } else if (options.via == ScrapeVia::kDirect) {
-    body = direct(pod, options.timeout);
+  } else if (via == ScrapeVia::kDirect) {
+    body = direct(pod, options.agentHost, options.timeout);
   }
   if (!body) {
     out.error = body.error().message;

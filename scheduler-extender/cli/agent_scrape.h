@@ -1,7 +1,8 @@
 // Reads every Neuron node agent's /metrics for `kubectl neuron top`, with no port of its own:
 // the agents are the chart's node-agent pods (found by label), read through the API server's pod
-// proxy (what works from a laptop), else straight from the pod's IP (inside the cluster, or where
-// the API server refuses to proxy: it never proxies to loopback or link-local pod IPs).
+// proxy (what works from a laptop), else straight from the pod's address — its IP, else its
+// host's (inside the cluster, or where the API server refuses to proxy: it never proxies to
+// loopback or link-local pod IPs).
 #pragma once
 
 #include <chrono>
@@ -21,6 +22,9 @@ struct ScrapeOptions {
   std::string selector = "app.kubernetes.io/component in (node-agent,node-agent-dra)";
   ScrapeVia via = ScrapeVia::kAuto;
   std::string node;  // only the agent on this node
+  // Read every agent at this host instead of its pod's address (a port-forward to one agent,
+  // or a one-node cluster whose kubelet runs on loopback and so gives its pods no IP).
+  std::string agentHost;
   std::chrono::milliseconds timeout{3000};
 };
 

@@ -54,6 +54,7 @@ struct Options {
   std::int64_t intervalMs = 2000;
   std::string via = "auto";
   std::string agentSelector = torus::extender::ScrapeOptions().selector;
+  std::string agentHost;
   torus::log::Settings log;
 };
 
@@ -77,6 +78,7 @@ int runTop(const torus::kube::KubeConfig& config, const Options& options, const 
   scrapeOptions.selector = options.agentSelector;
   scrapeOptions.via = *via;
   scrapeOptions.node = node;
+  scrapeOptions.agentHost = options.agentHost;
   const bool live = !options.once && !options.json;
   std::signal(SIGINT, requestStop);
   std::signal(SIGTERM, requestStop);
@@ -145,6 +147,10 @@ int main(int argc, char** argv) {
                   &options.via);
   table.addString("agent-selector", "", "", "SELECTOR",
                   "top: the label selector of the node agent pods", &options.agentSelector);
+  table.addString("agent-host", "", "", "HOST",
+                  "top: read the agents at HOST:<metrics port> instead of their pods' addresses "
+                  "(a port-forward to one agent; a one-node cluster on loopback)",
+                  &options.agentHost);
   torus::config::addLogSettings(table, &options.log);
   const torus::config::CommandInfo info{"kubectl-neuron", kUsage, kDescription, ""};
   std::vector<std::string> args;

@@ -355,13 +355,16 @@ sys.exit(0 if shown["ids"] == want and shown["phase"] == "Running" and shown["al
 check "kubectl neuron nodes, node and pods show what the pod holds" eventually 30 shows_pod
 
 # kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place.
+# The kubelet here runs on loopback, so its pods get no IP and the API server will not proxy to
+# them: top reads the agent at 127.0.0.1 (--agent-host).
 pod_manifest shown-too neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
 check "a second pod for kubectl neuron top runs" eventually 90 pod_running shown-too
 TMUX_SERVER="torus-e2e-top-$$"
 top_shows_both_pods_and_refreshes() {
   local screen first second clock1 clock2 cores
   tmux -L "$TMUX_SERVER" new-session -d -s top -x 200 -y 50 \
-    "KUBECONFIG='$KUBECONFIG' '$REPO/build/bin/kubectl-neuron' top --interval=1s" || return 1
+    "KUBECONFIG='$KUBECONFIG' '$REPO/build/bin/kubectl-neuron' top --interval=1s --agent-host=127.0.0.1" ||
+    return 1
   local deadline=$((SECONDS + 30))
   while ((SECONDS < deadline)); do
     screen="$(tmux -L "$TMUX_SERVER" capture-pane -p -t top)"
@@ -395,7 +398,7 @@ print(",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs))')"
 }
 check "kubectl neuron top shows both pods' cores and refreshes (tmux)" top_shows_both_pods_and_refreshes
 top_once_json_names_the_pods() {
-  neuron_cli top "$NODE_NAME" --json | python3 -c '
+  neuron_cli top "$NODE_NAME" --json --agent-host=127.0.0.1 | python3 -c '
 import json, sys
 node = json.load(sys.stdin)["nodes"][0]
 pods = {p["pod"]: p for p in node["pods"]}

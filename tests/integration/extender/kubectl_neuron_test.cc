@@ -202,6 +202,11 @@ TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
   const ProcessResult proxied = top({"--once", "--via=proxy"});
   EXPECT_EQ(proxied.exitCode, 0) << proxied.err;
   EXPECT_NE(proxied.out.find("metrics unreadable"), std::string::npos) << proxied.out;
+  // A pod with no IP (kubelet on loopback): said so, and read at the address given instead.
+  pod["status"].erase("podIP");
+  api.put("pods", pod);
+  EXPECT_NE(top({"--once"}).out.find("the pod has no IP"), std::string::npos);
+  EXPECT_NE(top({"--once", "--agent-host=127.0.0.1"}).out.find("infer"), std::string::npos);
   const ProcessResult bad = top({"--via=carrier-pigeon"});
   EXPECT_EQ(bad.exitCode, 1);
   EXPECT_NE(bad.err.find("--via must be auto, proxy"), std::string::npos) << bad.err;

@@ -28,10 +28,13 @@ const std::vector<Variant> kVariants = {
     {"without the extender and neuron-scheduler",
      {"extender.enabled=false", "scheduler.enabled=false"}},
     {"no hostPID (resets cannot see other containers)", {"nodeAgent.hostPID=false"}},
-    {"with a PodMonitor", {"nodeAgent.podMonitor.enabled=true"}},
+    {"with PodMonitors and the Grafana dashboard",
+     {"nodeAgent.podMonitor.enabled=true", "extender.podMonitor.enabled=true",
+      "grafanaDashboard.enabled=true", "grafanaDashboard.folder=Neuron"}},
     {"no admission policies for the agent", {"nodeAgent.ownNodeOnly=false"}},
     {"no cross-resource preemption", {"extender.crossResourcePreemption=false"}},
-    {"DRA on nodes labelled for it", {"dra.enabled=true"}},
+    {"DRA on nodes labelled for it, scraped",
+     {"dra.enabled=true", "nodeAgent.podMonitor.enabled=true"}},
     {"DRA on every node, whole chips only",
      {"dra.enabled=true", "dra.allNodes=true", "dra.coreDevices=false"}},
 };
@@ -82,7 +85,37 @@ TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
         EXPECT_TRUE(object["metadata"]["namespace"]) << kind;
       }
       if (kind == "PodMonitor") {
-        EXPECT_EQ(object["spec"]["podMetricsEndpoints"][0]["port"].as<std::string>(), "metrics");
+        // It scrapes a port every workload it selects declares.
+        std::set<std::string> components;
+        const YAML::Node selector = object["spec"]["selector"];
+        if (selector["matchLabels"]["app.kubernetes.io/component"]) {
+          components.insert(
+              selector["matchLabels"]["app.kubernetes.io/component"].as<std::string>());
+        }
+        for (const YAML::Node& expression : selector["matchExpressions"]) {
+          if (expression["key"].as<std::string>() != "app.kubernetes.io/component") continue;
+          for (const YAML::Node& value : expression["values"])
+            components.insert(value.as<std::string>());
+        }
+        ASSERT_FALSE(components.empty());
+        const std::string port = object["spec"]["podMetricsEndpoints"][0]["port"].as<std::string>();
+        bool declared = false;
+        for (const YAML::Node& workload : objects) {
+          const std::string workloadKind = workload["kind"].as<std::string>();
+          if (workloadKind != "DaemonSet" && workloadKind != "Deployment") continue;
+          const YAML::Node pod = workload["spec"]["template"];
+          const std::string component =
+              pod["metadata"]["labels"]["app.kubernetes.io/component"].as<std::string>();
+          if (components.count(component) == 0) continue;
+          bool declares = false;
+          for (const YAML::Node& container : pod["spec"]["containers"]) {
+            for (const YAML::Node& declaredPort : container["ports"])
+              declares = declares || declaredPort["name"].as<std::string>("") == port;
+          }
+          EXPECT_TRUE(declares) << component << " pods declare no port " << port;
+          declared = declared || declares;
+        }
+        EXPECT_TRUE(declared) << "the PodMonitor selects no workload";
       }
       if (kind == "DaemonSet" || kind == "Deployment") {
         const YAML::Node pod = object["spec"]["template"];
