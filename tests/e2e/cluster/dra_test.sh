@@ -283,6 +283,28 @@ echo "== restarts keep every prepared claim"
 dra_pod dra-held four-connected-chips 3600
 check "a long-running claim pod runs" eventually 120 phase_is dra-held Running
 check "its claim is prepared" eventually 30 claims_prepared 1
+# The claim's cores carry the pod kubelet's pod-resources lists for it (dynamic resources).
+claim_cores_name_the_pod() {
+  local metrics claim_cores
+  metrics="$(curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics")" || return 1
+  claim_cores="$(allocations | python3 -c '
+import json, sys
+print(" ".join(str(c) for claim in json.load(sys.stdin)["claims"] for c in claim["cores"]))')"
+  [[ -n "$claim_cores" ]] || { echo "no prepared claim"; return 1; }
+  python3 - "$claim_cores" <<< "$metrics" <<'PY'
+import re, sys
+cores = {int(c) for c in sys.argv[1].split()}
+named = {}
+for line in sys.stdin:
+    if line.startswith("torus_allocation_info{"):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        assert labels["resource"] == "neuron.aws.com", labels
+        named[int(labels["neuroncore"])] = labels["pod"]
+print("claim cores", sorted(cores), "named", named)
+assert set(named) == cores and set(named.values()) == {"dra-held"}
+PY
+}
+check "/metrics names dra-held on exactly its claim's 16 cores" eventually 15 claim_cores_name_the_pod
 old_agent="$(agent_pod)"
 k delete pod -n kube-system "$old_agent" --wait=true > /dev/null
 check "the agent comes back" eventually 120 agent_ready
