@@ -19,12 +19,13 @@ build_packages=(
 # Tools the tests and benchmarks run next to our code: clang's libFuzzer runs tests/fuzz; promtool
 # (package prometheus) checks /metrics; Open MPI is the baseline of
 # tests/bench/collectives_vs_mpi.sh; ip and unshare make the network namespaces of the two-host
-# collectives test.
+# collectives test; python3-venv holds the benchmarks' plotting library (scripts/bench-venv.sh).
 test_packages=(
   clang  # libFuzzer for tests/fuzz (scripts/fuzz.sh)
   prometheus
   openmpi-bin libopenmpi-dev
   iproute2 util-linux
+  python3-venv
 )
 # The local Kubernetes cluster of the end-to-end tests and the demo (scripts/local-cluster.sh):
 # the CNI bridge plugin for containerd, libseccomp for the runc built from its Go module, podman

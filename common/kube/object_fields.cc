@@ -6,22 +6,29 @@ namespace torus::kube {
 
 using nlohmann::json;
 
+const json& fieldAt(const json& object, std::initializer_list<const char*> path) {
+  static const json kNull;
+  const json* here = &object;
+  for (const char* key : path) {
+    if (!here->is_object()) return kNull;
+    const auto found = here->find(key);
+    if (found == here->end()) return kNull;
+    here = &*found;
+  }
+  return *here;
+}
+
+std::string stringAt(const json& object, std::initializer_list<const char*> path) {
+  const json& value = fieldAt(object, path);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
 std::string stringField(const json& object, const char* outer, const char* inner) {
-  if (!object.is_object()) return "";
-  const auto first = object.find(outer);
-  if (first == object.end() || !first->is_object()) return "";
-  const auto second = first->find(inner);
-  return second != first->end() && second->is_string() ? second->get<std::string>() : "";
+  return stringAt(object, {outer, inner});
 }
 
 std::string annotationOf(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto annotations = metadata->find("annotations");
-  if (annotations == metadata->end() || !annotations->is_object()) return "";
-  const auto value = annotations->find(key);
-  return value != annotations->end() && value->is_string() ? value->get<std::string>() : "";
+  return stringAt(object, {"metadata", "annotations", key});
 }
 
 }  // namespace torus::kube

@@ -2,12 +2,18 @@
 // missing or of another type reads as empty, never as an exception in a watch thread.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
 namespace torus::kube {
 
+// The value at `path` through nested objects; null when a step is missing or not an object.
+const nlohmann::json& fieldAt(const nlohmann::json& object,
+                              std::initializer_list<const char*> path);
+// The same when it is a string; "" otherwise.
+std::string stringAt(const nlohmann::json& object, std::initializer_list<const char*> path);
 // object[outer][inner] when both are there and the value is a string; "" otherwise.
 std::string stringField(const nlohmann::json& object, const char* outer, const char* inner);
 // metadata.annotations[key] when it is a string; "" otherwise.

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/utc_time.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::agent {
 namespace {
@@ -134,23 +135,17 @@ AwsConditions awsHealthConditions(const std::vector<HardwareErrorSeen>& seen,
 
 std::optional<NodeCondition> neuronHealthOfThisBoot(
     const nlohmann::json& node, std::chrono::system_clock::time_point bootTime) {
-  const auto status = node.find("status");
-  if (status == node.end() || !status->is_object()) return std::nullopt;
-  const auto conditions = status->find("conditions");
-  if (conditions == status->end() || !conditions->is_array()) return std::nullopt;
-  for (const nlohmann::json& condition : *conditions) {
-    if (!condition.is_object() || condition.value("type", nlohmann::json()) != "NeuronHealth" ||
-        condition.value("status", nlohmann::json()) != "True") {
+  const nlohmann::json& conditions = kube::fieldAt(node, {"status", "conditions"});
+  if (!conditions.is_array()) return std::nullopt;
+  for (const nlohmann::json& condition : conditions) {
+    if (kube::stringAt(condition, {"type"}) != "NeuronHealth" ||
+        kube::stringAt(condition, {"status"}) != "True") {
       continue;
     }
-    const nlohmann::json since = condition.value("lastTransitionTime", nlohmann::json());
-    const auto at = since.is_string() ? parseUtcRfc3339(since.get<std::string>()) : std::nullopt;
+    const auto at = parseUtcRfc3339(kube::stringAt(condition, {"lastTransitionTime"}));
     if (!at || *at < bootTime) return std::nullopt;
-    const auto text = [&](const char* key) {
-      const nlohmann::json value = condition.value(key, nlohmann::json());
-      return value.is_string() ? value.get<std::string>() : std::string();
-    };
-    return NodeCondition{"NeuronHealth", "True", text("reason"), text("message")};
+    return NodeCondition{"NeuronHealth", "True", kube::stringAt(condition, {"reason"}),
+                         kube::stringAt(condition, {"message"})};
   }
   return std::nullopt;
 }

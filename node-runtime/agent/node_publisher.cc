@@ -7,6 +7,7 @@
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
 #include "common/kube/event_object.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::agent {
 namespace {
@@ -77,18 +78,15 @@ Result<void> NodePublisher::forgetStaleKeys() {
   labels_ = collect(*node, "labels", ownedLabel);
   annotations_ = collect(*node, "annotations", ownedAnnotation);
   // The conditions we own as the node has them, so an unchanged one is not patched again.
-  if (const auto status = node->find("status"); status != node->end() && status->is_object() &&
-                                                status->contains("conditions") &&
-                                                (*status)["conditions"].is_array()) {
-    for (const json& condition : (*status)["conditions"]) {
-      if (!condition.is_object()) continue;
-      const auto text = [&](const char* key) {
-        const json value = condition.value(key, json());
-        return value.is_string() ? value.get<std::string>() : std::string();
-      };
-      const std::string type = text("type");
-      if (type == "NeuronHealthy" || type == "NeuronHealth" || type == "AcceleratedHardwareReady")
-        conditions_[type] = {type, text("status"), text("reason"), text("message")};
+  if (const json& conditions = kube::fieldAt(*node, {"status", "conditions"});
+      conditions.is_array()) {
+    for (const json& condition : conditions) {
+      const std::string type = kube::stringAt(condition, {"type"});
+      if (type == "NeuronHealthy" || type == "NeuronHealth" || type == "AcceleratedHardwareReady") {
+        conditions_[type] = {type, kube::stringAt(condition, {"status"}),
+                             kube::stringAt(condition, {"reason"}),
+                             kube::stringAt(condition, {"message"})};
+      }
     }
   }
   // An error condition set during this boot by an agent that restarted since stays (reboot

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/kube/kube_client.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::extender {
 namespace {
@@ -39,34 +40,27 @@ struct AgentPod {
   int port = 9400;
 };
 
-std::string text(const json& object, const char* key) {
-  if (!object.is_object()) return "";
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 std::vector<AgentPod> agentPodsOf(const json& list, const std::string& node) {
   std::vector<AgentPod> pods;
   const auto items = list.find("items");
   if (items == list.end() || !items->is_array()) return pods;
   for (const json& pod : *items) {
     if (!pod.is_object()) continue;
-    const json metadata = pod.value("metadata", json::object());
-    const json spec = pod.value("spec", json::object());
-    const json status = pod.value("status", json::object());
-    AgentPod agent{text(metadata, "namespace"), text(metadata, "name"), text(spec, "nodeName"),
-                   text(status, "podIP")};
+    AgentPod agent{
+        kube::stringAt(pod, {"metadata", "namespace"}), kube::stringAt(pod, {"metadata", "name"}),
+        kube::stringAt(pod, {"spec", "nodeName"}), kube::stringAt(pod, {"status", "podIP"})};
     // A hostNetwork pod's IP is its host's; a kubelet without a usable node IP gives it none.
-    if (agent.ip.empty()) agent.ip = text(status, "hostIP");
-    if (agent.node.empty() || text(status, "phase") != "Running") continue;
+    if (agent.ip.empty()) agent.ip = kube::stringAt(pod, {"status", "hostIP"});
+    if (agent.node.empty() || kube::stringAt(pod, {"status", "phase"}) != "Running") continue;
     if (!node.empty() && agent.node != node) continue;
     // The port named "metrics" (the chart's), else the agent's default.
-    for (const json& container : spec.value("containers", json::array())) {
-      if (!container.is_object()) continue;
-      for (const json& port : container.value("ports", json::array())) {
-        if (port.is_object() && text(port, "name") == "metrics" &&
-            port.value("containerPort", json()).is_number_integer()) {
-          agent.port = port["containerPort"].get<int>();
+    const json& containers = kube::fieldAt(pod, {"spec", "containers"});
+    for (const json& container : containers.is_array() ? containers : json::array()) {
+      const json& ports = kube::fieldAt(container, {"ports"});
+      for (const json& port : ports.is_array() ? ports : json::array()) {
+        const json& number = kube::fieldAt(port, {"containerPort"});
+        if (kube::stringAt(port, {"name"}) == "metrics" && number.is_number_integer()) {
+          agent.port = number.get<int>();
         }
       }
     }

@@ -8,6 +8,7 @@
 
 #include "common/base/strings.h"
 #include "common/base/text_table.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::extender {
 namespace {
@@ -16,25 +17,13 @@ using nlohmann::json;
 
 constexpr const char* kDriver = "neuron.aws.com";
 
-const json& at(const json& object, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* here = &object;
-  for (const char* key : path) {
-    if (!here->is_object()) return kNull;
-    const auto found = here->find(key);
-    if (found == here->end()) return kNull;
-    here = &*found;
-  }
-  return *here;
-}
-
 std::string text(const json& value) {
   return value.is_string() ? value.get<std::string>() : "";
 }
 
 const json& itemsOf(const json& list) {
   static const json kEmpty = json::array();
-  const json& items = at(list, {"items"});
+  const json& items = kube::fieldAt(list, {"items"});
   return items.is_array() ? items : kEmpty;
 }
 
@@ -94,22 +83,22 @@ std::string renderClaims(const json& claims, const json& slices, const std::stri
   std::vector<ClaimRow> rows;
   for (const json& claim : itemsOf(claims)) {
     ClaimRow row;
-    row.nameSpace = text(at(claim, {"metadata", "namespace"}));
-    row.name = text(at(claim, {"metadata", "name"}));
+    row.nameSpace = text(kube::fieldAt(claim, {"metadata", "namespace"}));
+    row.name = text(kube::fieldAt(claim, {"metadata", "name"}));
     if (!namespace_.empty() && row.nameSpace != namespace_) continue;
-    const json& results = at(claim, {"status", "allocation", "devices", "results"});
+    const json& results = kube::fieldAt(claim, {"status", "allocation", "devices", "results"});
     if (!results.is_array()) continue;
     for (const json& result : results) {
-      if (text(at(result, {"driver"})) != kDriver) continue;
-      row.node = text(at(result, {"pool"}));
-      row.devices.push_back(text(at(result, {"device"})));
+      if (text(kube::fieldAt(result, {"driver"})) != kDriver) continue;
+      row.node = text(kube::fieldAt(result, {"pool"}));
+      row.devices.push_back(text(kube::fieldAt(result, {"device"})));
     }
     if (row.devices.empty()) continue;
-    const json& reserved = at(claim, {"status", "reservedFor"});
+    const json& reserved = kube::fieldAt(claim, {"status", "reservedFor"});
     if (reserved.is_array()) {
       for (const json& consumer : reserved) {
-        if (text(at(consumer, {"resource"})) == "pods") {
-          row.pods.push_back(text(at(consumer, {"name"})));
+        if (text(kube::fieldAt(consumer, {"resource"})) == "pods") {
+          row.pods.push_back(text(kube::fieldAt(consumer, {"name"})));
         }
       }
     }
@@ -117,17 +106,19 @@ std::string renderClaims(const json& claims, const json& slices, const std::stri
   }
   std::vector<TaintRow> taints;
   for (const json& slice : itemsOf(slices)) {
-    if (text(at(slice, {"spec", "driver"})) != kDriver) continue;
-    const json& devices = at(slice, {"spec", "devices"});
+    if (text(kube::fieldAt(slice, {"spec", "driver"})) != kDriver) continue;
+    const json& devices = kube::fieldAt(slice, {"spec", "devices"});
     if (!devices.is_array()) continue;
     for (const json& device : devices) {
-      const json& list = at(device, {"taints"});
+      const json& list = kube::fieldAt(device, {"taints"});
       if (!list.is_array()) continue;
       for (const json& taint : list) {
-        taints.push_back({text(at(slice, {"spec", "nodeName"})), text(at(device, {"name"})),
-                          text(at(taint, {"key"})) + "=" + text(at(taint, {"value"})) + ":" +
-                              text(at(taint, {"effect"})),
-                          text(at(taint, {"timeAdded"}))});
+        taints.push_back({text(kube::fieldAt(slice, {"spec", "nodeName"})),
+                          text(kube::fieldAt(device, {"name"})),
+                          text(kube::fieldAt(taint, {"key"})) + "=" +
+                              text(kube::fieldAt(taint, {"value"})) + ":" +
+                              text(kube::fieldAt(taint, {"effect"})),
+                          text(kube::fieldAt(taint, {"timeAdded"}))});
       }
     }
   }

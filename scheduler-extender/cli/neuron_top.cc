@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/text_table.h"
+#include "common/kube/object_fields.h"
 #include "common/topology/node.h"
 
 namespace torus::extender {
@@ -92,41 +93,25 @@ std::string ago(std::chrono::system_clock::time_point now, double unixSeconds) {
   return std::to_string(seconds / 3600) + "h ago";
 }
 
-// The field at `path` inside objects, or null when any step is missing or not an object.
-json fieldAt(const json& object, std::initializer_list<const char*> path) {
-  const json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object()) return nullptr;
-    const auto it = at->find(key);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return *at;
-}
-
-std::string stringAt(const json& object, std::initializer_list<const char*> path) {
-  const json value = fieldAt(object, path);
-  return value.is_string() ? value.get<std::string>() : std::string();
-}
-
 // The Node's health conditions and HyperPod's label, as short "name=value" words.
 std::vector<std::string> healthOf(const json& nodes, const std::string& name) {
   std::vector<std::string> words;
-  const json items = fieldAt(nodes, {"items"});
+  const json items = kube::fieldAt(nodes, {"items"});
   for (const json& node : items.is_array() ? items : json::array()) {
-    if (stringAt(node, {"metadata", "name"}) != name) continue;
-    const json conditions = fieldAt(node, {"status", "conditions"});
+    if (kube::stringAt(node, {"metadata", "name"}) != name) continue;
+    const json conditions = kube::fieldAt(node, {"status", "conditions"});
     for (const char* type : {"NeuronHealthy", "NeuronHealth", "AcceleratedHardwareReady"}) {
       for (const json& condition : conditions.is_array() ? conditions : json::array()) {
-        if (stringAt(condition, {"type"}) != type) continue;
-        std::string word = std::string(type) + "=" + stringAt(condition, {"status"});
-        if (const std::string reason = stringAt(condition, {"reason"}); !reason.empty()) {
+        if (kube::stringAt(condition, {"type"}) != type) continue;
+        std::string word = std::string(type) + "=" + kube::stringAt(condition, {"status"});
+        if (const std::string reason = kube::stringAt(condition, {"reason"}); !reason.empty()) {
           word += " (" + reason + ")";
         }
         words.push_back(word);
       }
     }
-    if (const std::string hyperpod = stringAt(node, {"metadata", "labels", kHyperPodHealthLabel});
+    if (const std::string hyperpod =
+            kube::stringAt(node, {"metadata", "labels", kHyperPodHealthLabel});
         !hyperpod.empty()) {
       words.push_back(std::string(kHyperPodHealthLabel) + "=" + hyperpod);
     }

@@ -5,6 +5,10 @@
 #
 #   tests/bench/collectives_vs_mpi.sh [build-dir] [runs]
 #
+# Then a sweep of 2-rank AllReduce over shared memory, 8 B to 64 MiB (median of 3), drawn as
+# busbw by size against Open MPI and the memory bound: $PLOT_DIR/collectives-busbw-2r.png
+# (default <build-dir>/bench-plots; the plotting library comes from scripts/bench-venv.sh).
+#
 # Needs Debian's openmpi-bin and libopenmpi-dev (mpicc compiles the MPI side into a temp dir).
 # Each figure is the median of `runs` runs (default 5), ours and Open MPI's interleaved. Before
 # each case the script waits (up to 60 s) for the CPUs to be >= 80 % idle, since this is a shared
@@ -260,3 +264,45 @@ print(f"allreduce 2r 64MiB: {ours / mpi:.2f}x Open MPI (target >= 2x), "
 print(f"reducescatter 2r 64MiB vs half an Open MPI allreduce: {rs / mpi_ar:.2f}x")
 EOF
 echo "ratio: ours/openmpi for busbw, openmpi/ours for time; > 1 means we are faster."
+
+# The picture: busbw by size, both sides, with the memory bound.
+plot_dir="${PLOT_DIR:-$build_dir/bench-plots}"
+mkdir -p "$plot_dir"
+echo
+echo "# sweep: allreduce 2r over shared memory, busbw GB/s, median of 3 (plot: $plot_dir)"
+printf '%-10s %5s %9s %9s %7s\n' size idle ours openmpi ratio
+sizes=() ours_sweep=() mpi_sweep=()
+for bytes in 8 64 512 4096 32768 262144 2097152 16777216 67108864; do
+  iters=$(( bytes <= 32768 ? 2000 : bytes <= 2097152 ? 200 : 20 ))
+  warmup=$(( iters / 10 ))
+  ours="" theirs=""
+  idle=$(wait_idle)
+  for i in 1 2 3; do
+    ours+="$(our_run 2 allreduce "$bytes" "$iters" "$warmup")"$'\n'
+    theirs+="$(mpi_run 2 allreduce "$bytes" "$iters" "$warmup")"$'\n'
+  done
+  read -r our_value _ <<<"$(python3 "$work/median.py" busbw_GBps <<<"$ours")"
+  read -r mpi_value _ <<<"$(python3 "$work/median.py" busbw_GBps <<<"$theirs")"
+  printf '%-10s %4s%% %9s %9s %7s\n' "$bytes" "$idle" "$our_value" "$mpi_value" \
+    "$(python3 "$work/ratio.py" "$our_value" "$mpi_value" busbw_GBps)"
+  sizes+=("$bytes") ours_sweep+=("$our_value") mpi_sweep+=("$mpi_value")
+done
+if py="$("$(dirname "$0")/../../scripts/bench-venv.sh")"; then
+  python3 - "$plot_dir/collectives-busbw-2r.png" "$bound" "$(date -u +%F)" \
+    "$(IFS=,; echo "${sizes[*]}")" "$(IFS=,; echo "${ours_sweep[*]}")" \
+    "$(IFS=,; echo "${mpi_sweep[*]}")" <<'PY' | "$py" "$(dirname "$0")/plot.py"
+import json, sys
+out, bound, day, sizes, ours, mpi = sys.argv[1:]
+numbers = lambda text: [float(v) for v in text.split(",")]
+print(json.dumps({
+    "out": out, "kind": "line", "logx": True, "bytes_x": True,
+    "title": "AllReduce, 2 ranks, shared memory: bus bandwidth by size",
+    "xlabel": "buffer size", "ylabel": "busbw (GB/s)",
+    "series": [{"name": "Torus (neuron-cc-bench)", "x": numbers(sizes), "y": numbers(ours)},
+               {"name": "Open MPI (ob1 + vader)", "x": numbers(sizes), "y": numbers(mpi)}],
+    "hlines": [{"name": f"memory bound {float(bound):.2f} GB/s", "y": float(bound)}],
+    "note": f"tests/bench/collectives_vs_mpi.sh, {day}, median of 3, f32 sum"}))
+PY
+else
+  echo "no plot: scripts/bench-venv.sh could not make the plotting environment" >&2
+fi

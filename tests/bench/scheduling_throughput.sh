@@ -20,7 +20,8 @@
 # kube-scheduler's DRA allocator, on the same kwok nodes, which also carry the ResourceSlices the
 # driver publishes for their type (`neuron-ls --resource-slices`, the driver's own code). Every
 # DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected.
-# Needs root; stops everything it started. Prints a table and the ratios.
+# Needs root; stops everything it started. Prints a table and the ratios, and draws them as
+# $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 NODES="${1:-trn2.48xlarge:1000,inf2.48xlarge:200}"
@@ -243,3 +244,22 @@ else
   python3 -c "print(f'DRA / extender: {$dra_rate / $e4_rate:.2f}x (target >= 1x, 100 % valid); DRA / counting: {$dra_rate / $d4_rate:.2f}x')"
 fi
 echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs"
+
+plot_dir="${PLOT_DIR:-$REPO/build/bench-plots}"
+mkdir -p "$plot_dir"
+if py="$("$REPO/scripts/bench-venv.sh")"; then
+  python3 - "$plot_dir/scheduling-throughput.png" "$NODES" "$PODS" "$K8S_VERSION" \
+    "$default_rate" "$ext_rate" "$d4_rate" "$e4_rate" "$dra_rate" <<'PY' | "$py" "$REPO/tests/bench/plot.py"
+import json, sys
+out, nodes, pods, version = sys.argv[1:5]
+default, ext, d4, e4, dra = map(float, sys.argv[5:])
+print(json.dumps({
+    "out": out, "kind": "bar", "ylabel": "pods scheduled per second",
+    "title": f"Scheduling throughput, {pods} pods on {nodes}",
+    "series": [
+        {"name": "kube-scheduler, counted", "x": ["mixed sizes", "4 connected chips"], "y": [default, d4]},
+        {"name": "neuron-scheduler + Torus extender", "x": ["mixed sizes", "4 connected chips"], "y": [ext, e4]},
+        {"name": "kube-scheduler DRA (claim)", "x": ["mixed sizes", "4 connected chips"], "y": [0, dra]}],
+    "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; DRA is measured for 4 chips only"}))
+PY
+fi

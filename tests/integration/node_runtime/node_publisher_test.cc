@@ -33,12 +33,26 @@ json conditionOf(const json& node, const std::string& type) {
   return nullptr;
 }
 
-TEST(NodePublisher, LabelsAnnotationAndConditionFollowTheDevices) {
+// Each test: an API-server stand-in holding its nodes, a kubeconfig for it, and a directory for
+// the simulated node.
+class NodePublisherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto made = TempDir::create("publisher");
+    ASSERT_TRUE(made.ok());
+    dir = std::make_unique<TempDir>(std::move(*made));
+    kubeconfig = (dir->path() / "kubeconfig").string();
+    sim = dir->path() / "sim";
+    api.writeKubeconfig(kubeconfig);
+  }
+
   FakeApiServer api;
-  auto dir = TempDir::create("publisher");
-  ASSERT_TRUE(dir.ok());
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
-  api.writeKubeconfig(kubeconfig);
+  std::unique_ptr<TempDir> dir;
+  std::string kubeconfig;
+  fs::path sim;
+};
+
+TEST_F(NodePublisherTest, LabelsAnnotationAndConditionFollowTheDevices) {
   json node = makeNode("node-a", "trn2.48xlarge");
   node["metadata"]["labels"]["team"] = "ml";
   node["metadata"]["labels"]["neuron.amazonaws.com/ultraserver-mode"] = "X4";  // stale, ours
@@ -47,7 +61,6 @@ TEST(NodePublisher, LabelsAnnotationAndConditionFollowTheDevices) {
   node["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
   api.put("nodes", node);
 
-  const fs::path sim = dir->path() / "sim";
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + sim.string(), "--device-plugin=false",
                            "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
@@ -115,17 +128,11 @@ TEST(NodePublisher, LabelsAnnotationAndConditionFollowTheDevices) {
 // AWS's recovery tooling reads NeuronHealth (neuron-node-recovery) and AcceleratedHardwareReady
 // (EKS node auto repair): an HBM uncorrectable error in the kernel log sets both with AWS's
 // reasons within 2 s, the hold policy clears them, and HyperPod's health label is never touched.
-TEST(NodePublisher, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy) {
-  FakeApiServer api;
-  auto dir = TempDir::create("publisher-aws");
-  ASSERT_TRUE(dir.ok());
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
-  api.writeKubeconfig(kubeconfig);
+TEST_F(NodePublisherTest, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy) {
   json node = makeNode("node-a", "trn2.48xlarge");
   node["metadata"]["labels"]["sagemaker.amazonaws.com/node-health-status"] = "Schedulable";
   node["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
   api.put("nodes", node);
-  const fs::path sim = dir->path() / "sim";
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + sim.string(), "--device-plugin=false",
                            "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
@@ -190,14 +197,8 @@ TEST(NodePublisher, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy) {
 
 // The default policy is AWS's: the error stands until the node reboots. An agent restart on the
 // same boot keeps it; a condition set before this boot is cleared.
-TEST(NodePublisher, NeuronHealthStandsUntilTheNodeReboots) {
-  FakeApiServer api;
-  auto dir = TempDir::create("publisher-reboot");
-  ASSERT_TRUE(dir.ok());
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
-  api.writeKubeconfig(kubeconfig);
+TEST_F(NodePublisherTest, NeuronHealthStandsUntilTheNodeReboots) {
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
-  const fs::path sim = dir->path() / "sim";
   const std::vector<std::string> args = {
       binaryPath("neuron-node-agent"),  "--simulate=trn2.48xlarge",
       "--simulate-dir=" + sim.string(), "--device-plugin=false",
@@ -245,14 +246,8 @@ TEST(NodePublisher, NeuronHealthStandsUntilTheNodeReboots) {
 
 // Probe row 6, as the operator sees it: logical_nc_config changes while a process holds
 // /dev/neuron0; the node keeps LNC 2 and says why (condition, Warning event) until it is let go.
-TEST(NodePublisher, AnLncChangeWaitsForTheNodeToDrainAndSaysSo) {
-  FakeApiServer api;
-  auto dir = TempDir::create("publisher");
-  ASSERT_TRUE(dir.ok());
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
-  api.writeKubeconfig(kubeconfig);
+TEST_F(NodePublisherTest, AnLncChangeWaitsForTheNodeToDrainAndSaysSo) {
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
-  const fs::path sim = dir->path() / "sim";
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + sim.string(), "--device-plugin=false",
                            "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
@@ -293,12 +288,7 @@ TEST(NodePublisher, AnLncChangeWaitsForTheNodeToDrainAndSaysSo) {
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0)) << agent.stderrText();
 }
 
-TEST(NodePublisher, KeepsRetryingWhileTheApiServerFails) {
-  FakeApiServer api;
-  auto dir = TempDir::create("publisher-retry");
-  ASSERT_TRUE(dir.ok());
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
-  api.writeKubeconfig(kubeconfig);
+TEST_F(NodePublisherTest, KeepsRetryingWhileTheApiServerFails) {
   api.put("nodes", makeNode("node-b", "inf2.xlarge"));
   api.failNext("GET", "/api/v1/nodes/node-b", 503);
   api.failNext("PATCH", "/api/v1/nodes/node-b", 500);
