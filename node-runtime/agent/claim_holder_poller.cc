@@ -30,6 +30,10 @@ void ClaimHolderPoller::run(std::stop_token stop) {
     if (listed) {
       if (!reachable) TORUS_LOG(Info, Dra, "pod-resources API reachable again");
       reachable = true;
+      if (listed->size() != holders_.size()) {
+        TORUS_LOG(Debug, Dra, "containers using our claims, as pod-resources lists them",
+                  {"count", static_cast<int>(listed->size())});
+      }
       holders_ = std::move(*listed);
     } else if (reachable) {
       reachable = false;

@@ -252,7 +252,17 @@ std::string NodeAgent::allocationsJson() const {
   }
   nlohmann::json claims = nlohmann::json::array();
   if (dra_) {
+    const std::vector<plugin::ClaimHolder> users =
+        claimHolders_ ? claimHolders_->holders() : std::vector<plugin::ClaimHolder>{};
     for (const auto& [uid, claim] : dra_->claims().prepared()) {
+      // The containers kubelet's pod-resources lists as using the claim.
+      nlohmann::json containers = nlohmann::json::array();
+      for (const plugin::ClaimHolder& user : users) {
+        if (user.claimNamespace == claim.ref.nameSpace && user.claimName == claim.ref.name) {
+          containers.push_back({{"pod", user.podNamespace + "/" + user.pod},
+                                {"container", user.container}});
+        }
+      }
       nlohmann::json devices = nlohmann::json::array();
       for (const dra::AllocatedDevice& device : claim.devices)
         devices.push_back(device.name);
@@ -262,7 +272,8 @@ std::string NodeAgent::allocationsJson() const {
                         {"deviceNames", std::move(devices)},
                         {"cores", claim.cores.ids()},
                         {"devices", claim.chips.ids()},
-                        {"lnc", claim.lnc}});
+                        {"lnc", claim.lnc},
+                        {"containers", std::move(containers)}});
     }
   }
   return nlohmann::json{{"holders", std::move(holders)}, {"claims", std::move(claims)}}.dump() +

@@ -291,6 +291,9 @@ claim_cores_name_the_pod() {
 import json, sys
 print(" ".join(str(c) for claim in json.load(sys.stdin)["claims"] for c in claim["cores"]))')"
   [[ -n "$claim_cores" ]] || { echo "no prepared claim"; return 1; }
+  # What the agent said about pod-resources and who it sees using the claim, should this fail.
+  grep -h "pod-resources" /var/log/pods/kube-system_*node-agent-dra*/*/*.log 2> /dev/null | tail -n 5
+  allocations
   python3 - "$claim_cores" <<< "$metrics" <<'PY'
 import re, sys
 cores = {int(c) for c in sys.argv[1].split()}
