@@ -259,8 +259,8 @@ std::string NodeAgent::allocationsJson() const {
       nlohmann::json containers = nlohmann::json::array();
       for (const plugin::ClaimHolder& user : users) {
         if (user.claimNamespace == claim.ref.nameSpace && user.claimName == claim.ref.name) {
-          containers.push_back({{"pod", user.podNamespace + "/" + user.pod},
-                                {"container", user.container}});
+          containers.push_back(
+              {{"pod", user.podNamespace + "/" + user.pod}, {"container", user.container}});
         }
       }
       nlohmann::json devices = nlohmann::json::array();
@@ -278,6 +278,29 @@ std::string NodeAgent::allocationsJson() const {
   }
   return nlohmann::json{{"holders", std::move(holders)}, {"claims", std::move(claims)}}.dump() +
          "\n";
+}
+
+monitor::NodeStats NodeAgent::readStatsBounded(const topology::Node& node) {
+  // One scrape reads at a time (a second waits at most a deadline); a read that hangs leaves this
+  // scrape, and the next ones until it returns, without the driver's counters but answered.
+  std::lock_guard lock(statsMutex_);
+  auto stats = std::make_shared<monitor::NodeStats>();
+  const bool read = statsWorker_.run(
+      [stats, roots = prepared_.roots, node] { *stats = monitor::readNodeStats(roots, node); },
+      kStatsDeadline);
+  if (read) return std::move(*stats);
+  monitor::NodeStats partial;
+  const auto since = statsWorker_.stuckSince();
+  const long long seconds =
+      since
+          ? std::chrono::duration_cast<std::chrono::seconds>(DeadlineWorker::Clock::now() - *since)
+                .count()
+          : 0;
+  partial.problems.push_back("a read of the driver's counters has not returned for " +
+                             std::to_string(seconds) + " s");
+  TORUS_LOG(Warn, Agent, "/metrics without the driver's counters: a read of them hangs",
+            {"stuck_s", seconds});
+  return partial;
 }
 
 monitor::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {
@@ -333,16 +356,16 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                       return http::Response{200, "application/json", allocationsJson()};
                     }});
   // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
-  routes.push_back(
-      {"GET", "/metrics", [this](const http::Request&) {
-         const topology::Node node = monitor_->node();
-         const monitor::NodeStats stats = monitor::readNodeStats(prepared_.roots, node);
-         return http::Response{
-             200, "text/plain; version=0.0.4; charset=utf-8",
-             monitor::renderAgentMetrics(node, stats, coreTenants(node), metrics::processCounters(),
-                                         metrics::processHistograms()) +
-                 monitor::renderDeepCheckMetrics(deepCheck_->last())};
-       }});
+  routes.push_back({"GET", "/metrics", [this](const http::Request&) {
+                      const topology::Node node = monitor_->node();
+                      const monitor::NodeStats stats = readStatsBounded(node);
+                      return http::Response{
+                          200, "text/plain; version=0.0.4; charset=utf-8",
+                          monitor::renderAgentMetrics(node, stats, coreTenants(node),
+                                                      metrics::processCounters(),
+                                                      metrics::processHistograms()) +
+                              monitor::renderDeepCheckMetrics(deepCheck_->last())};
+                    }});
   // The deep health check on demand: runs now (after a run in progress) and answers with the
   // result; GET answers with the last one.
   routes.push_back({"POST", "/deep-check", [this](const http::Request&) {

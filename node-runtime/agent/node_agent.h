@@ -3,10 +3,13 @@
 // configured resources, and serves /healthz. main.cc only parses config and waits for a signal.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/base/deadline_worker.h"
 #include "common/base/result.h"
 #include "common/http/http_server.h"
 #include "device-plugin/plugin_manager.h"
@@ -19,6 +22,7 @@
 #include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/monitor/core_tenants.h"
+#include "node-runtime/monitor/device_stats.h"
 #include "node-runtime/node_source/node_source.h"
 #include "node-runtime/runtime/kernel_log.h"
 #include "node-runtime/runtime/node_monitor.h"
@@ -48,6 +52,8 @@ class NodeAgent {
   topology::DeviceSet devicesInUse() const;
   // Who holds each core, for the metrics' pod labels.
   monitor::CoreTenants coreTenants(const topology::Node& node) const;
+  // The driver's counters for a scrape, read on statsWorker_ for at most kStatsDeadline.
+  monitor::NodeStats readStatsBounded(const topology::Node& node);
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
   Result<void> startDra(const AgentConfig& config, const std::optional<kube::KubeConfig>& kube);
@@ -65,6 +71,9 @@ class NodeAgent {
   std::unique_ptr<dra::DraDriver> dra_;
   std::unique_ptr<ClaimHolderPoller> claimHolders_;  // DRA mode: who uses the claims
   std::unique_ptr<DeepCheckRunner> deepCheck_;       // asks plugins_ which devices are in use
+  static constexpr std::chrono::seconds kStatsDeadline{2};
+  std::mutex statsMutex_;
+  DeadlineWorker statsWorker_;  // before http_: a scrape in flight may be using it
   std::unique_ptr<http::HttpServer> http_;
 };
 

@@ -7,11 +7,15 @@
 #include <set>
 #include <sstream>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "common/base/unique_fd.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -96,7 +100,8 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
       {"hardware_ecc_events_total", withHolder({"event_type"})},
       {"neuroncore_memory_usage_constants", withHolder({"neuroncore", "memory_location"})},
       {"neuroncore_memory_usage_model_code", withHolder({"neuroncore", "memory_location"})},
-      {"neuroncore_memory_usage_model_shared_scratchpad", withHolder({"neuroncore", "memory_location"})},
+      {"neuroncore_memory_usage_model_shared_scratchpad",
+       withHolder({"neuroncore", "memory_location"})},
       {"neuroncore_memory_usage_runtime_memory", withHolder({"neuroncore", "memory_location"})},
       {"neuroncore_memory_usage_tensors", withHolder({"neuroncore", "memory_location"})},
       {"neuron_runtime_memory_used_bytes", withHolder({"memory_location"})},
@@ -120,11 +125,11 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
     EXPECT_EQ(metrics.labelNames.at(family), labels) << family;
   }
   // 64 logical cores at LNC 2: one series per core, ids as in NEURON_RT_VISIBLE_CORES.
-  EXPECT_EQ(metrics.values.count(
-                "neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
-                "neuron_device_index=\"15\",neuroncore=\"63\",pod=\"\",namespace=\"\","
-                "container=\"\",memory_location=\"device\"}"),
-            1U);
+  EXPECT_EQ(
+      metrics.values.count("neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
+                           "neuron_device_index=\"15\",neuroncore=\"63\",pod=\"\",namespace=\"\","
+                           "container=\"\",memory_location=\"device\"}"),
+      1U);
   EXPECT_EQ(metrics.values.at("torus_sysfs_read_errors{instance_type=\"trn2.48xlarge\"}"), 0);
 }
 
@@ -202,6 +207,52 @@ TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
   ASSERT_TRUE(writeFile(kmsg, lines).ok());
   EXPECT_TRUE(eventually(
       [&] { return agent_->stderrText().find("for no known device") != std::string::npos; }, 2s));
+}
+
+// Probe row 9 for /metrics: a counter file whose read never returns (a FIFO stands in for a hung
+// driver attribute) costs one scrape its deadline, then scrapes answer at once without the
+// driver's counters and say why; once the read returns they are back.
+TEST_F(AgentMetricsTest, AHungCounterReadLeavesScrapesAnswered) {
+  const fs::path counter = dir_->path() / "sim" / "sys" / "devices" / "virtual" / "neuron_device" /
+                           "neuron5" / "neuron_core0" / "stats" / "status" / "success" / "total";
+  const fs::path fifo = dir_->path() / "hang.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::remove(counter);
+  ASSERT_EQ(::link(fifo.c_str(), counter.c_str()), 0);  // reads of the counter now block
+
+  const auto timed = [&] {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string text = metricsOf(port_);
+    return std::make_pair(text, std::chrono::steady_clock::now() - started);
+  };
+  const auto [first, firstTook] = timed();
+  EXPECT_LT(firstTook, 4s) << "one deadline (2 s), not for ever";
+  const std::string readErrors = "torus_sysfs_read_errors{instance_type=\"trn2.48xlarge\"} 1";
+  EXPECT_NE(first.find(readErrors), std::string::npos) << first;
+  EXPECT_EQ(first.find("\nexecution_status_total{"), std::string::npos) << "no half-read counters";
+  EXPECT_NE(first.find("\ntorus_device_healthy{"), std::string::npos) << "the rest is served";
+  const auto [second, secondTook] = timed();
+  EXPECT_LT(secondTook, 1s) << "a stuck read is not waited on again";
+  EXPECT_NE(second.find(readErrors), std::string::npos);
+  EXPECT_EQ(httpGet(port_, "/healthz").value_or("").substr(0, 3), "200");
+  EXPECT_NE(agent_->stderrText().find("a read of them hangs"), std::string::npos);
+
+  // The read returns (a writer opens the FIFO and goes); the counter is a file again.
+  fs::remove(counter);
+  ASSERT_TRUE(writeFile(counter, "7\n").ok());
+  {
+    const UniqueFd writer(::open(fifo.c_str(), O_WRONLY));  // the reader's open returns...
+    ASSERT_TRUE(writer.valid());
+  }  // ...and, the writer gone, its read ends
+
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string text = metricsOf(port_);
+        return text.find("\nexecution_status_total{") != std::string::npos &&
+               text.find("torus_sysfs_read_errors{instance_type=\"trn2.48xlarge\"} 0") !=
+                   std::string::npos;
+      },
+      5s));
 }
 
 }  // namespace
