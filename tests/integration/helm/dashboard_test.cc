@@ -1,8 +1,9 @@
 // The chart's Grafana dashboard: its ConfigMap carries the sidecar's label, every PromQL
 // expression parses (promtool check rules) and names only metrics the project exports — read
 // from the running agent's and extender's /metrics, not from a list kept by hand.
-#include <regex>
+#include <cctype>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -43,47 +44,103 @@ void collectExpressions(const json& panels, std::vector<std::string>& out) {
   }
 }
 
-// Grafana's variables, as Prometheus would see them once substituted.
-std::string substituted(std::string expr) {
-  expr = std::regex_replace(expr, std::regex(R"(\$__rate_interval)"), "5m");
-  return std::regex_replace(expr, std::regex(R"(\$node)"), ".*");
+std::string replaceAll(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    text.replace(at, from.size(), to);
+    at += to.size();
+  }
+  return text;
 }
 
-// The metric names an expression reads: identifiers left once strings, label matchers, ranges,
-// grouping clauses, function calls, keywords and numbers are taken out.
-std::set<std::string> metricNames(std::string expr) {
-  expr = std::regex_replace(expr, std::regex(R"("(\\.|[^"\\])*")"), "\"\"");
-  expr = std::regex_replace(expr, std::regex(R"(\{[^}]*\})"), " ");
-  expr = std::regex_replace(expr, std::regex(R"(\[[^\]]*\])"), " ");
-  expr = std::regex_replace(
-      expr, std::regex(R"(\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\))"), " ");
-  expr = std::regex_replace(expr, std::regex(R"([A-Za-z_][A-Za-z0-9_]*\s*\()"), " (");
-  static const std::set<std::string> kKeywords = {"and", "or", "unless", "bool", "offset"};
+// Grafana's variables, as Prometheus would see them once substituted.
+std::string substituted(const std::string& expr) {
+  return replaceAll(replaceAll(expr, "$__rate_interval", "5m"), "$node", ".*");
+}
+
+bool identifierStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+}
+bool identifierChar(char c) {
+  return identifierStart(c) || std::isdigit(static_cast<unsigned char>(c));
+}
+
+// Skips from an opening `open` at `at` past its matching `close`, stepping over strings.
+std::size_t skipGroup(const std::string& expr, std::size_t at, char open, char close) {
+  int depth = 0;
+  for (; at < expr.size(); ++at) {
+    if (expr[at] == '"') {
+      for (++at; at < expr.size() && expr[at] != '"'; ++at) {
+        if (expr[at] == '\\') ++at;
+      }
+    } else if (expr[at] == open) {
+      ++depth;
+    } else if (expr[at] == close && --depth == 0) {
+      return at + 1;
+    }
+  }
+  return at;
+}
+
+// The metric names an expression reads: identifiers that are not functions, grouping clauses,
+// keywords, label matchers, ranges, strings or numbers.
+std::set<std::string> metricNames(const std::string& expr) {
+  static const std::set<std::string> kGrouping = {"by",       "without",    "on",
+                                                  "ignoring", "group_left", "group_right"};
+  // Keywords, and aggregation operators (which may be followed by `by (...)` before their "(").
+  static const std::set<std::string> kKeywords = {
+      "and",   "or",     "unless", "bool",  "offset",       "sum",     "min",  "max",     "avg",
+      "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk", "quantile"};
   std::set<std::string> names;
-  const std::regex identifier(R"([A-Za-z_:][A-Za-z0-9_:]*)");
-  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), identifier);
-       it != std::sregex_iterator(); ++it) {
-    const std::string name = it->str();
-    const auto at = static_cast<std::size_t>(it->position());
-    const bool partOfNumber =
-        at > 0 && (std::isdigit(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '.');
-    if (!partOfNumber && kKeywords.count(name) == 0) names.insert(name);
+  std::size_t at = 0;
+  while (at < expr.size()) {
+    const char c = expr[at];
+    if (c == '"') {
+      for (++at; at < expr.size() && expr[at] != '"'; ++at) {
+        if (expr[at] == '\\') ++at;
+      }
+      ++at;  // the closing quote
+    } else if (c == '{') {
+      at = skipGroup(expr, at, '{', '}');
+    } else if (c == '[') {
+      at = skipGroup(expr, at, '[', ']');
+    } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+      while (at < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[at])) ||
+                                  expr[at] == '.' || expr[at] == '+' || expr[at] == '-')) {
+        ++at;
+      }
+    } else if (identifierStart(c)) {
+      const std::size_t begin = at;
+      while (at < expr.size() && identifierChar(expr[at]))
+        ++at;
+      const std::string word = expr.substr(begin, at - begin);
+      std::size_t next = at;
+      while (next < expr.size() && std::isspace(static_cast<unsigned char>(expr[next])))
+        ++next;
+      const bool call = next < expr.size() && expr[next] == '(';
+      if (call && kGrouping.count(word) != 0) {
+        at = skipGroup(expr, next, '(', ')');
+      } else if (!call && kKeywords.count(word) == 0) {
+        names.insert(word);
+      }
+    } else {
+      ++at;
+    }
   }
   return names;
 }
 
 // Every sample name a /metrics exposes, from its TYPE lines (families without samples too).
 void exportedNames(const std::string& text, std::set<std::string>& names) {
-  const std::regex type(R"(^# TYPE ([A-Za-z_:][A-Za-z0-9_:]*) (\w+)$)");
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
-    std::smatch match;
-    if (!std::regex_match(line, match, type)) continue;
-    names.insert(match[1]);
-    if (match[2] == "histogram") {
+    std::istringstream words(line);
+    std::string hash, type, name, kind;
+    if (!(words >> hash >> type >> name >> kind) || hash != "#" || type != "TYPE") continue;
+    names.insert(name);
+    if (kind == "histogram") {
       for (const char* suffix : {"_bucket", "_sum", "_count"})
-        names.insert(match[1].str() + suffix);
+        names.insert(name + suffix);
     }
   }
 }
@@ -99,10 +156,11 @@ TEST(GrafanaDashboard, ParsesAndNamesOnlyMetricsWeExport) {
   collectExpressions(dashboard.value("panels", json::array()), expressions);
   ASSERT_GE(expressions.size(), 20U);
   for (const json& variable : dashboard["templating"]["list"]) {
+    // label_values(METRIC, LABEL): the metric is an expression of its own.
     const std::string definition = variable.value("definition", "");
-    std::smatch match;
-    if (std::regex_match(definition, match, std::regex(R"(label_values\((\w+), *\w+\))"))) {
-      expressions.push_back(match[1]);
+    const std::string prefix = "label_values(";
+    if (definition.rfind(prefix, 0) == 0 && definition.find(',') != std::string::npos) {
+      expressions.push_back(definition.substr(prefix.size(), definition.find(',') - prefix.size()));
     }
   }
 
