@@ -300,7 +300,8 @@ print(json.dumps({
     "xlabel": "buffer size", "ylabel": "busbw (GB/s)",
     "series": [{"name": "Torus (neuron-cc-bench)", "x": numbers(sizes), "y": numbers(ours)},
                {"name": "Open MPI (ob1 + vader)", "x": numbers(sizes), "y": numbers(mpi)}],
-    "hlines": [{"name": f"memory bound {float(bound):.2f} GB/s", "y": float(bound)}],
+    "hlines": [{"name": f"DRAM bound for 2 ranks (membw / 4) {float(bound):.2f} GB/s; "
+                        "smaller buffers stay in cache", "y": float(bound)}],
     "note": f"tests/bench/collectives_vs_mpi.sh, {day}, median of 3, f32 sum"}))
 PY
 else
