@@ -5,7 +5,8 @@
  "series": [{"name": "ours", "x": [...], "y": [...]}],            # line: one line per series
  "hlines": [{"name": "memory bound", "y": 3.2}],                    # optional, dashed
  "note": "measured ..."}                                            # optional, under the plot
-For "bar", each series is one bar group: x are the category labels, y the values.
+For "bar", each series is one bar group: x are the category labels, y the values (null: not
+measured, no bar).
 """
 import json
 import sys
@@ -30,10 +31,15 @@ def main():
     if spec.get("kind", "line") == "bar":
         categories = spec["series"][0]["x"]
         width = 0.8 / len(spec["series"])
+        highest = 0.0
         for index, series in enumerate(spec["series"]):
-            positions = [i + index * width for i in range(len(categories))]
-            bars = axes.bar(positions, series["y"], width, label=series["name"])
+            # null: not measured for that category (no bar, not a zero).
+            kept = [(i, y) for i, y in enumerate(series["y"]) if y is not None]
+            positions = [i + index * width for i, _ in kept]
+            bars = axes.bar(positions, [y for _, y in kept], width, label=series["name"])
             axes.bar_label(bars, fmt="%.1f", fontsize=8)
+            highest = max([highest] + [y for _, y in kept])
+        axes.set_ylim(0, highest * 1.3)  # room for the legend above the bars
         axes.set_xticks([i + width * (len(spec["series"]) - 1) / 2 for i in range(len(categories))])
         axes.set_xticklabels(categories)
     else:
@@ -53,7 +59,7 @@ def main():
     axes.set_xlabel(spec.get("xlabel", ""))
     axes.set_ylabel(spec.get("ylabel", ""))
     axes.grid(True, alpha=0.3)
-    axes.legend()
+    axes.legend(loc="upper left", fontsize=8)
     if spec.get("note"):
         figure.text(0.01, 0.01, spec["note"], fontsize=7, color="grey")
     figure.tight_layout(rect=(0, 0.03, 1, 1))

@@ -259,7 +259,7 @@ print(json.dumps({
     "series": [
         {"name": "kube-scheduler, counted", "x": ["mixed sizes", "4 connected chips"], "y": [default, d4]},
         {"name": "neuron-scheduler + Torus extender", "x": ["mixed sizes", "4 connected chips"], "y": [ext, e4]},
-        {"name": "kube-scheduler DRA (claim)", "x": ["mixed sizes", "4 connected chips"], "y": [0, dra]}],
+        {"name": "kube-scheduler DRA (claim)", "x": ["mixed sizes", "4 connected chips"], "y": [None, dra]}],
     "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; DRA is measured for 4 chips only"}))
 PY
 fi
