@@ -79,11 +79,11 @@ Result<std::vector<ClaimHolder>> PodResourcesClient::listClaimHolders(
   for (const auto& pod : response->pod_resources()) {
     for (const auto& container : pod.containers()) {
       for (const auto& claim : container.dynamic_resources()) {
-        const bool ours = std::any_of(
-            claim.claim_resources().begin(), claim.claim_resources().end(),
-            [&](const auto& device) {
-              return device.driver_name() == driver && device.pool_name() == pool;
-            });
+        const bool ours =
+            std::any_of(claim.claim_resources().begin(), claim.claim_resources().end(),
+                        [&](const auto& device) {
+                          return device.driver_name() == driver && device.pool_name() == pool;
+                        });
         if (!ours) continue;
         holders.push_back({claim.claim_namespace(), claim.claim_name(), pod.namespace_(),
                            pod.name(), container.name()});

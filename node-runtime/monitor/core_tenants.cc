@@ -41,7 +41,8 @@ metrics::Labels CoreTenants::labelsOf(const std::vector<std::size_t>& tenancies)
     namespaces.insert(tenancies_[i].nameSpace);
     containers.insert(tenancies_[i].container);
   }
-  return {{"pod", joined(pods)}, {"namespace", joined(namespaces)}, {"container", joined(containers)}};
+  return {
+      {"pod", joined(pods)}, {"namespace", joined(namespaces)}, {"container", joined(containers)}};
 }
 
 metrics::Labels CoreTenants::coreLabels(int core) const {
@@ -61,12 +62,13 @@ void CoreTenants::render(metrics::PrometheusText& out, const metrics::Labels& ba
     for (const std::size_t i : holders) {
       const Tenancy& tenancy = tenancies_[i];
       metrics::Labels labels = base;
-      labels.insert(labels.end(), {{"pod", tenancy.pod},
-                                   {"namespace", tenancy.nameSpace},
-                                   {"container", tenancy.container},
-                                   {"resource", tenancy.resource},
-                                   {"neuroncore", std::to_string(core)},
-                                   {"neuron_device_index", std::to_string(deviceOfCore_.at(core))}});
+      labels.insert(labels.end(),
+                    {{"pod", tenancy.pod},
+                     {"namespace", tenancy.nameSpace},
+                     {"container", tenancy.container},
+                     {"resource", tenancy.resource},
+                     {"neuroncore", std::to_string(core)},
+                     {"neuron_device_index", std::to_string(deviceOfCore_.at(core))}});
       out.sample("torus_allocation_info", labels, 1);
     }
   }

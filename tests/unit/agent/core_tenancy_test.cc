@@ -46,7 +46,8 @@ TEST(CoreTenancy, PluginHoldersAreLabelledByPodNamespaceAndContainer) {
     EXPECT_EQ(labelValue(tenants.coreLabels(core), "pod"), "bert") << core;
   EXPECT_EQ(labelValue(tenants.deviceLabels(3), "container"), "serve");
   // Free cores and devices carry the labels, empty.
-  EXPECT_EQ(tenants.coreLabels(6), (metrics::Labels{{"pod", ""}, {"namespace", ""}, {"container", ""}}));
+  EXPECT_EQ(tenants.coreLabels(6),
+            (metrics::Labels{{"pod", ""}, {"namespace", ""}, {"container", ""}}));
   EXPECT_EQ(labelValue(tenants.deviceLabels(0), "pod"), "");
 }
 
@@ -130,10 +131,9 @@ TEST(CoreTenancy, CloudWatchsPodResourcesLookupFindsThePodOurLabelsName) {
       std::string found;
       for (const plugin::Holder& holder : assignments.holders) {
         const auto ids = plugin::formatIds(holder.ids);  // the strings kubelet lists
-        const std::string wanted =
-            holder.kind == ResourceKind::kNeuronCore
-                ? std::to_string(core)
-                : std::to_string(core / node.logicalCoresPerDevice());
+        const std::string wanted = holder.kind == ResourceKind::kNeuronCore
+                                       ? std::to_string(core)
+                                       : std::to_string(core / node.logicalCoresPerDevice());
         if (std::find(ids.begin(), ids.end(), wanted) != ids.end())
           found = holder.pod.substr(holder.pod.find('/') + 1);
       }
