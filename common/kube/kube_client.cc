@@ -1,9 +1,12 @@
 #include "common/kube/kube_client.h"
 
+#include <cstdint>
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "common/base/strings.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::kube {
 namespace {
@@ -221,7 +224,12 @@ Result<void> KubeClient::watch(const std::string& path, const std::string& resou
           const std::string type = event["type"].get<std::string>();
           if (type == "ERROR") {
             const json& object = event["object"];
-            const int code = object.is_object() ? object.value("code", 0) : 0;
+            // A Status object; a code of the wrong type (or too large) is no code, not a throw.
+            const json& codeField = fieldAt(object, {"code"});
+            const int code = codeField.is_number_integer() && codeField.get<std::int64_t>() > 0 &&
+                                     codeField.get<std::int64_t>() < 1000
+                                 ? static_cast<int>(codeField.get<std::int64_t>())
+                                 : 0;
             failure = statusError(code == 0 ? 500 : code, "WATCH", path, object.dump());
             return false;
           }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::extender {
 namespace {
@@ -12,17 +13,13 @@ namespace {
 using nlohmann::json;
 
 std::string objectName(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "?";
-  return metadata->value("namespace", std::string()) +
-         (metadata->contains("namespace") ? "/" : "") + metadata->value("name", std::string("?"));
+  const std::string nameSpace = kube::stringAt(object, {"metadata", "namespace"});
+  const std::string name = kube::stringAt(object, {"metadata", "name"});
+  return (nameSpace.empty() ? "" : nameSpace + "/") + (name.empty() ? "?" : name);
 }
 
 std::string uidOf(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto uid = metadata->find("uid");
-  return uid != metadata->end() && uid->is_string() ? uid->get<std::string>() : "";
+  return kube::stringAt(object, {"metadata", "uid"});
 }
 
 }  // namespace

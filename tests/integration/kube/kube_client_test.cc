@@ -66,6 +66,12 @@ class FakeApiServer {
                                         "application/json");
                  });
     server_.Get("/api/v1/pods", [](const httplib::Request& request, httplib::Response& response) {
+      if (request.get_param_value("resourceVersion") == "2") {  // a Status with a bad code
+        response.set_content(
+            "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":\"410\"}}\n",
+            "application/json");
+        return;
+      }
       if (request.get_param_value("resourceVersion") == "1") {
         response.set_content(
             "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"message\":\"too "
@@ -154,6 +160,10 @@ TEST(KubeClient, WatchDeliversEventsAndReportsGone) {
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(gone.error().message.find("too old resource version"), std::string::npos);
+  // A wrong-typed code is an error to report, not an exception in the watch thread.
+  auto garbled = client.watch("/api/v1/pods", "2", [](const WatchEvent&) {});
+  ASSERT_FALSE(garbled.ok());
+  EXPECT_NE(garbled.error().message.find("HTTP 500"), std::string::npos) << garbled.error().message;
 }
 
 TEST(KubeClient, AnUnreachableServerIsUnavailable) {
