@@ -1,5 +1,6 @@
 // kubectl-neuron: a kubectl plugin (`kubectl neuron ...`) that shows Neuron capacity as the
-// scheduler extender sees it — read from the Kubernetes API with the caller's kubeconfig.
+// scheduler extender sees it — read from the Kubernetes API with the caller's kubeconfig — and,
+// with `top`, what the node agents measure, read from their /metrics through the API server.
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -25,9 +26,10 @@ namespace {
 
 constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods|claims|top [NODE] [flags]";
 constexpr const char* kDescription =
-    "Neuron capacity on the cluster, as the Torus scheduler extender sees it: which cores and\n"
-    "devices each pod holds (the pods' AWS_NEURON_IDS), what is free, and the largest shape\n"
-    "a new pod could still get along NeuronLink.\n\n"
+    "Neuron capacity and use on the cluster. nodes, node and pods show it as the Torus\n"
+    "scheduler extender sees it: which cores and devices each pod holds (the pods'\n"
+    "AWS_NEURON_IDS), what is free, and the largest shape a new pod could still get along\n"
+    "NeuronLink. claims shows DRA's view; top shows what the node agents measure.\n\n"
     "  nodes        one line per Neuron node: cores used, devices free, largest free shape, "
     "health\n"
     "  node NAME    the node's NeuronLink ring or torus, each device marked with its pod\n"
