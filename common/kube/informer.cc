@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::kube {
 namespace {
@@ -14,10 +15,7 @@ namespace {
 using nlohmann::json;
 
 std::string resourceVersionOf(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  const auto version = metadata->find("resourceVersion");
-  return version != metadata->end() && version->is_string() ? version->get<std::string>() : "";
+  return stringAt(object, {"metadata", "resourceVersion"});
 }
 
 }  // namespace
