@@ -142,8 +142,14 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
     AwsHealthOptions aws = config.aws;
     aws.clear = *awsClear;
     aws.hold = std::chrono::milliseconds(config.kernelErrorHoldMs);
-    agent->publisher_ = std::make_unique<NodePublisher>(**kube, config.nodeName, *agent->monitor_,
-                                                        &agent->hardwareErrors_, aws);
+    if (!agent->kernelLog_ && (aws.neuronHealth || aws.acceleratedHardwareReady)) {
+      TORUS_LOG(Warn, Health,
+                "AWS's NeuronHealth and AcceleratedHardwareReady conditions are not set: the "
+                "kernel log is not followed");
+    }
+    agent->publisher_ =
+        std::make_unique<NodePublisher>(**kube, config.nodeName, *agent->monitor_,
+                                        agent->kernelLog_ ? &agent->hardwareErrors_ : nullptr, aws);
     TORUS_LOG(Info, Agent, "publishing node labels, topology annotation and condition",
               {"node", config.nodeName}, {"server", (*kube)->server});
   }

@@ -119,11 +119,14 @@ Result<void> NodePublisher::publish(
   }
   std::vector<NodeCondition> conditions = {
       {"NeuronHealthy", wanted.healthy ? "True" : "False", wanted.reason, wanted.message}};
-  const AwsConditions aws =
-      awsHealthConditions(errors_ ? errors_->seen() : std::vector<HardwareErrorSeen>{}, aws_,
-                          std::chrono::steady_clock::now(), inheritedNeuronHealth_);
-  conditions.insert(conditions.end(), aws.conditions.begin(), aws.conditions.end());
-  changesAt = aws.changesAt;
+  // AWS's conditions speak for the kernel log: without it followed they are not set at all,
+  // rather than claim "no error".
+  if (errors_ != nullptr) {
+    const AwsConditions aws = awsHealthConditions(
+        errors_->seen(), aws_, std::chrono::steady_clock::now(), inheritedNeuronHealth_);
+    conditions.insert(conditions.end(), aws.conditions.begin(), aws.conditions.end());
+    changesAt = aws.changesAt;
+  }
   return publishConditions(conditions);
 }
 

@@ -24,7 +24,8 @@ namespace torus::agent {
 
 class NodePublisher {
  public:
-  // `errors` (may be null): the kernel log's hardware errors, for AWS's conditions.
+  // `errors`: the kernel log's hardware errors, for AWS's conditions; null when the kernel log is
+  // not followed, and then those conditions are not set.
   NodePublisher(const kube::KubeConfig& config, std::string nodeName, runtime::NodeMonitor& monitor,
                 HardwareErrorLog* errors = nullptr, AwsHealthOptions aws = {});
   ~NodePublisher();

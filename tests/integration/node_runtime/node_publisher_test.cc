@@ -292,13 +292,20 @@ TEST_F(NodePublisherTest, KeepsRetryingWhileTheApiServerFails) {
   api.put("nodes", makeNode("node-b", "inf2.xlarge"));
   api.failNext("GET", "/api/v1/nodes/node-b", 503);
   api.failNext("PATCH", "/api/v1/nodes/node-b", 500);
+  // Without the kernel log followed, AWS's conditions are not claimed either way.
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
                            "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
-                           "--kubeconfig=" + kubeconfig, "--node-name=node-b"});
+                           "--kubeconfig=" + kubeconfig, "--node-name=node-b",
+                           "--kernel-log=none"});
   EXPECT_TRUE(eventually([&] {
-    return api.get("nodes", "node-b")->at("metadata").at("labels").contains("torus.dev/lnc");
+    const json node = *api.get("nodes", "node-b");
+    return node.at("metadata").at("labels").contains("torus.dev/lnc") &&
+           !conditionOf(node, "NeuronHealthy").is_null();
   })) << agent.stderrText();
   EXPECT_NE(agent.stderrText().find("could not publish node metadata"), std::string::npos);
+  EXPECT_TRUE(conditionOf(*api.get("nodes", "node-b"), "NeuronHealth").is_null());
+  EXPECT_NE(agent.stderrText().find("conditions are not set: the kernel log is not followed"),
+            std::string::npos);
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
 }
