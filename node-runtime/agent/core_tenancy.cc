@@ -5,6 +5,10 @@
 
 namespace torus::agent {
 
+bool usesClaim(const plugin::ClaimHolder& holder, const dra::ClaimRef& claim) {
+  return holder.claimNamespace == claim.nameSpace && holder.claimName == claim.name;
+}
+
 std::vector<monitor::Tenancy> tenanciesOf(const topology::Node& node,
                                           const plugin::Assignments& assignments,
                                           const dra::PreparedClaims& claims,
@@ -23,9 +27,7 @@ std::vector<monitor::Tenancy> tenanciesOf(const topology::Node& node,
   }
   for (const auto& [uid, claim] : claims) {
     for (const plugin::ClaimHolder& holder : claimHolders) {
-      if (holder.claimNamespace != claim.ref.nameSpace || holder.claimName != claim.ref.name) {
-        continue;
-      }
+      if (!usesClaim(holder, claim.ref)) continue;
       tenancies.push_back({holder.pod, holder.podNamespace, holder.container,
                            std::string(dra::kDriverName), claim.cores});
     }

@@ -15,6 +15,9 @@
 
 namespace torus::agent {
 
+// Whether kubelet lists `holder` as a container using `claim`.
+bool usesClaim(const plugin::ClaimHolder& holder, const dra::ClaimRef& claim);
+
 std::vector<monitor::Tenancy> tenanciesOf(const topology::Node& node,
                                           const plugin::Assignments& assignments,
                                           const dra::PreparedClaims& claims,

@@ -264,7 +264,7 @@ std::string NodeAgent::allocationsJson() const {
       // The containers kubelet's pod-resources lists as using the claim.
       nlohmann::json containers = nlohmann::json::array();
       for (const plugin::ClaimHolder& user : users) {
-        if (user.claimNamespace == claim.ref.nameSpace && user.claimName == claim.ref.name) {
+        if (usesClaim(user, claim.ref)) {
           containers.push_back(
               {{"pod", user.podNamespace + "/" + user.pod}, {"container", user.container}});
         }

@@ -1,18 +1,17 @@
 #include "node-runtime/monitor/core_tenants.h"
 
 #include <set>
+#include <vector>
+
+#include "common/base/strings.h"
 
 namespace torus::monitor {
 namespace {
 
+// Sorted and without duplicates; an empty name (no namespace, say) adds nothing.
 std::string joined(const std::set<std::string>& values) {
-  std::string text;
-  for (const std::string& value : values) {
-    if (value.empty()) continue;
-    if (!text.empty()) text += ',';
-    text += value;
-  }
-  return text;
+  const std::vector<std::string> named(values.upper_bound(""), values.end());
+  return joinStrings(named, ",");
 }
 
 }  // namespace

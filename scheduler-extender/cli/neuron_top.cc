@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/strings.h"
 #include "common/base/text_table.h"
 #include "common/kube/object_fields.h"
 #include "common/topology/node.h"
@@ -194,15 +195,6 @@ NodeTop summarize(const AgentScrape& scrape, const json& nodes,
   return top;
 }
 
-std::string joined(const std::vector<std::string>& words, const char* separator) {
-  std::string text;
-  for (const std::string& word : words) {
-    if (!text.empty()) text += separator;
-    text += word;
-  }
-  return text;
-}
-
 json toJson(const NodeTop& top) {
   json node = {{"node", top.name}, {"health", top.health}};
   if (!top.error.empty()) {
@@ -275,7 +267,7 @@ std::string renderTop(const std::vector<AgentScrape>& scrapes, const json& nodes
     nodeTable.addRow({top.name, top.instanceType, std::to_string(top.lnc),
                       std::to_string(top.coresUsed) + "/" + std::to_string(top.cores),
                       std::to_string(top.healthyDevices) + "/" + std::to_string(top.devices),
-                      count(top.eccUncorrected), top.deepCheck, joined(top.health, ", ")});
+                      count(top.eccUncorrected), top.deepCheck, joinStrings(top.health, ", ")});
     pods.insert(pods.end(), top.pods.begin(), top.pods.end());
   }
   std::string out = nodeTable.render();
