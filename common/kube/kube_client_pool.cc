@@ -2,8 +2,9 @@
 
 namespace torus::kube {
 
-KubeClientPool::KubeClientPool(KubeConfig config, std::size_t maxIdle)
-    : config_(std::move(config)), maxIdle_(maxIdle) {}
+KubeClientPool::KubeClientPool(KubeConfig config, std::size_t maxIdle,
+                               std::chrono::milliseconds timeout)
+    : config_(std::move(config)), maxIdle_(maxIdle), timeout_(timeout) {}
 
 KubeClientPool::Lease KubeClientPool::acquire() {
   {
@@ -14,7 +15,7 @@ KubeClientPool::Lease KubeClientPool::acquire() {
       return Lease(*this, std::move(client));
     }
   }
-  return Lease(*this, std::make_unique<KubeClient>(config_));
+  return Lease(*this, std::make_unique<KubeClient>(config_, timeout_));
 }
 
 std::size_t KubeClientPool::idleCount() const {

@@ -6,6 +6,7 @@
 // calls and gives it back by dropping the lease; at most `maxIdle` are kept.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,7 +17,8 @@ namespace torus::kube {
 
 class KubeClientPool {
  public:
-  explicit KubeClientPool(KubeConfig config, std::size_t maxIdle = 8);
+  explicit KubeClientPool(KubeConfig config, std::size_t maxIdle = 8,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   class Lease {
    public:
@@ -43,6 +45,7 @@ class KubeClientPool {
 
   KubeConfig config_;
   std::size_t maxIdle_;
+  std::chrono::milliseconds timeout_;  // of each client it makes
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<KubeClient>> idle_;
 };

@@ -69,11 +69,9 @@ std::vector<AgentPod> agentPodsOf(const json& list, const std::string& node) {
   return pods;
 }
 
-Result<std::string> viaProxy(const kube::KubeConfig& config, const AgentPod& pod,
-                             std::chrono::milliseconds timeout) {
-  kube::KubeClient client(config, timeout);
-  return client.getText("/api/v1/namespaces/" + pod.nameSpace + "/pods/" + pod.name + ":" +
-                        std::to_string(pod.port) + "/proxy/metrics");
+Result<std::string> viaProxy(kube::KubeClientPool& api, const AgentPod& pod) {
+  return api.acquire()->getText("/api/v1/namespaces/" + pod.nameSpace + "/pods/" + pod.name + ":" +
+                                std::to_string(pod.port) + "/proxy/metrics");
 }
 
 Result<std::string> direct(const AgentPod& pod, const std::string& agentHost,
@@ -90,8 +88,7 @@ Result<std::string> direct(const AgentPod& pod, const std::string& agentHost,
   return client.getText("/metrics");
 }
 
-AgentScrape scrape(const kube::KubeConfig& config, const AgentPod& pod,
-                   const ScrapeOptions& options) {
+AgentScrape scrape(kube::KubeClientPool& api, const AgentPod& pod, const ScrapeOptions& options) {
   AgentScrape out;
   out.node = pod.node;
   Result<std::string> body = makeError(ErrorCode::kUnavailable, "not read");
@@ -99,7 +96,7 @@ AgentScrape scrape(const kube::KubeConfig& config, const AgentPod& pod,
   const ScrapeVia via = options.via == ScrapeVia::kAuto && !options.agentHost.empty()
                             ? ScrapeVia::kDirect
                             : options.via;
-  if (via != ScrapeVia::kDirect) body = viaProxy(config, pod, options.timeout);
+  if (via != ScrapeVia::kDirect) body = viaProxy(api, pod);
   if (!body && via == ScrapeVia::kAuto) {
     auto fallback = direct(pod, options.agentHost, options.timeout);
     if (fallback) {
@@ -136,10 +133,13 @@ Result<ScrapeVia> parseScrapeVia(const std::string& text) {
                        text + "'");
 }
 
-Result<std::vector<AgentScrape>> scrapeAgents(const kube::KubeConfig& config,
+kube::KubeClientPool scrapePool(const kube::KubeConfig& config, const ScrapeOptions& options) {
+  return kube::KubeClientPool(config, kParallelScrapes, options.timeout);
+}
+
+Result<std::vector<AgentScrape>> scrapeAgents(kube::KubeClientPool& api,
                                               const ScrapeOptions& options) {
-  kube::KubeClient client(config, options.timeout);
-  auto list = client.get("/api/v1/pods?labelSelector=" + percentEncoded(options.selector));
+  auto list = api.acquire()->get("/api/v1/pods?labelSelector=" + percentEncoded(options.selector));
   if (!list) return std::move(list).error().withContext("listing the node agent pods");
   const std::vector<AgentPod> pods = agentPodsOf(*list, options.node);
   std::vector<AgentScrape> scrapes;
@@ -147,7 +147,7 @@ Result<std::vector<AgentScrape>> scrapeAgents(const kube::KubeConfig& config,
     std::vector<std::future<AgentScrape>> batch;
     for (std::size_t i = first; i < std::min(pods.size(), first + kParallelScrapes); ++i) {
       batch.push_back(
-          std::async(std::launch::async, [&, i] { return scrape(config, pods[i], options); }));
+          std::async(std::launch::async, [&, i] { return scrape(api, pods[i], options); }));
     }
     for (auto& result : batch)
       scrapes.push_back(result.get());

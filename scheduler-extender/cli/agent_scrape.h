@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/base/result.h"
-#include "common/kube/kube_config.h"
+#include "common/kube/kube_client_pool.h"
 #include "scheduler-extender/cli/neuron_top.h"
 
 namespace torus::extender {
@@ -28,9 +28,13 @@ struct ScrapeOptions {
   std::chrono::milliseconds timeout{3000};
 };
 
+// The API connections for scrapes: kept alive from one refresh of the view to the next, one per
+// scrape in flight.
+kube::KubeClientPool scrapePool(const kube::KubeConfig& config, const ScrapeOptions& options);
+
 // One entry per running agent pod (sorted by node); a pod whose metrics cannot be read carries
 // the reason. An error only when the agent pods cannot be listed.
-Result<std::vector<AgentScrape>> scrapeAgents(const kube::KubeConfig& config,
+Result<std::vector<AgentScrape>> scrapeAgents(kube::KubeClientPool& api,
                                               const ScrapeOptions& options);
 
 }  // namespace torus::extender

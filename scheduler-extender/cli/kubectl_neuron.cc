@@ -82,13 +82,13 @@ int runTop(const torus::kube::KubeConfig& config, const Options& options, const 
   scrapeOptions.node = node;
   scrapeOptions.agentHost = options.agentHost;
   const bool live = !options.once && !options.json;
+  torus::kube::KubeClientPool api = torus::extender::scrapePool(config, scrapeOptions);
   std::signal(SIGINT, requestStop);
   std::signal(SIGTERM, requestStop);
   while (true) {
-    auto scrapes = torus::extender::scrapeAgents(config, scrapeOptions);
+    auto scrapes = torus::extender::scrapeAgents(api, scrapeOptions);
     if (!scrapes) return fail(scrapes.error().message);
-    torus::kube::KubeClient client(config);
-    auto nodes = client.get("/api/v1/nodes");
+    auto nodes = api.acquire()->get("/api/v1/nodes");
     if (!nodes) return fail("listing Nodes: " + nodes.error().message);
     torus::extender::TopOptions topOptions;
     topOptions.node = node;
