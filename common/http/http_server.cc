@@ -9,11 +9,48 @@
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
+#include "common/http/connection_reaper.h"
+#include "common/http/elastic_pool.h"
 
 namespace torus::http {
+namespace {
+
+// cpp-httplib's worker pool, replaced by one that grows: see elastic_pool.h.
+class ElasticTaskQueue final : public httplib::TaskQueue {
+ public:
+  explicit ElasticTaskQueue(ElasticPool::Limits limits) : pool_(limits) {}
+  void enqueue(std::function<void()> task) override { pool_.enqueue(std::move(task)); }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  ElasticPool pool_;
+};
+
+// Every request of a connection, from the first header byte to the last body byte, may take at
+// most this long after the previous answer; headers beyond this budget end the connection.
+constexpr std::size_t kHeaderBytes = 1024 * 1024;
+
+// The span of one handler call, for the reaper (also when the handler throws).
+class HandlerScope {
+ public:
+  HandlerScope(ConnectionReaper& reaper, const httplib::Request& request)
+      : reaper_(reaper), request_(request) {
+    reaper_.handlerEntered(request_.remote_addr, request_.remote_port);
+  }
+  ~HandlerScope() { reaper_.handlerLeft(request_.remote_addr, request_.remote_port); }
+  HandlerScope(const HandlerScope&) = delete;
+  HandlerScope& operator=(const HandlerScope&) = delete;
+
+ private:
+  ConnectionReaper& reaper_;
+  const httplib::Request& request_;
+};
+
+}  // namespace
 
 struct HttpServer::Impl {
   std::unique_ptr<httplib::Server> server;
+  std::unique_ptr<ConnectionReaper> reaper;
   int port = 0;
   std::jthread thread;
 };
@@ -50,7 +87,10 @@ int HttpServer::port() const {
 void HttpServer::stop() {
   if (impl_ && impl_->server) {
     impl_->server->stop();
+    // Workers waiting on slow clients would hold the join for their read timeout.
+    if (impl_->reaper) impl_->reaper->shutdownAll();
     if (impl_->thread.joinable()) impl_->thread.join();
+    impl_->reaper.reset();
   }
 }
 
@@ -80,12 +120,28 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
   // A reply goes out in more than one write (headers, body); with Nagle's algorithm the last one
   // waits for the client's delayed ACK, ~40 ms per request on a kept-alive connection.
   server.set_tcp_nodelay(true);
+  // cpp-httplib closes a kept-alive connection after 5 requests by default, so kube-scheduler
+  // would open a new connection every few calls.
+  server.set_keep_alive_max_count(1000);
+  const ElasticPool::Limits poolLimits{.minWorkers = 2,
+                                       .maxWorkers = options.maxConnections + 8,
+                                       .idleExit = std::chrono::seconds(30)};
+  // httplib takes ownership of the queue it is given as a raw pointer and deletes it.
+  server.new_task_queue = [poolLimits]() -> httplib::TaskQueue* {
+    return std::make_unique<ElasticTaskQueue>(poolLimits).release();
+  };
+  // The reaper is made once the port is bound, before the accept loop runs, so every handler
+  // finds it; Impl does not move (HttpServer holds it by pointer).
+  Impl* const state = impl.get();
   auto bodilessPosts = std::make_shared<std::map<std::string, httplib::Server::Handler>>();
   for (Route& route : routes) {
-    httplib::Server::Handler handler = [handler = std::move(route.handler)](
+    httplib::Server::Handler handler = [state, handler = std::move(route.handler)](
                                            const httplib::Request& in, httplib::Response& out) {
       Request request{in.method, in.path, in.body, in.get_header_value("Content-Type")};
-      Response response = handler(request);
+      Response response = [&] {
+        const HandlerScope scope(*state->reaper, in);
+        return handler(request);
+      }();
       out.status = response.status;
       out.set_content(std::move(response.body), response.contentType.c_str());
     };
@@ -114,6 +170,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
         }
         return httplib::Server::HandlerResponse::Handled;
       });
+  // Called once an answer is written, for every request (404s and 400s included).
+  server.set_logger([state](const httplib::Request& in, const httplib::Response&) {
+    state->reaper->requestAnswered(in.remote_addr, in.remote_port);
+  });
   server.set_exception_handler(
       [](const httplib::Request& request, httplib::Response& response, std::exception_ptr) {
         TORUS_LOG(Error, Http, "HTTP handler threw; answering 500", {"path", request.path});
@@ -131,6 +191,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
                                                   std::to_string(address.port) +
                                                   " (address in use or not available)");
   }
+  impl->reaper = std::make_unique<ConnectionReaper>(
+      impl->port, ConnectionReaper::Limits{.requestDeadline = options.requestDeadline,
+                                           .requestBytes = options.maxBodyBytes + kHeaderBytes,
+                                           .maxConnections = options.maxConnections});
+  impl->reaper->start();
   impl->thread = std::jthread([&server] { server.listen_after_bind(); });
   // stop() is a no-op until the accept loop runs, so a stop right after start would be lost and
   // the join would hang; return only once the loop is running.

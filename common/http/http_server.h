@@ -5,6 +5,7 @@
 // handlers are plain functions from Request to Response and must not throw.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -50,6 +51,11 @@ struct ServerOptions {
   std::size_t maxBodyBytes = 8 * 1024 * 1024;  // larger bodies get 413 without being buffered
   std::string tlsCertFile;                     // both set: serve HTTPS
   std::string tlsKeyFile;
+  // A connection must deliver each request whole within this long of its accept or of the
+  // previous answer (slow clients cannot hold workers: see connection_reaper.h).
+  std::chrono::milliseconds requestDeadline{15'000};
+  // Open connections beyond this are cut, the longest idle first; /healthz still gets through.
+  std::size_t maxConnections = 200;
 };
 
 class HttpServer {
