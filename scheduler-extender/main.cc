@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/base/log.h"
+#include "common/base/memory_budget.h"
 #include "common/base/shutdown_signal.h"
 #include "common/base/version.h"
 #include "common/config/command_line.h"
@@ -46,6 +47,7 @@ struct ExtenderConfig {
   std::string tlsCertFile;
   std::string tlsKeyFile;
   int maxBodyMiB = 16;
+  int requestMemoryMiB = 256;
   std::string schedulerName = "neuron-scheduler";
   bool crossResourcePreemption = true;
   bool serveState = false;
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
                   "private key for --tls-cert-file", &config.tlsKeyFile);
   table.addInt("max-body-mib", "TORUS_MAX_BODY_MIB", "maxBodyMiB", "MIB",
                "largest request body accepted; larger ones get 413", 1, 1024, &config.maxBodyMiB);
+  table.addInt("request-memory-mib", "TORUS_REQUEST_MEMORY_MIB", "requestMemoryMiB", "MIB",
+               "memory that requests being parsed may hold at once (a body peaks at about 24x its "
+               "size); beyond it requests wait up to 5 s, then get 503",
+               16, 65536, &config.requestMemoryMiB);
   table.addString("scheduler-name", "TORUS_SCHEDULER_NAME", "schedulerName", "NAME",
                   "the scheduler (spec.schedulerName) that calls this extender; cross-resource "
                   "preemption acts only for its pods",
@@ -172,7 +178,10 @@ int main(int argc, char** argv) {
   options.maxBodyBytes = static_cast<std::size_t>(config.maxBodyMiB) * 1024 * 1024;
   options.tlsCertFile = config.tlsCertFile;
   options.tlsKeyFile = config.tlsKeyFile;
+  torus::MemoryBudget requestMemory(static_cast<std::size_t>(config.requestMemoryMiB) * 1024 * 1024,
+                                    torus::extender::kTrimAfterBytes);
   torus::extender::ExtenderContext context{state, pods, metrics};
+  context.requestMemory = &requestMemory;
   context.learnNodesFromRequests = sync == nullptr;
   context.binder = binder.get();
   context.serveState = config.serveState;

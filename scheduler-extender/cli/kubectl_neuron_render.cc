@@ -189,8 +189,7 @@ std::string renderPods(const ClusterSnapshot& snapshot, const std::string& names
     return a->demand.key() < b->demand.key();
   });
   const auto allocatedText = [](const PodRecord& pod) {
-    const auto found = pod.demand.annotations.find(kube::kAllocatedAnnotation);
-    return found == pod.demand.annotations.end() ? std::string("-") : found->second;
+    return pod.allocatedFlag.empty() ? std::string("-") : pod.allocatedFlag;
   };
   if (asJson) {
     json out = json::array();

@@ -53,10 +53,8 @@ bool ClusterSync::hasSynced() const {
 void ClusterSync::rememberDemand(const nlohmann::json& pod) {
   if (options_.podsFromApi == nullptr) return;
   auto record = parsePodRecord(pod);
-  // Only what a bind can ask about: pods that want Neuron and are not bound yet. Annotations are
-  // dropped; bind needs the demand, and the cache must stay small (probe row 4).
+  // Only what a bind can ask about: pods that want Neuron and are not bound yet.
   if (!record || !record->demand.wantsNeuron() || !record->nodeName.empty()) return;
-  record->demand.annotations.clear();
   options_.podsFromApi->remember(record->demand);
 }
 

@@ -5,6 +5,7 @@
 #include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/object_fields.h"
 #include "common/kube/topology_annotation.h"
 #include "scheduler-extender/server/extender_json.h"
 
@@ -81,13 +82,13 @@ Result<PodRecord> parsePodRecord(const json& pod) {
       }
     }
   }
-  if (const auto ids = record.demand.annotations.find(kube::kNeuronIdsAnnotation);
-      ids != record.demand.annotations.end()) {
-    if (auto parsed = topology::CoreSet::parse(ids->second); parsed && !parsed->empty()) {
+  record.allocatedFlag = kube::annotationOf(pod, kube::kAllocatedAnnotation);
+  if (const std::string ids = kube::annotationOf(pod, kube::kNeuronIdsAnnotation); !ids.empty()) {
+    if (auto parsed = topology::CoreSet::parse(ids); parsed && !parsed->empty()) {
       record.assignedIds = *parsed;
     } else {
       record.idsProblem = std::string("annotation ") + kube::kNeuronIdsAnnotation + "=" +
-                          quoteJsonString(clipForMessage(ids->second)) + " is not a list of ids";
+                          quoteJsonString(clipForMessage(ids)) + " is not a list of ids";
     }
   }
   return record;

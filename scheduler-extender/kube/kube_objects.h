@@ -30,6 +30,7 @@ struct PodRecord {
   std::string phase;                             // status.phase
   std::optional<topology::CoreSet> assignedIds;  // AWS_NEURON_IDS
   std::string idsProblem;                        // the annotation was present but unreadable
+  std::string allocatedFlag;                     // NEURON_ALLOCATED ("true"/"false"), if set
   std::string schedulerName;                     // spec.schedulerName
   std::string nominatedNodeName;                 // status.nominatedNodeName (kube-scheduler's)
   bool deleting = false;                         // metadata.deletionTimestamp is set

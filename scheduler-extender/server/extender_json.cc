@@ -126,12 +126,6 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   demand.name = *name;
   demand.namespace_ = ns->empty() ? "default" : *ns;
   demand.uid = *uid;
-  if (const auto annotations = metadata->find("annotations");
-      annotations != metadata->end() && annotations->is_object()) {
-    for (auto it = annotations->begin(); it != annotations->end(); ++it) {
-      if (it->is_string()) demand.annotations[it.key()] = it->get<std::string>();
-    }
-  }
   const auto spec = pod->find("spec");
   if (spec == pod->end() || !spec->is_object()) return bad(path + ".spec", "missing");
   if (const auto priority = spec->find("priority");

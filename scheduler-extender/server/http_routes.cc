@@ -1,6 +1,7 @@
 #include "scheduler-extender/server/http_routes.h"
 
 #include <chrono>
+#include <optional>
 
 #include "common/base/log.h"
 #include "scheduler-extender/server/extender_json.h"
@@ -23,6 +24,21 @@ http::Response serve(ExtenderContext context, const std::string& verb, const htt
   const auto started = Clock::now();
   bool ok = true;
   http::Response response;
+  std::optional<MemoryBudget::Lease> memory;
+  if (context.requestMemory != nullptr) {
+    const std::size_t peak = request.body.size() * kParsePeakPerBodyByte;
+    memory = context.requestMemory->reserve(peak, std::chrono::seconds(5));
+    if (!memory) {
+      TORUS_LOG(Warn, Extender, "too many large requests at once; answering 503", {"verb", verb},
+                {"body_bytes", request.body.size()});
+      context.metrics.record(verb, false, Clock::now() - started);
+      return {503, "text/plain",
+              "extender busy: requests being parsed hold " +
+                  std::to_string(context.requestMemory->inUse() >> 20) + " of " +
+                  std::to_string(context.requestMemory->total() >> 20) +
+                  " MiB (--request-memory-mib); retry\n"};
+    }
+  }
   try {
     response = handle(request.body, ok);
   } catch (const std::exception& error) {

@@ -4,10 +4,12 @@
 // server keeps serving.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "common/base/memory_budget.h"
 #include "common/http/http_server.h"
 #include "scheduler-extender/server/verb_metrics.h"
 #include "scheduler-extender/state/cluster_state.h"
@@ -33,9 +35,17 @@ struct ExtenderContext {
   bool serveState = false;
   // /readyz: true once the state reflects the cluster; unset means always ready.
   std::function<bool()> ready = nullptr;
+  // What requests being parsed may hold at once; nullptr means no bound.
+  MemoryBudget* requestMemory = nullptr;
   // Appended to /metrics (what runs beside the verbs); unset means nothing.
   std::function<std::string()> moreMetrics = nullptr;
 };
+
+// Parsing a JSON body into the verb's arguments peaks at about this many times the body's size
+// (measured: tests/bench/extender_load.sh).
+inline constexpr std::size_t kParsePeakPerBodyByte = 24;
+// Requests whose reservation is at least this large return freed memory to the system when done.
+inline constexpr std::size_t kTrimAfterBytes = 64 * 1024 * 1024;
 
 std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context);
 

@@ -2,7 +2,6 @@
 // (containers add up; an init container runs alone, so the pod needs the larger of the two).
 #pragma once
 
-#include <map>
 #include <string>
 
 #include "common/topology/placement.h"
@@ -19,7 +18,6 @@ struct PodDemand {
   // spec.priority as the API server resolved it from the PriorityClass (0 when unset): only pods
   // of lower priority may be preempted for this one.
   int priority = 0;
-  std::map<std::string, std::string> annotations;
 
   bool wantsNeuron() const { return count > 0; }
   std::string key() const { return namespace_ + "/" + name; }
