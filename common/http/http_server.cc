@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
@@ -29,6 +30,19 @@ class ElasticTaskQueue final : public httplib::TaskQueue {
 // Every request of a connection, from the first header byte to the last body byte, may take at
 // most this long after the previous answer; headers beyond this budget end the connection.
 constexpr std::size_t kHeaderBytes = 1024 * 1024;
+
+// cpp-httplib as built by Debian listens with a backlog of 5: a burst of new connections
+// overflows it and clients wait for SYN retries (1 s, 3 s, 7 s). Its listening socket is only
+// reachable from a derived class, to raise the backlog once it is bound.
+template <typename Base>
+class TunedServer final : public Base {
+ public:
+  using Base::Base;
+  void raiseBacklog(int backlog) { ::listen(this->svr_sock_, backlog); }
+};
+using PlainServer = TunedServer<httplib::Server>;
+using TlsServer = TunedServer<httplib::SSLServer>;
+constexpr int kListenBacklog = 1024;
 
 // The span of one handler call, for the reaper (also when the handler throws).
 class HandlerScope {
@@ -102,8 +116,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
       return makeError(ErrorCode::kInvalidArgument,
                        "TLS needs both a certificate file and a key file");
     }
-    auto tls = std::make_unique<httplib::SSLServer>(options.tlsCertFile.c_str(),
-                                                    options.tlsKeyFile.c_str());
+    auto tls = std::make_unique<TlsServer>(options.tlsCertFile.c_str(), options.tlsKeyFile.c_str());
     if (!tls->is_valid()) {
       return makeError(
           ErrorCode::kInvalidArgument,
@@ -111,7 +124,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
     }
     impl->server = std::move(tls);
   } else {
-    impl->server = std::make_unique<httplib::Server>();
+    impl->server = std::make_unique<PlainServer>();
   }
   httplib::Server& server = *impl->server;
   server.set_payload_max_length(options.maxBodyBytes);
@@ -190,6 +203,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
     return makeError(ErrorCode::kUnavailable, "cannot listen on " + address.host + ":" +
                                                   std::to_string(address.port) +
                                                   " (address in use or not available)");
+  }
+  if (auto* tls = dynamic_cast<TlsServer*>(&server)) {
+    tls->raiseBacklog(kListenBacklog);
+  } else {
+    static_cast<PlainServer&>(server).raiseBacklog(kListenBacklog);
   }
   impl->reaper = std::make_unique<ConnectionReaper>(
       impl->port, ConnectionReaper::Limits{.requestDeadline = options.requestDeadline,
