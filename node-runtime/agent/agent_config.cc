@@ -10,6 +10,11 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
   table.addString("metrics-addr", "TORUS_METRICS_ADDR", "metricsAddr", "HOST:PORT",
                   "where to serve /healthz (and /metrics); port 0 picks a free port",
                   &config->metricsAddr);
+  table.addString("admin-addr", "TORUS_ADMIN_ADDR", "adminAddr", "HOST:PORT",
+                  "where to serve actions that change the node (POST /deep-check); loopback by "
+                  "default, so only what runs in the agent's network namespace can ask (kubectl "
+                  "port-forward, which Kubernetes authorizes); empty: not served",
+                  &config->adminAddr);
   node_source::addNodeSourceSettings(table, &config->node);
   table.addSwitch("device-plugin", "TORUS_DEVICE_PLUGIN", "devicePlugin",
                   "serve kubelet's device plugin API for the resources below",

@@ -17,6 +17,7 @@ namespace torus::agent {
 struct AgentConfig {
   std::string configFile;
   std::string metricsAddr = "0.0.0.0:9400";
+  std::string adminAddr = "127.0.0.1:9401";
   node_source::NodeSourceOptions node;
   bool devicePlugin = true;
   plugin::DevicePluginOptions plugin;

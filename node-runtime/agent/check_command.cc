@@ -22,10 +22,10 @@ int runCheckCommand(const AgentConfig& config) {
     return 2;
   }
   // Without the agent's view of kubelet's allocations, a device is in use when a process has it
-  // open, the same test the device reset uses.
-  const topology::DeviceSet busy = runtime::openDevices(prepared->roots, found->node);
+  // open, the same test the device reset uses, asked again before each phase.
+  const auto busyNow = [&] { return runtime::openDevices(prepared->roots, found->node); };
   const runtime::DeepCheckResult result =
-      runtime::runDeepCheck(found->node, prepared->roots, busy, deepCheckOptionsOf(config));
+      runtime::runDeepCheck(found->node, prepared->roots, busyNow, deepCheckOptionsOf(config));
   const std::string out =
       config.json ? runtime::deepCheckJson(result) : runtime::deepCheckTable(result);
   std::fputs(out.c_str(), stdout);

@@ -29,10 +29,20 @@ DeepCheckRunner::~DeepCheckRunner() {
 }
 
 runtime::DeepCheckResult DeepCheckRunner::runNow() {
-  std::lock_guard running(runMutex_);
-  const topology::DeviceSet busy = busyDevices_ ? busyDevices_() : topology::DeviceSet();
+  {
+    std::unique_lock lock(mutex_);
+    if (running_) {
+      const std::uint64_t awaited = runsFinished_ + 1;
+      finished_.wait(lock, [&] { return runsFinished_ >= awaited; });
+      return last_->result;
+    }
+    running_ = true;
+  }
+  // Asked again before each phase: a device allocated while the check runs is left alone from
+  // then on.
+  const auto busyNow = [this] { return busyDevices_ ? busyDevices_() : topology::DeviceSet(); };
   runtime::DeepCheckResult result =
-      runtime::runDeepCheck(monitor_.node(), monitor_.roots(), busy, options_);
+      runtime::runDeepCheck(monitor_.node(), monitor_.roots(), busyNow, options_);
   const std::vector<std::string> failures = runtime::deepCheckFailures(result);
   metrics::processCounters().add(metrics::names::kDeepCheckRunsTotal,
                                  {{"result", failures.empty() ? "passed" : "failed"}});
@@ -50,11 +60,16 @@ runtime::DeepCheckResult DeepCheckRunner::runNow() {
   }
   // Device transitions (and their reasons) are logged once by the monitor.
   monitor_.reportDeepCheck(result.verdictByDevice());
-  std::lock_guard lock(mutex_);
-  const std::optional<double> lastSuccess = last_ ? last_->lastSuccessSeconds : std::nullopt;
-  const double now = unixNow();
-  last_ = monitor::DeepCheckSnapshot{result, now,
-                                     failures.empty() ? std::optional<double>(now) : lastSuccess};
+  {
+    std::lock_guard lock(mutex_);
+    const std::optional<double> lastSuccess = last_ ? last_->lastSuccessSeconds : std::nullopt;
+    const double now = unixNow();
+    last_ = monitor::DeepCheckSnapshot{result, now,
+                                       failures.empty() ? std::optional<double>(now) : lastSuccess};
+    running_ = false;
+    ++runsFinished_;
+  }
+  finished_.notify_all();
   return result;
 }
 

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -32,7 +33,9 @@ class DeepCheckRunner {
   DeepCheckRunner(const DeepCheckRunner&) = delete;
   DeepCheckRunner& operator=(const DeepCheckRunner&) = delete;
 
-  // Runs a check now (after any run in progress) and returns its result.
+  // Runs a check now and returns its result. A caller that arrives while a run is in progress
+  // gets that run's result instead of queueing another (twelve concurrent POSTs used to run
+  // twelve checks back to back: probe row 8).
   runtime::DeepCheckResult runNow();
   std::optional<monitor::DeepCheckSnapshot> last() const;
 
@@ -43,8 +46,10 @@ class DeepCheckRunner {
   const runtime::DeepCheckOptions options_;
   const std::chrono::milliseconds interval_;
   const BusyDevices busyDevices_;
-  std::mutex runMutex_;  // one check at a time: they share the devices
   mutable std::mutex mutex_;
+  std::condition_variable finished_;
+  bool running_ = false;  // one check at a time: they share the devices
+  std::uint64_t runsFinished_ = 0;
   std::optional<monitor::DeepCheckSnapshot> last_;
   std::jthread thread_;
 };

@@ -173,6 +173,9 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
               {"interval_ms", config.deepCheckIntervalMs});
   }
   TORUS_RETURN_IF_ERROR(agent->serveHttp(config.metricsAddr), "serving --metrics-addr");
+  if (!config.adminAddr.empty()) {
+    TORUS_RETURN_IF_ERROR(agent->serveAdmin(config.adminAddr), "serving --admin-addr");
+  }
   return agent;
 }
 
@@ -345,6 +348,28 @@ topology::DeviceSet NodeAgent::devicesInUse() const {
   return busy | runtime::openDevices(prepared_.roots, node);
 }
 
+Result<void> NodeAgent::serveAdmin(const std::string& address) {
+  auto listen = http::parseListenAddress(address);
+  if (!listen) return std::move(listen).error();
+  std::vector<http::Route> routes;
+  // The deep health check now: joins a run in progress rather than starting another, and answers
+  // with the result.
+  routes.push_back({"POST", "/deep-check", [this](const http::Request&) {
+                      return http::Response{200, "application/json",
+                                            runtime::deepCheckJson(deepCheck_->runNow())};
+                    }});
+  http::ServerOptions options;
+  options.address = *listen;
+  options.maxBodyBytes = 64 * 1024;
+  options.maxConnections = 16;
+  auto server = http::HttpServer::start(options, std::move(routes));
+  if (!server) return std::move(server).error();
+  admin_ = std::move(*server);
+  TORUS_LOG(Info, Agent, "serving admin HTTP", {"address", listen->host}, {"port", admin_->port()},
+            {"paths", "POST /deep-check"});
+  return okResult();
+}
+
 Result<void> NodeAgent::serveHttp(const std::string& address) {
   auto listen = http::parseListenAddress(address);
   if (!listen) return std::move(listen).error();
@@ -372,12 +397,17 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                                                       metrics::processHistograms()) +
                               monitor::renderDeepCheckMetrics(deepCheck_->last())};
                     }});
-  // The deep health check on demand: runs now (after a run in progress) and answers with the
-  // result; GET answers with the last one.
-  routes.push_back({"POST", "/deep-check", [this](const http::Request&) {
-                      return http::Response{200, "application/json",
-                                            runtime::deepCheckJson(deepCheck_->runNow())};
+  // Running a check writes device memory and costs seconds of CPU: not for whoever reaches the
+  // metrics port (probe row 8). It is on the admin address; this says where.
+  routes.push_back({"POST", "/deep-check", [](const http::Request&) {
+                      return http::Response{
+                          403, "application/json",
+                          "{\"error\": \"POST /deep-check is served on the agent's admin address "
+                          "(--admin-addr, 127.0.0.1:9401 by default), from inside its pod: kubectl "
+                          "port-forward -n NAMESPACE POD 9401, then curl -X POST "
+                          "127.0.0.1:9401/deep-check\"}\n"};
                     }});
+  // The last result, for anyone who may read the metrics.
   routes.push_back(
       {"GET", "/deep-check", [this](const http::Request&) {
          const auto last = deepCheck_->last();
@@ -399,7 +429,9 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
 }
 
 void NodeAgent::stop() {
-  if (http_) http_->stop();  // no request may reach the runner while it goes away
+  // No request may reach the runner while it goes away.
+  if (admin_) admin_->stop();
+  if (http_) http_->stop();
   deepCheck_.reset();
   kernelLog_.reset();
   plugins_.reset();
@@ -413,6 +445,7 @@ void NodeAgent::stop() {
     http_->stop();
     http_.reset();
   }
+  admin_.reset();
 }
 
 }  // namespace torus::agent

@@ -39,12 +39,14 @@ class NodeAgent {
   NodeAgent& operator=(const NodeAgent&) = delete;
 
   int httpPort() const { return http_ ? http_->port() : 0; }
+  int adminPort() const { return admin_ ? admin_->port() : 0; }
   runtime::NodeMonitor& monitor() { return *monitor_; }
   const discovery::Discovery& discovery() const { return discovery_; }
   void stop();
 
  private:
   Result<void> serveHttp(const std::string& address);
+  Result<void> serveAdmin(const std::string& address);
   void followKernelLog(const AgentConfig& config);
   std::string allocationsJson() const;
   // Whether any core is held, through either resource or by a process outside kubelet's view.
@@ -75,6 +77,7 @@ class NodeAgent {
   std::mutex statsMutex_;
   DeadlineWorker statsWorker_;  // before http_: a scrape in flight may be using it
   std::unique_ptr<http::HttpServer> http_;
+  std::unique_ptr<http::HttpServer> admin_;
 };
 
 }  // namespace torus::agent

@@ -95,13 +95,14 @@ std::map<int, std::string> DeepCheckResult::verdictByDevice() const {
 }
 
 DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::DiscoveryRoots& roots,
-                             const topology::DeviceSet& busy, const DeepCheckOptions& options) {
+                             const BusyDevices& busyNow, const DeepCheckOptions& options) {
   const auto started = Clock::now();
   DeepCheckResult result;
   result.startedAt = utcNowRfc3339();
   result.transferBytes = options.links.transferBytes;
   result.allReduceBytes = options.links.allReduceBytes;
 
+  const topology::DeviceSet busy = busyNow();
   std::vector<int> idle;
   for (const topology::Device& device : node.devices) {
     DeviceCheck check;
@@ -131,6 +132,16 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     }
   }
 
+  // Allocated while their memory was tested: their verdict stands, the later phases leave them.
+  const topology::DeviceSet busyForLinks = busyNow();
+  for (DeviceCheck& check : result.devices) {
+    if (check.state != CheckState::kSkipped && busyForLinks.contains(check.device) &&
+        check.detail.empty()) {
+      check.detail = "allocated during the check: memory tested, links and AllReduce left alone";
+    }
+  }
+  std::erase_if(idle, [&](int device) { return busyForLinks.contains(device); });
+
   const topology::NeuronLinkGraph reported = topology::NeuronLinkGraph::fromNode(node);
   std::vector<LinkObservation> observations;
   std::vector<std::pair<int, int>> toTime;
@@ -138,7 +149,7 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     LinkCheck check;
     check.a = a;
     check.b = b;
-    if (busy.contains(a) || busy.contains(b)) {
+    if (busyForLinks.contains(a) || busyForLinks.contains(b)) {
       check.state = CheckState::kSkipped;
       check.detail = "an end is in use; not touched";
       result.links.push_back(std::move(check));
@@ -180,12 +191,21 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     }
   }
   std::vector<std::string> problems = judgeLinks(observations, options.slowLink);
+  // A link whose end was allocated while it was timed is not judged: the container's traffic, not
+  // the link, may have made it slow.
+  const topology::DeviceSet busyAfterLinks = busyNow();
+  std::vector<bool> withdrawn(observations.size(), false);
+  for (std::size_t i = 0; i < observations.size(); ++i) {
+    withdrawn[i] =
+        busyAfterLinks.contains(observations[i].a) || busyAfterLinks.contains(observations[i].b);
+  }
   // A descheduled rank thread can make a healthy link look slow once; a degraded link is slow
   // every time. So links slow by timing alone are timed again, with more attempts, and only
   // those still slow (fastest of both runs) fail.
   std::vector<std::pair<int, int>> suspects;
   for (std::size_t i = 0; i < observations.size(); ++i) {
-    if (!problems[i].empty() && observations[i].up && observations[i].error.empty() &&
+    if (!withdrawn[i] && !problems[i].empty() && observations[i].up &&
+        observations[i].error.empty() &&
         !(observations[i].speed && observations[i].speed->current < observations[i].speed->max)) {
       suspects.emplace_back(observations[i].a, observations[i].b);
     }
@@ -208,8 +228,13 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     if (check.state == CheckState::kSkipped) continue;
     const LinkObservation& seen = observations[observed];
     check.seconds = seen.seconds;
-    check.detail = problems[observed];
-    check.state = check.detail.empty() ? CheckState::kPassed : CheckState::kFailed;
+    if (withdrawn[observed]) {
+      check.state = CheckState::kSkipped;
+      check.detail = "an end was allocated during the check; not judged";
+    } else {
+      check.detail = problems[observed];
+      check.state = check.detail.empty() ? CheckState::kPassed : CheckState::kFailed;
+    }
     ++observed;
   }
   // A link failure already explains a failed ring; keep the ring's own problem only when nothing

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,8 +72,11 @@ struct DeepCheckResult {
   std::map<int, std::string> verdictByDevice() const;
 };
 
-// `busy`: devices in use (allocated to a container or held open), which are not touched.
+// `busyNow`: the devices in use now (allocated to a container or held open), which are not
+// touched. Asked before each phase: a device allocated during a run (the link and AllReduce
+// phases take seconds) is left alone from the next phase on, and its links are not judged.
+using BusyDevices = std::function<topology::DeviceSet()>;
 DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::DiscoveryRoots& roots,
-                             const topology::DeviceSet& busy, const DeepCheckOptions& options);
+                             const BusyDevices& busyNow, const DeepCheckOptions& options);
 
 }  // namespace torus::runtime

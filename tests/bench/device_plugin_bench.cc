@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
   agentKubelet.start();
   torus::testing::BackgroundProcess agent(
       {torus::testing::binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
-       "--device-plugin-dir=" + agentDir, "--metrics-addr=127.0.0.1:0",
+       "--device-plugin-dir=" + agentDir, "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
        "--pod-resources-socket=" + (dir->path() / "agent-pr.sock").string()});
   if (!agentKubelet.waitForRegistration("aws.amazon.com/neuron", 1, 20s)) {
     std::fprintf(stderr, "agent did not register:\n%s\n", agent.stderrText().c_str());

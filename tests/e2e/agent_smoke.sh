@@ -16,7 +16,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- agent log ---" >&2; cat "$work/agent.log" >&2 || true; exit 1; }
 
 "$bin_dir/neuron-node-agent" --simulate=trn2.48xlarge --simulate-dir="$work/node" \
-  --metrics-addr=127.0.0.1:0 --simulate-fault=ecc:7 2>"$work/agent.log" &
+  --metrics-addr=127.0.0.1:0 --admin-addr=127.0.0.1:0 --simulate-fault=ecc:7 2>"$work/agent.log" &
 agent_pid=$!
 
 port=""

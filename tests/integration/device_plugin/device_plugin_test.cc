@@ -503,7 +503,7 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
   kubelet.start();
   BackgroundProcess agent(
       {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
-       "--device-plugin-dir=" + plugins, "--metrics-addr=127.0.0.1:0",
+       "--device-plugin-dir=" + plugins, "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
        "--pod-resources-socket=" + (dir->path() / "pod-resources.sock").string()});
   ASSERT_TRUE(kubelet.waitForRegistration(kCores, 1, 20s)) << agent.stderrText();
   ASSERT_TRUE(kubelet.waitForRegistration(kDevices, 1, 5s)) << agent.stderrText();
@@ -662,17 +662,19 @@ TEST(NodeAgentBinary, AnUnusableKubeconfigOrNoNodeNameIsAClearError) {
   ASSERT_TRUE(dir.ok());
   const std::string plugins = (dir->path() / "plugins").string();
   fs::create_directories(plugins);
-  const ProcessResult missing = runProcess(
-      {binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge", "--metrics-addr=127.0.0.1:0",
-       "--device-plugin-dir=" + plugins, "--kubeconfig=/nonexistent/kubeconfig"});
+  const ProcessResult missing =
+      runProcess({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
+                  "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                  "--device-plugin-dir=" + plugins, "--kubeconfig=/nonexistent/kubeconfig"});
   EXPECT_NE(missing.exitCode, 0);
   EXPECT_NE(missing.err.find("--kubeconfig"), std::string::npos) << missing.err;
   FakeApiServer api;
   const std::string kubeconfig = (dir->path() / "kubeconfig").string();
   api.writeKubeconfig(kubeconfig);
-  const ProcessResult nameless = runProcess(
-      {binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge", "--metrics-addr=127.0.0.1:0",
-       "--device-plugin-dir=" + plugins, "--kubeconfig=" + kubeconfig, "--node-name="});
+  const ProcessResult nameless =
+      runProcess({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
+                  "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                  "--device-plugin-dir=" + plugins, "--kubeconfig=" + kubeconfig, "--node-name="});
   EXPECT_NE(nameless.exitCode, 0);
   EXPECT_NE(nameless.err.find("NODE_NAME"), std::string::npos) << nameless.err;
 }

@@ -155,7 +155,7 @@ TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
                            "--simulate-dir=" + (dir->path() / "sim").string(),
                            "--device-plugin-dir=" + plugins,
                            "--pod-resources-socket=" + podResources, "--metrics-addr=127.0.0.1:0",
-                           "--publish-node=false"});
+                           "--admin-addr=127.0.0.1:0", "--publish-node=false"});
   ASSERT_TRUE(kubelet.waitForRegistration("aws.amazon.com/neuron", 1, 20s)) << agent.stderrText();
   const int port = loggedPort(agent.stderrText(), "\"serving HTTP\"");
   json pod = makePod("kube-system", "torus-node-agent-x", "example.com/none", 1);

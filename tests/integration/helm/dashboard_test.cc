@@ -180,11 +180,13 @@ TEST(GrafanaDashboard, ParsesAndNamesOnlyMetricsWeExport) {
   // Names: what the agent (after a deep check) and the extender serve.
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + (dir->path() / "sim").string(),
-                           "--device-plugin=false", "--metrics-addr=127.0.0.1:0"});
-  const auto agentLog = agent.waitForStderr("\"serving HTTP\"", 10s);
+                           "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
+                           "--admin-addr=127.0.0.1:0"});
+  const auto agentLog = agent.waitForStderr("\"serving admin HTTP\"", 10s);
   ASSERT_TRUE(agentLog) << agent.stderrText();
   const int agentPort = loggedPort(*agentLog, "\"serving HTTP\"");
-  ASSERT_EQ(httpPost(agentPort, "/deep-check", "").value_or("").substr(0, 3), "200");
+  const int adminPort = loggedPort(*agentLog, "\"serving admin HTTP\"");
+  ASSERT_EQ(httpPost(adminPort, "/deep-check", "").value_or("").substr(0, 3), "200");
   BackgroundProcess extender({binaryPath("neuron-scheduler-extender"),
                               "--simulate-cluster=trn2.48xlarge:1", "--listen=127.0.0.1:0"});
   const auto extenderLog = extender.waitForStderr("\"serving\"", 10s);

@@ -69,10 +69,12 @@ class AgentMetricsTest : public ::testing::Test {
     agent_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
         binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
         "--simulate-dir=" + (dir_->path() / "sim").string(), "--device-plugin=false",
-        "--metrics-addr=127.0.0.1:0", "--health-interval=100ms", "--kernel-error-hold=1s"});
-    const auto log = agent_->waitForStderr("\"serving HTTP\"", 10s);
+        "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0", "--health-interval=100ms",
+        "--kernel-error-hold=1s"});
+    const auto log = agent_->waitForStderr("\"serving admin HTTP\"", 10s);
     ASSERT_TRUE(log.has_value()) << agent_->stderrText();
     port_ = loggedPort(*log, "\"serving HTTP\"");
+    adminPort_ = loggedPort(*log, "\"serving admin HTTP\"");
   }
   void TearDown() override {
     agent_->signal(SIGTERM);
@@ -81,11 +83,12 @@ class AgentMetricsTest : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<BackgroundProcess> agent_;
   int port_ = 0;
+  int adminPort_ = 0;
 };
 
 TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
   // One deep check first, so its families have samples to pin.
-  ASSERT_EQ(httpPost(port_, "/deep-check", "").value_or("").substr(0, 3), "200");
+  ASSERT_EQ(httpPost(adminPort_, "/deep-check", "").value_or("").substr(0, 3), "200");
   const Exposition metrics = parse(metricsOf(port_));
   // Per-device and per-core series name the holder (empty when free).
   const auto withHolder = [](std::set<std::string> labels) {
@@ -135,7 +138,7 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
 
 TEST_F(AgentMetricsTest, PassesPromtool) {
   // With a deep check's samples in it, as an operator's scrape would have.
-  ASSERT_EQ(httpPost(port_, "/deep-check", "").value_or("").substr(0, 3), "200");
+  ASSERT_EQ(httpPost(adminPort_, "/deep-check", "").value_or("").substr(0, 3), "200");
   const std::string text = metricsOf(port_);
   ASSERT_FALSE(text.empty());
   const std::string file = (dir_->path() / "metrics.txt").string();

@@ -19,8 +19,8 @@ int portFromLog(const std::string& log) {
 }
 
 TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {
-  BackgroundProcess agent(
-      {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge", "--metrics-addr=127.0.0.1:0"});
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0"});
   const auto log = agent.waitForStderr("\"ready\"", 20s);
   ASSERT_TRUE(log.has_value()) << agent.stderrText();
   EXPECT_NE(log->find("\"discovered node\" instance_type=trn2.48xlarge devices=16 "
@@ -37,8 +37,8 @@ TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {
 }
 
 TEST(NodeAgent, StopsCleanlyWhenSignalledDuringStartup) {
-  BackgroundProcess agent(
-      {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge", "--metrics-addr=127.0.0.1:0"});
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0"});
   ASSERT_TRUE(agent.waitForStderr("starting neuron-node-agent", 10s).has_value());
   agent.signal(SIGINT);
   EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
@@ -71,7 +71,7 @@ TEST(NodeAgent, ConfigFileSetsWhatFlagsDoNotAndUnknownKeysFail) {
 TEST(NodeAgent, StartupFailuresExitNonZeroWithTheReason) {
   const ProcessResult noDriver =
       runProcess({binaryPath("neuron-node-agent"), "--sysfs-root=/nonexistent/sys",
-                  "--metrics-addr=127.0.0.1:0"});
+                  "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0"});
   EXPECT_EQ(noDriver.exitCode, 1);
   EXPECT_NE(noDriver.err.find("is the Neuron driver loaded?"), std::string::npos) << noDriver.err;
   const ProcessResult badAddress =
@@ -84,9 +84,9 @@ TEST(NodeAgent, StartupFailuresExitNonZeroWithTheReason) {
 }
 
 TEST(NodeAgent, RefusesAHealthIntervalItCannotKeep) {
-  const ProcessResult tooFast =
-      runProcess({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
-                  "--health-interval=10ms", "--metrics-addr=127.0.0.1:0"});
+  const ProcessResult tooFast = runProcess(
+      {binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge", "--health-interval=10ms",
+       "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0"});
   EXPECT_EQ(tooFast.exitCode, 1);
   EXPECT_NE(tooFast.err.find("--health-interval must be at least 50ms, got 10ms"),
             std::string::npos)

@@ -2,6 +2,8 @@
 // exit codes) and a running agent's POST/GET /deep-check, whose failures take the named devices
 // out of service (/metrics, logs) and whose later pass brings them back.
 #include <filesystem>
+#include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -62,15 +64,23 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
       binaryPath("neuron-node-agent"),  "--simulate=inf2.48xlarge",
       "--simulate-dir=" + sim.string(), "--simulate-fault=mem-corrupt:5",
       "--device-plugin=false",          "--metrics-addr=127.0.0.1:0",
-      "--health-interval=100ms"};
+      "--admin-addr=127.0.0.1:0",       "--health-interval=100ms"};
   args.insert(args.end(), kSmallCheck.begin(), kSmallCheck.end());
   BackgroundProcess agent(args);
-  const auto log = agent.waitForStderr("\"serving HTTP\"", 10s);
+  const auto log = agent.waitForStderr("\"serving admin HTTP\"", 10s);
   ASSERT_TRUE(log.has_value()) << agent.stderrText();
   const int port = loggedPort(*log, "\"serving HTTP\"");
+  const int adminPort = loggedPort(*log, "\"serving admin HTTP\"");
 
   EXPECT_EQ(httpGet(port, "/deep-check")->substr(0, 3), "404");
-  const auto failed = httpPost(port, "/deep-check", "");
+  // Probe row 8: running a check is not for whoever reaches the metrics port.
+  const auto refused = httpPost(port, "/deep-check", "");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->substr(0, 3), "403");
+  EXPECT_NE(refused->find("--admin-addr"), std::string::npos) << *refused;
+  EXPECT_EQ(httpGet(port, "/deep-check")->substr(0, 3), "404");  // and it ran nothing
+
+  const auto failed = httpPost(adminPort, "/deep-check", "");
   ASSERT_TRUE(failed.has_value());
   ASSERT_EQ(failed->substr(0, 3), "200");
   const auto json = nlohmann::json::parse(failed->substr(4), nullptr, false);
@@ -105,7 +115,7 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
   fs::remove(function / "resource4_wc");
   fs::create_hard_link(function / "resource4", function / "resource4_wc");
   // As an operator types it (`curl -X POST`): no body and no Content-Length.
-  const auto passed = httpPostNoBody(port, "/deep-check");
+  const auto passed = httpPostNoBody(adminPort, "/deep-check");
   ASSERT_TRUE(passed.has_value()) << "no answer to a POST without Content-Length";
   EXPECT_NE(passed->find("\"passed\": true"), std::string::npos) << *passed;
   EXPECT_TRUE(eventually([&] { return metric(healthy5) == "1"; }, 5s));
@@ -114,6 +124,47 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
 
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
+}
+
+// Probe row 8: twelve concurrent POSTs ran twelve checks back to back (20 s of CPU on both cores).
+TEST(DeepCheckAgent, ConcurrentRequestsShareTheRunInProgress) {
+  auto dir = TempDir::create("deep-check-agent");
+  ASSERT_TRUE(dir.ok());
+  std::vector<std::string> args = {binaryPath("neuron-node-agent"),
+                                   "--simulate=inf2.48xlarge",
+                                   "--simulate-dir=" + (dir->path() / "sim").string(),
+                                   "--device-plugin=false",
+                                   "--metrics-addr=127.0.0.1:0",
+                                   "--admin-addr=127.0.0.1:0"};
+  args.insert(args.end(), kSmallCheck.begin(), kSmallCheck.end());
+  BackgroundProcess agent(args);
+  const auto log = agent.waitForStderr("\"serving admin HTTP\"", 10s);
+  ASSERT_TRUE(log.has_value()) << agent.stderrText();
+  const int port = loggedPort(*log, "\"serving HTTP\"");
+  const int adminPort = loggedPort(*log, "\"serving admin HTTP\"");
+
+  std::vector<std::string> answers(12);
+  {
+    std::vector<std::jthread> callers;
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      callers.emplace_back(
+          [&, i] { answers[i] = httpPost(adminPort, "/deep-check", "").value_or("none"); });
+    }
+  }
+  std::set<std::string> distinct;
+  for (const std::string& answer : answers) {
+    ASSERT_EQ(answer.substr(0, 3), "200") << answer;
+    distinct.insert(answer);
+  }
+  // All twelve arrive within milliseconds of each other; at most one may miss the first run.
+  EXPECT_LE(distinct.size(), 2U);
+  const std::string metrics = httpGet(port, "/metrics").value_or("");
+  EXPECT_NE(metrics.find("\ntorus_deep_check_runs_total{result=\"passed\"} " +
+                         std::to_string(distinct.size()) + "\n"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), 0);
 }
 
 }  // namespace

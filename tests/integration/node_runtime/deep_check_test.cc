@@ -3,6 +3,7 @@
 // the verdict takes exactly those devices out of service; devices in use are skipped untouched.
 #include "node-runtime/runtime/deep_check.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ class DeepCheckTest : public ::testing::Test {
  protected:
   DeepCheckResult check(const std::string& type, const std::vector<std::string>& faults,
                         const topology::DeviceSet& busy = {}) {
+    return check(type, faults, [busy] { return busy; });
+  }
+  DeepCheckResult check(const std::string& type, const std::vector<std::string>& faults,
+                        const BusyDevices& busy) {
     auto dir = TempDir::create("deep-check");
     EXPECT_TRUE(dir.ok());
     dir_.emplace(std::move(*dir));
@@ -113,6 +118,28 @@ TEST_F(DeepCheckTest, DevicesInUseAreSkippedAndSaySo) {
     }
   }
   EXPECT_EQ(result.ring.size(), 11U);
+}
+
+// Probe row 8: the busy set was read once, so a device allocated during a run was still driven.
+TEST_F(DeepCheckTest, ADeviceAllocatedDuringTheRunIsLeftAloneFromTheNextPhaseOn) {
+  int asked = 0;
+  const DeepCheckResult result = check("inf2.48xlarge", {}, [&asked] {
+    topology::DeviceSet busy;
+    if (asked++ > 0) busy.insert(5);  // idle for the memory phase, allocated from then on
+    return busy;
+  });
+  EXPECT_GE(asked, 3);  // before memory, before the links, after the links
+  EXPECT_TRUE(result.passed()) << failuresOf(result);
+  EXPECT_EQ(result.devices[5].state, CheckState::kPassed);  // its memory was tested while idle
+  EXPECT_EQ(result.devices[5].detail,
+            "allocated during the check: memory tested, links and AllReduce left alone");
+  EXPECT_EQ(std::count(result.ring.begin(), result.ring.end(), 5), 0);
+  EXPECT_EQ(result.ring.size(), 11U);
+  for (const LinkCheck& link : result.links) {
+    if (link.a == 5 || link.b == 5) {
+      EXPECT_EQ(link.state, CheckState::kSkipped);
+    }
+  }
 }
 
 TEST_F(DeepCheckTest, SingleDeviceNodeTestsMemoryAndRunsNoRing) {

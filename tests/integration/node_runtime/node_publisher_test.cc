@@ -63,8 +63,9 @@ TEST_F(NodePublisherTest, LabelsAnnotationAndConditionFollowTheDevices) {
 
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + sim.string(), "--device-plugin=false",
-                           "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
-                           "--kubeconfig=" + kubeconfig, "--node-name=node-a"});
+                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                           "--health-interval=100ms", "--kubeconfig=" + kubeconfig,
+                           "--node-name=node-a"});
   ASSERT_TRUE(eventually([&] {
     return !conditionOf(*api.get("nodes", "node-a"), "NeuronHealthy").is_null();
   })) << agent.stderrText();
@@ -135,10 +136,10 @@ TEST_F(NodePublisherTest, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy
   api.put("nodes", node);
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + sim.string(), "--device-plugin=false",
-                           "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
-                           "--kubeconfig=" + kubeconfig, "--node-name=node-a",
-                           "--accelerated-hardware-condition", "--health-condition-clear=hold",
-                           "--kernel-error-hold=1500ms"});
+                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                           "--health-interval=100ms", "--kubeconfig=" + kubeconfig,
+                           "--node-name=node-a", "--accelerated-hardware-condition",
+                           "--health-condition-clear=hold", "--kernel-error-hold=1500ms"});
   ASSERT_TRUE(eventually([&] {
     const json now = *api.get("nodes", "node-a");
     return conditionOf(now, "NeuronHealth")["reason"] == "NeuronHasNoError" &&
@@ -199,12 +200,16 @@ TEST_F(NodePublisherTest, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy
 // same boot keeps it; a condition set before this boot is cleared.
 TEST_F(NodePublisherTest, NeuronHealthStandsUntilTheNodeReboots) {
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
-  const std::vector<std::string> args = {
-      binaryPath("neuron-node-agent"),  "--simulate=trn2.48xlarge",
-      "--simulate-dir=" + sim.string(), "--device-plugin=false",
-      "--metrics-addr=127.0.0.1:0",     "--health-interval=100ms",
-      "--kubeconfig=" + kubeconfig,     "--node-name=node-a",
-      "--kernel-error-hold=500ms"};
+  const std::vector<std::string> args = {binaryPath("neuron-node-agent"),
+                                         "--simulate=trn2.48xlarge",
+                                         "--simulate-dir=" + sim.string(),
+                                         "--device-plugin=false",
+                                         "--metrics-addr=127.0.0.1:0",
+                                         "--admin-addr=127.0.0.1:0",
+                                         "--health-interval=100ms",
+                                         "--kubeconfig=" + kubeconfig,
+                                         "--node-name=node-a",
+                                         "--kernel-error-hold=500ms"};
   const auto reason = [&] {
     const json condition = conditionOf(*api.get("nodes", "node-a"), "NeuronHealth");
     return condition.is_null() ? std::string() : condition.value("reason", "");
@@ -250,8 +255,9 @@ TEST_F(NodePublisherTest, AnLncChangeWaitsForTheNodeToDrainAndSaysSo) {
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                            "--simulate-dir=" + sim.string(), "--device-plugin=false",
-                           "--metrics-addr=127.0.0.1:0", "--health-interval=100ms",
-                           "--kubeconfig=" + kubeconfig, "--node-name=node-a"});
+                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                           "--health-interval=100ms", "--kubeconfig=" + kubeconfig,
+                           "--node-name=node-a"});
   const auto label = [&] {
     return api.get("nodes", "node-a")->value("/metadata/labels/torus.dev~1lnc"_json_pointer, "");
   };
@@ -295,8 +301,8 @@ TEST_F(NodePublisherTest, KeepsRetryingWhileTheApiServerFails) {
   // Without the kernel log followed, AWS's conditions are not claimed either way.
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=inf2.xlarge",
                            "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
-                           "--kubeconfig=" + kubeconfig, "--node-name=node-b",
-                           "--kernel-log=none"});
+                           "--admin-addr=127.0.0.1:0", "--kubeconfig=" + kubeconfig,
+                           "--node-name=node-b", "--kernel-log=none"});
   EXPECT_TRUE(eventually([&] {
     const json node = *api.get("nodes", "node-b");
     return node.at("metadata").at("labels").contains("torus.dev/lnc") &&
