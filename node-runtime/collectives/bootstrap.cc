@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include <netdb.h>
@@ -22,7 +21,11 @@
 namespace torus::coll {
 namespace {
 
-constexpr std::string_view kHello = "TORUS-COLL/1";
+// A rank says hello right after it connects; a connection that says nothing for this long is
+// not one of ours (or is stuck) and is dropped, so it cannot hold the others up.
+constexpr auto kHelloDeadline = std::chrono::seconds(5);
+constexpr std::size_t kMaxPendingHellos = 256;
+constexpr std::string_view kRefusedPrefix = "refused this rank: ";
 Error sysError(std::string_view what, int err) {
   return makeError(ErrorCode::kUnavailable, std::string(what) + ": " + std::strerror(err));
 }
@@ -172,64 +175,104 @@ Result<BootstrapResult> runRoot(BootstrapRequest& request) {
     }
     return error;
   };
+  // Connections that have not said hello yet, each with its own short deadline.
+  struct Pending {
+    LineSocket socket;
+    Deadline helloBy;
+  };
+  std::vector<Pending> pending;
   while (arrived < request.size) {
-    pollfd pfd{listener.get(), POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, millisLeft(gatherDeadline));
+    const auto looked = Clock::now();
+    std::erase_if(pending, [&](const Pending& conn) {
+      if (looked < conn.helloBy) return false;
+      TORUS_LOG(Warn, Coll, "bootstrap: dropped a connection that sent no hello in time",
+                {"comm", request.commName});
+      return true;
+    });
+    Deadline wakeBy = gatherDeadline;
+    std::vector<pollfd> fds{{listener.get(), POLLIN, 0}};
+    for (const Pending& conn : pending) {
+      fds.push_back({conn.socket.fd(), POLLIN, 0});
+      wakeBy = std::min(wakeBy, conn.helloBy);
+    }
+    const int ready = ::poll(fds.data(), fds.size(), millisLeft(wakeBy));
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) return tellOthers(sysError("bootstrap poll", errno));
-    if (ready == 0) {
+    if (ready == 0 && Clock::now() >= gatherDeadline) {
       return tellOthers(makeError(ErrorCode::kDeadlineExceeded,
                                   describeMissing(present) + " never connected to root " +
                                       request.rootAddress + " (" + std::to_string(arrived) +
                                       " of " + std::to_string(request.size) +
                                       " ranks checked in)"));
     }
-    LineSocket conn(UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)));
-    if (!conn) continue;
-    auto line = conn.readLine(request.deadline, "reading a rank's hello");
-    if (!line) {
-      TORUS_LOG(Warn, Coll, "bootstrap: dropped a connection", {"comm", request.commName},
-                {"error", line.error().message});
-      continue;
+    // Hellos first (their fds follow the listener's), then new connections.
+    std::vector<Pending> stillPending;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      Pending& conn = pending[i];
+      if (fds[i + 1].revents == 0) {
+        stillPending.push_back(std::move(conn));
+        continue;
+      }
+      auto line = conn.socket.pollLine("reading a rank's hello");
+      if (line && !*line) {
+        stillPending.push_back(std::move(conn));
+        continue;
+      }
+      if (!line) {
+        TORUS_LOG(Warn, Coll, "bootstrap: dropped a connection", {"comm", request.commName},
+                  {"error", line.error().message});
+        continue;
+      }
+      auto hello = parseHello(**line, request.jobSecret);
+      if (!hello) {
+        // Not one of this job's ranks: it does not get to fail the job. A rank of ours with the
+        // wrong secret learns why at once instead of retrying until the deadline.
+        TORUS_LOG(Warn, Coll, "bootstrap: ignored a connection that is not one of our ranks",
+                  {"comm", request.commName}, {"error", hello.error().message});
+        (void)conn.socket.send(
+            "ERR " + std::string(kRefusedPrefix) + hello.error().message + "\n",
+            std::min(Clock::now() + std::chrono::milliseconds(100), request.deadline));
+        continue;
+      }
+      if (hello->size != request.size) {
+        return tellOthers(makeError(ErrorCode::kInvalidArgument,
+                                    "rank " + std::to_string(hello->rank) +
+                                        " says the world size is " + std::to_string(hello->size) +
+                                        ", root says " + std::to_string(request.size)));
+      }
+      if (hello->rank == 0 || hello->rank >= request.size ||
+          present[static_cast<std::size_t>(hello->rank)]) {
+        return tellOthers(makeError(ErrorCode::kInvalidArgument,
+                                    "a process (pid " + std::to_string(hello->info.pid) +
+                                        ") claims rank " + std::to_string(hello->rank) +
+                                        ", which is out of range or taken"));
+      }
+      const auto index = static_cast<std::size_t>(hello->rank);
+      present[index] = true;
+      result.ranks[index] = hello->info;
+      connections[index] = std::move(conn.socket);
+      ++arrived;
     }
-    std::istringstream in(*line);
-    std::string magic;
-    long long rank = -1;
-    long long size = -1;
-    int pid = 0;
-    std::string hostId;
-    std::string machineId;
-    in >> magic >> rank >> size >> pid >> hostId >> machineId;
-    if (!in || magic != kHello) {
-      TORUS_LOG(Warn, Coll, "bootstrap: ignored a connection that is not a rank",
-                {"comm", request.commName}, {"hello", std::string(clipForMessage(*line))});
-      continue;
+    pending = std::move(stillPending);
+    if (fds[0].revents != 0) {
+      LineSocket conn(UniqueFd(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC)));
+      if (conn) {
+        if (pending.size() >= kMaxPendingHellos) {
+          TORUS_LOG(Warn, Coll, "bootstrap: too many connections without a hello; dropped one",
+                    {"comm", request.commName});
+          pending.erase(pending.begin());
+        }
+        pending.push_back(
+            {std::move(conn), std::min(Clock::now() + kHelloDeadline, gatherDeadline)});
+      }
     }
-    if (size != request.size) {
-      return tellOthers(makeError(ErrorCode::kInvalidArgument,
-                                  "rank " + std::to_string(rank) + " says the world size is " +
-                                      std::to_string(size) + ", root says " +
-                                      std::to_string(request.size)));
-    }
-    if (rank <= 0 || rank >= request.size || present[static_cast<std::size_t>(rank)]) {
-      return tellOthers(makeError(ErrorCode::kInvalidArgument,
-                                  "a process (pid " + std::to_string(pid) + ") claims rank " +
-                                      std::to_string(rank) + ", which is out of range or taken"));
-    }
-    const auto index = static_cast<std::size_t>(rank);
-    present[index] = true;
-    result.ranks[index] = RankInfo{pid, hostId, machineId};
-    connections[index] = std::move(conn);
-    ++arrived;
   }
   result.session = newSessionId();
   if (request.onSessionReady) {
     TORUS_RETURN_IF_ERROR(request.onSessionReady(result.session), "preparing the session");
   }
-  std::string reply = "OK " + std::to_string(result.session) + "\n";
-  for (const RankInfo& info : result.ranks) {
-    reply += std::to_string(info.pid) + " " + info.hostId + " " + info.machineId + "\n";
-  }
+  const std::string reply =
+      sessionReply(SessionTable{result.session, result.ranks}, request.jobSecret);
   for (int r = 1; r < request.size; ++r) {
     TORUS_RETURN_IF_ERROR(connections[static_cast<std::size_t>(r)].send(reply, request.deadline),
                           "telling rank " + std::to_string(r) + " the session");
@@ -244,9 +287,10 @@ Result<BootstrapResult> tryPeer(const BootstrapRequest& request, Clock::duration
   auto fd = connectToRoot(request.rootAddress, request.deadline);
   if (!fd) return std::move(fd).error();
   LineSocket socket(std::move(*fd));
-  const std::string hello = std::string(kHello) + " " + std::to_string(request.rank) + " " +
-                            std::to_string(request.size) + " " + std::to_string(::getpid()) + " " +
-                            request.hostId + " " + localMachineId() + "\n";
+  const std::string hello =
+      helloLine(Hello{request.rank, request.size,
+                      RankInfo{static_cast<int>(::getpid()), request.hostId, localMachineId()}},
+                request.jobSecret);
   if (auto sent = socket.send(hello, request.deadline); !sent) {
     return Error{ErrorCode::kUnavailable, "greeting root: " + sent.error().message};
   }
@@ -260,25 +304,29 @@ Result<BootstrapResult> tryPeer(const BootstrapRequest& request, Clock::duration
     if (first.error().code == ErrorCode::kDeadlineExceeded) return std::move(first).error();
     return Error{ErrorCode::kUnavailable, first.error().message};
   }
-  std::istringstream head(*first);
-  std::string ok;
-  BootstrapResult result;
-  if (first->rfind("ERR ", 0) == 0) {
-    return makeError(ErrorCode::kDeadlineExceeded, "root rank 0 gave up: " + first->substr(4));
+  auto head = parseReplyHead(*first);
+  if (!head) return std::move(head).error();
+  if (head->gaveUp) {
+    if (head->why.starts_with(kRefusedPrefix)) {
+      return makeError(ErrorCode::kPermissionDenied, "root rank 0 " + head->why);
+    }
+    return makeError(ErrorCode::kDeadlineExceeded, "root rank 0 gave up: " + head->why);
   }
-  head >> ok >> result.session;
-  if (!head || ok != "OK") {
-    return makeError(ErrorCode::kInternal, "unexpected answer from root: \"" +
-                                               std::string(clipForMessage(*first)) + "\"");
-  }
-  result.ranks.resize(static_cast<std::size_t>(request.size));
-  for (auto& info : result.ranks) {
+  SessionTable table{head->session, {}};
+  for (int r = 0; r < request.size; ++r) {
     auto line = socket.readLine(request.deadline, "reading the rank table");
     if (!line) return std::move(line).error();
-    std::istringstream in(*line);
-    in >> info.pid >> info.hostId >> info.machineId;
-    if (!in) return makeError(ErrorCode::kInternal, "bad rank table line from root");
+    auto row = parseRankRow(*line);
+    if (!row)
+      return std::move(row).error().withContext("rank table from root, rank " + std::to_string(r));
+    table.ranks.push_back(std::move(*row));
   }
+  if (auto verified = verifyReply(table, head->proof, request.jobSecret); !verified) {
+    return std::move(verified).error();
+  }
+  BootstrapResult result;
+  result.session = table.session;
+  result.ranks = std::move(table.ranks);
   std::vector<LineSocket> toRoot;
   toRoot.push_back(std::move(socket));
   result.link = std::make_shared<BootstrapLink>(request.rank, request.size, std::move(toRoot));

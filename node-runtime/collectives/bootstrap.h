@@ -3,9 +3,12 @@
 //
 // Rank 0 listens; every other rank connects (retrying while the root is not up yet), says who it
 // is (rank, world size, pid, host identity), and gets back the session id and everyone's pid and
-// host. Every wait is bounded by the deadline (the root gives up at 90 % of it and tells the
-// others who is missing; they wait up to 20 % past it for that answer), and a timeout names the
-// ranks that never came, instead of NCCL's and Neuron's infinite "retrying" loops.
+// host (bootstrap_wire.h: the lines, and the job secret that authenticates them). Every wait is
+// bounded by the deadline (the root gives up at 90 % of it and tells the others who is missing;
+// they wait up to 20 % past it for that answer), and a timeout names the ranks that never came,
+// instead of NCCL's and Neuron's infinite "retrying" loops. The root reads hellos from many
+// connections at once, each within kHelloDeadline of its accept: one silent connection used to
+// hold the root until the deadline (probe row 10).
 //
 // Owns: the sockets (closed when bootstrap returns) and the wire format (text lines). Does not own:
 // what the session id names (the communicator uses it for its shared-memory names).
@@ -22,15 +25,10 @@
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
 #include "node-runtime/collectives/bootstrap_link.h"
+#include "node-runtime/collectives/bootstrap_wire.h"
 #include "node-runtime/collectives/line_socket.h"
 
 namespace torus::coll {
-
-struct RankInfo {
-  int pid = 0;
-  std::string hostId;     // equal strings mean "shares memory" (see localHostId)
-  std::string machineId;  // hostname + kernel boot id: which ranks share CPUs
-};
 
 struct BootstrapResult {
   std::uint64_t session = 0;
@@ -57,6 +55,7 @@ struct BootstrapRequest {
   std::string rootAddress;
   std::string commName;   // for error messages
   std::string hostId;     // empty: localHostId()
+  std::string jobSecret;  // the same for every rank of the job; empty: hellos are not authenticated
   UniqueFd rootListener;  // rank 0: use this socket instead of binding rootAddress
   Deadline deadline;
   // Rank 0 runs this with the session id after every rank checked in and before anyone is told,

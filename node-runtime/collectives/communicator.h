@@ -78,7 +78,10 @@ struct CommOptions {
   UniqueFd rootListener;  // rank 0 only, optional: a socket already listening on rootAddress
   Algorithm algorithm = Algorithm::kAuto;
   Transport transport = Transport::kAuto;
-  std::string hostId;       // which ranks share memory; empty: hostname/boot id/IPC namespace
+  std::string hostId;  // which ranks share memory; empty: hostname/boot id/IPC namespace
+  // Proves to each other that the ranks belong to one job (bootstrap_wire.h); the same for
+  // every rank, from TORUS_COLL_JOB_SECRET. Empty: the bootstrap is not authenticated.
+  std::string jobSecret;
   std::string ofiProvider;  // empty: FI_PROVIDER, else efa, tcp;ofi_rxm, tcp
   // Register buffers with libfabric even when the provider does not need it (the path efa
   // takes), from TORUS_COLL_OFI_REGISTER=always.
@@ -86,8 +89,9 @@ struct CommOptions {
 };
 
 // Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS, algorithm
-// from TORUS_COLL_ALGO, transport from TORUS_COLL_TRANSPORT and hostId from TORUS_COLL_HOST_ID
-// when they are set; read once, at communicator creation, as STYLE.md asks.
+// from TORUS_COLL_ALGO, transport from TORUS_COLL_TRANSPORT, hostId from TORUS_COLL_HOST_ID and
+// jobSecret from TORUS_COLL_JOB_SECRET when they are set; read once, at communicator creation, as
+// STYLE.md asks.
 Result<void> applyEnvironment(CommOptions& options);
 
 // Where a rank's input or output lives, as the peers can find it. segment 0 = nothing.

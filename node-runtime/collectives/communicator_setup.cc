@@ -124,6 +124,9 @@ Result<void> applyEnvironment(CommOptions& options) {
     if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_OFI_REGISTER");
     options.ofiRegisterAlways = *parsed;
   }
+  if (const char* secret = std::getenv("TORUS_COLL_JOB_SECRET"); secret != nullptr && *secret) {
+    options.jobSecret = secret;
+  }
   if (const char* root = std::getenv("NEURON_RT_ROOT_COMM_ID"); root != nullptr && *root) {
     options.rootAddress = root;
   }
@@ -173,6 +176,7 @@ Result<void> Communicator::setup(CommOptions& options) {
   request.commName = displayName;
   request.rootListener = std::move(options.rootListener);
   request.hostId = options.hostId;
+  request.jobSecret = options.jobSecret;
   request.deadline = Clock::now() + timeout_;
   request.onSessionReady = [this](std::uint64_t session) { return createControl(session); };
   auto boot = bootstrap(std::move(request));

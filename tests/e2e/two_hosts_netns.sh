@@ -42,6 +42,11 @@ done
 ip -n "$ns_a" link set "${tag}x" up
 ip -n "$ns_b" link set "${tag}y" up
 
+# Both halves of the world prove the same job secret in the bootstrap (ip netns exec keeps the
+# environment).
+TORUS_COLL_JOB_SECRET="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export TORUS_COLL_JOB_SECRET
+
 # The namespaces are new and empty, so a fixed port is free in them.
 root="10.254.77.1:29500"
 status=0

@@ -70,6 +70,9 @@ spec:
           image: {{ include "torus.image" $root }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           command: [/usr/local/bin/neuron-node-agent]
+          # /dev is the host's, read-only: kubelet's default /dev/termination-log could not be
+          # created there.
+          terminationMessagePath: /tmp/termination-log
           args:
             - --metrics-addr=0.0.0.0:{{ $root.Values.nodeAgent.metricsPort }}
             {{- if $dra }}
@@ -155,8 +158,14 @@ spec:
               mountPath: {{ $root.Values.nodeAgent.hostPaths.podResources }}
             - name: sys
               mountPath: /sys
+              readOnly: true
+            {{- if not $simulate }}
+            - name: neuron-sysfs
+              mountPath: /sys/devices/virtual/neuron_device
+            {{- end }}
             - name: dev
               mountPath: /dev
+              readOnly: true
             - name: opt-aws
               mountPath: /opt/aws
               readOnly: true
@@ -197,10 +206,19 @@ spec:
           hostPath:
             path: {{ $root.Values.nodeAgent.hostPaths.podResources }}
             type: Directory
-        # The Neuron driver's sysfs (read; neuronN/reset is written to reset cores).
+        # sysfs, read-only: the driver's devices, PCI and NUMA placement, the EFA devices.
         - name: sys
           hostPath:
             path: /sys
+        {{- if not $simulate }}
+        # The one writable part: the driver's devices, whose neuronN/reset is written to reset
+        # cores between tenants (/sys/class/neuron_device/neuronN links here). It exists once the
+        # driver is loaded; without it the pod does not start, and its event says so.
+        - name: neuron-sysfs
+          hostPath:
+            path: /sys/devices/virtual/neuron_device
+            type: Directory
+        {{- end }}
         # /dev/neuronN: presence is a health signal; reset checks who holds them open.
         - name: dev
           hostPath:

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,7 @@ struct Options {
   bool ofiRegisterAlways = false;
   std::string rootAddress = "127.0.0.1:0";
   std::int64_t timeoutMs = 300000;
+  std::string jobSecret;  // TORUS_COLL_JOB_SECRET, or one made up when we fork the whole world
   torus::coll::Algorithm algorithm = torus::coll::Algorithm::kAuto;
   torus::log::Settings log{torus::log::Level::kWarn, 0, torus::log::Format::kText};
 };
@@ -129,6 +132,7 @@ int runRank(int rank, const Options& options, torus::UniqueFd listener,
     comm.hostId = "neuron-cc-bench-host" + std::to_string((rank - options.firstRank) / perHost);
   }
   comm.rootAddress = rootAddress;
+  comm.jobSecret = options.jobSecret;
   comm.timeout = std::chrono::milliseconds(options.timeoutMs);
   comm.name = "neuron-cc-bench";
   comm.algorithm = options.algorithm;
@@ -253,6 +257,18 @@ int main(int argc, char** argv) {
   if (options.bench.op == torus::cli::BenchOp::kSendRecv && options.bench.inPlace) {
     // A rank that receives first would overwrite what it still has to send.
     return fail("--op sendrecv has no in-place form");
+  }
+
+  // The bootstrap proves each rank belongs to this run. Ranks started elsewhere (--first-rank)
+  // must be given the secret: it comes from the environment, never the command line (ps shows
+  // that to everyone).
+  if (const char* secret = std::getenv("TORUS_COLL_JOB_SECRET"); secret != nullptr && *secret) {
+    options.jobSecret = secret;
+  } else if (options.firstRank == 0 && options.ranks == options.worldSize) {
+    std::random_device random;
+    char hex[33];
+    std::snprintf(hex, sizeof(hex), "%08x%08x%08x%08x", random(), random(), random(), random());
+    options.jobSecret = hex;
   }
 
   // Bind before forking: rank 0 inherits the socket, the others learn the port, no race. A run

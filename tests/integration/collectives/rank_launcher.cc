@@ -65,6 +65,7 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
       comm.rootAddress = root;
       comm.timeout = options.commTimeout;
       comm.name = "test-comm";
+      comm.jobSecret = options.jobSecret;
       if (r == 0) {
         comm.rootListener = std::move(*listener);
       } else {
@@ -79,6 +80,8 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
     pipes[static_cast<std::size_t>(r)] = std::move(readEnd);
   }
   listener->reset();
+  std::jthread intruder;
+  if (options.intruder) intruder = std::jthread([&options, port] { options.intruder(port); });
 
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options.deadline;

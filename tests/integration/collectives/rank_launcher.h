@@ -33,6 +33,10 @@ struct LaunchOptions {
   // SIGKILL this rank after `killAfter` (to test peer death while others wait).
   std::optional<int> killRank;
   std::chrono::milliseconds killAfter{0};
+  std::string jobSecret;  // given to every rank's CommOptions
+  // Runs in the launcher, on a thread of its own, once the ranks are forked: something else that
+  // reaches the root's port while the ranks bootstrap (joined before launchRanks returns).
+  std::function<void(int rootPort)> intruder;
 };
 
 // `body` runs in the child with options ready for Communicator::create (rank 0 gets the

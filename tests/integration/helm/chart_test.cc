@@ -158,6 +158,34 @@ TEST(HelmChart, TheAgentsWritesAreNarrowedByAdmissionPolicies) {
   EXPECT_EQ(countPolicies(render({"off", {"nodeAgent.ownNodeOnly=false"}})), 0U);
 }
 
+// Probe row 12: the agent mounted /sys and /dev read-write. It writes only neuronN/reset.
+TEST(HelmChart, TheAgentMountsTheHostReadOnlyButForTheDriversResetFiles) {
+  const auto mountsOf = [](const std::vector<YAML::Node>& objects) {
+    std::map<std::string, bool> readOnlyByPath;
+    for (const YAML::Node& object : objects) {
+      if (object["kind"].as<std::string>() != "DaemonSet") continue;
+      for (const YAML::Node& mount :
+           object["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]) {
+        readOnlyByPath[mount["mountPath"].as<std::string>()] =
+            mount["readOnly"] && mount["readOnly"].as<bool>();
+      }
+    }
+    return readOnlyByPath;
+  };
+  for (const Variant& variant :
+       {kVariants[0], Variant{"simulated", {"nodeAgent.simulate.instanceType=trn2.48xlarge"}}}) {
+    const auto mounts = mountsOf(render(variant));
+    EXPECT_TRUE(mounts.at("/sys")) << variant.description;
+    EXPECT_TRUE(mounts.at("/dev")) << variant.description;
+    EXPECT_TRUE(mounts.at("/opt/aws")) << variant.description;
+    const bool simulated = !variant.sets.empty();
+    EXPECT_EQ(mounts.count("/sys/devices/virtual/neuron_device"), simulated ? 0U : 1U);
+    if (!simulated) {
+      EXPECT_FALSE(mounts.at("/sys/devices/virtual/neuron_device"));
+    }
+  }
+}
+
 // With DRA, each node runs exactly one agent: the DRA one where the mode label says dra, the
 // device plugin elsewhere (or DRA everywhere with allNodes); DeviceClasses keep AWS's name and
 // map the device plugin's resource names; a third policy keeps the agent to its own slices.
@@ -305,6 +333,14 @@ TEST(DeployManifests, TwoNodeJobBootstrapsThroughItsHeadlessService) {
   EXPECT_EQ(container["env"][0]["value"].as<std::string>(),
             name + "-0." + service["metadata"]["name"].as<std::string>() + ":29500");
   EXPECT_NE(container["command"][2].as<std::string>().find("--first-rank"), std::string::npos);
+  // The bootstrap is authenticated with the job's secret, from a Secret, never a literal.
+  bool secretFromSecret = false;
+  for (const YAML::Node& env : container["env"]) {
+    if (env["name"].as<std::string>() == "TORUS_COLL_JOB_SECRET") {
+      secretFromSecret = env["valueFrom"]["secretKeyRef"]["key"].IsDefined() && !env["value"];
+    }
+  }
+  EXPECT_TRUE(secretFromSecret);
 }
 
 TEST(HelmChart, DeployManifestsMatchTheChart) {
