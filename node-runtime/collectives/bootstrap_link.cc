@@ -1,9 +1,13 @@
 #include "node-runtime/collectives/bootstrap_link.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <sstream>
 
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
@@ -39,6 +43,25 @@ Result<std::string> fromHex(std::string_view hex) {
   return out;
 }
 
+std::string hexOf(std::uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+Result<std::uint64_t> parseHexUint64(std::string_view text) {
+  if (text.empty() || text.size() > 16) {
+    return makeError(ErrorCode::kInvalidArgument, "not a 64-bit hex number");
+  }
+  std::uint64_t value = 0;
+  for (const char c : text) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return makeError(ErrorCode::kInvalidArgument, "not a 64-bit hex number");
+    value = value * 16 + static_cast<std::uint64_t>(digit);
+  }
+  return value;
+}
+
 }  // namespace
 
 BootstrapLink::BootstrapLink(int rank, int size, std::vector<LineSocket> sockets)
@@ -50,6 +73,12 @@ BootstrapLink::BootstrapLink(int rank, int size, std::vector<LineSocket> sockets
       dead_(static_cast<std::size_t>(size), false) {}
 
 BootstrapLink::~BootstrapLink() {
+  if (watcher_.joinable()) {
+    const std::uint64_t one = 1;
+    (void)!::write(stopWatching_.get(), &one, sizeof(one));
+    watcher_.join();
+  }
+  std::lock_guard lock(mutex_);
   const auto deadline = Clock::now() + std::chrono::milliseconds(200);
   for (LineSocket& socket : sockets_) {
     if (socket) (void)socket.send("BYE\n", deadline);
@@ -60,6 +89,7 @@ void BootstrapLink::markDead(int rank) {
   if (dead_[static_cast<std::size_t>(rank)] || departed_[static_cast<std::size_t>(rank)]) return;
   dead_[static_cast<std::size_t>(rank)] = true;
   deadList_.push_back(rank);
+  trouble_.store(true, std::memory_order_release);
   TORUS_LOG(Warn, Coll, "rank gone without a goodbye", {"rank", rank});
   if (rank_ != 0) return;
   const auto deadline = Clock::now() + std::chrono::milliseconds(200);
@@ -90,9 +120,88 @@ void BootstrapLink::pollLocked() {
         socket.close();
       } else if (text.rfind("DEAD ", 0) == 0) {
         if (auto rank = parseInt(std::string_view(text).substr(5), 0, size_ - 1)) markDead(*rank);
+      } else if (text.rfind("ABORT ", 0) == 0) {
+        // ABORT <session hex> <rank> <why>
+        const std::string_view rest = std::string_view(text).substr(6);
+        const std::size_t space1 = rest.find(' ');
+        const std::size_t space2 =
+            space1 == std::string_view::npos ? space1 : rest.find(' ', space1 + 1);
+        if (space2 != std::string_view::npos) {
+          auto session = parseHexUint64(rest.substr(0, space1));
+          auto rank = parseInt(rest.substr(space1 + 1, space2 - space1 - 1), 0, size_ - 1);
+          if (session && rank) {
+            recordAbortLocked(*session, *rank, std::string(rest.substr(space2 + 1)), peer);
+          }
+        }
       } else {
         pending_[s].push_back(text);
       }
+    }
+  }
+}
+
+void BootstrapLink::recordAbortLocked(std::uint64_t session, int rank, const std::string& why,
+                                      int from) {
+  for (const Abort& known : aborts_) {
+    if (known.session == session && known.rank == rank) return;
+  }
+  aborts_.push_back({session, rank, why});
+  trouble_.store(true, std::memory_order_release);
+  // Rank 0 passes it on to everyone but where it came from; other ranks tell rank 0.
+  const std::string line =
+      "ABORT " + hexOf(session) + " " + std::to_string(rank) + " " + why + "\n";
+  const auto deadline = Clock::now() + std::chrono::milliseconds(200);
+  for (std::size_t s = 0; s < sockets_.size(); ++s) {
+    const int peer = rank_ == 0 ? static_cast<int>(s) : 0;
+    if (peer == from || peer == rank_ || !sockets_[s]) continue;
+    if (dead_[static_cast<std::size_t>(peer)] || departed_[static_cast<std::size_t>(peer)])
+      continue;
+    (void)sockets_[s].send(line, deadline);
+  }
+}
+
+void BootstrapLink::announceAbort(std::uint64_t session, int rank, const std::string& why) {
+  std::string oneLine = why.substr(0, 400);
+  for (char& c : oneLine) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::lock_guard lock(mutex_);
+  recordAbortLocked(session, rank, oneLine, rank_);
+}
+
+std::optional<std::pair<int, std::string>> BootstrapLink::abortOf(std::uint64_t session) {
+  std::lock_guard lock(mutex_);
+  pollLocked();
+  for (const Abort& known : aborts_) {
+    if (known.session == session && known.rank != rank_) return std::pair(known.rank, known.why);
+  }
+  return std::nullopt;
+}
+
+void BootstrapLink::startWatching() {
+  std::lock_guard lock(mutex_);
+  if (watcher_.joinable()) return;
+  stopWatching_ = UniqueFd(::eventfd(0, EFD_CLOEXEC));
+  if (!stopWatching_) return;  // no thread: deaths are still seen when a wait polls
+  watcher_ = std::thread([this] { watch(); });
+}
+
+void BootstrapLink::watch() {
+  while (true) {
+    std::vector<pollfd> fds{{stopWatching_.get(), POLLIN, 0}};
+    {
+      std::lock_guard lock(mutex_);
+      for (const LineSocket& socket : sockets_) {
+        if (socket) fds.push_back({socket.fd(), POLLIN, 0});
+      }
+    }
+    // A socket closed by another thread since the list was made only costs a spurious wake-up.
+    const int ready = ::poll(fds.data(), fds.size(), 100);
+    if (ready < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) return;
+    if (ready > 0) {
+      std::lock_guard lock(mutex_);
+      pollLocked();
     }
   }
 }

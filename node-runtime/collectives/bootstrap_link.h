@@ -7,19 +7,33 @@
 //    process died, and rank 0 tells everyone "DEAD r" at once, so a survivor waiting on that
 //    rank fails within milliseconds naming it instead of running into its timeout. Ranks on
 //    other hosts have no pidfd to watch, so this is how they learn.
+//  - aborts: a rank whose communicator broke for any other reason (a provider error, a stage
+//    over shared memory, a hostmate that died) says "ABORT <session> <rank> <why>"; rank 0
+//    passes it on to every rank, so ranks on other hosts stop waiting for it too.
+// Once watching (startWatching), a thread of the link's own reads the connections and rank 0
+// passes deaths and aborts on at once, whatever this process is busy with: before, rank 0 did so
+// only while it sat in a libfabric wait, and survivors on other hosts waited out the whole
+// timeout (probe row 2).
 //
 // Wire (text lines): rank -> 0 "G <hex>", 0 -> rank "G <rank> <hex>" for every rank; "BYE";
-// 0 -> rank "DEAD <rank>".
+// 0 -> rank "DEAD <rank>"; either way "ABORT <session hex> <rank> <why>".
 //
-// Owns: the sockets. Thread-safe: one mutex (a parent and its sub-communicators share a link).
+// Owns: the sockets and the watching thread. Thread-safe: one mutex (a parent and its
+// sub-communicators share a link).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/base/unique_fd.h"
 #include "node-runtime/collectives/line_socket.h"
 
 namespace torus::coll {
@@ -38,9 +52,20 @@ class BootstrapLink {
   // Ranks whose process is known to have died (without a goodbye). Cheap; never blocks.
   std::vector<int> deadRanks();
 
+  // From now on a thread reads the connections (idempotent).
+  void startWatching();
+  // This rank's communicator `session` broke: every rank of the link hears why.
+  void announceAbort(std::uint64_t session, int rank, const std::string& why);
+  // The first abort another rank announced for `session`: its rank and why.
+  std::optional<std::pair<int, std::string>> abortOf(std::uint64_t session);
+  // Whether any rank died or announced an abort; lock-free, for hot wait loops.
+  bool anyTrouble() const { return trouble_.load(std::memory_order_acquire); }
+
  private:
   void pollLocked();
   void markDead(int rank);
+  void recordAbortLocked(std::uint64_t session, int rank, const std::string& why, int from);
+  void watch();
   Result<std::string> nextDataLine(int from, Deadline deadline);
 
   int rank_;
@@ -50,7 +75,16 @@ class BootstrapLink {
   std::vector<bool> departed_;                     // said goodbye
   std::vector<bool> dead_;
   std::vector<int> deadList_;
+  struct Abort {
+    std::uint64_t session = 0;
+    int rank = 0;
+    std::string why;
+  };
+  std::vector<Abort> aborts_;
+  std::atomic<bool> trouble_{false};
   std::mutex mutex_;
+  UniqueFd stopWatching_;  // an eventfd: written to stop the thread
+  std::thread watcher_;
 };
 
 }  // namespace torus::coll

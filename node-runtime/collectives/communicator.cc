@@ -41,8 +41,18 @@ Error Communicator::fail(Error error) {
     }
     TORUS_LOG(Error, Coll, "communicator broken", {"comm", name_}, {"rank", rank_},
               {"error", error.message});
-    // Hostmates waiting in the host's shared-memory stage learn of it at once.
+    // Hostmates waiting in the host's shared-memory stage learn of it at once; ranks on other
+    // hosts through the bootstrap link, unless it is the link that told us (they know).
     if (local_) local_->fail(error);
+    if (link_ && !link_->anyTrouble()) link_->announceAbort(session_, rank_, error.message);
+    // A hostmate that died over libfabric (no pidfd wait saw it) leaves its segments behind:
+    // remove them, as the shared-memory path does (probe row 14).
+    if (link_) {
+      const std::string& myHost = ranks_[static_cast<std::size_t>(rank_)].hostId;
+      for (const int r : deadMembers()) {
+        if (ranks_[static_cast<std::size_t>(r)].hostId == myHost) unlinkSegmentsOf(r);
+      }
+    }
   }
   return error;
 }
@@ -86,6 +96,9 @@ Result<void> Communicator::waitUntil(Done done, Pending pending, Describe what) 
         return makeError(ErrorCode::kAborted,
                          what() + ": rank " + rankName(r) + " gave up: " + reason);
       }
+    }
+    if (auto trouble = remoteTrouble()) {
+      return makeError(ErrorCode::kUnavailable, what() + ": " + *trouble);
     }
     const std::vector<int> waitingFor = pending();
     if (status_) {

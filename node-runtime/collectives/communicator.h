@@ -326,6 +326,10 @@ class Communicator {
   }
   // Communicator ranks of the dead ranks the bootstrap link knows of.
   std::vector<int> deadMembers() const;
+  // What the bootstrap link (or, for a host's communicator, its outer one's link) has heard that
+  // breaks this communicator: a member that died, or one that announced an abort. Cheap when
+  // nothing has happened.
+  std::optional<std::string> remoteTrouble() const;
 
   int rank_ = 0;
   int size_ = 1;
@@ -363,6 +367,8 @@ class Communicator {
   std::unique_ptr<NetGroup> net_;        // every rank
   std::unique_ptr<NetGroup> column_;     // same local index on every host (hierarchical)
   std::unique_ptr<Communicator> local_;  // the ranks of this host, over shared memory
+  // Set on a host's communicator (local_): its outer communicator's remoteTrouble().
+  std::function<std::optional<std::string>()> outerTrouble_;
   std::vector<int> endpointRanks_;       // endpoint rank of each of my ranks
   std::vector<int> hostOf_;              // host index of each rank
   std::vector<int> labels_;              // outer rank of each rank (host communicators)

@@ -100,7 +100,11 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
   endpointRanks_.resize(static_cast<std::size_t>(size_));
   std::iota(endpointRanks_.begin(), endpointRanks_.end(), 0);
   net_ = std::make_unique<NetGroup>(endpoint_, endpointRanks_, endpointRanks_, rank_, 0, spin_);
-  if (link_) net_->setLiveness([this] { return deadMembers(); });
+  if (link_) {
+    // From here on deaths and aborts travel while this rank is busy anywhere.
+    link_->startWatching();
+    net_->setLiveness([this] { return remoteTrouble(); });
+  }
   nextGroupId_ = 2;  // 0: every rank, 1: the column
   sent_.assign(static_cast<std::size_t>(size_), 0);
   received_.assign(static_cast<std::size_t>(size_), 0);
@@ -148,6 +152,8 @@ Result<void> Communicator::buildLocal(const std::vector<int>& members, int hostI
   if (auto attached = local->attachControl(context + ": " + what()); !attached) return attached;
   local->spin_ = spin_;  // hostmates may share this machine's cores with other "hosts"
   local_ = std::move(local);
+  // Its shared-memory stages stop when the link hears of trouble on another host.
+  local_->outerTrouble_ = [this] { return remoteTrouble(); };
   return okResult();
 }
 
@@ -157,11 +163,28 @@ void Communicator::buildColumn(const std::vector<int>& column, int myIndex, std:
     endpoints.push_back(endpointRanks_[static_cast<std::size_t>(r)]);
   column_ =
       std::make_unique<NetGroup>(endpoint_, std::move(endpoints), column, myIndex, groupId, spin_);
-  column_->setLiveness([this] { return deadMembers(); });
+  column_->setLiveness([this] { return remoteTrouble(); });
 }
 
 RegistrationCounts Communicator::registrationCounts() const {
   return endpoint_ ? endpoint_->registrationCounts() : RegistrationCounts{};
+}
+
+std::optional<std::string> Communicator::remoteTrouble() const {
+  if (outerTrouble_) return outerTrouble_();
+  if (!link_ || !link_->anyTrouble()) return std::nullopt;
+  if (const std::vector<int> dead = deadMembers(); !dead.empty()) {
+    return "rank " + rankName(dead.front()) +
+           " is gone (its bootstrap connection closed without a goodbye)";
+  }
+  if (auto aborted = link_->abortOf(session_)) {
+    const auto it = std::find(endpointRanks_.begin(), endpointRanks_.end(), aborted->first);
+    const int member =
+        it == endpointRanks_.end() ? -1 : static_cast<int>(it - endpointRanks_.begin());
+    return "rank " + (member < 0 ? std::to_string(aborted->first) : rankName(member)) +
+           " gave up: " + aborted->second;
+  }
+  return std::nullopt;
 }
 
 std::vector<int> Communicator::deadMembers() const {
@@ -267,7 +290,7 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
   child->net_ =
       std::make_unique<NetGroup>(endpoint_, child->endpointRanks_, std::move(labels), child->rank_,
                                  static_cast<std::uint16_t>(groupId), spin_);
-  child->net_->setLiveness([raw = child.get()] { return raw->deadMembers(); });
+  child->net_->setLiveness([raw = child.get()] { return raw->remoteTrouble(); });
   child->nextGroupId_ = static_cast<std::uint16_t>(groupId + 2);
   child->sent_.assign(members.size(), 0);
   child->received_.assign(members.size(), 0);
@@ -281,6 +304,7 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
   const HostLayout layout = layoutOf(child->hostOf_, child->rank_);
   if (localChild && localChild->size() > 1 && layout.hosts > 1) {
     child->local_ = std::move(localChild);
+    child->local_->outerTrouble_ = [raw = child.get()] { return raw->remoteTrouble(); };
     if (layout.symmetric && algorithm_ != Algorithm::kFlat) {
       child->buildColumn(layout.column, layout.columnIndex,
                          static_cast<std::uint16_t>(groupId + 1));

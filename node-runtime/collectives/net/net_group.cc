@@ -125,13 +125,11 @@ Result<void> NetGroup::checkStop(const NetCall& call, Clock::time_point now,
                      call.what() + ": " + stage_ + ": the provider took no message in " +
                          std::to_string(call.timeout.count()) + " ms");
   }
-  if (!deadRanks_ || now < nextLivenessCheck) return okResult();
+  if (!trouble_ || now < nextLivenessCheck) return okResult();
   nextLivenessCheck = now + kLivenessCheckEvery;
-  const std::vector<int> dead = deadRanks_();
-  if (dead.empty()) return okResult();
-  return makeError(ErrorCode::kUnavailable,
-                   call.what() + ": " + stage_ + ": rank " + std::to_string(dead.front()) +
-                       " is gone (its bootstrap connection closed without a goodbye)");
+  const std::optional<std::string> trouble = trouble_();
+  if (!trouble) return okResult();
+  return makeError(ErrorCode::kUnavailable, call.what() + ": " + stage_ + ": " + *trouble);
 }
 
 Result<void> NetGroup::run(const NetCall& call, std::span<const Transfer> transfers,

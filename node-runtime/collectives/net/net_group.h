@@ -58,11 +58,11 @@ class NetGroup {
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(members_.size()); }
 
-  // The communicator's ranks known to be dead (from the bootstrap link), polled every few
-  // milliseconds: any of them breaks the operation, also one outside this group (a column's
-  // stage must not wait for a peer whose hostmate died).
-  void setLiveness(std::function<std::vector<int>()> deadRanks) {
-    deadRanks_ = std::move(deadRanks);
+  // What the bootstrap link heard that breaks the communicator (a rank that died or gave up),
+  // polled every few milliseconds: it breaks the operation, also when it is about a rank outside
+  // this group (a column's stage must not wait for a peer whose hostmate died).
+  void setLiveness(std::function<std::optional<std::string>()> trouble) {
+    trouble_ = std::move(trouble);
   }
 
   Result<void> allReduce(const NetCall& call, const void* send, void* recv, std::size_t count,
@@ -124,7 +124,7 @@ class NetGroup {
   int rank_ = 0;
   std::uint16_t groupId_ = 0;
   bool spin_ = true;
-  std::function<std::vector<int>()> deadRanks_;
+  std::function<std::optional<std::string>()> trouble_;
   // kDeadlineExceeded or kUnavailable once the call's deadline passed or a rank died.
   Result<void> checkStop(const NetCall& call, Clock::time_point now,
                          Clock::time_point& nextLivenessCheck);

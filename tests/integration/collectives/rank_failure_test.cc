@@ -114,6 +114,51 @@ INSTANTIATE_TEST_SUITE_P(Placements, KilledRank,
                            return std::string("Unknown");
                          });
 
+// Probe row 2: on two hosts, a death was forwarded by rank 0 only while it sat in a libfabric
+// wait, so survivors on the other host often waited out the whole timeout. Each rank in turn is
+// killed (rank 0, a root's hostmate, each rank of the other host); every survivor must name it
+// within a second of its death.
+class KilledRankOnTwoHosts : public ::testing::TestWithParam<int> {};
+
+TEST_P(KilledRankOnTwoHosts, EverySurvivorNamesItWithinASecond) {
+  const int victim = GetParam();
+  LaunchOptions options;
+  options.size = 4;
+  options.commTimeout = std::chrono::milliseconds(30000);
+  static constexpr int kDiesAfterMs = 300;
+  const auto outcomes = launchRanks(options, [victim](CommOptions commOptions) -> std::string {
+    place(commOptions, Placement::kTwoHosts);
+    auto comm = Communicator::create(std::move(commOptions));
+    if (!comm) return "create: " + comm.error().message;
+    if (auto e = warmUp(**comm, 3); !e.empty()) return e;
+    if ((*comm)->rank() == victim) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kDiesAfterMs));
+      ::raise(SIGKILL);
+    }
+    std::vector<float> data(1 << 20, 1.0F);
+    const auto start = Clock::now();
+    auto status =
+        (*comm)->allReduce(data.data(), data.data(), data.size(), DataType::kF32, ReduceOp::kSum);
+    if (status) return "allReduce succeeded without rank " + std::to_string(victim);
+    if (millisSince(start) > kDiesAfterMs + 1000) {
+      return "took " + std::to_string(millisSince(start) - kDiesAfterMs) +
+             " ms after the death to notice: " + status.error().message;
+    }
+    return expectMentions(status.error().message,
+                          {"rank " + std::to_string(victim), "seq=4", "test-comm"});
+  });
+  ASSERT_EQ(outcomes.size(), 4U);
+  EXPECT_FALSE(outcomes[static_cast<std::size_t>(victim)].exited);
+  for (int r = 0; r < 4; ++r) {
+    if (r == victim) continue;
+    EXPECT_TRUE(outcomes[r].exited && outcomes[r].exitCode == 0 && !outcomes[r].hung)
+        << "rank " << r << ": " << outcomes[r].message;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, KilledRankOnTwoHosts, ::testing::Values(0, 1, 2, 3),
+                         [](const auto& param) { return "Rank" + std::to_string(param.param); });
+
 // Over libfabric a rank that is alive but never calls the collective is named when the timeout
 // runs out by the ranks that wait on it directly (its ring neighbour). Ranks further along the
 // ring name the neighbour they wait for, which is itself stuck: unlike shared memory there is no
@@ -211,13 +256,19 @@ TEST(RankFailure, RanksThatDisagreeAboutTheCollectiveAllFailNamingEachOther) {
 
 // The killed rank had published a staging segment and a runtime tensor; the survivor removes
 // their names when it sees the rank die (the control segment's name is gone after setup).
-TEST(RankFailure, ShmNamesAreGoneAfterARankIsKilled) {
+// Probe row 14: with --transport ofi the survivors learn of a death over the bootstrap link, not
+// a pidfd, and the dead rank's segments used to stay in /dev/shm.
+class ShmNamesAfterAKill : public ::testing::TestWithParam<Transport> {};
+
+TEST_P(ShmNamesAfterAKill, AreGoneOnceTheSurvivorNoticed) {
   LaunchOptions options;
   options.size = 2;
   options.commTimeout = std::chrono::milliseconds(5000);
   options.killRank = 1;
   options.killAfter = std::chrono::milliseconds(800);
-  const auto outcomes = launchRanks(options, [](CommOptions commOptions) -> std::string {
+  const Transport transport = GetParam();
+  const auto outcomes = launchRanks(options, [transport](CommOptions commOptions) -> std::string {
+    commOptions.transport = transport;
     auto comm = Communicator::create(std::move(commOptions));
     if (!comm) return "create: " + comm.error().message;
     if (auto e = warmUp(**comm, 1); !e.empty()) return e;  // user buffers: staging segments
@@ -237,6 +288,13 @@ TEST(RankFailure, ShmNamesAreGoneAfterARankIsKilled) {
   EXPECT_EQ(summarizeFailures({outcomes[0]}), "");
   EXPECT_EQ(testing::torusShmNamesOf(outcomes[0].pid), std::vector<std::string>{});
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, ShmNamesAfterAKill,
+                         ::testing::Values(Transport::kShm, Transport::kOfi),
+                         [](const auto& param) {
+                           return std::string(param.param == Transport::kOfi ? "Libfabric"
+                                                                             : "SharedMemory");
+                         });
 
 }  // namespace
 }  // namespace torus::coll
