@@ -104,20 +104,24 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                "deep check: window of each idle device's memory to pattern-test, at the top of "
                "its memory BAR",
                4096, 1 << 30, &config->deepCheckMemoryBytes);
-  table.addInt("deep-check-transfer-bytes", "TORUS_DEEP_CHECK_TRANSFER_BYTES",
-               "deepCheckTransferBytes", "BYTES",
-               "deep check: message size timed on each NeuronLink, and per-device size of the "
-               "AllReduce ring is 4x this",
-               4096, 256 << 20, &config->deepCheckTransferBytes);
-  table.addInt("deep-check-slow-link-factor", "TORUS_DEEP_CHECK_SLOW_LINK_FACTOR",
-               "deepCheckSlowLinkFactor", "N",
-               "deep check: a NeuronLink is slow when a transfer takes N times the median of the "
-               "other links",
-               2, 100, &config->deepCheckSlowLinkFactor);
+  table.addInt("deep-check-host-allreduce-bytes", "TORUS_DEEP_CHECK_HOST_ALLREDUCE_BYTES",
+               "deepCheckHostAllReduceBytes", "BYTES",
+               "deep check: per-device size of the AllReduce ring run on this host's CPU (the "
+               "collectives path; its traffic does not cross NeuronLinks)",
+               4096, 1 << 30, &config->deepCheckHostAllReduceBytes);
   table.addDurationMillis("deep-check-timeout", "TORUS_DEEP_CHECK_TIMEOUT", "deepCheckTimeout",
-                          "deep check: longest wait for any one transfer before the link or "
-                          "device is reported",
+                          "deep check: longest wait for any one step of the host AllReduce",
                           &config->deepCheckTimeoutMs);
+  table.addString("deep-check-command", "TORUS_DEEP_CHECK_COMMAND", "deepCheckCommand", "COMMAND",
+                  "deep check: an external check that drives the NeuronLinks (e.g. the Neuron "
+                  "runtime's nccom-test), run by /bin/sh with TORUS_DEEP_CHECK_DEVICES, "
+                  "TORUS_DEEP_CHECK_RING and NEURON_RT_VISIBLE_CORES naming the idle devices; exit "
+                  "0 passes. Unset: NeuronLink traffic is reported as not checked",
+                  &config->deepCheckCommand);
+  table.addDurationMillis("deep-check-command-timeout", "TORUS_DEEP_CHECK_COMMAND_TIMEOUT",
+                          "deepCheckCommandTimeout",
+                          "deep check: the external check is killed (and fails) after this long",
+                          &config->deepCheckCommandTimeoutMs);
   table.addSwitch("json", "", "", "`check`: print the result as JSON instead of tables",
                   &config->json);
   config::addLogSettings(table, &config->log);
@@ -133,10 +137,10 @@ namespace torus::agent {
 runtime::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config) {
   runtime::DeepCheckOptions options;
   options.memoryBytes = static_cast<std::uint64_t>(config.deepCheckMemoryBytes);
-  options.links.transferBytes = static_cast<std::size_t>(config.deepCheckTransferBytes);
-  options.links.allReduceBytes = 4 * static_cast<std::size_t>(config.deepCheckTransferBytes);
-  options.links.timeout = std::chrono::milliseconds(config.deepCheckTimeoutMs);
-  options.slowLink.factor = config.deepCheckSlowLinkFactor;
+  options.hostAllReduce.bytes = static_cast<std::size_t>(config.deepCheckHostAllReduceBytes);
+  options.hostAllReduce.timeout = std::chrono::milliseconds(config.deepCheckTimeoutMs);
+  options.command = config.deepCheckCommand;
+  options.commandTimeout = std::chrono::milliseconds(config.deepCheckCommandTimeoutMs);
   return options;
 }
 

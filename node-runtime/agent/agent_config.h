@@ -43,9 +43,10 @@ struct AgentConfig {
   // through POST /deep-check and `neuron-node-agent check`.
   std::int64_t deepCheckIntervalMs = 0;
   int deepCheckMemoryBytes = 4 << 20;
-  int deepCheckTransferBytes = 1 << 20;
-  int deepCheckSlowLinkFactor = 3;
+  int deepCheckHostAllReduceBytes = 4 << 20;
   std::int64_t deepCheckTimeoutMs = 10'000;
+  std::string deepCheckCommand;
+  std::int64_t deepCheckCommandTimeoutMs = 300'000;
   bool json = false;  // `check`: print JSON
   log::Settings log;
   bool printConfigReference = false;

@@ -58,6 +58,10 @@ runtime::DeepCheckResult DeepCheckRunner::runNow() {
               {"failures", static_cast<int>(failures.size())}, {"first", failures.front()},
               {"devices_in_use", skipped});
   }
+  // What nothing measured is said, every run: a pass covers only what was checked.
+  for (const runtime::NotChecked& item : result.notChecked) {
+    TORUS_LOG(Info, Health, "deep check: part not checked", {"part", item.part}, {"why", item.why});
+  }
   // Device transitions (and their reasons) are logged once by the monitor.
   monitor_.reportDeepCheck(result.verdictByDevice());
   {

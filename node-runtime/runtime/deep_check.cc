@@ -6,6 +6,7 @@
 
 #include "common/base/utc_time.h"
 #include "common/topology/neuronlink_graph.h"
+#include "node-runtime/runtime/check_command.h"
 #include "node-runtime/runtime/device_memory.h"
 #include "node-runtime/runtime/ring_order.h"
 
@@ -52,7 +53,8 @@ std::string_view checkStateName(CheckState state) {
 }
 
 int DeepCheckResult::failures() const {
-  int failed = allReduceProblem.empty() ? 0 : 1;
+  int failed = hostAllReduceProblem.empty() ? 0 : 1;
+  if (command && command->state == CheckState::kFailed) ++failed;
   for (const DeviceCheck& device : devices)
     failed += device.state == CheckState::kFailed ? 1 : 0;
   for (const LinkCheck& link : links)
@@ -77,10 +79,12 @@ std::map<int, std::string> DeepCheckResult::verdictByDevice() const {
     reasons[link.a].push_back(link.detail);
     reasons[link.b].push_back(link.detail);
   }
-  // A broken ring with no failed link or device to blame: every device on it is suspect.
-  if (!allReduceProblem.empty()) {
-    for (const int device : ring)
-      reasons[device].push_back(allReduceProblem);
+  // The external check drove the links between the devices it was given: with nothing more
+  // specific to blame, each of them is suspect. (The host AllReduce blames no device: its traffic
+  // never left the host.)
+  if (command && command->state == CheckState::kFailed) {
+    for (const int device : command->devices)
+      reasons[device].push_back(command->detail);
   }
   std::map<int, std::string> verdict;
   for (auto& [device, list] : reasons) {
@@ -99,8 +103,7 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
   const auto started = Clock::now();
   DeepCheckResult result;
   result.startedAt = utcNowRfc3339();
-  result.transferBytes = options.links.transferBytes;
-  result.allReduceBytes = options.links.allReduceBytes;
+  result.hostAllReduceBytes = options.hostAllReduce.bytes;
 
   const topology::DeviceSet busy = busyNow();
   std::vector<int> idle;
@@ -116,7 +119,7 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     result.devices.push_back(std::move(check));
   }
 
-  // Memory: every idle device at once, one thread each, as the ranks will run.
+  // Memory: every idle device at once, one thread each.
   {
     std::vector<std::jthread> testers;
     for (DeviceCheck& check : result.devices) {
@@ -132,19 +135,20 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     }
   }
 
-  // Allocated while their memory was tested: their verdict stands, the later phases leave them.
+  // Allocated while their memory was tested: their verdict stands, the later parts leave them.
   const topology::DeviceSet busyForLinks = busyNow();
   for (DeviceCheck& check : result.devices) {
     if (check.state != CheckState::kSkipped && busyForLinks.contains(check.device) &&
         check.detail.empty()) {
-      check.detail = "allocated during the check: memory tested, links and AllReduce left alone";
+      check.detail = "allocated during the check: memory tested, the later parts left it alone";
     }
   }
   std::erase_if(idle, [&](int device) { return busyForLinks.contains(device); });
 
+  // Links, as the driver reports them.
   const topology::NeuronLinkGraph reported = topology::NeuronLinkGraph::fromNode(node);
   std::vector<LinkObservation> observations;
-  std::vector<std::pair<int, int>> toTime;
+  bool anySpeedReported = false;
   for (const auto& [a, b] : expectedLinks(node, reported)) {
     LinkCheck check;
     check.a = a;
@@ -165,86 +169,82 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
       if (!speedA || !speedB) {
         seen.error =
             "cannot read its speed: " + (speedA ? speedB.error().message : speedA.error().message);
-      } else {
+      } else if (*speedA || *speedB) {
         seen.speed = slowerEnd(*speedA, *speedB);
+        anySpeedReported = true;
       }
-      toTime.emplace_back(a, b);
     }
     check.speed = seen.speed;
     observations.push_back(std::move(seen));
     result.links.push_back(std::move(check));
+  }
+  const std::vector<std::string> problems = judgeLinks(observations);
+  std::size_t observed = 0;
+  for (LinkCheck& check : result.links) {
+    if (check.state == CheckState::kSkipped) continue;
+    check.detail = problems[observed++];
+    check.state = check.detail.empty() ? CheckState::kPassed : CheckState::kFailed;
+  }
+  if (!observations.empty() && !anySpeedReported) {
+    result.notChecked.push_back(
+        {"link_speed", "the driver reports no trained speed for any NeuronLink of this node"});
   }
 
   const NeuronLinkRing ring =
       neuronLinkRing(idle, [&](int a, int b) { return reported.linked(a, b); });
   result.ring = ring.order;
   result.ringAlongLinks = ring.alongLinks && (ring.closed || ring.order.size() <= 2);
-  const LinkExercise exercise = exerciseLinks(ring.order, toTime, options.links);
-  result.allReduceSeconds = exercise.allReduceSeconds;
-  result.allReduceProblem = exercise.problem;
 
-  for (LinkObservation& seen : observations) {
-    for (const LinkTiming& timing : exercise.links) {
-      if (timing.a != seen.a || timing.b != seen.b) continue;
-      seen.seconds = timing.seconds;
-      if (seen.error.empty()) seen.error = timing.error;
+  // The external check: the one part that drives the NeuronLinks.
+  const topology::DeviceSet busyForCommand = busyNow();
+  std::vector<int> given;
+  for (const int device : ring.order) {
+    if (!busyForCommand.contains(device)) given.push_back(device);
+  }
+  if (options.command.empty()) {
+    result.notChecked.push_back(
+        {"neuronlink_traffic",
+         "no --deep-check-command is configured (e.g. the Neuron runtime's nccom-test)"});
+  } else if (given.empty()) {
+    result.notChecked.push_back({"neuronlink_traffic", "every device is in use"});
+  } else {
+    CommandCheck command;
+    command.command = options.command;
+    command.devices = given;
+    std::string devices;
+    std::string ringText;
+    topology::CoreSet cores;
+    for (const int device : given) {
+      devices += (devices.empty() ? "" : ",") + std::to_string(device);
+      ringText += (ringText.empty() ? "" : " ") + std::to_string(device);
+      cores |= node.coresOfDevice(device);
     }
+    const CommandOutcome outcome =
+        runCheckCommand(options.command,
+                        {{"TORUS_DEEP_CHECK_DEVICES", devices},
+                         {"TORUS_DEEP_CHECK_RING", ringText},
+                         {"NEURON_RT_VISIBLE_CORES", topology::visibleCoresText(cores)}},
+                        options.commandTimeout);
+    command.state = outcome.passed ? CheckState::kPassed : CheckState::kFailed;
+    command.detail = outcome.problem;
+    command.exitCode = outcome.exitCode;
+    command.seconds = outcome.seconds;
+    command.output = outcome.output;
+    result.command = std::move(command);
   }
-  std::vector<std::string> problems = judgeLinks(observations, options.slowLink);
-  // A link whose end was allocated while it was timed is not judged: the container's traffic, not
-  // the link, may have made it slow.
-  const topology::DeviceSet busyAfterLinks = busyNow();
-  std::vector<bool> withdrawn(observations.size(), false);
-  for (std::size_t i = 0; i < observations.size(); ++i) {
-    withdrawn[i] =
-        busyAfterLinks.contains(observations[i].a) || busyAfterLinks.contains(observations[i].b);
+
+  // The host's collectives path, laid out as a job on the idle devices.
+  const topology::DeviceSet busyForHost = busyNow();
+  std::vector<int> hostRing;
+  for (const int device : ring.order) {
+    if (!busyForHost.contains(device)) hostRing.push_back(device);
   }
-  // A descheduled rank thread can make a healthy link look slow once; a degraded link is slow
-  // every time. So links slow by timing alone are timed again, with more attempts, and only
-  // those still slow (fastest of both runs) fail.
-  std::vector<std::pair<int, int>> suspects;
-  for (std::size_t i = 0; i < observations.size(); ++i) {
-    if (!withdrawn[i] && !problems[i].empty() && observations[i].up &&
-        observations[i].error.empty() &&
-        !(observations[i].speed && observations[i].speed->current < observations[i].speed->max)) {
-      suspects.emplace_back(observations[i].a, observations[i].b);
-    }
-  }
-  if (!suspects.empty() && exercise.problem.empty()) {
-    LinkExerciseOptions again = options.links;
-    again.allReduce = false;
-    again.attempts = 4 * options.links.attempts;
-    for (const LinkTiming& timing : exerciseLinks(ring.order, suspects, again).links) {
-      for (LinkObservation& seen : observations) {
-        if (seen.a == timing.a && seen.b == timing.b && timing.seconds && seen.seconds) {
-          seen.seconds = std::min(*seen.seconds, *timing.seconds);
-        }
-      }
-    }
-    problems = judgeLinks(observations, options.slowLink);
-  }
-  std::size_t observed = 0;
-  for (LinkCheck& check : result.links) {
-    if (check.state == CheckState::kSkipped) continue;
-    const LinkObservation& seen = observations[observed];
-    check.seconds = seen.seconds;
-    if (withdrawn[observed]) {
-      check.state = CheckState::kSkipped;
-      check.detail = "an end was allocated during the check; not judged";
-    } else {
-      check.detail = problems[observed];
-      check.state = check.detail.empty() ? CheckState::kPassed : CheckState::kFailed;
-    }
-    ++observed;
-  }
-  // A link failure already explains a failed ring; keep the ring's own problem only when nothing
-  // else does.
-  const bool linkFailed = std::any_of(result.links.begin(), result.links.end(),
-                                      [](const auto& l) { return l.state == CheckState::kFailed; });
-  if (linkFailed && !exercise.links.empty() &&
-      std::any_of(exercise.links.begin(), exercise.links.end(),
-                  [](const LinkTiming& t) { return !t.error.empty(); })) {
-    result.allReduceProblem.clear();
+  if (hostRing.size() < 2) {
+    result.notChecked.push_back({"host_allreduce", "fewer than two idle devices"});
+  } else {
+    const HostAllReduce host = runHostAllReduce(hostRing, options.hostAllReduce);
+    result.hostAllReduceSeconds = host.seconds;
+    result.hostAllReduceProblem = host.problem;
   }
   result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;

@@ -1,16 +1,22 @@
-// The deep health check: a self test of the node's idle devices and the NeuronLinks between them,
-// in the spirit of SageMaker HyperPod's deep health checks, run by the agent periodically and on
-// demand and by `neuron-node-agent check`.
+// The deep health check: a self test of the node's idle devices, in the spirit of SageMaker
+// HyperPod's deep health checks, run by the agent periodically and on demand and by
+// `neuron-node-agent check`. Each part says what it measures, and a part nothing on this node
+// could measure is reported as not checked (notChecked), never as passed:
 //
-//   memory     each idle device: pattern test over a window of its memory (device_memory.h)
-//   links      each NeuronLink the instance type has between two idle devices: up (both ends list
-//              each other), trained at full speed, and a timed transfer not far slower than the
-//              node's other links (link_judgement.h)
-//   AllReduce  a ring over the idle devices in NeuronLink order, one rank per device, over the
-//              collectives library; every rank checks the sums (link_exercise.h)
+//   memory        each idle device: pattern test over a window of its memory through its PCI BAR
+//                 (device_memory.h)
+//   links         each NeuronLink the instance type has between two idle devices, as the driver
+//                 reports it: both ends list each other (connected_devices), and, where the
+//                 driver has link speed files, trained at full speed (link_judgement.h)
+//   command       the operator's external check (--deep-check-command, e.g. the Neuron
+//                 runtime's collective self-test), the only part that drives the NeuronLinks;
+//                 given the idle devices (check_command.h)
+//   host AllReduce  one rank per idle device on this host's CPU, over the collectives library, in
+//                 NeuronLink ring order: this host's collectives path, not the links
+//                 (host_allreduce.h); a failure fails the check but takes no device out of service
 //
 // Devices in use are skipped and say so: the test writes their memory. The result names every
-// failing device or link; failuresByDevice() is what takes devices out of service.
+// failing device or link; verdictByDevice() is what takes devices out of service.
 #pragma once
 
 #include <chrono>
@@ -23,15 +29,16 @@
 
 #include "common/topology/node.h"
 #include "node-runtime/discovery/discovery_roots.h"
-#include "node-runtime/runtime/link_exercise.h"
+#include "node-runtime/runtime/host_allreduce.h"
 #include "node-runtime/runtime/link_judgement.h"
 
 namespace torus::runtime {
 
 struct DeepCheckOptions {
   std::uint64_t memoryBytes = 4 << 20;  // memory window per device
-  LinkExerciseOptions links;
-  SlowLinkPolicy slowLink;
+  HostAllReduceOptions hostAllReduce;
+  std::string command;  // the external check; "" = none configured
+  std::chrono::milliseconds commandTimeout{300'000};
 };
 
 enum class CheckState { kPassed, kFailed, kSkipped };
@@ -50,8 +57,23 @@ struct LinkCheck {
   int b = 0;
   CheckState state = CheckState::kPassed;
   std::string detail;
-  std::optional<double> seconds;  // one transfer of options.links.transferBytes
-  std::optional<LinkSpeed> speed;
+  std::optional<LinkSpeed> speed;  // unset when the driver reports no link speed
+};
+
+struct CommandCheck {
+  std::string command;
+  CheckState state = CheckState::kPassed;
+  std::string detail;  // why it failed
+  int exitCode = -1;
+  double seconds = 0;
+  std::string output;        // its last lines
+  std::vector<int> devices;  // what it was given
+};
+
+// A part of the check nothing measured on this node, and why.
+struct NotChecked {
+  std::string part;  // "link_speed", "neuronlink_traffic", "host_allreduce"
+  std::string why;
 };
 
 struct DeepCheckResult {
@@ -59,12 +81,13 @@ struct DeepCheckResult {
   double seconds = 0;
   std::vector<DeviceCheck> devices;
   std::vector<LinkCheck> links;
-  std::vector<int> ring;  // devices in AllReduce ring order
+  std::vector<int> ring;  // idle devices in NeuronLink ring order
   bool ringAlongLinks = false;
-  std::optional<double> allReduceSeconds;
-  std::uint64_t allReduceBytes = 0;
-  std::uint64_t transferBytes = 0;
-  std::string allReduceProblem;
+  std::optional<double> hostAllReduceSeconds;
+  std::uint64_t hostAllReduceBytes = 0;
+  std::string hostAllReduceProblem;
+  std::optional<CommandCheck> command;  // unset when not run
+  std::vector<NotChecked> notChecked;
 
   bool passed() const;
   int failures() const;

@@ -13,22 +13,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string milliseconds(double seconds) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.3f ms", seconds * 1000);
-  return buffer;
-}
-
 std::string oneDecimal(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof(buffer), "%.1f", value);
   return buffer;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 Result<double> readSpeedFile(const fs::path& path) {
@@ -76,39 +64,19 @@ Result<std::optional<LinkSpeed>> readLinkSpeed(const discovery::DiscoveryRoots& 
   return std::optional<LinkSpeed>(std::move(speed));
 }
 
-std::vector<std::string> judgeLinks(std::span<const LinkObservation> links,
-                                    const SlowLinkPolicy& policy) {
+std::vector<std::string> judgeLinks(std::span<const LinkObservation> links) {
   std::vector<std::string> problems(links.size());
-  const double floor = std::chrono::duration<double>(policy.minimumExcess).count();
   for (std::size_t i = 0; i < links.size(); ++i) {
     const LinkObservation& link = links[i];
     const std::string name = linkName(link.a, link.b);
     if (!link.up) {
       problems[i] = name + " is down: neuron" + std::to_string(link.a) + " and neuron" +
                     std::to_string(link.b) + " no longer list each other in connected_devices";
-      continue;
-    }
-    if (!link.error.empty()) {
+    } else if (!link.error.empty()) {
       problems[i] = name + ": " + link.error;
-      continue;
-    }
-    if (link.speed && link.speed->current < link.speed->max) {
+    } else if (link.speed && link.speed->current < link.speed->max) {
       problems[i] = name + " is slow: trained at " + oneDecimal(link.speed->current) + " of " +
                     oneDecimal(link.speed->max) + " GT/s (" + link.speed->file + ")";
-      continue;
-    }
-    if (!link.seconds) continue;
-    std::vector<double> others;
-    for (std::size_t j = 0; j < links.size(); ++j) {
-      if (j != i && links[j].seconds) others.push_back(*links[j].seconds);
-    }
-    // With fewer than two other links there is no baseline to call this one slow against.
-    if (others.size() < 2) continue;
-    const double baseline = median(std::move(others));
-    if (*link.seconds > policy.factor * baseline && *link.seconds - baseline >= floor) {
-      problems[i] = name + " is slow: " + milliseconds(*link.seconds) + " per transfer, " +
-                    oneDecimal(*link.seconds / baseline) + "x the median of the other links (" +
-                    milliseconds(baseline) + ")";
     }
   }
   return problems;

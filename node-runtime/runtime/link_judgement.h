@@ -1,17 +1,13 @@
-// Link judgement for the deep check: from what was observed on each NeuronLink (is it up, at what
-// speed did it train, how long did a transfer over it take) to a problem that names the pair, or
-// none. Pure apart from readLinkSpeed, so every rule is unit-tested on made-up observations.
+// Link judgement for the deep check: from what the driver reports of each NeuronLink (do both
+// ends list each other in connected_devices; at what speed did it train, where the driver has
+// link speed files) to a problem that names the pair, or none. Pure apart from readLinkSpeed, so
+// every rule is unit-tested on made-up observations.
 //
-// A link is slow when it trained below its maximum speed, or when a transfer over it takes
-// `factor` times the median of the node's other links and at least `minimumExcess` longer: links
-// of one node are built alike, so the others are the baseline. The floor is high (50 ms) on
-// purpose: the timed transfers run on host threads, and on a busy 2-core node a descheduled
-// thread made healthy links look 25-60x slower (1-2 ms) even after re-timing, which must never
-// take a device out of service. Timings below the floor are reported (metrics, the table), not
-// judged; the trained speed is the hard evidence.
+// Only what the driver reports is judged. Nothing here times traffic: host threads' transfers
+// never cross a NeuronLink, so their timings said nothing about one (probe review: the deep check
+// reported NeuronLink health it had not measured).
 #pragma once
 
-#include <chrono>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,19 +36,12 @@ struct LinkObservation {
   int a = 0;
   int b = 0;
   bool up = true;                  // both ends list each other in connected_devices
-  std::optional<LinkSpeed> speed;  // the slower end's report
-  std::optional<double> seconds;   // one transfer over the link, fastest of the attempts
-  std::string error;               // the transfer failed
-};
-
-struct SlowLinkPolicy {
-  double factor = 3.0;
-  std::chrono::microseconds minimumExcess{50'000};
+  std::optional<LinkSpeed> speed;  // the slower end's report; unset when the driver has none
+  std::string error;               // its speed files could not be read
 };
 
 // Per observation, in order: the problem ("NeuronLink 3-7 ...") or an empty string.
-std::vector<std::string> judgeLinks(std::span<const LinkObservation> links,
-                                    const SlowLinkPolicy& policy);
+std::vector<std::string> judgeLinks(std::span<const LinkObservation> links);
 
 std::string linkName(int a, int b);  // "NeuronLink 3-7"
 

@@ -55,6 +55,10 @@ Result<void> removeLink(const fs::path& root, int from, int to) {
 
 Result<void> slowLink(const fs::path& root, int from, int to, int slowdown) {
   const fs::path link = discovery::neuronLinkDir(deviceDir(root, from), to);
+  // A simulated driver reports link speeds only where a link is slowed (sim_tree.h).
+  if (std::error_code ec; !fs::exists(link / discovery::kMaxLinkSpeed, ec)) {
+    TORUS_RETURN_IF_ERROR(writeFile(link / discovery::kMaxLinkSpeed, "32.0 GT/s\n"), "slow-link");
+  }
   auto max = readSmallFile(link / discovery::kMaxLinkSpeed);
   if (!max) return std::move(max).error();
   double speed = 0;

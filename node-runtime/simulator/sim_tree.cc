@@ -103,8 +103,40 @@ Result<void> writeCore(TreeWriter& out, const fs::path& core, const InstanceType
   return okResult();
 }
 
+Result<void> writeStandInCheckCommand(const SimulatedTree& tree) {
+  const fs::path script = standInCheckCommand(tree);
+  const std::string classDir = (tree.roots().neuronClass()).string();
+  const std::string text =
+      "#!/bin/sh\n"
+      "# Stand-in for nccom-test on a Torus simulated node (node-runtime/simulator/sim_tree.h).\n"
+      "set -- $TORUS_DEEP_CHECK_RING\n"
+      "[ $# -ge 2 ] || { echo \"nccom-test (simulated): fewer than two devices\"; exit 0; }\n"
+      "previous=$1\n"
+      "shift\n"
+      "for device in \"$@\"; do\n"
+      "  tr -d ' ' < \"" +
+      classDir +
+      "/neuron$previous/connected_devices\" | tr ',' '\\n' |\n"
+      "    grep -qx \"$device\" || {\n"
+      "    echo \"nccom-test (simulated): allreduce failed: neuron$previous cannot reach "
+      "neuron$device\"\n"
+      "    exit 1\n"
+      "  }\n"
+      "  previous=$device\n"
+      "done\n"
+      "echo \"nccom-test (simulated): allreduce over $TORUS_DEEP_CHECK_RING passed\"\n";
+  TORUS_RETURN_IF_ERROR(writeFile(script, text), script.string());
+  std::error_code ec;
+  fs::permissions(script,
+                  fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                      fs::perms::others_read | fs::perms::others_exec,
+                  ec);
+  if (ec) return makeError(ErrorCode::kPermissionDenied, script.string() + ": " + ec.message());
+  return okResult();
+}
+
 Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceType& type, int index,
-                         int nodeId) {
+                         int nodeId, bool linkSpeedFiles) {
   const auto& names = topology::architectureOf(type.generation);
   const std::string name = "neuron" + std::to_string(index);
   const fs::path dir = sys / "devices" / "virtual" / "neuron_device" / name;
@@ -116,6 +148,7 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
                         name);
   // Every link trains at full speed; the slow-link fault lowers one.
   for (const int peer : topology::driverNeighbours(type, index)) {
+    if (!linkSpeedFiles) break;
     const fs::path link = discovery::neuronLinkDir(dir, peer);
     TORUS_RETURN_IF_ERROR(out.file(link / discovery::kMaxLinkSpeed, kNeuronLinkSpeed), name);
     TORUS_RETURN_IF_ERROR(out.file(link / discovery::kCurrentLinkSpeed, kNeuronLinkSpeed), name);
@@ -289,8 +322,9 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   TreeWriter out(tree);
   const discovery::DiscoveryRoots roots = tree.roots();
   for (int index = 0; index < type->deviceCount; ++index) {
-    TORUS_RETURN_IF_ERROR(writeDevice(out, roots.sys, *type, index, spec.ultraServerNodeId),
-                          "simulate");
+    TORUS_RETURN_IF_ERROR(
+        writeDevice(out, roots.sys, *type, index, spec.ultraServerNodeId, spec.linkSpeedFiles),
+        "simulate");
   }
   TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type), "simulate");
   TORUS_RETURN_IF_ERROR(writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId),
@@ -312,6 +346,7 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
       TORUS_RETURN_IF_ERROR(writeFile(node, ""), "simulate");
     }
   }
+  TORUS_RETURN_IF_ERROR(writeStandInCheckCommand(tree), "simulate");
   // The kernel log the agent follows (real nodes: /dev/kmsg); tests append driver lines to it.
   TORUS_RETURN_IF_ERROR(writeFile(roots.kernelLog(), ""), "simulate");
   for (const Fault& fault : spec.faults) {
@@ -320,6 +355,14 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   // Written last: a tree whose writing was cut short has no stamp and is not reused.
   TORUS_RETURN_IF_ERROR(writeFile(root / kStampFile, std::string(type->name) + "\n"), "simulate");
   return tree;
+}
+
+}  // namespace torus::simulator
+
+namespace torus::simulator {
+
+std::filesystem::path standInCheckCommand(const SimulatedTree& tree) {
+  return tree.roots().optAws / "neuron" / "bin" / "nccom-test";
 }
 
 }  // namespace torus::simulator

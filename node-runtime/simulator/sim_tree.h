@@ -24,6 +24,9 @@ struct SimulationSpec {
   std::vector<Fault> faults;
   bool characterDevices = true;  // try mknod; fall back to plain files when not permitted
   int ultraServerNodeId = 0;     // trn2u: this node's position (0..3) in its UltraServer
+  // Per-link speed files (neuronlink_attributes.h). The reference driver has none, so neither
+  // does a simulated node unless asked; a slow-link fault writes them for its link.
+  bool linkSpeedFiles = false;
 };
 
 struct SimulatedTree {
@@ -33,6 +36,12 @@ struct SimulatedTree {
   bool reused = false;            // an existing tree of the same type, left as it was
   discovery::DiscoveryRoots roots() const { return discovery::DiscoveryRoots::under(root); }
 };
+
+// The simulator's stand-in for the Neuron runtime's collective self-test, at the path a Neuron
+// install has it (DIR/opt/aws/neuron/bin/nccom-test): for the devices in TORUS_DEEP_CHECK_RING it
+// checks that each lists the next in connected_devices, so a cut link on the path fails it as a
+// collective across it would. For --deep-check-command on a simulated node.
+std::filesystem::path standInCheckCommand(const SimulatedTree& tree);
 
 // Writes the tree into `root`, or reuses the tree a previous run wrote there for the same instance
 // type (faults injected since are kept; `spec.faults` are applied on top). A directory holding

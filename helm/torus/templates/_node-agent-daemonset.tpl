@@ -93,6 +93,17 @@ spec:
             - --accelerated-hardware-condition={{ $root.Values.nodeAgent.healthConditions.acceleratedHardwareReady }}
             - --health-condition-clear={{ $root.Values.nodeAgent.healthConditions.clearAfter }}
             - --log-level={{ $root.Values.nodeAgent.logLevel }}
+            {{- with $root.Values.nodeAgent.deepCheck }}
+            {{- if .interval }}
+            - --deep-check-interval={{ .interval }}
+            {{- end }}
+            {{- if eq .command "simulated" }}
+            - --deep-check-command={{ $root.Values.nodeAgent.simulate.dir }}/opt/aws/neuron/bin/nccom-test
+            {{- else if .command }}
+            - {{ printf "--deep-check-command=%s" .command | quote }}
+            {{- end }}
+            - --deep-check-command-timeout={{ .commandTimeout }}
+            {{- end }}
             {{- if $root.Values.nodeAgent.lnc }}
             - --lnc={{ $root.Values.nodeAgent.lnc }}
             {{- end }}

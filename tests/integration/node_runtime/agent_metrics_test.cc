@@ -119,9 +119,9 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
       {"torus_deep_check_duration_seconds", {}},
       {"torus_deep_check_failures", {}},
       {"torus_deep_check_device_passed", {"neuron_device_index"}},
-      {"torus_neuronlink_healthy", {"neuron_device_index", "peer_device_index"}},
-      {"torus_neuronlink_transfer_seconds", {"neuron_device_index", "peer_device_index"}},
-      {"torus_deep_check_allreduce_seconds", {}},
+      {"torus_neuronlink_up", {"neuron_device_index", "peer_device_index"}},
+      {"torus_deep_check_host_allreduce_seconds", {}},
+      {"torus_deep_check_checked", {"part"}},
   };
   for (const auto& [family, labels] : expected) {
     ASSERT_EQ(metrics.labelNames.count(family), 1U) << family << " missing";

@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 const std::vector<std::string> kSmallCheck = {"--deep-check-memory-bytes=262144",
-                                              "--deep-check-transfer-bytes=65536"};
+                                              "--deep-check-host-allreduce-bytes=262144"};
 
 std::vector<std::string> checkCommand(std::vector<std::string> args) {
   std::vector<std::string> command = {binaryPath("neuron-node-agent"), "check", "--log-level=warn"};
@@ -47,7 +47,27 @@ TEST(DeepCheckCommand, LinkCutExitsOneAndTheJsonNamesThePair) {
             "NeuronLink 3-7 is down: neuron3 and neuron7 no longer list each other in "
             "connected_devices");
   EXPECT_EQ(json["devices"].size(), 16U);
-  EXPECT_EQ(json["allReduce"]["ring"].size(), 16U);
+  EXPECT_EQ(json["hostAllReduce"]["ring"].size(), 16U);
+  // Nothing on a simulated node without a command drives the links, and the driver reports no
+  // link speed: both say so rather than pass.
+  ASSERT_EQ(json["notChecked"].size(), 2U) << run.out;
+  EXPECT_EQ(json["notChecked"][0]["part"], "link_speed");
+  EXPECT_EQ(json["notChecked"][1]["part"], "neuronlink_traffic");
+  EXPECT_TRUE(json["command"].is_null());
+}
+
+TEST(DeepCheckCommand, TheTableSaysWhatWasNotCheckedAndRunsTheCommand) {
+  const ProcessResult plain = runProcess(checkCommand({"--simulate=inf2.48xlarge"}), 30s);
+  EXPECT_NE(plain.out.find("Not checked: neuronlink traffic (no --deep-check-command"),
+            std::string::npos)
+      << plain.out;
+  const ProcessResult failing = runProcess(
+      checkCommand({"--simulate=inf2.48xlarge", "--deep-check-command=echo broken ring; exit 4"}),
+      30s);
+  EXPECT_EQ(failing.exitCode, 1) << failing.out << failing.err;
+  EXPECT_NE(failing.out.find("Check command (echo broken ring; exit 4): FAILED"), std::string::npos)
+      << failing.out;
+  EXPECT_NE(failing.out.find("exited 4"), std::string::npos) << failing.out;
 }
 
 TEST(DeepCheckCommand, NodeThatCannotBeCheckedExitsTwo) {

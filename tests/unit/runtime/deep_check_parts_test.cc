@@ -51,57 +51,39 @@ TEST(MemoryPattern, AddressInAddressCatchesAliasedWordsThatWalkingOnesMisses) {
   }
 }
 
-LinkObservation timed(int a, int b, double seconds) {
-  LinkObservation link;
-  link.a = a;
-  link.b = b;
-  link.seconds = seconds;
-  return link;
+LinkObservation link(int a, int b) {
+  LinkObservation observed;
+  observed.a = a;
+  observed.b = b;
+  return observed;
 }
 
 TEST(LinkJudgement, DownLinkNamesThePair) {
-  std::vector<LinkObservation> links = {timed(0, 1, 1e-3), timed(3, 7, 0)};
+  std::vector<LinkObservation> links = {link(0, 1), link(3, 7)};
   links[1].up = false;
-  links[1].seconds.reset();
-  const auto problems = judgeLinks(links, {});
+  const auto problems = judgeLinks(links);
   EXPECT_EQ(problems[0], "");
   EXPECT_EQ(problems[1],
             "NeuronLink 3-7 is down: neuron3 and neuron7 no longer list each other in "
             "connected_devices");
 }
 
-TEST(LinkJudgement, UnderTrainedLinkIsSlowWhateverItsTiming) {
-  std::vector<LinkObservation> links = {timed(0, 1, 1e-3), timed(1, 2, 1e-3), timed(2, 3, 1e-3)};
+TEST(LinkJudgement, UnderTrainedLinkIsSlow) {
+  std::vector<LinkObservation> links = {link(0, 1), link(1, 2), link(2, 3)};
   links[1].speed = LinkSpeed{8, 32, "neuron1/neuron_link/neuron2/current_link_speed"};
-  const auto problems = judgeLinks(links, {});
+  links[2].speed = LinkSpeed{32, 32, "neuron2/neuron_link/neuron3/current_link_speed"};
+  const auto problems = judgeLinks(links);
   EXPECT_EQ(problems[1],
             "NeuronLink 1-2 is slow: trained at 8.0 of 32.0 GT/s "
             "(neuron1/neuron_link/neuron2/current_link_speed)");
-  EXPECT_EQ(problems[0], "");
+  EXPECT_EQ(problems[0], "");  // no speed reported: nothing to judge, not a pass of speed
+  EXPECT_EQ(problems[2], "");
 }
 
-TEST(LinkJudgement, TransferFarSlowerThanTheOtherLinksIsSlow) {
-  const std::vector<LinkObservation> links = {timed(0, 1, 1.0e-3), timed(1, 2, 1.1e-3),
-                                              timed(2, 3, 0.9e-3), timed(3, 0, 4.0e-3)};
-  const auto problems = judgeLinks(links, {3.0, std::chrono::microseconds(200)});
-  EXPECT_EQ(problems[0], "");
-  EXPECT_EQ(problems[3],
-            "NeuronLink 0-3 is slow: 4.000 ms per transfer, 4.0x the median of the other links "
-            "(1.000 ms)");
-}
-
-TEST(LinkJudgement, MicrosecondNoiseBelowTheFloorIsNotSlow) {
-  // 5x slower, but only 40 us more: a descheduled thread, not a degraded link.
-  const std::vector<LinkObservation> links = {timed(0, 1, 10e-6), timed(1, 2, 10e-6),
-                                              timed(2, 3, 10e-6), timed(3, 0, 50e-6)};
-  for (const std::string& problem : judgeLinks(links, {3.0, std::chrono::microseconds(200)}))
-    EXPECT_EQ(problem, "");
-}
-
-TEST(LinkJudgement, TwoLinksHaveNoBaselineToBeSlowAgainst) {
-  const std::vector<LinkObservation> links = {timed(0, 1, 1e-3), timed(1, 2, 9e-3)};
-  for (const std::string& problem : judgeLinks(links, {}))
-    EXPECT_EQ(problem, "");
+TEST(LinkJudgement, UnreadableSpeedFilesAreReported) {
+  std::vector<LinkObservation> links = {link(0, 1)};
+  links[0].error = "cannot read its speed: garbage";
+  EXPECT_EQ(judgeLinks(links)[0], "NeuronLink 0-1: cannot read its speed: garbage");
 }
 
 TEST(LinkJudgement, ParsesTheDriversSpeedTextAndRefusesOthers) {

@@ -1,4 +1,4 @@
-#include "node-runtime/runtime/link_exercise.h"
+#include "node-runtime/runtime/host_allreduce.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -21,69 +21,21 @@ double secondsSince(Clock::time_point start) {
 
 // What one rank thread found; merged by exerciseLinks after every thread has joined.
 struct RankOutcome {
-  std::vector<std::optional<double>> linkSeconds;  // filled by the lower-ranked end
-  std::vector<std::string> linkErrors;
-  std::optional<double> allReduceSeconds;
+  std::optional<double> seconds;
   std::string problem;
 };
 
 class RankRun {
  public:
-  RankRun(coll::Communicator& comm, std::span<const int> ring,
-          std::span<const std::pair<int, int>> links, const LinkExerciseOptions& options,
+  RankRun(coll::Communicator& comm, std::span<const int> ring, const HostAllReduceOptions& options,
           RankOutcome& out)
-      : comm_(comm), ring_(ring), links_(links), options_(options), out_(out) {}
+      : comm_(comm), ring_(ring), options_(options), out_(out) {}
 
-  Result<void> run() {
-    TORUS_RETURN_IF_ERROR(timeLinks(), "timing links");
-    return options_.allReduce ? ringAllReduce() : okResult();
-  }
+  Result<void> run() { return ringAllReduce(); }
 
  private:
-  int rankOf(int device) const {
-    return static_cast<int>(std::find(ring_.begin(), ring_.end(), device) - ring_.begin());
-  }
   std::string deviceName(int rank) const {
     return "neuron" + std::to_string(ring_[static_cast<std::size_t>(rank)]);
-  }
-
-  Result<void> timeLinks() {
-    auto buffer = comm_.allocate(options_.transferBytes);
-    if (!buffer) return std::move(buffer).error();
-    std::memset(buffer->data(), comm_.rank() & 0xff, buffer->size());
-    const std::size_t bytes = buffer->size();
-    for (std::size_t k = 0; k < links_.size(); ++k) {
-      const int first = rankOf(links_[k].first);
-      const int second = rankOf(links_[k].second);
-      const int me = comm_.rank();
-      if (me == first || me == second) {
-        const int peer = me == first ? second : first;
-        std::optional<double> fastest;
-        for (int attempt = 0; attempt < options_.attempts; ++attempt) {
-          const auto start = Clock::now();
-          auto done = me == first ? pingPong(buffer->data(), bytes, peer, true)
-                                  : pingPong(buffer->data(), bytes, peer, false);
-          if (!done) {
-            out_.linkErrors[k] = done.error().message;
-            return std::move(done).error();
-          }
-          const double oneWay = secondsSince(start) / 2;
-          fastest = fastest ? std::min(*fastest, oneWay) : oneWay;
-        }
-        if (me == first) out_.linkSeconds[k] = fastest;
-      }
-      TORUS_RETURN_IF_ERROR(comm_.barrier(), "after the link test");
-    }
-    return okResult();
-  }
-
-  Result<void> pingPong(std::byte* data, std::size_t bytes, int peer, bool starts) {
-    if (starts) {
-      TORUS_RETURN_IF_ERROR(comm_.send(data, bytes, DataType::kU8, peer), "ping");
-      return comm_.recv(data, bytes, DataType::kU8, peer);
-    }
-    TORUS_RETURN_IF_ERROR(comm_.recv(data, bytes, DataType::kU8, peer), "ping");
-    return comm_.send(data, bytes, DataType::kU8, peer);
   }
 
   // One ring step: send `sendChunk` to the next rank, receive into `recvInto` from the previous.
@@ -110,7 +62,7 @@ class RankRun {
   Result<void> ringAllReduce() {
     const auto size = static_cast<std::size_t>(comm_.size());
     const std::size_t chunkWords =
-        std::max<std::size_t>(1, options_.allReduceBytes / sizeof(std::uint64_t) / size);
+        std::max<std::size_t>(1, options_.bytes / sizeof(std::uint64_t) / size);
     const std::size_t words = chunkWords * size;
     auto data = comm_.allocate(words * sizeof(std::uint64_t));
     if (!data) return std::move(data).error();
@@ -137,7 +89,7 @@ class RankRun {
       TORUS_RETURN_IF_ERROR(step(chunk(rank + size + 1 - s), chunk(rank + size - s), chunkWords),
                             "AllReduce ring, all-gather step " + std::to_string(s));
     }
-    out_.allReduceSeconds = secondsSince(start);
+    out_.seconds = secondsSince(start);
     const std::uint64_t ranksSum = static_cast<std::uint64_t>(size) * (size + 1) / 2;
     for (std::size_t i = 0; i < words; ++i) {
       if (mine[i] != ranksSum * (i + 1)) {
@@ -152,18 +104,14 @@ class RankRun {
 
   coll::Communicator& comm_;
   std::span<const int> ring_;
-  std::span<const std::pair<int, int>> links_;
-  const LinkExerciseOptions& options_;
+  const HostAllReduceOptions& options_;
   RankOutcome& out_;
 };
 
 }  // namespace
 
-LinkExercise exerciseLinks(std::span<const int> ring, std::span<const std::pair<int, int>> links,
-                           const LinkExerciseOptions& options) {
-  LinkExercise result;
-  for (const auto& [a, b] : links)
-    result.links.push_back({a, b, std::nullopt, ""});
+HostAllReduce runHostAllReduce(std::span<const int> ring, const HostAllReduceOptions& options) {
+  HostAllReduce result;
   if (ring.size() < 2) return result;
 
   auto listener = coll::listenOn("127.0.0.1:0");
@@ -181,8 +129,6 @@ LinkExercise exerciseLinks(std::span<const int> ring, std::span<const std::pair<
     std::vector<std::jthread> ranks;
     for (std::size_t r = 0; r < ring.size(); ++r) {
       RankOutcome& out = outcomes[r];
-      out.linkSeconds.resize(links.size());
-      out.linkErrors.resize(links.size());
       coll::CommOptions comm;
       comm.rank = static_cast<int>(r);
       comm.size = static_cast<int>(ring.size());
@@ -198,25 +144,17 @@ LinkExercise exerciseLinks(std::span<const int> ring, std::span<const std::pair<
           out.problem = device + ": " + created.error().message;
           return;
         }
-        auto done = RankRun(**created, ring, links, options, out).run();
+        auto done = RankRun(**created, ring, options, out).run();
         if (!done) out.problem = device + ": " + done.error().message;
       });
     }
   }
   for (const RankOutcome& out : outcomes) {
-    for (std::size_t k = 0; k < links.size(); ++k) {
-      if (out.linkSeconds[k]) result.links[k].seconds = out.linkSeconds[k];
-      if (!out.linkErrors[k].empty() && result.links[k].error.empty())
-        result.links[k].error = out.linkErrors[k];
-    }
-    if (out.allReduceSeconds) {
-      result.allReduceSeconds =
-          std::max(result.allReduceSeconds.value_or(0), *out.allReduceSeconds);
-    }
+    if (out.seconds) result.seconds = std::max(result.seconds.value_or(0), *out.seconds);
     if (result.problem.empty() && !out.problem.empty()) result.problem = out.problem;
   }
   // A wrong sum or a failure on any rank voids the ring's time.
-  if (!result.problem.empty()) result.allReduceSeconds.reset();
+  if (!result.problem.empty()) result.seconds.reset();
   return result;
 }
 
