@@ -201,7 +201,8 @@ void ConnectionReaper::sweep(Clock::time_point now) {
 }
 
 void ConnectionReaper::shutdownAll() {
-  for (const Socket& socket : findConnections<Socket>(localPort_)) abort(socket.fd.get());
+  for (const Socket& socket : findConnections<Socket>(localPort_))
+    abort(socket.fd.get());
 }
 
 void ConnectionReaper::handlerEntered(const std::string& peerAddress, int peerPort) {

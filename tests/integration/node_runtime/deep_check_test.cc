@@ -132,7 +132,8 @@ TEST_F(DeepCheckTest, AFailingCommandFailsTheDevicesItWasGiven) {
   const DeepCheckResult failed = check("inf2.48xlarge", {}, inUse({7, 8}));
   ASSERT_TRUE(failed.command.has_value());
   EXPECT_EQ(failed.command->state, CheckState::kFailed);
-  EXPECT_EQ(failed.command->exitCode, 3) << failed.command->detail << " output: " << failed.command->output;
+  EXPECT_EQ(failed.command->exitCode, 3)
+      << failed.command->detail << " output: " << failed.command->output;
   EXPECT_NE(failed.command->detail.find("exited 3"), std::string::npos) << failed.command->detail;
   EXPECT_NE(failed.command->detail.find("rank 3 timed out"), std::string::npos);
   std::vector<int> expected;
