@@ -154,8 +154,22 @@ grpc::Status PluginService::GetPreferredAllocation(
     if (!required) return toStatus(required.error());
     const topology::CoreSet candidates = *available & usable;
     if (handoff_ != nullptr) {
-      if (auto promised =
-              handoff_->promisedIds(kind_, container.allocation_size(), candidates, *required)) {
+      auto promised =
+          handoff_->promisedIds(kind_, container.allocation_size(), candidates, *required);
+      // The extender placed on its view of the node; the plugin checks that view against the node
+      // as discovered (a NeuronLink down since) and never hands out a disconnected set.
+      if (promised) {
+        if (auto valid = topology::checkPlacement(node, unitOf(kind_), *promised); !valid) {
+          TORUS_LOG(Warn, Plugin, "refused the scheduler extender's promise; placing it here",
+                    {"resource", resourceName(kind_)}, {"ids", promised->toRangeString()},
+                    {"why", valid.error().message});
+          metrics::processCounters().add(metrics::names::kPromisesRefusedTotal,
+                                         {{"resource", std::string(resourceName(kind_))}});
+          handoff_->refused(kind_, *promised, valid.error().message);
+          promised.reset();
+        }
+      }
+      if (promised) {
         auto* out = response->add_container_responses();
         for (const std::string& id : formatIds(*promised))
           out->add_deviceids(id);

@@ -41,6 +41,13 @@ class SchedulerHandoff {
                                                        const topology::CoreSet& mustInclude) = 0;
   // kubelet allocated these ids: the pod promised them is marked NEURON_ALLOCATED=true.
   virtual void allocated(ResourceKind kind, const topology::CoreSet& ids) = 0;
+  // The plugin would not hand out this promise (`why`: the placement rule it breaks on the node
+  // as discovered, e.g. a NeuronLink that is down); the pod is told (an Event).
+  virtual void refused(ResourceKind kind, const topology::CoreSet& ids, const std::string& why) {
+    (void)kind;
+    (void)ids;
+    (void)why;
+  }
   // What kubelet's pod-resources says each pod really holds (after every List). kubelet never
   // says which pod a GetPreferredAllocation is for, so a pod can end up with another pod's
   // promise; the hand-off is then corrected to what the pod holds, so that whoever accounts from

@@ -117,4 +117,36 @@ Result<TopologySummary> parseTopologyAnnotation(std::string_view text) {
   return summary;
 }
 
+Result<topology::Node> nodeFromTopology(const TopologySummary& summary) {
+  auto node = topology::catalogNode(summary.instanceType, summary.lnc);
+  if (!node) return std::move(node).error().withContext("topology annotation");
+  if (summary.deviceCount != 0 && summary.deviceCount != node->deviceCount()) {
+    return makeError(ErrorCode::kInvalidArgument, "topology annotation: devices " +
+                                                      std::to_string(summary.deviceCount) +
+                                                      ", but " + summary.instanceType + " has " +
+                                                      std::to_string(node->deviceCount()));
+  }
+  if (summary.links.size() == static_cast<std::size_t>(node->deviceCount())) {
+    for (int device = 0; device < node->deviceCount(); ++device) {
+      std::vector<int> peers;
+      for (const int peer : summary.links[static_cast<std::size_t>(device)]) {
+        if (peer < 0 || peer >= node->deviceCount() || peer == device) {
+          return makeError(ErrorCode::kInvalidArgument, "topology annotation: links of device " +
+                                                            std::to_string(device) +
+                                                            " name device " + std::to_string(peer));
+        }
+        peers.push_back(peer);
+      }
+      node->devices[static_cast<std::size_t>(device)].connected = std::move(peers);
+    }
+  }
+  summary.unhealthy.forEach([&](int device) {
+    if (device < node->deviceCount()) {
+      node->devices[static_cast<std::size_t>(device)].health =
+          topology::DeviceHealth::unhealthy("reported unhealthy by the node agent");
+    }
+  });
+  return node;
+}
+
 }  // namespace torus::kube

@@ -32,4 +32,10 @@ std::string formatTopologyAnnotation(const TopologySummary& summary);
 // Errors name the field and what was wrong with it.
 Result<TopologySummary> parseTopologyAnnotation(std::string_view text);
 
+// The node as the agent discovered it, for placement elsewhere (the scheduler extender): the
+// catalog row of its instance type at its LNC, with the NeuronLinks and unhealthy devices the
+// annotation reports, so both sides place on the same Node. Links are taken only when they
+// describe every device; errors name what does not match the catalog.
+Result<topology::Node> nodeFromTopology(const TopologySummary& summary);
+
 }  // namespace torus::kube

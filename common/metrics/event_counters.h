@@ -33,6 +33,7 @@ namespace names {
 inline constexpr const char* kAllocationsTotal = "torus_plugin_allocations_total";
 inline constexpr const char* kAllocateErrorsTotal = "torus_plugin_allocate_errors_total";
 inline constexpr const char* kPreferredTotal = "torus_plugin_preferred_allocations_total";
+inline constexpr const char* kPromisesRefusedTotal = "torus_plugin_handoff_promises_refused_total";
 inline constexpr const char* kRegistrationsTotal = "torus_plugin_registrations_total";
 inline constexpr const char* kResetsTotal = "torus_device_resets_total";
 inline constexpr const char* kReleaseResetsTotal = "torus_device_release_resets_total";

@@ -85,34 +85,41 @@ Result<CoreSet> chooseDevices(const Node& node, const PlacementRequest& request,
   return best->second;
 }
 
+// The devices a run of cores touches: valid when they are connected inside the smallest allowed
+// shape that holds them (shapeSize 0: no allowed shape holds them).
+struct DeviceRun {
+  int first = 0;
+  int count = 0;
+  bool valid = false;
+  int shapeSize = 0;
+};
+
+DeviceRun judgeDeviceRun(int first, int count, const NeuronLinkGraph& graph,
+                         const ShapeCatalog& shapes) {
+  const DeviceSet touched = DeviceSet::range(first, count);
+  DeviceRun run{first, count, false, 0};
+  const auto& sizes = shapes.sizesLargestFirst();
+  for (int i = static_cast<int>(sizes.size()) - 1; i >= 0 && run.shapeSize == 0; --i) {
+    for (const DeviceSet& set : shapes.setsOfSize(i)) {
+      if (touched.isSubsetOf(set)) {
+        run.shapeSize = set.size();
+        run.valid = connectedWithin(graph, touched, set);
+        break;
+      }
+    }
+  }
+  return run;
+}
+
 Result<CoreSet> chooseCores(const Node& node, const PlacementRequest& request,
                             const NeuronLinkGraph& graph, const ShapeCatalog& shapes) {
-  // Runs of cores touch a run of devices; judge each device run once (smallest allowed shape
-  // around it, connected inside it) and remember it, since many core runs share one.
-  struct DeviceRun {
-    int first = 0;
-    int count = 0;
-    bool valid = false;
-    int shapeSize = 0;
-  };
+  // Many core runs share a device run: judge each device run once.
   std::vector<DeviceRun> runs;
   const auto judge = [&](int first, int count) -> const DeviceRun& {
     for (const DeviceRun& run : runs) {
       if (run.first == first && run.count == count) return run;
     }
-    const DeviceSet touched = DeviceSet::range(first, count);
-    DeviceRun run{first, count, false, 0};
-    const auto& sizes = shapes.sizesLargestFirst();
-    for (int i = static_cast<int>(sizes.size()) - 1; i >= 0 && run.shapeSize == 0; --i) {
-      for (const DeviceSet& set : shapes.setsOfSize(i)) {
-        if (touched.isSubsetOf(set)) {
-          run.shapeSize = set.size();
-          run.valid = connectedWithin(graph, touched, set);
-          break;
-        }
-      }
-    }
-    runs.push_back(run);
+    runs.push_back(judgeDeviceRun(first, count, graph, shapes));
     return runs.back();
   };
 
@@ -208,6 +215,48 @@ Result<CoreSet> choosePlacement(const Node& node, const PlacementRequest& reques
   const ShapeCatalog shapes(shapeRulesOf(node));
   return request.unit == AllocationUnit::kDevice ? chooseDevices(node, request, graph, shapes)
                                                  : chooseCores(node, request, graph, shapes);
+}
+
+Result<void> checkPlacement(const Node& node, AllocationUnit unit, const CoreSet& ids) {
+  const int count = ids.size();
+  TORUS_RETURN_IF_ERROR(checkRequestShape(node, unit, count), "set " + ids.toRangeString());
+  const int capacity = unit == AllocationUnit::kCore ? node.logicalCoreCount() : node.deviceCount();
+  if (ids.first() < 0 || ids.last() >= capacity) {
+    return makeError(ErrorCode::kInvalidArgument, "set " + ids.toRangeString() + ": " +
+                                                      node.instanceType + " has ids 0-" +
+                                                      std::to_string(capacity - 1));
+  }
+  const auto graph = NeuronLinkGraph::fromNode(node);
+  const ShapeCatalog shapes(shapeRulesOf(node));
+  if (unit == AllocationUnit::kDevice) {
+    const auto allowed = allowedDeviceSets(shapeRulesOf(node), count);
+    if (std::find(allowed.begin(), allowed.end(), ids) == allowed.end()) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "devices " + ids.toRangeString() + " are not an allowed shape of " +
+                           unitName(unit, count) + " on " + node.instanceType);
+    }
+    if (!graph.isConnected(ids)) {
+      return makeError(ErrorCode::kFailedPrecondition,
+                       "devices " + ids.toRangeString() +
+                           " are not NeuronLink-connected (a link between them is down)");
+    }
+    return okResult();
+  }
+  if (ids != CoreSet::range(ids.first(), count)) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "cores " + ids.toRangeString() + " are not one run of consecutive ids");
+  }
+  const int perDevice = node.logicalCoresPerDevice();
+  const int firstDevice = ids.first() / perDevice;
+  const DeviceRun run =
+      judgeDeviceRun(firstDevice, ids.last() / perDevice - firstDevice + 1, graph, shapes);
+  if (!run.valid) {
+    return makeError(ErrorCode::kFailedPrecondition,
+                     "cores " + ids.toRangeString() + " span devices " +
+                         DeviceSet::range(run.first, run.count).toRangeString() +
+                         " that are not NeuronLink-connected inside an allowed shape");
+  }
+  return okResult();
 }
 
 }  // namespace torus::topology

@@ -36,4 +36,9 @@ Result<CoreSet> choosePlacement(const Node& node, const PlacementRequest& reques
 // Whether `count` of `unit` can ever be placed on this node type (ignoring what is free).
 Result<void> checkRequestShape(const Node& node, AllocationUnit unit, int count);
 
+// Whether `ids` is a valid set on this node, by the rule above (ignoring what is free and
+// healthy): what the device plugin checks a set someone else chose against (the scheduler
+// extender's promise) before handing it out. The error says which part of the rule it breaks.
+Result<void> checkPlacement(const Node& node, AllocationUnit unit, const CoreSet& ids);
+
 }  // namespace torus::topology

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
+#include "common/kube/event_object.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/neuron_annotations.h"
 #include "common/kube/object_fields.h"
@@ -49,7 +50,9 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
 PodAnnotationHandoff::PodAnnotationHandoff(const kube::KubeConfig& config,
                                            const std::string& nodeName,
                                            kube::InformerOptions options)
-    : config_(config), podsPath_("/api/v1/pods?fieldSelector=spec.nodeName%3D" + nodeName) {
+    : config_(config),
+      nodeName_(nodeName),
+      podsPath_("/api/v1/pods?fieldSelector=spec.nodeName%3D" + nodeName) {
   patcher_ = std::jthread([this](std::stop_token stop) { patchLoop(stop); });
   informer_ = std::make_unique<kube::Informer>(
       config, podsPath_,
@@ -217,6 +220,30 @@ void PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holde
   }
 }
 
+void PodAnnotationHandoff::refused(plugin::ResourceKind kind, const topology::CoreSet& ids,
+                                   const std::string& why) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [uid, promise] : promises_) {
+    if (promise.allocated || promise.ids != ids ||
+        plugin::countsDevices(promise.kind) != plugin::countsDevices(kind)) {
+      continue;
+    }
+    const std::size_t slash = promise.key.find('/');
+    const std::string ns = promise.key.substr(0, slash);
+    const std::string name = slash == std::string::npos ? "" : promise.key.substr(slash + 1);
+    json event = kube::eventObject({"Pod", name, ns, uid}, ns, false, "PromiseRefused",
+                                   "the scheduler extender chose " +
+                                       std::string(plugin::resourceName(kind)) + " " +
+                                       ids.toRangeString() + ", but on this node as discovered " +
+                                       why + "; the device plugin places this pod itself",
+                                   "neuron-node-agent", nodeName_);
+    patches_.push_back({"/api/v1/namespaces/" + ns + "/events", promise.key, std::move(event),
+                        "posted a PromiseRefused event", true});
+    wake_.notify_all();
+    return;
+  }
+}
+
 void PodAnnotationHandoff::patchLoop(std::stop_token stop) {
   kube::KubeClient client(config_);
   std::unique_lock lock(mutex_);
@@ -227,7 +254,8 @@ void PodAnnotationHandoff::patchLoop(std::stop_token stop) {
     patches_.pop_front();
     lock.unlock();
     for (int attempt = 1; attempt <= kPatchAttempts && !stop.stop_requested(); ++attempt) {
-      auto patched = client.mergePatch(patch.path, patch.body);
+      auto patched = patch.create ? client.create(patch.path, patch.body)
+                                  : client.mergePatch(patch.path, patch.body);
       if (patched) {
         TORUS_LOG(Info, Plugin, patch.what, {"pod", patch.key});
         break;

@@ -37,6 +37,8 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
                                                const topology::CoreSet& mustInclude) override;
   void allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) override;
   void kubeletHolds(const std::vector<plugin::Holder>& holders) override;
+  void refused(plugin::ResourceKind kind, const topology::CoreSet& ids,
+               const std::string& why) override;
 
   bool hasSynced() const { return informer_->hasSynced(); }
 
@@ -44,8 +46,9 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   struct Patch {
     std::string path;
     std::string key;
-    nlohmann::json body;  // a merge-patch pinned to the pod's UID
+    nlohmann::json body;  // a merge-patch pinned to the pod's UID, or an Event to create
     std::string what;     // for the log
+    bool create = false;  // body is an Event: POST it to `path` instead of patching
   };
   void applyList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
   void applyEvent(const kube::WatchEvent& event);
@@ -57,6 +60,7 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   void patchLoop(std::stop_token stop);
 
   kube::KubeConfig config_;
+  std::string nodeName_;
   std::string podsPath_;  // this node's pods
   std::mutex mutex_;
   std::condition_variable_any wake_;

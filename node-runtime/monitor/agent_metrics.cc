@@ -48,6 +48,9 @@ const CounterFamily kEventFamilies[] = {
     {kAllocateErrorsTotal, "Allocate calls refused (unknown, held or unhealthy ids), by resource."},
     {kPreferredTotal,
      "GetPreferredAllocation answers, by resource and source (extender hand-off or placement)."},
+    {kPromisesRefusedTotal,
+     "Scheduler-extender promises the plugin refused because they break the placement rule on "
+     "the node as discovered (e.g. a NeuronLink down), by resource."},
     {kRegistrationsTotal, "Registrations with kubelet, by resource and result."},
     {kResetsTotal, "Device resets before a container start, by result."},
     {kReleaseResetsTotal, "Device resets after containers gave their cores back, by result."},

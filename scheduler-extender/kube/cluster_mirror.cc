@@ -1,11 +1,13 @@
 #include "scheduler-extender/kube/cluster_mirror.h"
 
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
 #include "common/kube/object_fields.h"
+#include "common/kube/topology_annotation.h"
 
 namespace torus::extender {
 namespace {
@@ -39,8 +41,20 @@ void ClusterMirror::upsertNode(const json& object) {
     return;  // not a Neuron node
   }
   const bool known = state_.hasNode(record->name);
-  auto dropped =
-      state_.upsertNode(record->name, record->instanceType, record->lnc, record->unhealthy);
+  // The node as its agent discovered it (links that are down included), or the catalog's.
+  std::optional<topology::Node> discovered;
+  if (record->topology && record->topology->instanceType == record->instanceType) {
+    auto node = kube::nodeFromTopology(*record->topology);
+    if (node) {
+      discovered = std::move(*node);
+    } else {
+      TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
+                {"node", record->name}, {"error", node.error().message});
+    }
+  }
+  auto dropped = discovered ? state_.upsertNode(record->name, std::move(*discovered))
+                            : state_.upsertNode(record->name, record->instanceType, record->lnc,
+                                                record->unhealthy);
   if (!dropped) {
     TORUS_LOG(Warn, Extender, "ignoring node", {"node", record->name},
               {"error", dropped.error().message});

@@ -56,6 +56,7 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
   if (record.instanceType.empty()) record.instanceType = summary->instanceType;
   record.lnc = summary->lnc;
   record.unhealthy = summary->unhealthy;
+  record.topology = std::move(*summary);
   return record;
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/base/result.h"
+#include "common/kube/topology_annotation.h"
 #include "common/topology/core_set.h"
 #include "scheduler-extender/state/pod_demand.h"
 
@@ -18,6 +19,8 @@ struct NodeRecord {
   std::string instanceType;  // the instance-type label, or the topology annotation's
   int lnc = 0;               // 0: the type's default
   topology::DeviceSet unhealthy;
+  // The agent's torus.dev/topology annotation, when present and readable: the node as discovered.
+  std::optional<kube::TopologySummary> topology;
   // The agent's torus.dev/topology annotation was present but unusable (the catalog is used).
   std::string topologyProblem;
 };

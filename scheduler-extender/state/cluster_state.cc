@@ -19,6 +19,22 @@ topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) 
   return devices;
 }
 
+namespace {
+
+std::string linksText(const topology::Node& node) {
+  std::string text;
+  for (const topology::Device& device : node.devices) {
+    for (const int peer : device.connected) {
+      text += std::to_string(peer);
+      text += ',';
+    }
+    text += ';';
+  }
+  return text;
+}
+
+}  // namespace
+
 Result<int> ClusterState::upsertNode(const std::string& name, const std::string& instanceType,
                                      int lnc, const topology::DeviceSet& unhealthy) {
   auto model = topology::catalogNode(instanceType, lnc);
@@ -29,13 +45,19 @@ Result<int> ClusterState::upsertNode(const std::string& name, const std::string&
           topology::DeviceHealth::unhealthy("reported unhealthy by the node agent");
     }
   });
+  return upsertNode(name, std::move(*model));
+}
+
+Result<int> ClusterState::upsertNode(const std::string& name, topology::Node incoming) {
+  auto model = std::optional<topology::Node>(std::move(incoming));
   std::lock_guard lock(mutex_);
   int dropped = 0;
   auto it = nodes_.find(name);
   if (it != nodes_.end() && it->second.model.catalog == model->catalog &&
       it->second.model.lnc == model->lnc) {
-    it->second.model = std::move(*model);  // only health can differ
+    it->second.model = std::move(*model);  // only health and links can differ
     it->second.healthyCores = it->second.model.coresOfDevices(it->second.model.healthyDevices());
+    it->second.links = linksText(it->second.model);
     return dropped;
   }
   if (it != nodes_.end()) dropped = dropAllocationsLocked(name);
@@ -43,6 +65,7 @@ Result<int> ClusterState::upsertNode(const std::string& name, const std::string&
   NodeEntry& entry = nodes_[name];
   entry.model = std::move(*model);
   entry.healthyCores = entry.model.coresOfDevices(entry.model.healthyDevices());
+  entry.links = linksText(entry.model);
   entry.shapes = std::move(shapes);
   entry.usedCores = {};
   return dropped;
@@ -134,14 +157,19 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
     int lnc;
     topology::CoreSet healthy;
     topology::CoreSet used;
-    bool operator==(const Key&) const = default;
+    const std::string* links;
+    bool operator==(const Key& other) const {
+      return type == other.type && lnc == other.lnc && healthy == other.healthy &&
+             used == other.used && *links == *other.links;
+    }
   };
   struct KeyHash {
     std::size_t operator()(const Key& key) const {
       std::size_t hash = std::hash<const void*>()(key.type) ^ static_cast<std::size_t>(key.lnc);
       key.used.forEach(
           [&](int id) { hash = hash * 1099511628211ULL ^ static_cast<std::size_t>(id); });
-      return hash ^ static_cast<std::size_t>(key.healthy.size()) << 1;
+      return hash ^ static_cast<std::size_t>(key.healthy.size()) << 1 ^
+             std::hash<std::string>()(*key.links);
     }
   };
   std::vector<Result<Trial>> results;
@@ -156,7 +184,8 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
       continue;
     }
     const NodeEntry& entry = it->second;
-    Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores, entry.usedCores};
+    Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores, entry.usedCores,
+            &entry.links};
     auto found = memo.find(key);
     if (found == memo.end()) {
       found = memo.emplace(key, tryPlaceLocked(name, entry, pod, withScore)).first;

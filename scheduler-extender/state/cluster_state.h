@@ -53,6 +53,9 @@ class ClusterState {
   // cores), in which case they are dropped and counted in the result.
   Result<int> upsertNode(const std::string& name, const std::string& instanceType, int lnc = 0,
                          const topology::DeviceSet& unhealthy = {});
+  // The same for a node as the agent described it (kube::nodeFromTopology): its links and health
+  // as discovered, so a NeuronLink that is down is routed around here as in the device plugin.
+  Result<int> upsertNode(const std::string& name, topology::Node model);
   // Forgets the node and every allocation on it; returns how many allocations went.
   int removeNode(const std::string& name);
   bool hasNode(const std::string& name) const;
@@ -103,6 +106,9 @@ class ClusterState {
     std::shared_ptr<const topology::ShapeCatalog> shapes;
     topology::CoreSet healthyCores;  // cached: every filter looks at it for every node
     topology::CoreSet usedCores;
+    // Every device's NeuronLink neighbours, as text: nodes of one type place alike only when
+    // their links are alike (a link down on one of them).
+    std::string links;
   };
 
   Result<Allocation> recordLocked(const std::string& node, const PodDemand& pod,

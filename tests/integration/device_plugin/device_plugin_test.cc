@@ -1,6 +1,7 @@
 // The device plugin end to end over real unix sockets: the agent's pieces (NodeMonitor over a
 // simulated tree, the plugin manager) against a kubelet stand-in speaking v1beta1.
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "common/base/unique_fd.h"
+#include "common/metrics/event_counters.h"
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
@@ -44,6 +46,11 @@ class DevicePluginTest : public ::testing::Test {
     simulator::SimulationSpec spec;
     spec.instanceType = type;
     spec.lnc = lnc;
+    for (const std::string& text : faults_) {
+      auto fault = simulator::parseFault(text);
+      ASSERT_TRUE(fault.ok()) << text;
+      spec.faults.push_back(*fault);
+    }
     auto tree = simulator::writeSimulatedTree(spec, dir_->path() / "node");
     ASSERT_TRUE(tree.ok()) << tree.error().message;
     roots_ = tree->roots();
@@ -147,6 +154,7 @@ class DevicePluginTest : public ::testing::Test {
   std::unique_ptr<runtime::NodeMonitor> monitor_;
   std::unique_ptr<agent::PluginNodeView> view_;
   std::unique_ptr<agent::PodAnnotationHandoff> handoff_;  // set before start() to use it
+  std::vector<std::string> faults_;                       // set before start(): --simulate-fault
   std::unique_ptr<plugin::DevicePluginManager> manager_;
 };
 
@@ -610,6 +618,41 @@ TEST_F(DevicePluginTest, FollowsTheSchedulerExtendersHandOffAndMarksItAllocated)
   for (const std::string& id : range(12, 52))
     rest.push_back(id);
   EXPECT_EQ(preferred(kCores, 4, rest), "0,1,2,3");
+}
+
+// The extender placed on its view of the node; a NeuronLink cut since (or one its view lacks) must
+// not reach a container: the plugin checks every promise against the node as discovered, refuses
+// one that needs the cut link (log, counter, an Event on the pod) and places the pod itself.
+TEST_F(DevicePluginTest, APromiseAcrossACutNeuronLinkIsRefusedAndPlacedHere) {
+  FakeApiServer api;
+  api.put("pods", promisedPod("across", "node-a", "4,5", "", "1700000000000000001"));
+  api.put("pods", promisedPod("cores", "node-a", "8,9,10,11", kCores, "1700000000000000002"));
+  ASSERT_NO_FATAL_FAILURE(followHandoff(api, "node-a"));
+  faults_ = {"link-cut:4-5"};
+  start("inf2.48xlarge");  // 12 devices in a row, 2 cores each
+  const std::string devices = preferred(kDevices, 2, range(0, 12));
+  EXPECT_NE(devices, "4,5");
+  EXPECT_FALSE(devices.starts_with("error")) << devices;
+  const std::string cores = preferred(kCores, 4, range(0, 24));  // 8-11: devices 4 and 5
+  EXPECT_NE(cores, "8,9,10,11");
+  EXPECT_FALSE(cores.starts_with("error")) << cores;
+  const auto refused = [](const char* resource) {
+    return metrics::processCounters().value(metrics::names::kPromisesRefusedTotal,
+                                            {{"resource", resource}});
+  };
+  EXPECT_EQ(refused("aws.amazon.com/neuron"), 1);
+  EXPECT_EQ(refused("aws.amazon.com/neuroncore"), 1);
+  EXPECT_TRUE(eventually([&] { return api.events().size() >= 2; }, 5s));
+  std::set<std::string> about;
+  for (const nlohmann::json& event : api.events()) {
+    EXPECT_EQ(event["reason"], "PromiseRefused");
+    EXPECT_EQ(event["type"], "Warning");
+    EXPECT_NE(event["message"].get<std::string>().find("not NeuronLink-connected"),
+              std::string::npos)
+        << event.dump();
+    about.insert(event["involvedObject"]["name"].get<std::string>());
+  }
+  EXPECT_EQ(about, (std::set<std::string>{"across", "cores"}));
 }
 
 // kubelet asks for a pod's ids as soon as the pod is bound, which can be before our watch shows

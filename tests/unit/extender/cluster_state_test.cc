@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/kube/topology_annotation.h"
 #include "scheduler-extender/verbs/verbs.h"
 #include "tests/unit/extender/test_pods.h"
 
@@ -21,6 +22,34 @@ PodDemand pod(const std::string& uid, topology::AllocationUnit unit, int count) 
 
 topology::CoreSet ids(std::string_view text) {
   return *topology::CoreSet::parse(text);
+}
+
+// Issue: one Node on both sides. The node as its agent discovered it (torus.dev/topology, with a
+// NeuronLink down) is what the extender places on, so it never offers a set across the cut; a
+// node of the same type with every link up, and the same free ids, still gets that set.
+TEST(ClusterState, ANodeWithANeuronLinkDownIsPlacedAroundIt) {
+  topology::Node discovered = *topology::catalogNode("inf2.48xlarge");
+  std::erase(discovered.devices[4].connected, 5);
+  std::erase(discovered.devices[5].connected, 4);
+  auto summary = kube::parseTopologyAnnotation(
+      kube::formatTopologyAnnotation(kube::summarizeTopology(discovered)));
+  ASSERT_TRUE(summary.ok()) << summary.error().message;
+  auto node = kube::nodeFromTopology(*summary);
+  ASSERT_TRUE(node.ok()) << node.error().message;
+
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("cut", *node).ok());
+  ASSERT_TRUE(state.upsertNode("whole", "inf2.48xlarge").ok());
+  for (const char* name : {"cut", "whole"}) {  // everything but devices 4 and 5 is taken
+    ASSERT_TRUE(state.record(name, pod(std::string(name) + "-a", kDevice, 4), ids("0-3")).ok());
+    ASSERT_TRUE(state.record(name, pod(std::string(name) + "-b", kDevice, 4), ids("6-9")).ok());
+    ASSERT_TRUE(state.record(name, pod(std::string(name) + "-c", kDevice, 2), ids("10-11")).ok());
+  }
+  const auto trials = state.tryPlaceMany({"whole", "cut"}, pod("p", kDevice, 2), false);
+  ASSERT_TRUE(trials[0].ok()) << trials[0].error().message;
+  EXPECT_EQ(trials[0]->ids.toRangeString(), "4-5");
+  ASSERT_FALSE(trials[1].ok());
+  EXPECT_EQ(trials[1].error().code, ErrorCode::kResourceExhausted) << trials[1].error().message;
 }
 
 TEST(ClusterState, ObserveConfirmsAMatchingAssumption) {

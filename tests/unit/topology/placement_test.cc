@@ -86,6 +86,40 @@ TEST(Placement, ACutLinkIsRoutedAround) {
   EXPECT_EQ(place(node, AllocationUnit::kDevice, 6, node.allDevices()), "6-11");
 }
 
+// The rule choosePlacement applies, stated on its own for sets someone else chose.
+TEST(Placement, CheckPlacementStatesTheRuleForAChosenSet) {
+  Node node = *catalogNode("inf2.48xlarge");  // 12 devices in a line/ring, 2 cores each at LNC 1
+  EXPECT_TRUE(checkPlacement(node, AllocationUnit::kDevice, CoreSet::range(4, 2)).ok());
+  EXPECT_TRUE(checkPlacement(node, AllocationUnit::kCore, CoreSet::range(8, 4)).ok());
+  std::erase(node.devices[4].connected, 5);
+  std::erase(node.devices[5].connected, 4);
+  const auto devices = checkPlacement(node, AllocationUnit::kDevice, CoreSet::range(4, 2));
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.error().message,
+            "devices 4-5 are not NeuronLink-connected (a link between them is down)");
+  const int perDevice = node.logicalCoresPerDevice();
+  const auto cores =
+      checkPlacement(node, AllocationUnit::kCore, CoreSet::range(4 * perDevice, 2 * perDevice));
+  ASSERT_FALSE(cores.ok());
+  EXPECT_NE(cores.error().message.find("span devices 4-5"), std::string::npos)
+      << cores.error().message;
+  // Every set choosePlacement picks passes the check.
+  for (int count = 1; count <= node.deviceCount(); ++count) {
+    auto chosen = choosePlacement(node, {AllocationUnit::kDevice, count, node.allDevices(), {}});
+    if (chosen) {
+      EXPECT_TRUE(checkPlacement(node, AllocationUnit::kDevice, *chosen).ok()) << count;
+    }
+  }
+  CoreSet gappy = CoreSet::range(0, 2);
+  gappy.insert(3);
+  EXPECT_NE(checkPlacement(node, AllocationUnit::kCore, gappy)
+                .error()
+                .message.find("not one run of consecutive ids"),
+            std::string::npos);
+  EXPECT_FALSE(checkPlacement(node, AllocationUnit::kDevice, CoreSet::range(11, 2)).ok());
+  EXPECT_FALSE(checkPlacement(node, AllocationUnit::kCore, CoreSet{}).ok());
+}
+
 // A scripted sequence on a trn2.48xlarge: after mixed arrivals and departures, a new request
 // still lands where it keeps the largest free shape intact.
 TEST(Placement, AfterFragmentationTheLargestFreeShapeSurvives) {
