@@ -166,11 +166,9 @@ void ConnectionReaper::sweep(Clock::time_point now) {
       live[socket.inode] = connection;
       if (handling.active > 0) continue;
       if (now - connection.lastProgress > limits_.requestDeadline) {
-        ++counts_.pastDeadline;
         toShut.push_back(&socket);
       } else if (limits_.requestBytes > 0 &&
                  socket.bytesReceived - connection.bytesAtProgress > limits_.requestBytes) {
-        ++counts_.overBudget;
         toShut.push_back(&socket);
       } else {
         idle.emplace_back(connection.lastProgress, &socket);
@@ -184,7 +182,6 @@ void ConnectionReaper::sweep(Clock::time_point now) {
                 [](const auto& a, const auto& b) { return a.first < b.first; });
       const std::size_t excess = std::min(remaining - limits_.maxConnections, idle.size());
       for (std::size_t i = 0; i < excess; ++i) {
-        ++counts_.overCap;
         toShut.push_back(idle[i].second);
       }
     }
@@ -220,11 +217,6 @@ void ConnectionReaper::handlerLeft(const std::string& peerAddress, int peerPort)
 void ConnectionReaper::requestAnswered(const std::string& peerAddress, int peerPort) {
   std::lock_guard lock(mutex_);
   ++handling_[peerKey(peerAddress, peerPort)].finished;
-}
-
-ConnectionReaper::Counts ConnectionReaper::counts() const {
-  std::lock_guard lock(mutex_);
-  return counts_;
 }
 
 }  // namespace torus::http

@@ -38,12 +38,6 @@ class ConnectionReaper {
     std::chrono::milliseconds sweepEvery{100};
   };
 
-  struct Counts {
-    std::uint64_t pastDeadline = 0;
-    std::uint64_t overBudget = 0;
-    std::uint64_t overCap = 0;
-  };
-
   ConnectionReaper(int localPort, Limits limits);
   ~ConnectionReaper();  // stops the sweeping thread
   ConnectionReaper(const ConnectionReaper&) = delete;
@@ -63,7 +57,6 @@ class ConnectionReaper {
 
   // One pass over the process's descriptors at `now` (the thread calls this; tests may too).
   void sweep(Clock::time_point now);
-  Counts counts() const;
 
  private:
   struct Connection {
@@ -83,7 +76,6 @@ class ConnectionReaper {
   mutable std::mutex mutex_;
   std::map<std::string, Handling> handling_;         // by "address port"
   std::map<unsigned long, Connection> connections_;  // by socket inode
-  Counts counts_;
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;

@@ -44,12 +44,6 @@ void ElasticPool::shutdown() {
   }
 }
 
-std::size_t ElasticPool::workers() const {
-  std::lock_guard lock(mutex_);
-  return static_cast<std::size_t>(std::count_if(
-      workers_.begin(), workers_.end(), [](const Worker& worker) { return !worker.exited; }));
-}
-
 void ElasticPool::run(Worker& self) {
   std::unique_lock lock(mutex_);
   for (;;) {

@@ -35,8 +35,6 @@ class ElasticPool {
   // Runs what is queued and joins every worker; later enqueues are dropped.
   void shutdown();
 
-  std::size_t workers() const;
-
  private:
   struct Worker {
     std::thread thread;
