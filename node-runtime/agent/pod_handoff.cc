@@ -7,6 +7,7 @@
 #include "common/kube/event_object.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/neuron_handoff.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::agent {
@@ -22,28 +23,25 @@ constexpr int kPatchAttempts = 5;
 
 std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
   if (!pod.is_object()) return std::nullopt;
-  const std::string idsText = annotationOf(pod, kube::kNeuronIdsAnnotation);
   const std::string phase = kube::stringField(pod, "status", "phase");
-  if (idsText.empty() || phase == "Succeeded" || phase == "Failed") return std::nullopt;
+  if (phase == "Succeeded" || phase == "Failed") return std::nullopt;
   plugin::PromisedPod promise;
   promise.uid = kube::stringField(pod, "metadata", "uid");
   promise.key = kube::stringField(pod, "metadata", "namespace") + "/" +
                 kube::stringField(pod, "metadata", "name");
-  auto ids = topology::CoreSet::parse(idsText);
-  if (!ids || ids->empty() || promise.uid.empty()) {
+  auto handoff = kube::handoffOf(pod);
+  if (handoff && !*handoff) return std::nullopt;  // no hand-off on this pod
+  if (!handoff || promise.uid.empty()) {
     TORUS_LOG(Warn, Plugin, "ignoring an unreadable scheduler hand-off", {"pod", promise.key},
-              {"annotation", std::string(kube::kNeuronIdsAnnotation) + "=" + idsText});
+              {"error", handoff ? std::string("no uid") : handoff.error().message});
     return std::nullopt;
   }
-  promise.ids = *ids;
-  // AWS's extension sets the type only for core requests; no type means whole devices.
-  const std::string type = annotationOf(pod, kube::kResourceTypeAnnotation);
-  promise.kind = type == "aws.amazon.com/neuroncore" ? plugin::ResourceKind::kNeuronCore
-                                                     : plugin::ResourceKind::kNeuron;
-  if (auto time = parseInt64(annotationOf(pod, kube::kAllocTimeAnnotation), 0, INT64_MAX)) {
-    promise.allocTimeNs = *time;
-  }
-  promise.allocated = annotationOf(pod, kube::kAllocatedAnnotation) == "true";
+  promise.ids = (*handoff)->ids;
+  promise.kind = (*handoff)->resourceType == plugin::resourceName(plugin::ResourceKind::kNeuronCore)
+                     ? plugin::ResourceKind::kNeuronCore
+                     : plugin::ResourceKind::kNeuron;
+  promise.allocTimeNs = (*handoff)->allocTimeNs;
+  promise.allocated = (*handoff)->allocated;
   return promise;
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/base/log.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/neuron_handoff.h"
 #include "common/kube/object_fields.h"
 #include "scheduler-extender/server/extender_json.h"
 
@@ -27,11 +28,8 @@ std::string nodeNameOf(const json& pod) {
 ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), events_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
-  json annotations;
-  annotations[kube::kNeuronIdsAnnotation] = allocation.ids.toListString();
-  annotations[kube::kAllocTimeAnnotation] = std::to_string(allocation.allocTimeNs);
-  annotations[kube::kAllocatedAnnotation] = "false";
-  annotations[kube::kResourceTypeAnnotation] = pod.resourceName;
+  const json annotations =
+      kube::handoffAnnotations({allocation.ids, allocation.allocTimeNs, false, pod.resourceName});
   auto client = clients_.acquire();
   if (auto bound = postBinding(*client, pod, allocation.node, annotations); !bound) {
     postEvent(pod, false, "NeuronBindFailed", bound.error().message);

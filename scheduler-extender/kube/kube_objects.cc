@@ -5,6 +5,7 @@
 #include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "common/kube/neuron_annotations.h"
+#include "common/kube/neuron_handoff.h"
 #include "common/kube/object_fields.h"
 #include "common/kube/topology_annotation.h"
 #include "scheduler-extender/server/extender_json.h"
@@ -84,13 +85,10 @@ Result<PodRecord> parsePodRecord(const json& pod) {
     }
   }
   record.allocatedFlag = kube::annotationOf(pod, kube::kAllocatedAnnotation);
-  if (const std::string ids = kube::annotationOf(pod, kube::kNeuronIdsAnnotation); !ids.empty()) {
-    if (auto parsed = topology::CoreSet::parse(ids); parsed && !parsed->empty()) {
-      record.assignedIds = *parsed;
-    } else {
-      record.idsProblem = std::string("annotation ") + kube::kNeuronIdsAnnotation + "=" +
-                          quoteJsonString(clipForMessage(ids)) + " is not a list of ids";
-    }
+  if (auto handoff = kube::handoffOf(pod); !handoff) {
+    record.idsProblem = handoff.error().message;
+  } else if (*handoff) {
+    record.assignedIds = (*handoff)->ids;
   }
   return record;
 }

@@ -1,0 +1,43 @@
+#include "common/kube/neuron_handoff.h"
+
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/parse.h"
+#include "common/base/strings.h"
+#include "common/kube/neuron_annotations.h"
+#include "common/kube/object_fields.h"
+
+namespace torus::kube {
+
+nlohmann::json handoffAnnotations(const Handoff& handoff) {
+  nlohmann::json annotations;
+  annotations[kNeuronIdsAnnotation] = handoff.ids.toListString();
+  annotations[kAllocTimeAnnotation] = std::to_string(handoff.allocTimeNs);
+  annotations[kAllocatedAnnotation] = handoff.allocated ? "true" : "false";
+  if (!handoff.resourceType.empty()) annotations[kResourceTypeAnnotation] = handoff.resourceType;
+  return annotations;
+}
+
+Result<std::optional<Handoff>> handoffOf(const nlohmann::json& pod) {
+  const std::string idsText = annotationOf(pod, kNeuronIdsAnnotation);
+  if (idsText.empty()) return std::optional<Handoff>();
+  auto ids = topology::CoreSet::parse(idsText);
+  if (!ids || ids->empty()) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     std::string("annotation ") + kNeuronIdsAnnotation + "=" +
+                         quoteJsonString(clipForMessage(idsText)) + " is not a list of ids");
+  }
+  Handoff handoff;
+  handoff.ids = std::move(*ids);
+  if (auto time = parseInt64(annotationOf(pod, kAllocTimeAnnotation), 0,
+                             std::numeric_limits<std::int64_t>::max())) {
+    handoff.allocTimeNs = *time;
+  }
+  handoff.allocated = annotationOf(pod, kAllocatedAnnotation) == "true";
+  handoff.resourceType = annotationOf(pod, kResourceTypeAnnotation);
+  return std::optional<Handoff>(std::move(handoff));
+}
+
+}  // namespace torus::kube
