@@ -11,34 +11,18 @@
 #include "scheduler-extender/server/extender_json.h"
 
 namespace torus::extender {
-namespace {
 
 using nlohmann::json;
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string stringMember(const json* object, const char* key) {
-  if (object == nullptr) return "";
-  const json* value = member(*object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
-}
-
-}  // namespace
-
 Result<NodeRecord> parseNodeRecord(const json& node) {
-  const json* metadata = member(node, "metadata");
   NodeRecord record;
-  record.name = stringMember(metadata, "name");
+  record.name = kube::stringAt(node, {"metadata", "name"});
   if (record.name.empty()) {
     return makeError(ErrorCode::kInvalidArgument, "node without metadata.name");
   }
   record.instanceType = instanceTypeOf(node);
-  const json* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
-  if (const std::string lnc = stringMember(labels, kube::kLncLabel); !lnc.empty()) {
+  if (const std::string lnc = kube::stringAt(node, {"metadata", "labels", kube::kLncLabel});
+      !lnc.empty()) {
     if (auto value = parseInt(lnc, 1, 8)) {
       record.lnc = *value;
     } else {
@@ -46,8 +30,7 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
           std::string("label ") + kube::kLncLabel + ": " + value.error().message;
     }
   }
-  const json* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
-  const std::string topologyText = stringMember(annotations, kube::kTopologyAnnotation);
+  const std::string topologyText = kube::annotationOf(node, kube::kTopologyAnnotation);
   if (topologyText.empty()) return record;
   auto summary = kube::parseTopologyAnnotation(topologyText);
   if (!summary) {
@@ -62,25 +45,23 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
 }
 
 Result<PodRecord> parsePodRecord(const json& pod) {
-  const json* metadata = member(pod, "metadata");
-  const std::string name =
-      stringMember(metadata, "namespace") + "/" + stringMember(metadata, "name");
+  const std::string name = kube::stringAt(pod, {"metadata", "namespace"}) + "/" +
+                           kube::stringAt(pod, {"metadata", "name"});
   auto demand = parsePodObject(pod, "pod " + name);
   if (!demand) return std::move(demand).error();
   PodRecord record;
   record.demand = std::move(*demand);
-  record.nodeName = stringMember(member(pod, "spec"), "nodeName");
-  const json* status = member(pod, "status");
-  record.phase = stringMember(status, "phase");
-  record.schedulerName = stringMember(member(pod, "spec"), "schedulerName");
-  record.nominatedNodeName = stringMember(status, "nominatedNodeName");
-  record.deleting = metadata != nullptr && member(*metadata, "deletionTimestamp") != nullptr;
-  if (const json* conditions = status != nullptr ? member(*status, "conditions") : nullptr;
-      conditions != nullptr && conditions->is_array()) {
-    for (const json& condition : *conditions) {
-      if (stringMember(&condition, "type") == "PodScheduled") {
-        record.unschedulable = stringMember(&condition, "status") == "False" &&
-                               stringMember(&condition, "reason") == "Unschedulable";
+  record.nodeName = kube::stringAt(pod, {"spec", "nodeName"});
+  record.phase = kube::stringAt(pod, {"status", "phase"});
+  record.schedulerName = kube::stringAt(pod, {"spec", "schedulerName"});
+  record.nominatedNodeName = kube::stringAt(pod, {"status", "nominatedNodeName"});
+  record.deleting = !kube::fieldAt(pod, {"metadata", "deletionTimestamp"}).is_null();
+  if (const json& conditions = kube::fieldAt(pod, {"status", "conditions"});
+      conditions.is_array()) {
+    for (const json& condition : conditions) {
+      if (kube::stringAt(condition, {"type"}) == "PodScheduled") {
+        record.unschedulable = kube::stringAt(condition, {"status"}) == "False" &&
+                               kube::stringAt(condition, {"reason"}) == "Unschedulable";
       }
     }
   }
