@@ -15,8 +15,11 @@ trap cleanup EXIT
 
 fail() { echo "FAIL: $*" >&2; echo "--- agent log ---" >&2; cat "$work/agent.log" >&2 || true; exit 1; }
 
+# Its own device-plugin directory: a kubelet on this machine (a local cluster) must not see it.
+mkdir -p "$work/device-plugins"
 "$bin_dir/neuron-node-agent" --simulate=trn2.48xlarge --simulate-dir="$work/node" \
-  --metrics-addr=127.0.0.1:0 --admin-addr=127.0.0.1:0 --simulate-fault=ecc:7 2>"$work/agent.log" &
+  --device-plugin-dir="$work/device-plugins" --metrics-addr=127.0.0.1:0 --admin-addr=127.0.0.1:0 \
+  --simulate-fault=ecc:7 2>"$work/agent.log" &
 agent_pid=$!
 
 port=""

@@ -19,8 +19,10 @@ int portFromLog(const std::string& log) {
 }
 
 TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {
+  // No device plugin: with a kubelet on this machine (a local cluster) it would register there.
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
-                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0"});
+                           "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
+                           "--admin-addr=127.0.0.1:0"});
   const auto log = agent.waitForStderr("\"ready\"", 20s);
   ASSERT_TRUE(log.has_value()) << agent.stderrText();
   EXPECT_NE(log->find("\"discovered node\" instance_type=trn2.48xlarge devices=16 "
@@ -37,8 +39,10 @@ TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {
 }
 
 TEST(NodeAgent, StopsCleanlyWhenSignalledDuringStartup) {
+  // No device plugin: with a kubelet on this machine (a local cluster) it would register there.
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
-                           "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0"});
+                           "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
+                           "--admin-addr=127.0.0.1:0"});
   ASSERT_TRUE(agent.waitForStderr("starting neuron-node-agent", 10s).has_value());
   agent.signal(SIGINT);
   EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
@@ -50,7 +54,7 @@ TEST(NodeAgent, ConfigFileSetsWhatFlagsDoNotAndUnknownKeysFail) {
   const std::string config = (dir->path() / "agent.yaml").string();
   ASSERT_TRUE(writeFile(config,
                         "version: v1\nsimulate: inf2.48xlarge\nlogLevel: debug\n"
-                        "metricsAddr: 127.0.0.1:0\n")
+                        "metricsAddr: 127.0.0.1:0\nadminAddr: 127.0.0.1:0\ndevicePlugin: false\n")
                   .ok());
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--config", config});
   const auto log = agent.waitForStderr("\"ready\"", 20s);
