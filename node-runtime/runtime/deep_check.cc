@@ -98,62 +98,37 @@ std::map<int, std::string> DeepCheckResult::verdictByDevice() const {
   return verdict;
 }
 
-DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::DiscoveryRoots& roots,
-                             const BusyDevices& busyNow, const DeepCheckOptions& options) {
-  const auto started = Clock::now();
-  DeepCheckResult result;
-  result.startedAt = utcNowRfc3339();
-  result.hostAllReduceBytes = options.hostAllReduce.bytes;
+namespace {
 
-  const topology::DeviceSet busy = busyNow();
-  std::vector<int> idle;
-  for (const topology::Device& device : node.devices) {
-    DeviceCheck check;
-    check.device = device.index;
-    if (busy.contains(device.index)) {
-      check.state = CheckState::kSkipped;
-      check.detail = "in use by a container or process; not touched";
-    } else {
-      idle.push_back(device.index);
-    }
-    result.devices.push_back(std::move(check));
+// Memory: every idle device at once, one thread each.
+void testMemory(const discovery::DiscoveryRoots& roots, const DeepCheckOptions& options,
+                std::vector<DeviceCheck>& devices) {
+  std::vector<std::jthread> testers;
+  for (DeviceCheck& check : devices) {
+    if (check.state == CheckState::kSkipped) continue;
+    testers.emplace_back([&roots, &check, &options] {
+      const MemoryTestResult memory = testDeviceMemory(roots, check.device, options.memoryBytes);
+      check.state = memory.passed ? CheckState::kPassed : CheckState::kFailed;
+      check.detail =
+          memory.passed ? "" : "neuron" + std::to_string(check.device) + " " + memory.problem;
+      check.memoryBytes = memory.windowBytes;
+      check.memorySeconds = memory.seconds;
+    });
   }
+}
 
-  // Memory: every idle device at once, one thread each.
-  {
-    std::vector<std::jthread> testers;
-    for (DeviceCheck& check : result.devices) {
-      if (check.state == CheckState::kSkipped) continue;
-      testers.emplace_back([&roots, &check, &options] {
-        const MemoryTestResult memory = testDeviceMemory(roots, check.device, options.memoryBytes);
-        check.state = memory.passed ? CheckState::kPassed : CheckState::kFailed;
-        check.detail =
-            memory.passed ? "" : "neuron" + std::to_string(check.device) + " " + memory.problem;
-        check.memoryBytes = memory.windowBytes;
-        check.memorySeconds = memory.seconds;
-      });
-    }
-  }
-
-  // Allocated while their memory was tested: their verdict stands, the later parts leave them.
-  const topology::DeviceSet busyForLinks = busyNow();
-  for (DeviceCheck& check : result.devices) {
-    if (check.state != CheckState::kSkipped && busyForLinks.contains(check.device) &&
-        check.detail.empty()) {
-      check.detail = "allocated during the check: memory tested, the later parts left it alone";
-    }
-  }
-  std::erase_if(idle, [&](int device) { return busyForLinks.contains(device); });
-
-  // Links, as the driver reports them.
-  const topology::NeuronLinkGraph reported = topology::NeuronLinkGraph::fromNode(node);
+// Links, as the driver reports them: listed by both ends, and trained at full speed where the
+// driver has speed files. Links with an end in `busy` are skipped.
+void judgeReportedLinks(const topology::Node& node, const discovery::DiscoveryRoots& roots,
+                        const topology::NeuronLinkGraph& reported, const topology::DeviceSet& busy,
+                        DeepCheckResult& result) {
   std::vector<LinkObservation> observations;
   bool anySpeedReported = false;
   for (const auto& [a, b] : expectedLinks(node, reported)) {
     LinkCheck check;
     check.a = a;
     check.b = b;
-    if (busyForLinks.contains(a) || busyForLinks.contains(b)) {
+    if (busy.contains(a) || busy.contains(b)) {
       check.state = CheckState::kSkipped;
       check.detail = "an end is in use; not touched";
       result.links.push_back(std::move(check));
@@ -189,18 +164,88 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     result.notChecked.push_back(
         {"link_speed", "the driver reports no trained speed for any NeuronLink of this node"});
   }
+}
+
+// The external check, the one part that drives the NeuronLinks, on the devices of `given`.
+CommandCheck runExternalCheck(const topology::Node& node, const std::vector<int>& given,
+                              const DeepCheckOptions& options) {
+  CommandCheck command;
+  command.command = options.command;
+  command.devices = given;
+  std::string devices;
+  std::string ringText;
+  topology::CoreSet cores;
+  for (const int device : given) {
+    devices += (devices.empty() ? "" : ",") + std::to_string(device);
+    ringText += (ringText.empty() ? "" : " ") + std::to_string(device);
+    cores |= node.coresOfDevice(device);
+  }
+  const CommandOutcome outcome =
+      runCheckCommand(options.command,
+                      {{"TORUS_DEEP_CHECK_DEVICES", devices},
+                       {"TORUS_DEEP_CHECK_RING", ringText},
+                       {"NEURON_RT_VISIBLE_CORES", topology::visibleCoresText(cores)}},
+                      options.commandTimeout);
+  command.state = outcome.passed ? CheckState::kPassed : CheckState::kFailed;
+  command.detail = outcome.problem;
+  command.exitCode = outcome.exitCode;
+  command.seconds = outcome.seconds;
+  command.output = outcome.output;
+  return command;
+}
+
+// The devices of the ring not in use now, in ring order.
+std::vector<int> stillIdle(const std::vector<int>& ring, const topology::DeviceSet& busy) {
+  std::vector<int> idle;
+  for (const int device : ring) {
+    if (!busy.contains(device)) idle.push_back(device);
+  }
+  return idle;
+}
+
+}  // namespace
+
+DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::DiscoveryRoots& roots,
+                             const BusyDevices& busyNow, const DeepCheckOptions& options) {
+  const auto started = Clock::now();
+  DeepCheckResult result;
+  result.startedAt = utcNowRfc3339();
+  result.hostAllReduceBytes = options.hostAllReduce.bytes;
+
+  const topology::DeviceSet busy = busyNow();
+  std::vector<int> idle;
+  for (const topology::Device& device : node.devices) {
+    DeviceCheck check;
+    check.device = device.index;
+    if (busy.contains(device.index)) {
+      check.state = CheckState::kSkipped;
+      check.detail = "in use by a container or process; not touched";
+    } else {
+      idle.push_back(device.index);
+    }
+    result.devices.push_back(std::move(check));
+  }
+  testMemory(roots, options, result.devices);
+
+  // Allocated while their memory was tested: their verdict stands, the later parts leave them.
+  const topology::DeviceSet busyForLinks = busyNow();
+  for (DeviceCheck& check : result.devices) {
+    if (check.state != CheckState::kSkipped && busyForLinks.contains(check.device) &&
+        check.detail.empty()) {
+      check.detail = "allocated during the check: memory tested, the later parts left it alone";
+    }
+  }
+  std::erase_if(idle, [&](int device) { return busyForLinks.contains(device); });
+
+  const topology::NeuronLinkGraph reported = topology::NeuronLinkGraph::fromNode(node);
+  judgeReportedLinks(node, roots, reported, busyForLinks, result);
 
   const NeuronLinkRing ring =
       neuronLinkRing(idle, [&](int a, int b) { return reported.linked(a, b); });
   result.ring = ring.order;
   result.ringAlongLinks = ring.alongLinks && (ring.closed || ring.order.size() <= 2);
 
-  // The external check: the one part that drives the NeuronLinks.
-  const topology::DeviceSet busyForCommand = busyNow();
-  std::vector<int> given;
-  for (const int device : ring.order) {
-    if (!busyForCommand.contains(device)) given.push_back(device);
-  }
+  const std::vector<int> given = stillIdle(ring.order, busyNow());
   if (options.command.empty()) {
     result.notChecked.push_back(
         {"neuronlink_traffic",
@@ -208,37 +253,10 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
   } else if (given.empty()) {
     result.notChecked.push_back({"neuronlink_traffic", "every device is in use"});
   } else {
-    CommandCheck command;
-    command.command = options.command;
-    command.devices = given;
-    std::string devices;
-    std::string ringText;
-    topology::CoreSet cores;
-    for (const int device : given) {
-      devices += (devices.empty() ? "" : ",") + std::to_string(device);
-      ringText += (ringText.empty() ? "" : " ") + std::to_string(device);
-      cores |= node.coresOfDevice(device);
-    }
-    const CommandOutcome outcome =
-        runCheckCommand(options.command,
-                        {{"TORUS_DEEP_CHECK_DEVICES", devices},
-                         {"TORUS_DEEP_CHECK_RING", ringText},
-                         {"NEURON_RT_VISIBLE_CORES", topology::visibleCoresText(cores)}},
-                        options.commandTimeout);
-    command.state = outcome.passed ? CheckState::kPassed : CheckState::kFailed;
-    command.detail = outcome.problem;
-    command.exitCode = outcome.exitCode;
-    command.seconds = outcome.seconds;
-    command.output = outcome.output;
-    result.command = std::move(command);
+    result.command = runExternalCheck(node, given, options);
   }
 
-  // The host's collectives path, laid out as a job on the idle devices.
-  const topology::DeviceSet busyForHost = busyNow();
-  std::vector<int> hostRing;
-  for (const int device : ring.order) {
-    if (!busyForHost.contains(device)) hostRing.push_back(device);
-  }
+  const std::vector<int> hostRing = stillIdle(ring.order, busyNow());
   if (hostRing.size() < 2) {
     result.notChecked.push_back({"host_allreduce", "fewer than two idle devices"});
   } else {
