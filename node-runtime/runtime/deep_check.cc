@@ -176,8 +176,11 @@ CommandCheck runExternalCheck(const topology::Node& node, const std::vector<int>
   std::string ringText;
   topology::CoreSet cores;
   for (const int device : given) {
-    devices += (devices.empty() ? "" : ",") + std::to_string(device);
-    ringText += (ringText.empty() ? "" : " ") + std::to_string(device);
+    // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict) on "literal" + std::string&&.
+    if (!devices.empty()) devices += ',';
+    devices += std::to_string(device);
+    if (!ringText.empty()) ringText += ' ';
+    ringText += std::to_string(device);
     cores |= node.coresOfDevice(device);
   }
   const CommandOutcome outcome =
