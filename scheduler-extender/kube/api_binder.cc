@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
-#include "common/kube/neuron_annotations.h"
 #include "common/kube/neuron_handoff.h"
 #include "common/kube/object_fields.h"
 #include "scheduler-extender/server/extender_json.h"
@@ -28,10 +27,9 @@ std::string nodeNameOf(const json& pod) {
 ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), events_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
-  const json annotations =
-      kube::handoffAnnotations({allocation.ids, allocation.allocTimeNs, false, pod.resourceName});
+  const kube::Handoff handoff{allocation.ids, allocation.allocTimeNs, false, pod.resourceName};
   auto client = clients_.acquire();
-  if (auto bound = postBinding(*client, pod, allocation.node, annotations); !bound) {
+  if (auto bound = postBinding(*client, pod, allocation.node, handoff); !bound) {
     postEvent(pod, false, "NeuronBindFailed", bound.error().message);
     return bound;
   }
@@ -45,24 +43,23 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation)
 // (pods/binding), so the node's kubelet and agent never see the pod bound without its ids, and a
 // bind costs one write instead of two.
 Result<void> ApiBinder::postBinding(kube::KubeClient& client, const PodDemand& pod,
-                                    const std::string& node, const json& annotations) {
+                                    const std::string& node, const kube::Handoff& handoff) {
   const json binding = {{"apiVersion", "v1"},
                         {"kind", "Binding"},
                         {"metadata",
                          {{"name", pod.name},
                           {"namespace", pod.namespace_},
                           {"uid", pod.uid},
-                          {"annotations", annotations}}},
+                          {"annotations", kube::handoffAnnotations(handoff)}}},
                         {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   auto created = client.create(podPath(pod.namespace_, pod.name) + "/binding", binding);
   if (created) return okResult();
   if (created.error().code == ErrorCode::kAborted) {
     // 409: already bound. If to this node with these ids, an earlier try of this bind got through.
     auto current = client.get(podPath(pod.namespace_, pod.name));
-    if (current && nodeNameOf(*current) == node &&
-        kube::annotationOf(*current, kube::kNeuronIdsAnnotation) ==
-            annotations[kube::kNeuronIdsAnnotation].get<std::string>()) {
-      return okResult();
+    if (current && nodeNameOf(*current) == node) {
+      const auto theirs = kube::handoffOf(*current);
+      if (theirs && *theirs && (*theirs)->ids == handoff.ids) return okResult();
     }
   }
   return std::move(created).error().withContext("binding pod " + pod.key() + " to " + node);
