@@ -45,46 +45,17 @@ void abort(int fd) {
   ::connect(fd, &unspecified, sizeof(unspecified));
 }
 
-}  // namespace
-
-// A dup of one of the server's connections, so acting on it can never reach a socket that took
-// the same descriptor number after the server closed this one.
-struct ConnectionReaper::Socket {
+// One of the server's connections, held through a dup of its descriptor, so acting on it can
+// never reach a socket that took the same descriptor number after the server closed this one.
+struct Socket {
   UniqueFd fd;
   unsigned long inode = 0;
   std::string peer;
   std::uint64_t bytesReceived = 0;
 };
 
-ConnectionReaper::ConnectionReaper(int localPort, Limits limits)
-    : localPort_(localPort), limits_(limits) {}
-
-ConnectionReaper::~ConnectionReaper() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-void ConnectionReaper::start() {
-  thread_ = std::thread([this] {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-      lock.unlock();
-      sweep(Clock::now());
-      lock.lock();
-      wake_.wait_for(lock, limits_.sweepEvery, [this] { return stopping_; });
-    }
-  });
-}
-
-namespace {
-
 // The server's connections among this process's descriptors: TCP sockets bound to `localPort`
 // that have a peer (the listening socket has none).
-template <typename Socket>
 std::vector<Socket> findConnections(int localPort) {
   std::vector<Socket> found;
   DIR* dir = ::opendir("/proc/self/fd");
@@ -135,8 +106,32 @@ std::vector<Socket> findConnections(int localPort) {
 
 }  // namespace
 
+ConnectionReaper::ConnectionReaper(int localPort, Limits limits)
+    : localPort_(localPort), limits_(limits) {}
+
+ConnectionReaper::~ConnectionReaper() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ConnectionReaper::start() {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      lock.unlock();
+      sweep(Clock::now());
+      lock.lock();
+      wake_.wait_for(lock, limits_.sweepEvery, [this] { return stopping_; });
+    }
+  });
+}
+
 void ConnectionReaper::sweep(Clock::time_point now) {
-  std::vector<Socket> sockets = findConnections<Socket>(localPort_);
+  std::vector<Socket> sockets = findConnections(localPort_);
   std::vector<const Socket*> toShut;
   std::vector<std::pair<Clock::time_point, const Socket*>> idle;
   {
@@ -198,7 +193,7 @@ void ConnectionReaper::sweep(Clock::time_point now) {
 }
 
 void ConnectionReaper::shutdownAll() {
-  for (const Socket& socket : findConnections<Socket>(localPort_))
+  for (const Socket& socket : findConnections(localPort_))
     abort(socket.fd.get());
 }
 

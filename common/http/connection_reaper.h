@@ -69,8 +69,6 @@ class ConnectionReaper {
     int active = 0;              // requests of this peer inside a handler now
     std::uint64_t finished = 0;  // requests of this peer answered so far
   };
-  struct Socket;  // one of the server's connections, found in a sweep
-
   const int localPort_;
   const Limits limits_;
   mutable std::mutex mutex_;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <sstream>
 
 #include <poll.h>
@@ -41,25 +40,6 @@ Result<std::string> fromHex(std::string_view hex) {
     out[i] = static_cast<char>(value);
   }
   return out;
-}
-
-std::string hexOf(std::uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-Result<std::uint64_t> parseHexUint64(std::string_view text) {
-  if (text.empty() || text.size() > 16) {
-    return makeError(ErrorCode::kInvalidArgument, "not a 64-bit hex number");
-  }
-  std::uint64_t value = 0;
-  for (const char c : text) {
-    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (digit < 0) return makeError(ErrorCode::kInvalidArgument, "not a 64-bit hex number");
-    value = value * 16 + static_cast<std::uint64_t>(digit);
-  }
-  return value;
 }
 
 }  // namespace
@@ -121,13 +101,13 @@ void BootstrapLink::pollLocked() {
       } else if (text.rfind("DEAD ", 0) == 0) {
         if (auto rank = parseInt(std::string_view(text).substr(5), 0, size_ - 1)) markDead(*rank);
       } else if (text.rfind("ABORT ", 0) == 0) {
-        // ABORT <session hex> <rank> <why>
+        // ABORT <session> <rank> <why>
         const std::string_view rest = std::string_view(text).substr(6);
         const std::size_t space1 = rest.find(' ');
         const std::size_t space2 =
             space1 == std::string_view::npos ? space1 : rest.find(' ', space1 + 1);
         if (space2 != std::string_view::npos) {
-          auto session = parseHexUint64(rest.substr(0, space1));
+          auto session = parseUint64(rest.substr(0, space1));
           auto rank = parseInt(rest.substr(space1 + 1, space2 - space1 - 1), 0, size_ - 1);
           if (session && rank) {
             recordAbortLocked(*session, *rank, std::string(rest.substr(space2 + 1)), peer);
@@ -149,7 +129,7 @@ void BootstrapLink::recordAbortLocked(std::uint64_t session, int rank, const std
   trouble_.store(true, std::memory_order_release);
   // Rank 0 passes it on to everyone but where it came from; other ranks tell rank 0.
   const std::string line =
-      "ABORT " + hexOf(session) + " " + std::to_string(rank) + " " + why + "\n";
+      "ABORT " + std::to_string(session) + " " + std::to_string(rank) + " " + why + "\n";
   const auto deadline = Clock::now() + std::chrono::milliseconds(200);
   for (std::size_t s = 0; s < sockets_.size(); ++s) {
     const int peer = rank_ == 0 ? static_cast<int>(s) : 0;

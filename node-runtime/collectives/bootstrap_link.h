@@ -16,7 +16,7 @@
 // timeout (probe row 2).
 //
 // Wire (text lines): rank -> 0 "G <hex>", 0 -> rank "G <rank> <hex>" for every rank; "BYE";
-// 0 -> rank "DEAD <rank>"; either way "ABORT <session hex> <rank> <why>".
+// 0 -> rank "DEAD <rank>"; either way "ABORT <session> <rank> <why>".
 //
 // Owns: the sockets and the watching thread. Thread-safe: one mutex (a parent and its
 // sub-communicators share a link).

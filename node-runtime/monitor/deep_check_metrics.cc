@@ -57,8 +57,7 @@ std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last)
     if (link.state == runtime::CheckState::kSkipped) continue;
     const metrics::Labels labels = {{"neuron_device_index", std::to_string(link.a)},
                                     {"peer_device_index", std::to_string(link.b)}};
-    const bool down = link.detail.find(" is down") != std::string::npos;
-    out.sample("torus_neuronlink_up", labels, down ? 0 : 1);
+    out.sample("torus_neuronlink_up", labels, link.listed ? 1 : 0);
     if (link.speed) {
       out.sample("torus_neuronlink_trained_at_max_speed", labels,
                  link.speed->current < link.speed->max ? 0 : 1);

@@ -149,6 +149,7 @@ void judgeReportedLinks(const topology::Node& node, const discovery::DiscoveryRo
         anySpeedReported = true;
       }
     }
+    check.listed = seen.up;
     check.speed = seen.speed;
     observations.push_back(std::move(seen));
     result.links.push_back(std::move(check));

@@ -57,6 +57,7 @@ struct LinkCheck {
   int b = 0;
   CheckState state = CheckState::kPassed;
   std::string detail;
+  bool listed = true;              // both ends list each other in connected_devices
   std::optional<LinkSpeed> speed;  // unset when the driver reports no link speed
 };
 

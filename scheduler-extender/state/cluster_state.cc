@@ -48,25 +48,25 @@ Result<int> ClusterState::upsertNode(const std::string& name, const std::string&
   return upsertNode(name, std::move(*model));
 }
 
-Result<int> ClusterState::upsertNode(const std::string& name, topology::Node incoming) {
-  auto model = std::optional<topology::Node>(std::move(incoming));
+Result<int> ClusterState::upsertNode(const std::string& name, topology::Node model) {
   std::lock_guard lock(mutex_);
-  int dropped = 0;
   auto it = nodes_.find(name);
-  if (it != nodes_.end() && it->second.model.catalog == model->catalog &&
-      it->second.model.lnc == model->lnc) {
-    it->second.model = std::move(*model);  // only health and links can differ
-    it->second.healthyCores = it->second.model.coresOfDevices(it->second.model.healthyDevices());
-    it->second.links = linksText(it->second.model);
+  int dropped = 0;
+  if (it != nodes_.end() && it->second.model.catalog == model.catalog &&
+      it->second.model.lnc == model.lnc) {
+    // Only health and links can differ: the allocations stay, the shapes are the type's.
+    NodeEntry& entry = it->second;
+    entry.model = std::move(model);
+    entry.healthyCores = entry.model.coresOfDevices(entry.model.healthyDevices());
+    entry.links = linksText(entry.model);
     return dropped;
   }
   if (it != nodes_.end()) dropped = dropAllocationsLocked(name);
-  auto shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(*model));
   NodeEntry& entry = nodes_[name];
-  entry.model = std::move(*model);
+  entry.shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(model));
+  entry.model = std::move(model);
   entry.healthyCores = entry.model.coresOfDevices(entry.model.healthyDevices());
   entry.links = linksText(entry.model);
-  entry.shapes = std::move(shapes);
   entry.usedCores = {};
   return dropped;
 }

@@ -14,14 +14,13 @@ std::size_t entryBytes(const PodDemand& pod) {
 
 void PodCache::remember(const PodDemand& pod) {
   if (pod.uid.empty()) return;
-  PodDemand kept = pod;
   std::lock_guard lock(mutex_);
-  const std::size_t size = entryBytes(kept);
+  const std::size_t size = entryBytes(pod);
   if (auto it = byUid_.find(pod.uid); it != byUid_.end()) {
     bytes_ -= entryBytes(it->second);
-    it->second = std::move(kept);
+    it->second = pod;
   } else {
-    byUid_.emplace(pod.uid, std::move(kept));
+    byUid_.emplace(pod.uid, pod);
     order_.push_back(pod.uid);
   }
   bytes_ += size;

@@ -16,14 +16,13 @@
 #include <thread>
 #include <vector>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include "common/base/unique_fd.h"
 #include "tests/bench/bench_stats.h"
+#include "tests/integration/loopback_socket.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace {
@@ -31,28 +30,6 @@ namespace {
 using namespace torus;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-UniqueFd connectTo(int port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    return {};
-  }
-  return fd;
-}
-
-bool sendAll(int fd, const std::string& bytes) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // Reads one response (headers and Content-Length body); returns its status, 0 on failure.
 int readResponse(int fd, Clock::time_point deadline) {
@@ -118,8 +95,8 @@ Burst burst(int port, int count) {
         while (!go)
           std::this_thread::yield();
         const auto begin = Clock::now();
-        UniqueFd fd = connectTo(port);
-        if (fd && sendAll(fd.get(), request)) {
+        UniqueFd fd = testing::connectLoopback(port);
+        if (fd && testing::sendAll(fd.get(), request)) {
           statuses[static_cast<std::size_t>(i)] = readResponse(fd.get(), begin + 10s);
         }
         latencies[static_cast<std::size_t>(i)] =
@@ -173,11 +150,11 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 8; ++i) {
     slow.emplace_back([&, i] {
       while (!stopSlow) {
-        UniqueFd fd = connectTo(port);
-        if (!fd || !sendAll(fd.get(), "POST /filter HTTP/1.1\r\nHost: x\r\n")) return;
+        UniqueFd fd = testing::connectLoopback(port);
+        if (!fd || !testing::sendAll(fd.get(), "POST /filter HTTP/1.1\r\nHost: x\r\n")) return;
         for (int line = 0; !stopSlow; ++line) {
-          if (!sendAll(fd.get(),
-                       "X-" + std::to_string(i) + "-" + std::to_string(line) + ": y\r\n")) {
+          if (!testing::sendAll(
+                  fd.get(), "X-" + std::to_string(i) + "-" + std::to_string(line) + ": y\r\n")) {
             break;  // cut: reconnect and start over, as an attacker would
           }
           std::this_thread::sleep_for(1s);
@@ -222,9 +199,9 @@ int main(int argc, char** argv) {
           // one retry on a new connection, as HTTP clients do.
           bool answered = false;
           for (int attempt = 0; attempt < 2 && !answered; ++attempt) {
-            if (!fd) fd = connectTo(port);
-            answered =
-                sendAll(fd.get(), request) && readResponse(fd.get(), Clock::now() + 10s) == 200;
+            if (!fd) fd = testing::connectLoopback(port);
+            answered = testing::sendAll(fd.get(), request) &&
+                       readResponse(fd.get(), Clock::now() + 10s) == 200;
             if (!answered) fd = UniqueFd();
           }
           if (!answered) ++failed;
@@ -244,8 +221,8 @@ int main(int argc, char** argv) {
     std::vector<std::jthread> clients;
     for (int t = 0; t < 8; ++t) {
       clients.emplace_back([&, t] {
-        UniqueFd fd = connectTo(port);
-        if (fd && sendAll(fd.get(), big)) {
+        UniqueFd fd = testing::connectLoopback(port);
+        if (fd && testing::sendAll(fd.get(), big)) {
           statuses[static_cast<std::size_t>(t)] = readResponse(fd.get(), Clock::now() + 60s);
         }
       });

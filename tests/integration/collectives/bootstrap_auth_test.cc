@@ -5,35 +5,17 @@
 #include <string>
 #include <thread>
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include "common/base/unique_fd.h"
 #include "tests/integration/collectives/rank_launcher.h"
+#include "tests/integration/loopback_socket.h"
 
 namespace torus::coll::testing {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-UniqueFd connectTo(int port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    return {};
-  }
-  return fd;
-}
-
-void say(int fd, const std::string& line) {
-  (void)::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
-}
 
 // Every rank but 0 waits `late` before joining, so whatever the intruder sends arrives first.
 RankBody createAfter(std::chrono::milliseconds late, std::chrono::milliseconds within) {
@@ -63,8 +45,8 @@ TEST(BootstrapAuth, ForgedHellosDoNotFailAJobWithASecret) {
          {std::string("TORUS-COLL/1 1 4 4242 h m\n"),
           std::string("TORUS-COLL/1 2 4 4243 h m 00112233445566778899aabbccddeeff\n"),
           std::string("GET / HTTP/1.1\n")}) {
-      UniqueFd fd = connectTo(port);
-      say(fd.get(), line);
+      UniqueFd fd = torus::testing::connectLoopback(port);
+      (void)torus::testing::sendAll(fd.get(), line);
     }
   };
   const auto outcomes = launchRanks(options, createAfter(300ms, 3s));
@@ -77,7 +59,7 @@ TEST(BootstrapAuth, ASilentConnectionDoesNotHoldTheRootUntilTheDeadline) {
   options.commTimeout = 20s;  // the probe: creation took 18.7 s of a 20 s timeout
   options.jobSecret = "job-silent";
   options.intruder = [](int port) {
-    UniqueFd fd = connectTo(port);
+    UniqueFd fd = torus::testing::connectLoopback(port);
     std::this_thread::sleep_for(6s);  // says nothing, holds the connection open
   };
   const auto outcomes = launchRanks(options, createAfter(200ms, 2s));

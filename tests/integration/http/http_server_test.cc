@@ -8,41 +8,18 @@
 #include <thread>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include "common/base/unique_fd.h"
+#include "tests/integration/loopback_socket.h"
 
 namespace torus::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-UniqueFd connectTo(int port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    return {};
-  }
-  return fd;
-}
-
-bool sendAll(int fd, const std::string& bytes) {
-  std::size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    sent += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // Everything the server sends until it closes or `timeout` passes; `closed` says which.
 std::string readUntilClosed(int fd, std::chrono::milliseconds timeout, bool* closed) {
@@ -67,9 +44,10 @@ std::string readUntilClosed(int fd, std::chrono::milliseconds timeout, bool* clo
 
 // One GET on a fresh connection; the status line, or "" when none came within `timeout`.
 std::string get(int port, const std::string& path, std::chrono::milliseconds timeout) {
-  UniqueFd fd = connectTo(port);
+  UniqueFd fd = testing::connectLoopback(port);
   if (!fd) return "";
-  if (!sendAll(fd.get(), "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) {
+  if (!testing::sendAll(fd.get(),
+                        "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")) {
     return "";
   }
   bool closed = false;
@@ -114,10 +92,10 @@ TEST_F(HttpServerTest, SlowClientsAreCutAtTheRequestDeadlineWhileOthersAreServed
   for (int i = 0; i < kSlow; ++i) {
     slow.emplace_back([&, i] {
       const auto begin = Clock::now();
-      UniqueFd fd = connectTo(port);
-      if (!fd || !sendAll(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\n")) return;
+      UniqueFd fd = testing::connectLoopback(port);
+      if (!fd || !testing::sendAll(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\n")) return;
       for (int line = 0; !stop; ++line) {
-        if (!sendAll(fd.get(), "X-" + std::to_string(line) + ": y\r\n")) break;
+        if (!testing::sendAll(fd.get(), "X-" + std::to_string(line) + ": y\r\n")) break;
         pollfd ready{fd.get(), POLLIN, 0};
         if (::poll(&ready, 1, 200) > 0) {
           char byte;
@@ -147,14 +125,14 @@ TEST_F(HttpServerTest, EndlessHeadersAreCutAtTheByteBudget) {
   ServerOptions options;
   options.maxBodyBytes = 64 * 1024;  // budget: body + 1 MiB of headers
   start(options);
-  UniqueFd fd = connectTo(server_->port());
-  ASSERT_TRUE(sendAll(fd.get(), "GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+  UniqueFd fd = testing::connectLoopback(server_->port());
+  ASSERT_TRUE(testing::sendAll(fd.get(), "GET /healthz HTTP/1.1\r\nHost: x\r\n"));
   std::string lines;
   for (int i = 0; i < 1024; ++i)
     lines += "X-Padding-" + std::to_string(i) + ": abcdefgh\r\n";
   std::size_t sent = 0;
   const auto deadline = Clock::now() + 10s;
-  while (Clock::now() < deadline && sendAll(fd.get(), lines))
+  while (Clock::now() < deadline && testing::sendAll(fd.get(), lines))
     sent += lines.size();
   EXPECT_LT(Clock::now(), deadline) << "the server kept reading headers";
   EXPECT_LT(sent, 64u * 1024 * 1024) << "sent " << sent << " bytes of headers before the cut";
@@ -166,11 +144,12 @@ TEST_F(HttpServerTest, BusyKeptAliveConnectionAndSlowHandlerAreNotCut) {
   options.requestDeadline = 500ms;
   start(options);
   // One connection, one request after another for four deadlines.
-  UniqueFd fd = connectTo(server_->port());
+  UniqueFd fd = testing::connectLoopback(server_->port());
   const auto until = Clock::now() + 2s;
   int answered = 0;
   while (Clock::now() < until) {
-    ASSERT_TRUE(sendAll(fd.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"));
+    ASSERT_TRUE(testing::sendAll(fd.get(),
+                                 "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"));
     std::string reply;
     while (reply.find("\r\n\r\nhi") == std::string::npos) {
       char buffer[512];
@@ -194,7 +173,7 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheCapGoIdlestFirstAndHealthStillAnswers
   start(options);
   std::vector<UniqueFd> idle;
   for (int i = 0; i < 40; ++i)
-    idle.push_back(connectTo(server_->port()));
+    idle.push_back(testing::connectLoopback(server_->port()));
   std::this_thread::sleep_for(500ms);
   const auto begin = Clock::now();
   EXPECT_EQ(get(server_->port(), "/healthz", 1000ms), "HTTP/1.1 200 OK");
@@ -212,8 +191,8 @@ TEST_F(HttpServerTest, StopDoesNotWaitForSlowClients) {
   start(ServerOptions{});
   std::vector<UniqueFd> slow;
   for (int i = 0; i < 4; ++i) {
-    slow.push_back(connectTo(server_->port()));
-    ASSERT_TRUE(sendAll(slow.back().get(), "POST /echo HTTP/1.1\r\nHost: x\r\n"));
+    slow.push_back(testing::connectLoopback(server_->port()));
+    ASSERT_TRUE(testing::sendAll(slow.back().get(), "POST /echo HTTP/1.1\r\nHost: x\r\n"));
   }
   std::this_thread::sleep_for(200ms);
   const auto begin = Clock::now();

@@ -2,6 +2,7 @@
 // exit codes) and a running agent's POST/GET /deep-check, whose failures take the named devices
 // out of service (/metrics, logs) and whose later pass brings them back.
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -26,6 +27,28 @@ std::vector<std::string> checkCommand(std::vector<std::string> args) {
   command.insert(command.end(), kSmallCheck.begin(), kSmallCheck.end());
   command.insert(command.end(), args.begin(), args.end());
   return command;
+}
+
+// An agent on a simulated inf2.48xlarge (its tree in `sim`) with the small check, its metrics and
+// admin ports read from its log (0 when it did not start).
+struct RunningAgent {
+  std::unique_ptr<BackgroundProcess> process;
+  int port = 0;
+  int adminPort = 0;
+};
+
+RunningAgent startAgent(const fs::path& sim, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {binaryPath("neuron-node-agent"),  "--simulate=inf2.48xlarge",
+                                   "--simulate-dir=" + sim.string(), "--device-plugin=false",
+                                   "--metrics-addr=127.0.0.1:0",     "--admin-addr=127.0.0.1:0"};
+  args.insert(args.end(), kSmallCheck.begin(), kSmallCheck.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunningAgent agent{std::make_unique<BackgroundProcess>(args)};
+  if (const auto log = agent.process->waitForStderr("\"serving admin HTTP\"", 10s)) {
+    agent.port = loggedPort(*log, "\"serving HTTP\"");
+    agent.adminPort = loggedPort(*log, "\"serving admin HTTP\"");
+  }
+  return agent;
 }
 
 TEST(DeepCheckCommand, HealthyNodePassesWithExitZero) {
@@ -80,17 +103,12 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
   auto dir = TempDir::create("deep-check-agent");
   ASSERT_TRUE(dir.ok());
   const fs::path sim = dir->path() / "sim";
-  std::vector<std::string> args = {
-      binaryPath("neuron-node-agent"),  "--simulate=inf2.48xlarge",
-      "--simulate-dir=" + sim.string(), "--simulate-fault=mem-corrupt:5",
-      "--device-plugin=false",          "--metrics-addr=127.0.0.1:0",
-      "--admin-addr=127.0.0.1:0",       "--health-interval=100ms"};
-  args.insert(args.end(), kSmallCheck.begin(), kSmallCheck.end());
-  BackgroundProcess agent(args);
-  const auto log = agent.waitForStderr("\"serving admin HTTP\"", 10s);
-  ASSERT_TRUE(log.has_value()) << agent.stderrText();
-  const int port = loggedPort(*log, "\"serving HTTP\"");
-  const int adminPort = loggedPort(*log, "\"serving admin HTTP\"");
+  RunningAgent running =
+      startAgent(sim, {"--simulate-fault=mem-corrupt:5", "--health-interval=100ms"});
+  BackgroundProcess& agent = *running.process;
+  ASSERT_GT(running.adminPort, 0) << agent.stderrText();
+  const int port = running.port;
+  const int adminPort = running.adminPort;
 
   EXPECT_EQ(httpGet(port, "/deep-check")->substr(0, 3), "404");
   // Probe row 8: running a check is not for whoever reaches the metrics port.
@@ -150,18 +168,11 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
 TEST(DeepCheckAgent, ConcurrentRequestsShareTheRunInProgress) {
   auto dir = TempDir::create("deep-check-agent");
   ASSERT_TRUE(dir.ok());
-  std::vector<std::string> args = {binaryPath("neuron-node-agent"),
-                                   "--simulate=inf2.48xlarge",
-                                   "--simulate-dir=" + (dir->path() / "sim").string(),
-                                   "--device-plugin=false",
-                                   "--metrics-addr=127.0.0.1:0",
-                                   "--admin-addr=127.0.0.1:0"};
-  args.insert(args.end(), kSmallCheck.begin(), kSmallCheck.end());
-  BackgroundProcess agent(args);
-  const auto log = agent.waitForStderr("\"serving admin HTTP\"", 10s);
-  ASSERT_TRUE(log.has_value()) << agent.stderrText();
-  const int port = loggedPort(*log, "\"serving HTTP\"");
-  const int adminPort = loggedPort(*log, "\"serving admin HTTP\"");
+  RunningAgent running = startAgent(dir->path() / "sim");
+  BackgroundProcess& agent = *running.process;
+  ASSERT_GT(running.adminPort, 0) << agent.stderrText();
+  const int port = running.port;
+  const int adminPort = running.adminPort;
 
   std::vector<std::string> answers(12);
   {
