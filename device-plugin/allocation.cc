@@ -1,6 +1,7 @@
 #include "device-plugin/allocation.h"
 
 #include "common/base/strings.h"
+#include "common/contracts/container_env.h"
 
 namespace torus::plugin {
 
@@ -55,9 +56,8 @@ Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology:
     const std::string name = "neuron" + std::to_string(device);
     allocation.deviceNodes.push_back({devRoot + "/" + name, "/dev/" + name});
   });
-  allocation.env["NEURON_RT_VISIBLE_CORES"] = topology::visibleCoresText(allocation.cores);
-  if (node.catalog != nullptr && node.catalog->maxLnc > 1) {
-    allocation.env["NEURON_LOGICAL_NC_CONFIG"] = std::to_string(node.lnc);
+  for (auto& [name, value] : contracts::neuronContainerEnv(node, allocation.cores, node.lnc)) {
+    allocation.env[name] = std::move(value);
   }
   return allocation;
 }

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "common/base/strings.h"
+#include "common/contracts/neuron_names.h"
 #include "common/metrics/event_counters.h"
 #include "common/metrics/latency_histograms.h"
 #include "common/topology/placement.h"
@@ -244,7 +245,7 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
     if (handoff_ != nullptr) handoff_->allocated(kind_, ids);
     TORUS_LOG(Info, Plugin, "allocated", {"resource", resourceName(kind_)},
               {"ids", ids.toRangeString()},
-              {"visible_cores", allocation.env["NEURON_RT_VISIBLE_CORES"]},
+              {"visible_cores", allocation.env[std::string(contracts::kVisibleCoresEnv)]},
               {"device_nodes", static_cast<int>(allocation.deviceNodes.size())});
   }
   assignments_.recordAllocate(kind_, granted);

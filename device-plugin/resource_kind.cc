@@ -1,18 +1,27 @@
 #include "device-plugin/resource_kind.h"
 
+#include <algorithm>
+
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/contracts/neuron_names.h"
 
 namespace torus::plugin {
+namespace {
+
+constexpr ResourceKind kAllKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeuron,
+                                      ResourceKind::kNeuronDevice};
+
+}  // namespace
 
 std::string_view resourceName(ResourceKind kind) {
   switch (kind) {
     case ResourceKind::kNeuronCore:
-      return "aws.amazon.com/neuroncore";
+      return contracts::kNeuronCoreResource;
     case ResourceKind::kNeuron:
-      return "aws.amazon.com/neuron";
+      return contracts::kNeuronResource;
     case ResourceKind::kNeuronDevice:
-      return "aws.amazon.com/neurondevice";
+      return contracts::kNeuronDeviceResource;
   }
   return "";
 }
@@ -35,19 +44,19 @@ Result<std::vector<ResourceKind>> parseResourceList(std::string_view text) {
   std::vector<ResourceKind> kinds;
   for (std::string_view item : splitAndTrim(text, ',')) {
     if (item.empty()) continue;
-    if (item.starts_with("aws.amazon.com/")) item.remove_prefix(15);
-    ResourceKind kind;
-    if (item == "neuroncore") {
-      kind = ResourceKind::kNeuronCore;
-    } else if (item == "neuron") {
-      kind = ResourceKind::kNeuron;
-    } else if (item == "neurondevice") {
-      kind = ResourceKind::kNeuronDevice;
-    } else {
+    if (item.starts_with(contracts::kResourcePrefix)) {
+      item.remove_prefix(contracts::kResourcePrefix.size());
+    }
+    const auto known =
+        std::find_if(std::begin(kAllKinds), std::end(kAllKinds), [&](ResourceKind candidate) {
+          return resourceName(candidate).substr(contracts::kResourcePrefix.size()) == item;
+        });
+    if (known == std::end(kAllKinds)) {
       return makeError(ErrorCode::kInvalidArgument,
                        "resources: unknown resource " + quoteJsonString(item) +
                            " (known: neuroncore, neuron, neurondevice)");
     }
+    const ResourceKind kind = *known;
     for (const ResourceKind existing : kinds) {
       if (existing == kind) {
         return makeError(ErrorCode::kInvalidArgument,

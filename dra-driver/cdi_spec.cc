@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/file_io.h"
+#include "common/contracts/container_env.h"
 
 namespace torus::dra {
 namespace {
@@ -26,19 +27,10 @@ constexpr std::string_view kSpecSuffix = ".json";
 
 std::vector<std::string> claimEnvironment(const ResolvedClaim& claim, const topology::Node& node) {
   std::vector<std::string> env;
-  env.push_back("NEURON_RT_VISIBLE_CORES=" +
-                topology::visibleCoresText(topology::CoreSet::fromIds(claim.visibleCores)));
-  if ((node.catalog != nullptr && node.catalog->maxLnc > 1) || claim.lnc != node.lnc) {
-    env.push_back("NEURON_LOGICAL_NC_CONFIG=" + std::to_string(claim.lnc));
-  }
-  if (claim.ultraServerMode && node.ultraServer) {
-    env.push_back("NEURON_RT_ULTRASERVER_MODE=" + std::to_string(*claim.ultraServerMode));
-    env.push_back("NEURON_RT_ULTRASERVER_SERVER_ID=" + (*claim.ultraServerMode >= 4
-                                                            ? node.ultraServer->serverId4
-                                                            : node.ultraServer->serverId2));
-    env.push_back("NEURON_RT_ULTRASERVER_NODE_ID=" +
-                  std::to_string(*claim.ultraServerMode >= 4 ? node.ultraServer->nodeId4
-                                                             : node.ultraServer->nodeId2));
+  for (const auto& [name, value] :
+       contracts::neuronContainerEnv(node, topology::CoreSet::fromIds(claim.visibleCores),
+                                     claim.lnc, claim.ultraServerMode)) {
+    env.push_back(name + "=" + value);
   }
   return env;
 }

@@ -8,9 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "common/contracts/neuron_names.h"
+
 namespace torus::dra {
 
-inline constexpr std::string_view kDriverName = "neuron.aws.com";
+inline constexpr std::string_view kDriverName = contracts::kDraDriverName;
 // CDI kind of the devices this driver injects: CDI ids read "neuron.aws.com/device=<name>".
 inline constexpr std::string_view kCdiKind = "neuron.aws.com/device";
 // Opaque configuration (ResourceClaim / DeviceClass `opaque.parameters`).

@@ -1,13 +1,13 @@
 #include "node-runtime/agent/node_metadata.h"
 
-#include "common/kube/neuron_annotations.h"
+#include "common/contracts/neuron_names.h"
 #include "common/kube/topology_annotation.h"
 
 namespace torus::agent {
 namespace {
 
-constexpr const char* kUltraServerPrefix = "neuron.amazonaws.com/ultraserver-";
-constexpr const char* kTorusPrefix = "torus.dev/";
+using contracts::kTorusPrefix;
+using contracts::kUltraServerLabelPrefix;
 
 // The driver's ultraserver_mode values: 1=X4, 2=X2H, 3=X2V, 4=X1.
 std::string modeName(int mode) {
@@ -34,10 +34,11 @@ bool startsWith(const std::string& text, const char* prefix) {
 NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pendingLnc) {
   NodeMetadata metadata;
   const topology::DeviceSet healthy = node.healthyDevices();
-  metadata.labels[kube::kLncLabel] = std::to_string(node.lnc);
-  if (!node.instanceType.empty()) metadata.labels["torus.dev/instance-type"] = node.instanceType;
-  metadata.labels["torus.dev/device-count"] = std::to_string(node.deviceCount());
-  metadata.labels["torus.dev/healthy-devices"] = std::to_string(healthy.size());
+  metadata.labels[contracts::kLncLabel] = std::to_string(node.lnc);
+  if (!node.instanceType.empty())
+    metadata.labels[contracts::kTorusInstanceTypeLabel] = node.instanceType;
+  metadata.labels[contracts::kDeviceCountLabel] = std::to_string(node.deviceCount());
+  metadata.labels[contracts::kHealthyDevicesLabel] = std::to_string(healthy.size());
   if (node.ultraServer) {
     const topology::UltraServerPosition& position = *node.ultraServer;
     std::string modes;
@@ -45,23 +46,23 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
       if (!modes.empty()) modes += '_';  // label values cannot hold ','
       modes += modeName(mode);
     }
-    if (!modes.empty()) metadata.labels[std::string(kUltraServerPrefix) + "mode"] = modes;
+    if (!modes.empty()) metadata.labels[std::string(kUltraServerLabelPrefix) + "mode"] = modes;
     if (!position.serverId2.empty()) {
-      metadata.labels[std::string(kUltraServerPrefix) + "server-id-2"] = position.serverId2;
+      metadata.labels[std::string(kUltraServerLabelPrefix) + "server-id-2"] = position.serverId2;
     }
     if (!position.serverId4.empty()) {
-      metadata.labels[std::string(kUltraServerPrefix) + "server-id-4"] = position.serverId4;
+      metadata.labels[std::string(kUltraServerLabelPrefix) + "server-id-4"] = position.serverId4;
     }
     if (position.nodeId2 >= 0) {
-      metadata.labels[std::string(kUltraServerPrefix) + "node-id-2"] =
+      metadata.labels[std::string(kUltraServerLabelPrefix) + "node-id-2"] =
           std::to_string(position.nodeId2);
     }
     if (position.nodeId4 >= 0) {
-      metadata.labels[std::string(kUltraServerPrefix) + "node-id-4"] =
+      metadata.labels[std::string(kUltraServerLabelPrefix) + "node-id-4"] =
           std::to_string(position.nodeId4);
     }
   }
-  metadata.annotations[kube::kTopologyAnnotation] =
+  metadata.annotations[contracts::kTopologyAnnotation] =
       kube::formatTopologyAnnotation(kube::summarizeTopology(node));
   const topology::DeviceSet unhealthy = node.allDevices() - healthy;
   if (node.deviceCount() == 0) {
@@ -90,8 +91,9 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
 }
 
 bool ownedLabel(const std::string& key) {
-  if (key == kNeuronModeLabel) return false;  // the operator's choice of device plugin or DRA
-  return startsWith(key, kTorusPrefix) || startsWith(key, kUltraServerPrefix);
+  if (key == contracts::kNeuronModeLabel)
+    return false;  // the operator's choice of device plugin or DRA
+  return startsWith(key, kTorusPrefix) || startsWith(key, kUltraServerLabelPrefix);
 }
 
 bool ownedAnnotation(const std::string& key) {

@@ -26,9 +26,6 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
 
 // Keys this agent owns on a Node: a key with one of these prefixes that nodeMetadata() no longer
 // produces is removed.
-// Set by the operator (the chart's dra.nodeLabel default), never by the agent: `dra` puts the
-// node's Neuron devices under the DRA driver instead of the device plugin.
-inline constexpr const char* kNeuronModeLabel = "torus.dev/neuron-mode";
 bool ownedLabel(const std::string& key);
 bool ownedAnnotation(const std::string& key);
 

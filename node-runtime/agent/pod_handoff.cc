@@ -4,10 +4,10 @@
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
+#include "common/contracts/neuron_handoff.h"
+#include "common/contracts/neuron_names.h"
 #include "common/kube/event_object.h"
 #include "common/kube/kube_client.h"
-#include "common/kube/neuron_annotations.h"
-#include "common/kube/neuron_handoff.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::agent {
@@ -29,7 +29,7 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
   promise.uid = kube::stringField(pod, "metadata", "uid");
   promise.key = kube::stringField(pod, "metadata", "namespace") + "/" +
                 kube::stringField(pod, "metadata", "name");
-  auto handoff = kube::handoffOf(pod);
+  auto handoff = contracts::handoffOf(pod);
   if (handoff && !*handoff) return std::nullopt;  // no hand-off on this pod
   if (!handoff || promise.uid.empty()) {
     TORUS_LOG(Warn, Plugin, "ignoring an unreadable scheduler hand-off", {"pod", promise.key},
@@ -170,7 +170,7 @@ void PodAnnotationHandoff::allocated(plugin::ResourceKind kind, const topology::
     }
     promise.allocated = true;
     handedOut_.insert(uid);
-    queueLocked(uid, {{kube::kAllocatedAnnotation, "true"}},
+    queueLocked(uid, {{contracts::kAllocatedAnnotation, "true"}},
                 "marked the scheduler's hand-off allocated");
     return;
   }
@@ -198,7 +198,7 @@ void PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holde
       if (!promise.allocated) {
         promise.allocated = true;
         handedOut_.insert(uid);
-        queueLocked(uid, {{kube::kAllocatedAnnotation, "true"}},
+        queueLocked(uid, {{contracts::kAllocatedAnnotation, "true"}},
                     "marked the scheduler's hand-off allocated");
       }
       continue;
@@ -212,8 +212,8 @@ void PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holde
     handedOut_.insert(uid);
     corrected_[uid] = actual->second;
     queueLocked(uid,
-                {{kube::kNeuronIdsAnnotation, actual->second.toListString()},
-                 {kube::kAllocatedAnnotation, "true"}},
+                {{contracts::kNeuronIdsAnnotation, actual->second.toListString()},
+                 {contracts::kAllocatedAnnotation, "true"}},
                 "corrected the hand-off to the ids the pod holds");
   }
 }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/base/utc_time.h"
+#include "common/contracts/neuron_names.h"
 #include "common/topology/neuronlink_graph.h"
 #include "node-runtime/runtime/check_command.h"
 #include "node-runtime/runtime/device_memory.h"
@@ -184,12 +185,12 @@ CommandCheck runExternalCheck(const topology::Node& node, const std::vector<int>
     ringText += std::to_string(device);
     cores |= node.coresOfDevice(device);
   }
-  const CommandOutcome outcome =
-      runCheckCommand(options.command,
-                      {{"TORUS_DEEP_CHECK_DEVICES", devices},
-                       {"TORUS_DEEP_CHECK_RING", ringText},
-                       {"NEURON_RT_VISIBLE_CORES", topology::visibleCoresText(cores)}},
-                      options.commandTimeout);
+  const CommandOutcome outcome = runCheckCommand(
+      options.command,
+      {{"TORUS_DEEP_CHECK_DEVICES", devices},
+       {"TORUS_DEEP_CHECK_RING", ringText},
+       {std::string(contracts::kVisibleCoresEnv), topology::visibleCoresText(cores)}},
+      options.commandTimeout);
   command.state = outcome.passed ? CheckState::kPassed : CheckState::kFailed;
   command.detail = outcome.problem;
   command.exitCode = outcome.exitCode;

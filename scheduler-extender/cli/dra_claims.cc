@@ -8,6 +8,7 @@
 
 #include "common/base/strings.h"
 #include "common/base/text_table.h"
+#include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::extender {
@@ -15,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kDriver = "neuron.aws.com";
+using contracts::kDraDriverName;
 
 std::string text(const json& value) {
   return value.is_string() ? value.get<std::string>() : "";
@@ -89,7 +90,7 @@ std::string renderClaims(const json& claims, const json& slices, const std::stri
     const json& results = kube::fieldAt(claim, {"status", "allocation", "devices", "results"});
     if (!results.is_array()) continue;
     for (const json& result : results) {
-      if (text(kube::fieldAt(result, {"driver"})) != kDriver) continue;
+      if (text(kube::fieldAt(result, {"driver"})) != kDraDriverName) continue;
       row.node = text(kube::fieldAt(result, {"pool"}));
       row.devices.push_back(text(kube::fieldAt(result, {"device"})));
     }
@@ -106,7 +107,7 @@ std::string renderClaims(const json& claims, const json& slices, const std::stri
   }
   std::vector<TaintRow> taints;
   for (const json& slice : itemsOf(slices)) {
-    if (text(kube::fieldAt(slice, {"spec", "driver"})) != kDriver) continue;
+    if (text(kube::fieldAt(slice, {"spec", "driver"})) != kDraDriverName) continue;
     const json& devices = kube::fieldAt(slice, {"spec", "devices"});
     if (!devices.is_array()) continue;
     for (const json& device : devices) {

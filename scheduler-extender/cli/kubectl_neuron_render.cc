@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/text_table.h"
-#include "common/kube/neuron_annotations.h"
 #include "common/topology/fragmentation.h"
 #include "common/topology/link_drawing.h"
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
-#include "common/kube/neuron_handoff.h"
+#include "common/contracts/neuron_handoff.h"
 #include "common/kube/object_fields.h"
 #include "scheduler-extender/server/extender_json.h"
 
@@ -27,7 +27,7 @@ std::string nodeNameOf(const json& pod) {
 ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), events_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
-  const kube::Handoff handoff{allocation.ids, allocation.allocTimeNs, false, pod.resourceName};
+  const contracts::Handoff handoff{allocation.ids, allocation.allocTimeNs, false, pod.resourceName};
   auto client = clients_.acquire();
   if (auto bound = postBinding(*client, pod, allocation.node, handoff); !bound) {
     postEvent(pod, false, "NeuronBindFailed", bound.error().message);
@@ -43,14 +43,14 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation)
 // (pods/binding), so the node's kubelet and agent never see the pod bound without its ids, and a
 // bind costs one write instead of two.
 Result<void> ApiBinder::postBinding(kube::KubeClient& client, const PodDemand& pod,
-                                    const std::string& node, const kube::Handoff& handoff) {
+                                    const std::string& node, const contracts::Handoff& handoff) {
   const json binding = {{"apiVersion", "v1"},
                         {"kind", "Binding"},
                         {"metadata",
                          {{"name", pod.name},
                           {"namespace", pod.namespace_},
                           {"uid", pod.uid},
-                          {"annotations", kube::handoffAnnotations(handoff)}}},
+                          {"annotations", contracts::handoffAnnotations(handoff)}}},
                         {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
   auto created = client.create(podPath(pod.namespace_, pod.name) + "/binding", binding);
   if (created) return okResult();
@@ -58,7 +58,7 @@ Result<void> ApiBinder::postBinding(kube::KubeClient& client, const PodDemand& p
     // 409: already bound. If to this node with these ids, an earlier try of this bind got through.
     auto current = client.get(podPath(pod.namespace_, pod.name));
     if (current && nodeNameOf(*current) == node) {
-      const auto theirs = kube::handoffOf(*current);
+      const auto theirs = contracts::handoffOf(*current);
       if (theirs && *theirs && (*theirs)->ids == handoff.ids) return okResult();
     }
   }

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/contracts/neuron_handoff.h"
 #include "common/kube/kube_client_pool.h"
-#include "common/kube/neuron_handoff.h"
 #include "scheduler-extender/kube/event_poster.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
@@ -29,7 +29,7 @@ class ApiBinder final : public PodBinder {
 
  private:
   Result<void> postBinding(kube::KubeClient& client, const PodDemand& pod, const std::string& node,
-                           const kube::Handoff& handoff);
+                           const contracts::Handoff& handoff);
   void postEvent(const PodDemand& pod, bool normal, const std::string& reason,
                  const std::string& message);
 

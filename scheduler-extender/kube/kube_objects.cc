@@ -4,8 +4,8 @@
 
 #include "common/base/parse.h"
 #include "common/base/strings.h"
-#include "common/kube/neuron_annotations.h"
-#include "common/kube/neuron_handoff.h"
+#include "common/contracts/neuron_handoff.h"
+#include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 #include "common/kube/topology_annotation.h"
 #include "scheduler-extender/server/extender_json.h"
@@ -21,16 +21,16 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
     return makeError(ErrorCode::kInvalidArgument, "node without metadata.name");
   }
   record.instanceType = instanceTypeOf(node);
-  if (const std::string lnc = kube::stringAt(node, {"metadata", "labels", kube::kLncLabel});
+  if (const std::string lnc = kube::stringAt(node, {"metadata", "labels", contracts::kLncLabel});
       !lnc.empty()) {
     if (auto value = parseInt(lnc, 1, 8)) {
       record.lnc = *value;
     } else {
       record.topologyProblem =
-          std::string("label ") + kube::kLncLabel + ": " + value.error().message;
+          std::string("label ") + contracts::kLncLabel + ": " + value.error().message;
     }
   }
-  const std::string topologyText = kube::annotationOf(node, kube::kTopologyAnnotation);
+  const std::string topologyText = kube::annotationOf(node, contracts::kTopologyAnnotation);
   if (topologyText.empty()) return record;
   auto summary = kube::parseTopologyAnnotation(topologyText);
   if (!summary) {
@@ -65,8 +65,8 @@ Result<PodRecord> parsePodRecord(const json& pod) {
       }
     }
   }
-  record.allocatedFlag = kube::annotationOf(pod, kube::kAllocatedAnnotation);
-  if (auto handoff = kube::handoffOf(pod); !handoff) {
+  record.allocatedFlag = kube::annotationOf(pod, contracts::kAllocatedAnnotation);
+  if (auto handoff = contracts::handoffOf(pod); !handoff) {
     record.idsProblem = handoff.error().message;
   } else if (*handoff) {
     record.assignedIds = (*handoff)->ids;

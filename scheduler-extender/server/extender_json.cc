@@ -10,7 +10,7 @@
 #include "common/base/json_nesting.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
-#include "common/kube/neuron_annotations.h"
+#include "common/contracts/neuron_names.h"
 #include "common/kube/quantity.h"
 
 namespace torus::extender {
@@ -18,8 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kResourceNames[] = {"aws.amazon.com/neuroncore", "aws.amazon.com/neuron",
-                                               "aws.amazon.com/neurondevice"};
+using contracts::kResourceNames;
 
 Error bad(const std::string& field, const std::string& why) {
   return makeError(ErrorCode::kInvalidArgument, field + ": " + why);
@@ -175,8 +174,9 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   if (!total.empty()) {
     demand.resourceName = total.begin()->first;
     demand.count = total.begin()->second;
-    demand.unit = demand.resourceName == kResourceNames[0] ? topology::AllocationUnit::kCore
-                                                           : topology::AllocationUnit::kDevice;
+    demand.unit = demand.resourceName == contracts::kNeuronCoreResource
+                      ? topology::AllocationUnit::kCore
+                      : topology::AllocationUnit::kDevice;
   }
   return demand;
 }
@@ -196,7 +196,7 @@ std::string instanceTypeOf(const json& node) {
   if (metadata == node.end() || !metadata->is_object()) return "";
   const auto labels = metadata->find("labels");
   if (labels == metadata->end() || !labels->is_object()) return "";
-  for (const char* key : {kube::kInstanceTypeLabel, kube::kBetaInstanceTypeLabel}) {
+  for (const char* key : {contracts::kInstanceTypeLabel, contracts::kBetaInstanceTypeLabel}) {
     const auto label = labels->find(key);
     if (label != labels->end() && label->is_string()) return label->get<std::string>();
   }

@@ -1,9 +1,9 @@
-#include "common/kube/neuron_handoff.h"
+#include "common/contracts/neuron_handoff.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace torus::kube {
+namespace torus::contracts {
 namespace {
 
 nlohmann::json podWith(const nlohmann::json& annotations) {
@@ -45,4 +45,4 @@ TEST(NeuronHandoff, AbsentIsNothingAndUnreadableIsNamed) {
 }
 
 }  // namespace
-}  // namespace torus::kube
+}  // namespace torus::contracts

@@ -1,4 +1,4 @@
-#include "common/kube/neuron_handoff.h"
+#include "common/contracts/neuron_handoff.h"
 
 #include <limits>
 
@@ -6,10 +6,10 @@
 
 #include "common/base/parse.h"
 #include "common/base/strings.h"
-#include "common/kube/neuron_annotations.h"
+#include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 
-namespace torus::kube {
+namespace torus::contracts {
 
 nlohmann::json handoffAnnotations(const Handoff& handoff) {
   nlohmann::json annotations;
@@ -21,7 +21,7 @@ nlohmann::json handoffAnnotations(const Handoff& handoff) {
 }
 
 Result<std::optional<Handoff>> handoffOf(const nlohmann::json& pod) {
-  const std::string idsText = annotationOf(pod, kNeuronIdsAnnotation);
+  const std::string idsText = kube::annotationOf(pod, kNeuronIdsAnnotation);
   if (idsText.empty()) return std::optional<Handoff>();
   auto ids = topology::CoreSet::parse(idsText);
   if (!ids || ids->empty()) {
@@ -31,13 +31,13 @@ Result<std::optional<Handoff>> handoffOf(const nlohmann::json& pod) {
   }
   Handoff handoff;
   handoff.ids = std::move(*ids);
-  if (auto time = parseInt64(annotationOf(pod, kAllocTimeAnnotation), 0,
+  if (auto time = parseInt64(kube::annotationOf(pod, kAllocTimeAnnotation), 0,
                              std::numeric_limits<std::int64_t>::max())) {
     handoff.allocTimeNs = *time;
   }
-  handoff.allocated = annotationOf(pod, kAllocatedAnnotation) == "true";
-  handoff.resourceType = annotationOf(pod, kResourceTypeAnnotation);
+  handoff.allocated = kube::annotationOf(pod, kAllocatedAnnotation) == "true";
+  handoff.resourceType = kube::annotationOf(pod, kResourceTypeAnnotation);
   return std::optional<Handoff>(std::move(handoff));
 }
 
-}  // namespace torus::kube
+}  // namespace torus::contracts

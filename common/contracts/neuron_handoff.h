@@ -1,5 +1,5 @@
 // The scheduler extender -> device plugin hand-off, as annotations on the pod (AWS's keys:
-// neuron_annotations.h). Written in one place (the extender's bind) and read in one place (the
+// neuron_names.h). Written in one place (the extender's bind) and read in one place (the
 // node agent's plugin and the extender's pod informer), so the two sides cannot drift; a
 // round-trip test holds them together.
 //
@@ -19,7 +19,7 @@
 #include "common/base/result.h"
 #include "common/topology/core_set.h"
 
-namespace torus::kube {
+namespace torus::contracts {
 
 struct Handoff {
   topology::CoreSet ids;
@@ -35,4 +35,4 @@ nlohmann::json handoffAnnotations(const Handoff& handoff);
 // annotation when the ids are there but unreadable. A missing or unreadable time reads as 0.
 Result<std::optional<Handoff>> handoffOf(const nlohmann::json& pod);
 
-}  // namespace torus::kube
+}  // namespace torus::contracts

@@ -1,0 +1,56 @@
+// The names other software depends on, in one place: the extended resources kubelet advertises,
+// the container environment the Neuron runtime reads, the extender -> device plugin hand-off on
+// pods (AWS's keys, so AWS's plugin and HAMi read ours and we read theirs), the labels and the
+// annotation the agent publishes on its Node, and the DRA driver's name. Renaming any of these
+// breaks someone else's pod specs, selectors or tools; tests/unit/contracts holds the writers and
+// readers of each to one another.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace torus::contracts {
+
+// ---- extended resources (device plugin); same names and counts as AWS's plugin ----
+inline constexpr std::string_view kResourcePrefix = "aws.amazon.com/";
+inline constexpr std::string_view kNeuronCoreResource = "aws.amazon.com/neuroncore";  // 1 core
+inline constexpr std::string_view kNeuronResource = "aws.amazon.com/neuron";          // 1 chip
+// Legacy alias of kNeuronResource (AWS dropped it in Neuron 2.22); opt-in.
+inline constexpr std::string_view kNeuronDeviceResource = "aws.amazon.com/neurondevice";
+inline constexpr std::array<std::string_view, 3> kResourceNames = {
+    kNeuronCoreResource, kNeuronResource, kNeuronDeviceResource};
+
+// ---- container environment, read by the Neuron runtime ----
+inline constexpr std::string_view kVisibleCoresEnv = "NEURON_RT_VISIBLE_CORES";  // "0-3" or "4,6"
+inline constexpr std::string_view kLogicalNcConfigEnv = "NEURON_LOGICAL_NC_CONFIG";  // "1" | "2"
+inline constexpr std::string_view kUltraServerModeEnv = "NEURON_RT_ULTRASERVER_MODE";
+inline constexpr std::string_view kUltraServerServerIdEnv = "NEURON_RT_ULTRASERVER_SERVER_ID";
+inline constexpr std::string_view kUltraServerNodeIdEnv = "NEURON_RT_ULTRASERVER_NODE_ID";
+
+// ---- pod annotations of the hand-off (neuron_handoff.h reads and writes them) ----
+inline constexpr const char* kNeuronIdsAnnotation = "AWS_NEURON_IDS";     // "0,1,2,3"
+inline constexpr const char* kAllocTimeAnnotation = "NEURON_ALLOC_TIME";  // ns since the epoch
+inline constexpr const char* kAllocatedAnnotation = "NEURON_ALLOCATED";   // "false", then "true"
+inline constexpr const char* kResourceTypeAnnotation = "NEURON_RESOURCE_TYPE";
+
+// ---- Node metadata: what the agent publishes, what the extender and operators read ----
+// Every key under this prefix is the agent's (except kNeuronModeLabel, the operator's).
+inline constexpr const char* kTorusPrefix = "torus.dev/";
+inline constexpr const char* kTopologyAnnotation = "torus.dev/topology";
+inline constexpr const char* kLncLabel = "torus.dev/lnc";
+inline constexpr const char* kTorusInstanceTypeLabel = "torus.dev/instance-type";
+inline constexpr const char* kDeviceCountLabel = "torus.dev/device-count";
+inline constexpr const char* kHealthyDevicesLabel = "torus.dev/healthy-devices";
+// Set by the operator (the chart's dra.nodeLabel default), never by the agent: `dra` puts the
+// node's Neuron devices under the DRA driver instead of the device plugin.
+inline constexpr const char* kNeuronModeLabel = "torus.dev/neuron-mode";
+// AWS's UltraServer labels: <prefix>mode, server-id-2, server-id-4, node-id-2, node-id-4.
+inline constexpr const char* kUltraServerLabelPrefix = "neuron.amazonaws.com/ultraserver-";
+// Kubernetes' well-known label, and its deprecated spelling older nodes still carry.
+inline constexpr const char* kInstanceTypeLabel = "node.kubernetes.io/instance-type";
+inline constexpr const char* kBetaInstanceTypeLabel = "beta.kubernetes.io/instance-type";
+
+// ---- Dynamic Resource Allocation (dra-driver/driver_names.h has the rest) ----
+inline constexpr std::string_view kDraDriverName = "neuron.aws.com";
+
+}  // namespace torus::contracts
