@@ -134,8 +134,8 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
 
 namespace torus::agent {
 
-runtime::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config) {
-  runtime::DeepCheckOptions options;
+health::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config) {
+  health::DeepCheckOptions options;
   options.memoryBytes = static_cast<std::uint64_t>(config.deepCheckMemoryBytes);
   options.hostAllReduce.bytes = static_cast<std::size_t>(config.deepCheckHostAllReduceBytes);
   options.hostAllReduce.timeout = std::chrono::milliseconds(config.deepCheckTimeoutMs);

@@ -9,8 +9,8 @@
 #include "common/config/settings.h"
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/aws_health.h"
+#include "node-runtime/health/deep_check/deep_check.h"
 #include "node-runtime/node_source/node_source.h"
-#include "node-runtime/runtime/deep_check.h"
 
 namespace torus::agent {
 
@@ -39,8 +39,8 @@ struct AgentConfig {
   std::string kubeconfig;
   std::string nodeName;
   bool publishNode = true;
-  // The deep health check (runtime/deep_check.h): periodic when the interval is set, on demand
-  // through POST /deep-check and `neuron-node-agent check`.
+  // The deep health check (health/deep_check/deep_check.h): periodic when the interval is set, on
+  // demand through POST /deep-check and `neuron-node-agent check`.
   std::int64_t deepCheckIntervalMs = 0;
   int deepCheckMemoryBytes = 4 << 20;
   int deepCheckHostAllReduceBytes = 4 << 20;
@@ -53,6 +53,6 @@ struct AgentConfig {
 };
 
 void registerAgentSettings(config::SettingTable& table, AgentConfig* config);
-runtime::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config);
+health::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config);
 
 }  // namespace torus::agent

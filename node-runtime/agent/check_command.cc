@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/health/deep_check/deep_check_report.h"
 #include "node-runtime/node_source/node_source.h"
-#include "node-runtime/runtime/core_reset.h"
-#include "node-runtime/runtime/deep_check_report.h"
+#include "node-runtime/reset/core_reset.h"
 
 namespace torus::agent {
 
@@ -23,11 +23,11 @@ int runCheckCommand(const AgentConfig& config) {
   }
   // Without the agent's view of kubelet's allocations, a device is in use when a process has it
   // open, the same test the device reset uses, asked again before each phase.
-  const auto busyNow = [&] { return runtime::openDevices(prepared->roots, found->node); };
-  const runtime::DeepCheckResult result =
-      runtime::runDeepCheck(found->node, prepared->roots, busyNow, deepCheckOptionsOf(config));
+  const auto busyNow = [&] { return reset::openDevices(prepared->roots, found->node); };
+  const health::DeepCheckResult result =
+      health::runDeepCheck(found->node, prepared->roots, busyNow, deepCheckOptionsOf(config));
   const std::string out =
-      config.json ? runtime::deepCheckJson(result) : runtime::deepCheckTable(result);
+      config.json ? health::deepCheckJson(result) : health::deepCheckTable(result);
   std::fputs(out.c_str(), stdout);
   return result.passed() ? 0 : 1;
 }

@@ -9,15 +9,15 @@ bool usesClaim(const plugin::ClaimHolder& holder, const dra::ClaimRef& claim) {
   return holder.claimNamespace == claim.nameSpace && holder.claimName == claim.name;
 }
 
-std::vector<monitor::Tenancy> tenanciesOf(const topology::Node& node,
+std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
                                           const plugin::Assignments& assignments,
                                           const dra::PreparedClaims& claims,
                                           const std::vector<plugin::ClaimHolder>& claimHolders) {
-  std::vector<monitor::Tenancy> tenancies;
+  std::vector<metrics::Tenancy> tenancies;
   for (const plugin::Holder& holder : assignments.holders) {
     // The tracker names pods "namespace/name", as kubelet's pod-resources gives them.
     const std::size_t slash = holder.pod.find('/');
-    monitor::Tenancy tenancy;
+    metrics::Tenancy tenancy;
     tenancy.nameSpace = slash == std::string::npos ? "" : holder.pod.substr(0, slash);
     tenancy.pod = slash == std::string::npos ? holder.pod : holder.pod.substr(slash + 1);
     tenancy.container = holder.container;

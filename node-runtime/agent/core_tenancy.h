@@ -11,14 +11,14 @@
 #include "device-plugin/assignments.h"
 #include "device-plugin/pod_resources_poller.h"
 #include "dra-driver/checkpoint.h"
-#include "node-runtime/monitor/core_tenants.h"
+#include "node-runtime/metrics/core_tenants.h"
 
 namespace torus::agent {
 
 // Whether kubelet lists `holder` as a container using `claim`.
 bool usesClaim(const plugin::ClaimHolder& holder, const dra::ClaimRef& claim);
 
-std::vector<monitor::Tenancy> tenanciesOf(const topology::Node& node,
+std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
                                           const plugin::Assignments& assignments,
                                           const dra::PreparedClaims& claims,
                                           const std::vector<plugin::ClaimHolder>& claimHolders);

@@ -3,7 +3,7 @@
 #include "common/base/log.h"
 #include "common/base/strings.h"
 #include "common/metrics/event_counters.h"
-#include "node-runtime/runtime/deep_check_report.h"
+#include "node-runtime/health/deep_check/deep_check_report.h"
 
 namespace torus::agent {
 namespace {
@@ -14,7 +14,7 @@ double unixNow() {
 
 }  // namespace
 
-DeepCheckRunner::DeepCheckRunner(runtime::NodeMonitor& monitor, runtime::DeepCheckOptions options,
+DeepCheckRunner::DeepCheckRunner(health::NodeMonitor& monitor, health::DeepCheckOptions options,
                                  std::chrono::milliseconds interval, BusyDevices busyDevices)
     : monitor_(monitor),
       options_(std::move(options)),
@@ -28,7 +28,7 @@ DeepCheckRunner::~DeepCheckRunner() {
   if (thread_.joinable()) thread_.join();
 }
 
-runtime::DeepCheckResult DeepCheckRunner::runNow() {
+health::DeepCheckResult DeepCheckRunner::runNow() {
   {
     std::unique_lock lock(mutex_);
     if (running_) {
@@ -41,14 +41,14 @@ runtime::DeepCheckResult DeepCheckRunner::runNow() {
   // Asked again before each phase: a device allocated while the check runs is left alone from
   // then on.
   const auto busyNow = [this] { return busyDevices_ ? busyDevices_() : topology::DeviceSet(); };
-  runtime::DeepCheckResult result =
-      runtime::runDeepCheck(monitor_.node(), monitor_.roots(), busyNow, options_);
-  const std::vector<std::string> failures = runtime::deepCheckFailures(result);
+  health::DeepCheckResult result =
+      health::runDeepCheck(monitor_.node(), monitor_.roots(), busyNow, options_);
+  const std::vector<std::string> failures = health::deepCheckFailures(result);
   metrics::processCounters().add(metrics::names::kDeepCheckRunsTotal,
                                  {{"result", failures.empty() ? "passed" : "failed"}});
   int skipped = 0;
-  for (const runtime::DeviceCheck& device : result.devices)
-    skipped += device.state == runtime::CheckState::kSkipped ? 1 : 0;
+  for (const health::DeviceCheck& device : result.devices)
+    skipped += device.state == health::CheckState::kSkipped ? 1 : 0;
   if (failures.empty()) {
     TORUS_LOG(Info, Health, "deep check passed", {"seconds", result.seconds},
               {"devices_tested", static_cast<int>(result.devices.size()) - skipped},
@@ -59,7 +59,7 @@ runtime::DeepCheckResult DeepCheckRunner::runNow() {
               {"devices_in_use", skipped});
   }
   // What nothing measured is said, every run: a pass covers only what was checked.
-  for (const runtime::NotChecked& item : result.notChecked) {
+  for (const health::NotChecked& item : result.notChecked) {
     TORUS_LOG(Info, Health, "deep check: part not checked", {"part", item.part}, {"why", item.why});
   }
   // Device transitions (and their reasons) are logged once by the monitor.
@@ -68,7 +68,7 @@ runtime::DeepCheckResult DeepCheckRunner::runNow() {
     std::lock_guard lock(mutex_);
     const std::optional<double> lastSuccess = last_ ? last_->lastSuccessSeconds : std::nullopt;
     const double now = unixNow();
-    last_ = monitor::DeepCheckSnapshot{result, now,
+    last_ = metrics::DeepCheckSnapshot{result, now,
                                        failures.empty() ? std::optional<double>(now) : lastSuccess};
     running_ = false;
     ++runsFinished_;
@@ -77,7 +77,7 @@ runtime::DeepCheckResult DeepCheckRunner::runNow() {
   return result;
 }
 
-std::optional<monitor::DeepCheckSnapshot> DeepCheckRunner::last() const {
+std::optional<metrics::DeepCheckSnapshot> DeepCheckRunner::last() const {
   std::lock_guard lock(mutex_);
   return last_;
 }

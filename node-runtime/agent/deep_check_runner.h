@@ -4,8 +4,9 @@
 // device or link; a later passing check brings them back), to the metrics, and is kept for
 // GET /deep-check.
 //
-// Owns: its thread and the last result. Does not own: what is tested (runtime/deep_check.h) or
-// which devices are in use (the callback, from the device plugin's allocations).
+// Owns: its thread and the last result. Does not own: what is tested
+// (health/deep_check/deep_check.h) or which devices are in use (the callback, from the device
+// plugin's allocations).
 #pragma once
 
 #include <chrono>
@@ -17,9 +18,9 @@
 #include <thread>
 
 #include "common/topology/node.h"
-#include "node-runtime/monitor/deep_check_metrics.h"
-#include "node-runtime/runtime/deep_check.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/deep_check/deep_check.h"
+#include "node-runtime/health/node_monitor.h"
+#include "node-runtime/metrics/deep_check_metrics.h"
 
 namespace torus::agent {
 
@@ -27,7 +28,7 @@ class DeepCheckRunner {
  public:
   using BusyDevices = std::function<topology::DeviceSet()>;
 
-  DeepCheckRunner(runtime::NodeMonitor& monitor, runtime::DeepCheckOptions options,
+  DeepCheckRunner(health::NodeMonitor& monitor, health::DeepCheckOptions options,
                   std::chrono::milliseconds interval, BusyDevices busyDevices);
   ~DeepCheckRunner();
   DeepCheckRunner(const DeepCheckRunner&) = delete;
@@ -36,21 +37,21 @@ class DeepCheckRunner {
   // Runs a check now and returns its result. A caller that arrives while a run is in progress
   // gets that run's result instead of queueing another (twelve concurrent POSTs used to run
   // twelve checks back to back: probe row 8).
-  runtime::DeepCheckResult runNow();
-  std::optional<monitor::DeepCheckSnapshot> last() const;
+  health::DeepCheckResult runNow();
+  std::optional<metrics::DeepCheckSnapshot> last() const;
 
  private:
   void loop(std::stop_token stop);
 
-  runtime::NodeMonitor& monitor_;
-  const runtime::DeepCheckOptions options_;
+  health::NodeMonitor& monitor_;
+  const health::DeepCheckOptions options_;
   const std::chrono::milliseconds interval_;
   const BusyDevices busyDevices_;
   mutable std::mutex mutex_;
   std::condition_variable finished_;
   bool running_ = false;  // one check at a time: they share the devices
   std::uint64_t runsFinished_ = 0;
-  std::optional<monitor::DeepCheckSnapshot> last_;
+  std::optional<metrics::DeepCheckSnapshot> last_;
   std::jthread thread_;
 };
 

@@ -9,11 +9,11 @@
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/agent/core_tenancy.h"
-#include "node-runtime/monitor/agent_metrics.h"
-#include "node-runtime/monitor/deep_check_metrics.h"
-#include "node-runtime/runtime/core_reset.h"
-#include "node-runtime/runtime/deep_check_report.h"
-#include "node-runtime/runtime/kernel_log.h"
+#include "node-runtime/health/deep_check/deep_check_report.h"
+#include "node-runtime/health/kernel_log.h"
+#include "node-runtime/metrics/agent_metrics.h"
+#include "node-runtime/metrics/deep_check_metrics.h"
+#include "node-runtime/reset/core_reset.h"
 
 namespace torus::agent {
 namespace {
@@ -122,7 +122,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
   if (!found) return std::move(found).error();
   logDiscovery(*found);
   auto agent = std::make_unique<NodeAgent>(std::move(*prepared), std::move(*found));
-  agent->monitor_ = std::make_unique<runtime::NodeMonitor>(
+  agent->monitor_ = std::make_unique<health::NodeMonitor>(
       agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_,
       std::chrono::milliseconds(config.healthIntervalMs),
       std::chrono::milliseconds(config.kernelErrorHoldMs));
@@ -181,7 +181,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
 
 Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
                                           const std::optional<kube::KubeConfig>& kube) {
-  view_ = std::make_unique<PluginNodeView>(*monitor_, runtime::ResetPolicy{});
+  view_ = std::make_unique<PluginNodeView>(*monitor_, reset::ResetPolicy{});
   if (kube) {
     handoff_ = std::make_unique<PodAnnotationHandoff>(*kube, config.nodeName);
     TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", kube->server},
@@ -198,7 +198,7 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
                      "--dra needs the Kubernetes API (in-cluster or --kubeconfig): the driver "
                      "publishes ResourceSlices and reads ResourceClaims");
   }
-  view_ = std::make_unique<PluginNodeView>(*monitor_, runtime::ResetPolicy{});
+  view_ = std::make_unique<PluginNodeView>(*monitor_, reset::ResetPolicy{});
   dra::DraOptions options;
   options.nodeName = config.nodeName;
   options.kubelet.pluginsDir = config.draPluginsDir;
@@ -219,8 +219,8 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
   const std::filesystem::path path = config.kernelLog.empty()
                                          ? prepared_.roots.kernelLog()
                                          : std::filesystem::path(config.kernelLog);
-  auto watcher = runtime::KernelLogWatcher::start(
-      path, [this](const runtime::KernelHardwareError& error, const std::string& line) {
+  auto watcher = health::KernelLogWatcher::start(
+      path, [this](const health::KernelHardwareError& error, const std::string& line) {
         metrics::processCounters().add(
             metrics::names::kKernelErrorsTotal,
             {{"type", error.type},
@@ -289,16 +289,16 @@ std::string NodeAgent::allocationsJson() const {
          "\n";
 }
 
-monitor::NodeStats NodeAgent::readStatsBounded(const topology::Node& node) {
+metrics::NodeStats NodeAgent::readStatsBounded(const topology::Node& node) {
   // One scrape reads at a time (a second waits at most a deadline); a read that hangs leaves this
   // scrape, and the next ones until it returns, without the driver's counters but answered.
   std::lock_guard lock(statsMutex_);
-  auto stats = std::make_shared<monitor::NodeStats>();
+  auto stats = std::make_shared<metrics::NodeStats>();
   const bool read = statsWorker_.run(
-      [stats, roots = prepared_.roots, node] { *stats = monitor::readNodeStats(roots, node); },
+      [stats, roots = prepared_.roots, node] { *stats = metrics::readNodeStats(roots, node); },
       kStatsDeadline);
   if (read) return std::move(*stats);
-  monitor::NodeStats partial;
+  metrics::NodeStats partial;
   const auto since = statsWorker_.stuckSince();
   const long long seconds =
       since
@@ -312,8 +312,8 @@ monitor::NodeStats NodeAgent::readStatsBounded(const topology::Node& node) {
   return partial;
 }
 
-monitor::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {
-  return monitor::CoreTenants(
+metrics::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {
+  return metrics::CoreTenants(
       node,
       tenanciesOf(node, plugins_ ? plugins_->assignments() : plugin::Assignments{},
                   dra_ ? dra_->claims().prepared() : dra::PreparedClaims{},
@@ -345,7 +345,7 @@ topology::DeviceSet NodeAgent::devicesInUse() const {
       busy |= claim.chips;
   }
   // Also what a process outside kubelet's view has open (a runtime started by hand).
-  return busy | runtime::openDevices(prepared_.roots, node);
+  return busy | reset::openDevices(prepared_.roots, node);
 }
 
 Result<void> NodeAgent::serveAdmin(const std::string& address) {
@@ -356,7 +356,7 @@ Result<void> NodeAgent::serveAdmin(const std::string& address) {
   // with the result.
   routes.push_back({"POST", "/deep-check", [this](const http::Request&) {
                       return http::Response{200, "application/json",
-                                            runtime::deepCheckJson(deepCheck_->runNow())};
+                                            health::deepCheckJson(deepCheck_->runNow())};
                     }});
   http::ServerOptions options;
   options.address = *listen;
@@ -389,13 +389,13 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
   // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
   routes.push_back({"GET", "/metrics", [this](const http::Request&) {
                       const topology::Node node = monitor_->node();
-                      const monitor::NodeStats stats = readStatsBounded(node);
+                      const metrics::NodeStats stats = readStatsBounded(node);
                       return http::Response{
                           200, "text/plain; version=0.0.4; charset=utf-8",
-                          monitor::renderAgentMetrics(node, stats, coreTenants(node),
+                          metrics::renderAgentMetrics(node, stats, coreTenants(node),
                                                       metrics::processCounters(),
                                                       metrics::processHistograms()) +
-                              monitor::renderDeepCheckMetrics(deepCheck_->last())};
+                              metrics::renderDeepCheckMetrics(deepCheck_->last())};
                     }});
   // Running a check writes device memory and costs seconds of CPU: not for whoever reaches the
   // metrics port (probe row 8). It is on the admin address; this says where.
@@ -416,7 +416,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                                  "{\"error\": \"no deep check has run yet; POST "
                                  "/deep-check runs one\"}\n"};
          }
-         return http::Response{200, "application/json", runtime::deepCheckJson(last->result)};
+         return http::Response{200, "application/json", health::deepCheckJson(last->result)};
        }});
   http::ServerOptions options;
   options.address = *listen;

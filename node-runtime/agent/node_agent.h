@@ -21,11 +21,11 @@
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/monitor/core_tenants.h"
-#include "node-runtime/monitor/device_stats.h"
+#include "node-runtime/health/kernel_log.h"
+#include "node-runtime/health/node_monitor.h"
+#include "node-runtime/metrics/core_tenants.h"
+#include "node-runtime/metrics/device_stats.h"
 #include "node-runtime/node_source/node_source.h"
-#include "node-runtime/runtime/kernel_log.h"
-#include "node-runtime/runtime/node_monitor.h"
 
 namespace torus::agent {
 
@@ -40,7 +40,7 @@ class NodeAgent {
 
   int httpPort() const { return http_ ? http_->port() : 0; }
   int adminPort() const { return admin_ ? admin_->port() : 0; }
-  runtime::NodeMonitor& monitor() { return *monitor_; }
+  health::NodeMonitor& monitor() { return *monitor_; }
   const discovery::Discovery& discovery() const { return discovery_; }
   void stop();
 
@@ -53,9 +53,9 @@ class NodeAgent {
   bool anyCoreHeld() const;
   topology::DeviceSet devicesInUse() const;
   // Who holds each core, for the metrics' pod labels.
-  monitor::CoreTenants coreTenants(const topology::Node& node) const;
+  metrics::CoreTenants coreTenants(const topology::Node& node) const;
   // The driver's counters for a scrape, read on statsWorker_ for at most kStatsDeadline.
-  monitor::NodeStats readStatsBounded(const topology::Node& node);
+  metrics::NodeStats readStatsBounded(const topology::Node& node);
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
   Result<void> startDra(const AgentConfig& config, const std::optional<kube::KubeConfig>& kube);
@@ -63,9 +63,9 @@ class NodeAgent {
   node_source::PreparedNode prepared_;
   discovery::Discovery discovery_;
   // Declared in dependency order: destroyed plugins first, then the view, then the monitor.
-  std::unique_ptr<runtime::NodeMonitor> monitor_;
+  std::unique_ptr<health::NodeMonitor> monitor_;
   HardwareErrorLog hardwareErrors_;  // before kernelLog_ and publisher_, which use it
-  std::unique_ptr<runtime::KernelLogWatcher> kernelLog_;  // reports into monitor_
+  std::unique_ptr<health::KernelLogWatcher> kernelLog_;  // reports into monitor_
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;

@@ -31,7 +31,7 @@ json changedKeys(const std::map<std::string, std::string>& current,
 }  // namespace
 
 NodePublisher::NodePublisher(const kube::KubeConfig& config, std::string nodeName,
-                             runtime::NodeMonitor& monitor, HardwareErrorLog* errors,
+                             health::NodeMonitor& monitor, HardwareErrorLog* errors,
                              AwsHealthOptions aws)
     : client_(config),
       nodeName_(std::move(nodeName)),

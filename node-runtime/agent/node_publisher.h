@@ -18,7 +18,7 @@
 #include "common/kube/kube_client.h"
 #include "node-runtime/agent/aws_health.h"
 #include "node-runtime/agent/node_metadata.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
 
 namespace torus::agent {
 
@@ -26,7 +26,7 @@ class NodePublisher {
  public:
   // `errors`: the kernel log's hardware errors, for AWS's conditions; null when the kernel log is
   // not followed, and then those conditions are not set.
-  NodePublisher(const kube::KubeConfig& config, std::string nodeName, runtime::NodeMonitor& monitor,
+  NodePublisher(const kube::KubeConfig& config, std::string nodeName, health::NodeMonitor& monitor,
                 HardwareErrorLog* errors = nullptr, AwsHealthOptions aws = {});
   ~NodePublisher();
   NodePublisher(const NodePublisher&) = delete;
@@ -47,7 +47,7 @@ class NodePublisher {
 
   kube::KubeClient client_;
   const std::string nodeName_;
-  runtime::NodeMonitor& monitor_;
+  health::NodeMonitor& monitor_;
   HardwareErrorLog* errors_;
   const AwsHealthOptions aws_;
   mutable std::mutex mutex_;

@@ -19,7 +19,7 @@ Result<void> PluginNodeView::prepareCores(const topology::CoreSet& cores,
               {"devices", shared.toRangeString()}, {"cores", cores.toRangeString()});
   }
   const topology::DeviceSet toReset = devices - shared;
-  TORUS_RETURN_IF_ERROR(runtime::resetDevices(monitor_.roots(), toReset, policy_),
+  TORUS_RETURN_IF_ERROR(reset::resetDevices(monitor_.roots(), toReset, policy_),
                         "preparing cores " + cores.toRangeString());
   if (!toReset.empty()) {
     TORUS_LOG(Info, Runtime, "devices reset for a new container",

@@ -3,14 +3,14 @@
 #pragma once
 
 #include "device-plugin/node_view.h"
-#include "node-runtime/runtime/core_reset.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
+#include "node-runtime/reset/core_reset.h"
 
 namespace torus::agent {
 
 class PluginNodeView final : public plugin::NodeView {
  public:
-  PluginNodeView(runtime::NodeMonitor& monitor, runtime::ResetPolicy policy)
+  PluginNodeView(health::NodeMonitor& monitor, reset::ResetPolicy policy)
       : monitor_(monitor), policy_(std::move(policy)) {}
 
   plugin::NodeSnapshot snapshot() const override;
@@ -21,8 +21,8 @@ class PluginNodeView final : public plugin::NodeView {
                             const topology::CoreSet& inUseElsewhere) override;
 
  private:
-  runtime::NodeMonitor& monitor_;
-  const runtime::ResetPolicy policy_;
+  health::NodeMonitor& monitor_;
+  const reset::ResetPolicy policy_;
 };
 
 }  // namespace torus::agent

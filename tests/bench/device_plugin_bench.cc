@@ -24,7 +24,7 @@
 #include "device-plugin/plugin_manager.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "tests/bench/bench_stats.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   const std::string podResources = (dir->path() / "pod-resources.sock").string();
   torus::testing::FakeKubelet kubelet(pluginDir, podResources);
   kubelet.start();
-  torus::runtime::NodeMonitor monitor(tree->roots(), {}, *found, 500ms);
+  torus::health::NodeMonitor monitor(tree->roots(), {}, *found, 500ms);
   torus::agent::PluginNodeView view(monitor, {});
   torus::plugin::DevicePluginOptions options;
   options.pluginDir = pluginDir;

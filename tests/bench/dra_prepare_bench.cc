@@ -27,8 +27,8 @@
 #include "dra/v1/api.grpc.pb.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/runtime/core_reset.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
+#include "node-runtime/reset/core_reset.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "tests/bench/bench_stats.h"
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   if (!tree) return 1;
   auto found = torus::discovery::discoverNode(tree->roots(), {});
   if (!found) return 1;
-  torus::runtime::NodeMonitor monitor(tree->roots(), {}, *found, 500ms);
+  torus::health::NodeMonitor monitor(tree->roots(), {}, *found, 500ms);
   torus::agent::PluginNodeView view(monitor, {});
 
   // Four claims of one row each (4 chips): the benchmark cycles through them, as a node cycles
@@ -183,11 +183,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> nodes;
   for (int device = 4; device < 8; ++device)
     nodes.push_back(tree->roots().deviceNode(device).string());
-  torus::bench::printRow(
-      "  /proc holder scan",
-      torus::bench::summarize(torus::bench::timeCalls(
-          calls, [&] { (void)torus::runtime::findHoldersOfAny("/proc", nodes); })),
-      echoStats);
+  torus::bench::printRow("  /proc holder scan",
+                         torus::bench::summarize(torus::bench::timeCalls(
+                             calls, [&] { (void)torus::reset::findHoldersOfAny("/proc", nodes); })),
+                         echoStats);
   // The floor the checkpoint sets on this disk: one small file replaced with fsync, as prepare
   // and unprepare each do once.
   const std::filesystem::path probe = dir->path() / "fsync-probe.json";

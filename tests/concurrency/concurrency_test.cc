@@ -15,7 +15,7 @@
 #include "common/base/temp_dir.h"
 #include "device-plugin/assignments.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "scheduler-extender/kube/cluster_mirror.h"
 
@@ -172,7 +172,7 @@ TEST(NodeMonitorConcurrency, ReadersSeeWholeSnapshotsWhileHealthFlips) {
   ASSERT_TRUE(tree.ok());
   auto found = discovery::discoverNode(tree->roots(), {});
   ASSERT_TRUE(found.ok());
-  runtime::NodeMonitor monitor(tree->roots(), {}, *found, 5ms);
+  health::NodeMonitor monitor(tree->roots(), {}, *found, 5ms);
   std::atomic<int> changes{0};
   auto subscription = monitor.onChange([&] { ++changes; });
   const auto ecc = tree->roots().sys / "devices" / "virtual" / "neuron_device" / "neuron3" /

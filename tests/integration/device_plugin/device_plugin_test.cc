@@ -18,7 +18,7 @@
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/kube/fake_api_server.h"
@@ -59,9 +59,9 @@ class DevicePluginTest : public ::testing::Test {
     kubelet_ =
         std::make_unique<FakeKubelet>(pluginDir_, (dir_->path() / "pod-resources.sock").string());
     kubelet_->start();
-    monitor_ = std::make_unique<runtime::NodeMonitor>(roots_, discovery::DiscoveryOptions{}, *found,
-                                                      100ms);
-    runtime::ResetPolicy policy;
+    monitor_ =
+        std::make_unique<health::NodeMonitor>(roots_, discovery::DiscoveryOptions{}, *found, 100ms);
+    reset::ResetPolicy policy;
     policy.attempts = 3;
     policy.retryDelay = 50ms;
     view_ = std::make_unique<agent::PluginNodeView>(*monitor_, policy);
@@ -151,7 +151,7 @@ class DevicePluginTest : public ::testing::Test {
   std::string pluginDir_;
   discovery::DiscoveryRoots roots_;
   std::unique_ptr<FakeKubelet> kubelet_;
-  std::unique_ptr<runtime::NodeMonitor> monitor_;
+  std::unique_ptr<health::NodeMonitor> monitor_;
   std::unique_ptr<agent::PluginNodeView> view_;
   std::unique_ptr<agent::PodAnnotationHandoff> handoff_;  // set before start() to use it
   std::vector<std::string> faults_;                       // set before start(): --simulate-fault

@@ -1,7 +1,7 @@
 // The deep check on simulated nodes, in process: a healthy node passes; each simulator knob
 // (link-cut, slow-link, mem-corrupt) fails it with a message naming the pair or the device, and
 // the verdict takes exactly those devices out of service; devices in use are skipped untouched.
-#include "node-runtime/runtime/deep_check.h"
+#include "node-runtime/health/deep_check/deep_check.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -14,11 +14,11 @@
 
 #include "common/base/temp_dir.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/runtime/check_command.h"
-#include "node-runtime/runtime/deep_check_report.h"
+#include "node-runtime/health/deep_check/check_command.h"
+#include "node-runtime/health/deep_check/deep_check_report.h"
 #include "node-runtime/simulator/sim_tree.h"
 
-namespace torus::runtime {
+namespace torus::health {
 namespace {
 
 class DeepCheckTest : public ::testing::Test {
@@ -246,4 +246,4 @@ TEST_F(DeepCheckTest, SingleDeviceNodeTestsMemoryAndRunsNoRing) {
 }
 
 }  // namespace
-}  // namespace torus::runtime
+}  // namespace torus::health

@@ -13,7 +13,7 @@
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "node-runtime/discovery/discover_node.h"
-#include "node-runtime/runtime/node_monitor.h"
+#include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 
 namespace torus {
@@ -160,8 +160,8 @@ TEST_F(FaultInjectionTest, AHungReadTakesOnlyItsDeviceOutAndNeverStallsTheMonito
   using namespace std::chrono_literals;
   using Clock = std::chrono::steady_clock;
   const auto found = simulate("trn2.48xlarge", {});
-  auto monitor = std::make_unique<runtime::NodeMonitor>(roots_, discovery::DiscoveryOptions{},
-                                                        found, 100ms, 5min, 300ms);
+  auto monitor = std::make_unique<health::NodeMonitor>(roots_, discovery::DiscoveryOptions{}, found,
+                                                       100ms, 5min, 300ms);
   const fs::path reset = deviceDir(12) / "reset";
   fs::remove(reset);
   ASSERT_EQ(::mkfifo(reset.c_str(), 0600), 0);  // reads block until someone writes

@@ -12,7 +12,7 @@
 namespace torus::agent {
 namespace {
 
-using monitor::CoreTenants;
+using metrics::CoreTenants;
 using plugin::ResourceKind;
 using topology::CoreSet;
 

@@ -1,0 +1,50 @@
+// Device memory as the host reaches it, for the deep check's memory pattern test.
+//
+// A Neuron device's memory is its PCI function's memory BAR (BAR 4), and the kernel offers every
+// PCI memory BAR to root through generic sysfs files, whichever driver is bound:
+// <function>/resource4 (uncached) and, for a prefetchable BAR, <function>/resource4_wc
+// (write-combining). The test writes each pattern through resource4_wc, the fast path for bulk
+// writes, and reads it back through resource4, so what it verifies is what the device holds, not
+// what a CPU write buffer still has. The window sits at the top of the BAR, away from the start
+// where the driver keeps its own structures, and only idle devices are tested.
+//
+// Owns: finding the files of one device and its mappings while a test runs. Does not own: the
+// patterns (memory_pattern.h) or which devices are idle (deep_check.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "common/base/result.h"
+#include "node-runtime/discovery/discovery_roots.h"
+
+namespace torus::health {
+
+inline constexpr int kDeviceMemoryBar = 4;
+
+struct DeviceMemoryFiles {
+  std::filesystem::path function;        // /sys/bus/pci/drivers/neuron/<bdf> (or neuronN/device)
+  std::filesystem::path uncached;        // <function>/resource4: read back through this
+  std::filesystem::path writeCombining;  // <function>/resource4_wc: patterns written through this
+};
+
+// The PCI function of neuronN: its class device's `device` link when the driver gives it a
+// parent; otherwise the N-th function bound to the neuron driver in bus order, the order in which
+// the driver probes and numbers its devices.
+Result<DeviceMemoryFiles> deviceMemoryFiles(const discovery::DiscoveryRoots& roots, int device);
+
+struct MemoryTestResult {
+  bool passed = false;
+  std::string problem;  // names the file, window, pattern, offset and the values on failure
+  std::uint64_t windowOffset = 0;
+  std::uint64_t windowBytes = 0;
+  double seconds = 0;
+};
+
+// Writes and verifies every pattern over `windowBytes` (rounded down to whole pages, at most the
+// BAR) at the top of the device's memory BAR.
+MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots, int device,
+                                  std::uint64_t windowBytes);
+
+}  // namespace torus::health

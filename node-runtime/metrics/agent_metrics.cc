@@ -1,0 +1,220 @@
+#include "node-runtime/metrics/agent_metrics.h"
+
+#include <utility>
+
+#include "common/base/version.h"
+#include "common/metrics/prometheus_text.h"
+
+namespace torus::metrics {
+namespace {
+
+using namespace metrics::names;
+using metrics::Labels;
+using metrics::PrometheusText;
+
+// neuron-monitor's execution_status_total{status_type} from the driver's status counters.
+constexpr std::pair<const char*, const char*> kStatusTypes[] = {
+    {"completed", "success"},
+    {"completed_with_err", "execute_completed_with_error"},
+    {"completed_with_num_err", "execute_completed_with_num_error"},
+    {"timed_out", "timeout"},
+    {"incorrect_input", "exec_bad_input"},
+    {"failed_to_queue", "execute_failed_to_queue"},
+};
+
+// execution_errors_total{error_type}: which driver counters add up to each type.
+struct ErrorType {
+  const char* name;
+  std::vector<const char*> counters;
+};
+const ErrorType kErrorTypes[] = {
+    {"generic", {"generic_error", "failure"}},
+    {"runtime", {"resource_error"}},
+    {"hardware",
+     {"hw_error", "hw_hbm_ue_error", "hw_nc_ue_error", "hw_dma_abort_error",
+      "hw_collectives_error"}},
+};
+
+// neuron-monitor's per-core memory families.
+constexpr const char* kCoreMemoryCategories[] = {
+    "constants", "model_code", "model_shared_scratchpad", "runtime_memory", "tensors"};
+
+struct CounterFamily {
+  const char* name;
+  const char* help;
+};
+const CounterFamily kEventFamilies[] = {
+    {kAllocationsTotal, "Successful Allocate calls from kubelet, by resource."},
+    {kAllocateErrorsTotal, "Allocate calls refused (unknown, held or unhealthy ids), by resource."},
+    {kPreferredTotal,
+     "GetPreferredAllocation answers, by resource and source (extender hand-off or placement)."},
+    {kPromisesRefusedTotal,
+     "Scheduler-extender promises the plugin refused because they break the placement rule on "
+     "the node as discovered (e.g. a NeuronLink down), by resource."},
+    {kRegistrationsTotal, "Registrations with kubelet, by resource and result."},
+    {kResetsTotal, "Device resets before a container start, by result."},
+    {kReleaseResetsTotal, "Device resets after containers gave their cores back, by result."},
+    {kHealthTransitionsTotal, "Device health changes, by device and new state."},
+    {kKernelErrorsTotal,
+     "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},
+    {kDeepCheckRunsTotal, "Deep health checks run, by result (passed, failed)."},
+    {kDraPrepareTotal, "DRA NodePrepareResources answers per claim, by result (ok, error)."},
+    {kDraUnprepareTotal, "DRA NodeUnprepareResources answers per claim, by result (ok, error)."},
+    {kDraSlicePublishTotal, "ResourceSlice pool publications, by result (ok, error)."},
+};
+
+std::uint64_t valueOr(const std::map<std::string, std::uint64_t>& values, const std::string& key) {
+  const auto it = values.find(key);
+  return it == values.end() ? 0 : it->second;
+}
+
+Labels with(Labels labels, std::string key, std::string value) {
+  labels.emplace_back(std::move(key), std::move(value));
+  return labels;
+}
+
+Labels withAll(Labels labels, const Labels& more) {
+  labels.insert(labels.end(), more.begin(), more.end());
+  return labels;
+}
+
+}  // namespace
+
+std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stats,
+                               const CoreTenants& tenants, const metrics::EventCounters& counters,
+                               const metrics::LatencyHistograms& histograms) {
+  PrometheusText out;
+  const Labels base = {{"instance_type", node.instanceType}};
+  const int lnc = node.lnc > 0 ? node.lnc : 1;
+
+  out.family("instance_info", "gauge", "The instance this agent runs on.");
+  out.sample("instance_info", base, 1);
+  out.family("neuron_hardware_info", "gauge", "The node's Neuron hardware.");
+  Labels hardware = base;
+  if (node.catalog != nullptr) {
+    hardware.emplace_back(
+        "neuron_device_type",
+        std::string(topology::architectureOf(node.catalog->generation).deviceName));
+  }
+  hardware.emplace_back("neuron_device_count", std::to_string(node.deviceCount()));
+  hardware.emplace_back("neuroncore_per_device_count",
+                        std::to_string(node.logicalCoresPerDevice()));
+  hardware.emplace_back("logical_neuroncore_config", std::to_string(node.lnc));
+  out.sample("neuron_hardware_info", hardware, 1);
+
+  out.family("hardware_ecc_events_total", "counter",
+             "Uncorrected ECC events per device since the driver loaded.");
+  for (std::size_t d = 0; d < stats.devices.size(); ++d) {
+    for (const auto& [event, value] : stats.devices[d].ecc) {
+      out.sample(
+          "hardware_ecc_events_total",
+          withAll(with(with(base, "event_type", event), "neuron_device_index", std::to_string(d)),
+                  tenants.deviceLabels(static_cast<int>(d))),
+          static_cast<double>(value));
+    }
+  }
+
+  // Physical core m of device d belongs to logical core d * coresPerDevice + m / lnc.
+  const auto coreLabels = [&](std::size_t device, std::size_t physical) {
+    const int core =
+        static_cast<int>(device) * node.logicalCoresPerDevice() + static_cast<int>(physical) / lnc;
+    return withAll(with(with(base, "neuron_device_index", std::to_string(device)), "neuroncore",
+                        std::to_string(core)),
+                   tenants.coreLabels(core));
+  };
+  // Sums the physical cores of each logical core.
+  const auto perLogicalCore = [&](auto valueOfPhysical) {
+    std::vector<std::pair<Labels, double>> samples;
+    for (std::size_t d = 0; d < stats.devices.size(); ++d) {
+      const auto& cores = stats.devices[d].cores;
+      for (std::size_t m = 0; m < cores.size(); m += static_cast<std::size_t>(lnc)) {
+        double sum = 0;
+        for (std::size_t k = m; k < m + static_cast<std::size_t>(lnc) && k < cores.size(); ++k) {
+          sum += valueOfPhysical(cores[k]);
+        }
+        samples.emplace_back(coreLabels(d, m), sum);
+      }
+    }
+    return samples;
+  };
+
+  for (const char* category : kCoreMemoryCategories) {
+    const std::string name = std::string("neuroncore_memory_usage_") + category;
+    out.family(name, "gauge",
+               std::string("Device memory in use for ") + category + " per NeuronCore, in bytes.");
+    for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
+           return static_cast<double>(valueOr(core.deviceMemory, category));
+         })) {
+      out.sample(name, with(labels, "memory_location", "device"), value);
+    }
+  }
+
+  out.family("neuron_runtime_memory_used_bytes", "gauge",
+             "Memory in use by Neuron runtimes per device, on the host and on the device.");
+  for (std::size_t d = 0; d < stats.devices.size(); ++d) {
+    double host = 0;
+    double device = 0;
+    for (const PhysicalCoreStats& core : stats.devices[d].cores) {
+      host += static_cast<double>(core.hostMemory);
+      for (const auto& [category, bytes] : core.deviceMemory)
+        device += static_cast<double>(bytes);
+    }
+    const Labels labels = withAll(with(base, "neuron_device_index", std::to_string(d)),
+                                  tenants.deviceLabels(static_cast<int>(d)));
+    out.sample("neuron_runtime_memory_used_bytes", with(labels, "memory_location", "host"), host);
+    out.sample("neuron_runtime_memory_used_bytes", with(labels, "memory_location", "neuron_device"),
+               device);
+  }
+
+  out.family("execution_status_total", "counter", "Executions per NeuronCore, by outcome.");
+  for (const auto& [statusType, counter] : kStatusTypes) {
+    for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
+           return static_cast<double>(valueOr(core.status, counter));
+         })) {
+      out.sample("execution_status_total", with(labels, "status_type", statusType), value);
+    }
+  }
+  out.family("execution_errors_total", "counter", "Execution errors per NeuronCore, by type.");
+  for (const ErrorType& type : kErrorTypes) {
+    for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
+           double sum = 0;
+           for (const char* counter : type.counters)
+             sum += static_cast<double>(valueOr(core.status, counter));
+           return sum;
+         })) {
+      out.sample("execution_errors_total", with(labels, "error_type", type.name), value);
+    }
+  }
+
+  out.family("torus_device_healthy", "gauge",
+             "1 when the device is in service, 0 when a health check took it out.");
+  for (const topology::Device& device : node.devices) {
+    out.sample("torus_device_healthy",
+               withAll(with(base, "neuron_device_index", std::to_string(device.index)),
+                       tenants.deviceLabels(device.index)),
+               device.health.healthy ? 1 : 0);
+  }
+  tenants.render(out, base);
+  out.family("torus_sysfs_read_errors", "gauge",
+             "Driver counter files that could not be read in this scrape.");
+  out.sample("torus_sysfs_read_errors", base, static_cast<double>(stats.problems.size()));
+
+  const auto snapshot = counters.snapshot();
+  for (const CounterFamily& family : kEventFamilies) {
+    out.family(family.name, "counter", family.help);
+    if (const auto it = snapshot.find(family.name); it != snapshot.end()) {
+      for (const auto& [labels, value] : it->second)
+        out.sample(family.name, labels, value);
+    }
+  }
+  histograms.render(out, metrics::names::kAllocateSeconds,
+                    "Time to answer kubelet's Allocate, by resource.");
+  histograms.render(out, metrics::names::kDraRequestSeconds,
+                    "Time to answer kubelet's DRA NodePrepareResources and "
+                    "NodeUnprepareResources calls (all claims of a call), by call.");
+  out.family("torus_build_info", "gauge", "The running agent's version.");
+  out.sample("torus_build_info", {{"version", std::string(versionString())}}, 1);
+  return out.text();
+}
+
+}  // namespace torus::metrics

@@ -1,0 +1,76 @@
+#include "node-runtime/metrics/core_tenants.h"
+
+#include <set>
+#include <vector>
+
+#include "common/base/strings.h"
+
+namespace torus::metrics {
+namespace {
+
+// Sorted and without duplicates; an empty name (no namespace, say) adds nothing.
+std::string joined(const std::set<std::string>& values) {
+  const std::vector<std::string> named(values.upper_bound(""), values.end());
+  return joinStrings(named, ",");
+}
+
+}  // namespace
+
+CoreTenants::CoreTenants(const topology::Node& node, std::vector<Tenancy> tenancies)
+    : tenancies_(std::move(tenancies)) {
+  const int cores = node.logicalCoreCount();
+  for (std::size_t i = 0; i < tenancies_.size(); ++i) {
+    for (const int core : tenancies_[i].cores.ids()) {
+      if (core < 0 || core >= cores) continue;  // ids from another LNC: not this node's cores
+      byCore_[core].push_back(i);
+      const int device = node.deviceOfCore(core);
+      deviceOfCore_[core] = device;
+      auto& holders = byDevice_[device];
+      if (holders.empty() || holders.back() != i) holders.push_back(i);
+    }
+  }
+}
+
+metrics::Labels CoreTenants::labelsOf(const std::vector<std::size_t>& tenancies) const {
+  std::set<std::string> pods;
+  std::set<std::string> namespaces;
+  std::set<std::string> containers;
+  for (const std::size_t i : tenancies) {
+    pods.insert(tenancies_[i].pod);
+    namespaces.insert(tenancies_[i].nameSpace);
+    containers.insert(tenancies_[i].container);
+  }
+  return {
+      {"pod", joined(pods)}, {"namespace", joined(namespaces)}, {"container", joined(containers)}};
+}
+
+metrics::Labels CoreTenants::coreLabels(int core) const {
+  const auto it = byCore_.find(core);
+  return labelsOf(it == byCore_.end() ? std::vector<std::size_t>{} : it->second);
+}
+
+metrics::Labels CoreTenants::deviceLabels(int device) const {
+  const auto it = byDevice_.find(device);
+  return labelsOf(it == byDevice_.end() ? std::vector<std::size_t>{} : it->second);
+}
+
+void CoreTenants::render(metrics::PrometheusText& out, const metrics::Labels& base) const {
+  out.family("torus_allocation_info", "gauge",
+             "1 for each NeuronCore a container holds: who, through which resource, and where.");
+  for (const auto& [core, holders] : byCore_) {
+    for (const std::size_t i : holders) {
+      const Tenancy& tenancy = tenancies_[i];
+      metrics::Labels labels = base;
+      labels.insert(labels.end(),
+                    {{"pod", tenancy.pod},
+                     {"namespace", tenancy.nameSpace},
+                     {"container", tenancy.container},
+                     {"resource", tenancy.resource},
+                     {"neuroncore", std::to_string(core)},
+                     {"neuron_device_index", std::to_string(deviceOfCore_.at(core))}});
+      out.sample("torus_allocation_info", labels, 1);
+    }
+  }
+}
+
+}  // namespace torus::metrics

@@ -1,0 +1,145 @@
+#include "node-runtime/reset/core_reset.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "common/base/file_io.h"
+#include "common/base/log.h"
+#include "common/base/parse.h"
+#include "common/base/strings.h"
+#include "node-runtime/discovery/sysfs_attribute.h"
+
+namespace torus::reset {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string holdersText(const std::vector<DeviceHolder>& holders) {
+  std::vector<std::string> items;
+  for (const DeviceHolder& holder : holders) {
+    items.push_back("pid " + std::to_string(holder.pid) + " (" + holder.command + ")");
+  }
+  return joinStrings(items, ", ");
+}
+
+}  // namespace
+
+std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
+    const std::string& procRoot, const std::vector<std::string>& deviceNodes) {
+  // A link matches the path as given or as resolved (a /dev symlink, a simulated tree).
+  std::map<fs::path, std::string> wanted;
+  for (const std::string& node : deviceNodes) {
+    std::error_code canonicalError;
+    wanted.emplace(fs::path(node), node);
+    wanted.emplace(fs::weakly_canonical(node, canonicalError), node);
+  }
+  std::map<std::string, std::vector<DeviceHolder>> holders;
+  std::error_code ec;
+  for (const fs::directory_entry& process : fs::directory_iterator(procRoot, ec)) {
+    const std::string name = process.path().filename().string();
+    auto pid = parseInt(name, 1, 1 << 30);
+    if (!pid || std::to_string(*pid) != name) continue;
+    std::error_code fdError;
+    std::vector<std::string> held;  // by this process, each once
+    for (const fs::directory_entry& fd : fs::directory_iterator(process.path() / "fd", fdError)) {
+      std::error_code linkError;
+      const fs::path link = fs::read_symlink(fd.path(), linkError);
+      if (linkError) continue;
+      const auto found = wanted.find(link);
+      if (found != wanted.end() &&
+          std::find(held.begin(), held.end(), found->second) == held.end()) {
+        held.push_back(found->second);
+      }
+    }
+    if (held.empty()) continue;
+    auto command = readSmallFile(process.path() / "comm", 256);
+    for (const std::string& node : held) {
+      holders[node].push_back({*pid, command ? std::string(trim(*command)) : "?"});
+    }
+  }
+  return holders;
+}
+
+topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
+                                const std::string& procRoot) {
+  std::vector<std::string> nodes;
+  for (const topology::Device& device : node.devices)
+    nodes.push_back(roots.deviceNode(device.index).string());
+  const auto holders = findHoldersOfAny(procRoot, nodes);
+  topology::DeviceSet open;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (holders.contains(nodes[i])) open.insert(node.devices[i].index);
+  }
+  return open;
+}
+
+namespace {
+
+// Writes the reset and waits for the driver to report the device ready again.
+Result<void> writeResetAndWait(const discovery::DiscoveryRoots& roots, int device,
+                               const ResetPolicy& policy) {
+  const std::string name = "neuron" + std::to_string(device);
+  const fs::path resetFile = roots.neuronClass() / name / "reset";
+  TORUS_RETURN_IF_ERROR(discovery::writeAttribute(resetFile, "1\n"), "resetting " + name);
+  const auto deadline = std::chrono::steady_clock::now() + policy.readyTimeout;
+  while (true) {
+    auto state = discovery::readParsed(resetFile, "reset", discovery::parseResetState);
+    if (!state) return std::move(state).error().withContext("resetting " + name);
+    if (*state == 1) return okResult();
+    if (*state == 2) {
+      return makeError(ErrorCode::kInternal,
+                       "resetting " + name + ": the driver reports state INVALID (2)");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return makeError(ErrorCode::kDeadlineExceeded,
+                       "resetting " + name + ": still in reset after " +
+                           std::to_string(policy.readyTimeout.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
+                         const ResetPolicy& policy) {
+  topology::DeviceSet one;
+  one.insert(device);
+  return resetDevices(roots, one, policy);
+}
+
+Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
+                          const topology::DeviceSet& devices, const ResetPolicy& policy) {
+  std::vector<int> pending = devices.ids();
+  for (int attempt = 1; !pending.empty(); ++attempt) {
+    std::vector<std::string> nodes;
+    for (const int device : pending)
+      nodes.push_back(roots.deviceNode(device).string());
+    const auto holders = findHoldersOfAny(policy.procRoot, nodes);
+    std::vector<int> stillHeld;
+    for (std::size_t i = 0; i < pending.size(); ++i) {
+      const auto held = holders.find(nodes[i]);
+      if (held == holders.end()) {
+        if (auto reset = writeResetAndWait(roots, pending[i], policy); !reset) return reset;
+        continue;
+      }
+      const std::string name = "neuron" + std::to_string(pending[i]);
+      if (attempt >= policy.attempts) {
+        return makeError(ErrorCode::kFailedPrecondition,
+                         "resetting " + name + ": " + nodes[i] + " is still open by " +
+                             holdersText(held->second) + " after " + std::to_string(attempt) +
+                             " attempts; the driver refuses a reset while the device is open");
+      }
+      TORUS_LOG(Debug, Runtime, "device open; reset deferred", {"device", pending[i]},
+                {"holders", holdersText(held->second)}, {"attempt", attempt});
+      stillHeld.push_back(pending[i]);
+    }
+    pending = std::move(stillHeld);
+    if (!pending.empty()) std::this_thread::sleep_for(policy.retryDelay);
+  }
+  return okResult();
+}
+
+}  // namespace torus::reset

@@ -1,0 +1,47 @@
+// Device reset with the Neuron driver's semantics: writing neuronN/reset resets every core of the
+// device, but the driver silently ignores the write while any process has the device open, and
+// the reset itself runs asynchronously (reset reads 0 while it runs, then 1 READY or 2 INVALID).
+// So: find who holds the device (/proc/*/fd), retry a bounded number of times while someone does,
+// write, then wait for READY — and fail with an error naming the holder, the device or the state.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/base/result.h"
+#include "common/topology/node.h"
+#include "node-runtime/discovery/discovery_roots.h"
+
+namespace torus::reset {
+
+struct ResetPolicy {
+  int attempts = 5;  // tries while the device is held open
+  std::chrono::milliseconds retryDelay{200};
+  std::chrono::milliseconds readyTimeout{10'000};  // for the driver's async reset to finish
+  std::string procRoot = "/proc";
+};
+
+struct DeviceHolder {
+  int pid = 0;
+  std::string command;
+};
+
+// Processes that have these device nodes open, in one pass over /proc (which costs about a
+// millisecond on a busy node), by device node; nodes nobody holds are absent.
+std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
+    const std::string& procRoot, const std::vector<std::string>& deviceNodes);
+
+// The devices of `node` some process has open, in one pass over /proc.
+topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
+                                const std::string& procRoot = "/proc");
+
+Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
+                         const ResetPolicy& policy);
+// Resets the devices, looking for holders of all of them in one pass; a held device is retried
+// as resetDevice does. The first failure stops and is returned.
+Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
+                          const topology::DeviceSet& devices, const ResetPolicy& policy);
+
+}  // namespace torus::reset
