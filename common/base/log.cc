@@ -18,8 +18,8 @@ std::atomic<int> configuredLevel{static_cast<int>(Level::kInfo)};
 namespace {
 
 constexpr std::array<std::string_view, static_cast<int>(Component::kCount)> kComponentNames = {
-    "discovery", "plugin", "runtime", "health", "monitor",   "extender", "kube", "config",
-    "coll",      "shm",    "ofi",     "tuning", "simulator", "agent",    "http", "dra",
+    "discovery", "plugin", "runtime", "health",    "extender", "kube", "config",
+    "coll",      "ofi",    "tuning",  "simulator", "agent",    "http", "dra",
 };
 
 struct SinkState {
@@ -108,15 +108,6 @@ void configure(const Settings& settings) {
   detail::minimumLevel.store(minimum, std::memory_order_relaxed);
   std::lock_guard lock(sinkState().mutex);
   sinkState().format = settings.format;
-}
-
-Settings currentSettings() {
-  Settings settings;
-  settings.level = static_cast<Level>(detail::configuredLevel.load(std::memory_order_relaxed));
-  settings.debugComponents = detail::debugMask.load(std::memory_order_relaxed);
-  std::lock_guard lock(sinkState().mutex);
-  settings.format = sinkState().format;
-  return settings;
 }
 
 std::string_view levelName(Level level) {

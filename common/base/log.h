@@ -28,12 +28,10 @@ enum class Component : int {
   kPlugin,
   kRuntime,
   kHealth,
-  kMonitor,
   kExtender,
   kKube,
   kConfig,
   kColl,
-  kShm,
   kOfi,
   kTuning,
   kSimulator,
@@ -80,7 +78,6 @@ struct Field {
 };
 
 void configure(const Settings& settings);
-Settings currentSettings();
 
 Result<Level> parseLevel(std::string_view text);
 std::string_view levelName(Level level);

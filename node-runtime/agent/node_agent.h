@@ -38,7 +38,6 @@ class NodeAgent {
   NodeAgent(const NodeAgent&) = delete;
   NodeAgent& operator=(const NodeAgent&) = delete;
 
-  int httpPort() const { return http_ ? http_->port() : 0; }
   int adminPort() const { return admin_ ? admin_->port() : 0; }
   health::NodeMonitor& monitor() { return *monitor_; }
   const discovery::Discovery& discovery() const { return discovery_; }

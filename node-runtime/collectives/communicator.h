@@ -287,8 +287,6 @@ class Communicator {
   Result<void> arriveAndWait(Describe what);
   Result<void> meet(std::string_view what);  // a barrier outside any collective (setup)
   Result<const std::byte*> resolve(int owner, SegmentRef ref, std::size_t bytes);
-  Result<SegmentRef> publishInput(const void* data, std::size_t bytes, bool forceStage,
-                                  std::size_t stagingOffset);
   Result<void> ensureStaging(std::size_t bytes);
   void exchangeFreed();
   Result<void> validatePeers(const OpDescriptor& mine);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
@@ -267,6 +268,52 @@ TEST_F(DevicePluginTest, AllocateGivesDeviceNodesAndEnvAndRejectsBadIds) {
   v1beta1::AllocateResponse again;
   EXPECT_TRUE(allocate(kCores, {{"20", "21"}}, &again).ok())
       << "a refused request holds nothing: " << again.DebugString();
+}
+
+// kubelet's requests exactly as captured (tests/fixtures/captures): they parse as our protobuf
+// messages field for field, and their ids — another plugin's "neuroncore-16" style — are refused
+// by name, not misread as cores.
+TEST_F(DevicePluginTest, KubeletsCapturedRequestsWithForeignIdsAreRefusedByName) {
+  start("trn2.48xlarge");
+  ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
+  const auto captured = [](const std::string& name, google::protobuf::Message* message) {
+    auto text = readSmallFile(
+        std::string(TORUS_SOURCE_DIR) + "/tests/fixtures/captures/deviceplugin-" + name, 1 << 20);
+    ASSERT_TRUE(text.ok()) << text.error().message;
+    const auto parsed = google::protobuf::util::JsonStringToMessage(*text, message);
+    ASSERT_TRUE(parsed.ok()) << parsed.ToString();
+  };
+  auto client = kubelet_->pluginClient(kCores);
+
+  v1beta1::PreferredAllocationRequest preferredRequest;
+  captured("GetPreferredAllocation-request.json", &preferredRequest);
+  ASSERT_EQ(preferredRequest.container_requests_size(), 1);
+  EXPECT_GT(preferredRequest.container_requests(0).available_deviceids_size(), 4);
+  EXPECT_GT(preferredRequest.container_requests(0).allocation_size(), 0);
+  v1beta1::PreferredAllocationResponse preferredResponse;
+  grpc::ClientContext preferredContext;
+  preferredContext.set_deadline(std::chrono::system_clock::now() + 5s);
+  const grpc::Status preferredStatus =
+      client->GetPreferredAllocation(&preferredContext, preferredRequest, &preferredResponse);
+  EXPECT_EQ(preferredStatus.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(preferredStatus.error_message().find("\"neuroncore-"), std::string::npos)
+      << preferredStatus.error_message();
+
+  v1beta1::AllocateRequest allocateRequest;
+  captured("Allocate-request.json", &allocateRequest);
+  ASSERT_EQ(allocateRequest.container_requests_size(), 1);
+  ASSERT_EQ(allocateRequest.container_requests(0).devices_ids_size(), 2);
+  v1beta1::AllocateResponse allocateResponse;
+  grpc::ClientContext allocateContext;
+  allocateContext.set_deadline(std::chrono::system_clock::now() + 5s);
+  const grpc::Status allocateStatus =
+      client->Allocate(&allocateContext, allocateRequest, &allocateResponse);
+  EXPECT_EQ(allocateStatus.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(allocateStatus.error_message().find("\"neuroncore-16\", \"neuroncore-24\""),
+            std::string::npos)
+      << allocateStatus.error_message();
+  v1beta1::AllocateResponse good;
+  EXPECT_TRUE(allocate(kCores, {{"16", "24"}}, &good).ok()) << "the server keeps serving";
 }
 
 // Probe row 6: logical_nc_config changed from LNC 2 to 1 while a container held cores 0-3 (all

@@ -37,6 +37,20 @@ TEST(ExtenderJson, ParsesTheFullNodeListWithInstanceTypes) {
   ASSERT_TRUE(real.ok()) << real.error().message;
 }
 
+// Both extender modes send the same ExtenderBindingArgs (Go field names, no JSON tags).
+TEST(ExtenderJson, ParsesKubeSchedulersBindRequests) {
+  auto full = parseBindingArgs(capture("bind.request.json"));
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ(full->podName, "neuron-a-full");
+  EXPECT_EQ(full->podNamespace, "default");
+  EXPECT_EQ(full->podUid, "f40c62ef-a3e2-4bad-b29a-2326c44096b8");
+  EXPECT_EQ(full->node, "fake-trn-node-1");
+  auto cached = parseBindingArgs(capture("nodecachecapable-bind.request.json"));
+  ASSERT_TRUE(cached.ok()) << cached.error().message;
+  EXPECT_EQ(cached->podName, "neuron-a-nodecache");
+  EXPECT_EQ(cached->node, "fake-trn-node-2");
+}
+
 TEST(ExtenderJson, TopLevelKeysAreCaseInsensitiveLikeGo) {
   auto args = parseExtenderArgs(
       R"({"pod":{"metadata":{"name":"p","uid":"u"},"spec":{"containers":[{"resources":)"
