@@ -304,7 +304,7 @@ Result<void> Communicator::runCollective(Plan plan, FunctionRef<void(const Views
     return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
   ++sequence_;
-  const InFlight inFlight(*this, plan.desc.op, plan.desc.sequence);
+  const InFlightMark inFlight(status_.get(), waitPublished_, plan.desc.op, plan.desc.sequence);
   exchangeFreed();
 
   // Where my input and output live, as the peers will find them.
@@ -369,7 +369,7 @@ Result<void> Communicator::runInline(OpDescriptor desc, const void* send, std::s
     return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
   ++sequence_;
-  const InFlight inFlight(*this, desc.op, desc.sequence);
+  const InFlightMark inFlight(status_.get(), waitPublished_, desc.op, desc.sequence);
   const unsigned parity = desc.sequence & 1;
   RankSlot& mine = slot(layout_, rank_);
   InlineBlock& block = mine.inlineBlock[parity];
@@ -440,7 +440,8 @@ Result<void> Communicator::pointToPoint(OpKind kind, const void* send, void* rec
     return makeError(ErrorCode::kInvalidArgument, what() + ": null buffer");
   }
   if (sendTo < 0 && recvFrom < 0) return okResult();
-  const InFlight inFlight(*this, kind, std::max(sendMessage, recvMessage));
+  const InFlightMark inFlight(status_.get(), waitPublished_, kind,
+                              std::max(sendMessage, recvMessage));
   if (sendTo >= 0) ++sent_[static_cast<std::size_t>(sendTo)];
   if (recvFrom >= 0) ++received_[static_cast<std::size_t>(recvFrom)];
   if (net_) {

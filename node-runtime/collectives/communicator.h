@@ -44,6 +44,7 @@
 #include "common/base/unique_fd.h"
 #include "node-runtime/collectives/async_worker.h"
 #include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/coll_types.h"
 #include "node-runtime/collectives/data_type.h"
 #include "node-runtime/collectives/shm_segment.h"
 #include "node-runtime/collectives/status.h"
@@ -94,12 +95,6 @@ struct CommOptions {
 // STYLE.md asks.
 Result<void> applyEnvironment(CommOptions& options);
 
-// Where a rank's input or output lives, as the peers can find it. segment 0 = nothing.
-struct SegmentRef {
-  std::uint64_t segment = 0;
-  std::uint64_t offset = 0;
-};
-
 class SegmentRegistry;
 class BootstrapLink;
 class OfiEndpoint;
@@ -133,60 +128,10 @@ class Buffer {
   std::size_t bytes_ = 0;
 };
 
-enum class OpKind : std::uint32_t {
-  kNone,
-  kSetup,
-  kBarrier,
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kAllToAll,
-  kBroadcast,
-  kReduce,
-  kSend,
-  kRecv,
-  kPermute,
-};
-std::string_view opName(OpKind op);
-
-// What a rank announces about the collective it is in; peers compare and use it.
-struct OpDescriptor {
-  std::uint64_t sequence = 0;
-  OpKind op = OpKind::kNone;
-  DataType type = DataType::kU8;
-  ReduceOp reduceOp = ReduceOp::kSum;
-  std::int32_t root = 0;
-  std::uint64_t count = 0;
-  SegmentRef in;
-  SegmentRef out;
-};
-
 struct ControlLayout;
-
-// A non-owning reference to a callable, so the per-collective body costs no allocation.
-template <typename Signature>
-class FunctionRef;
-template <typename R, typename... Args>
-class FunctionRef<R(Args...)> {
- public:
-  template <typename F>
-  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor)
-      : object_(const_cast<void*>(static_cast<const void*>(&f))),
-        call_([](void* object, Args... args) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
-        }) {}
-  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
-
- private:
-  void* object_;
-  R (*call_)(void*, Args...);
-};
 
 class Communicator {
  public:
-  // Collectives up to this many bytes per rank go through the control slots (one wait).
-  static constexpr std::size_t kInlineBytes = 512;
-
   static Result<std::unique_ptr<Communicator>> create(CommOptions options);
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -268,7 +213,6 @@ class Communicator {
   };
 
   Communicator() = default;
-  class InFlight;
   Result<void> checkCaller(std::string_view call) const;
   bool useSlots(OpKind op, std::size_t bytes) const;
   Result<void> setup(CommOptions& options);

@@ -207,7 +207,7 @@ Result<void> Communicator::runNet(OpKind op, FunctionRef<Result<void>(const NetC
     return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
   }
   ++sequence_;
-  const InFlight inFlight(*this, op, desc.sequence);
+  const InFlightMark inFlight(status_.get(), waitPublished_, op, desc.sequence);
   const NetCall call{desc.sequence, Clock::now() + timeout_, timeout_, what};
   if (auto status = body(call); !status) return fail(std::move(status).error());
   return okResult();

@@ -29,36 +29,6 @@ Buffer::~Buffer() {
   if (registry_ && id_ != 0) registry_->remove(id_);
 }
 
-std::string_view opName(OpKind op) {
-  switch (op) {
-    case OpKind::kNone:
-      return "none";
-    case OpKind::kSetup:
-      return "setup";
-    case OpKind::kBarrier:
-      return "barrier";
-    case OpKind::kAllReduce:
-      return "allReduce";
-    case OpKind::kAllGather:
-      return "allGather";
-    case OpKind::kReduceScatter:
-      return "reduceScatter";
-    case OpKind::kAllToAll:
-      return "allToAll";
-    case OpKind::kBroadcast:
-      return "broadcast";
-    case OpKind::kReduce:
-      return "reduce";
-    case OpKind::kSend:
-      return "send";
-    case OpKind::kRecv:
-      return "recv";
-    case OpKind::kPermute:
-      return "permute";
-  }
-  return "?";
-}
-
 Result<Algorithm> parseAlgorithm(std::string_view text) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kDirect, Algorithm::kRing,
                       Algorithm::kRecursiveDoubling, Algorithm::kFlat}) {

@@ -13,8 +13,7 @@
 
 #include <sched.h>
 
-#include "node-runtime/collectives/communicator.h"
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/coll_types.h"
 
 namespace torus::coll {
 
@@ -27,7 +26,6 @@ struct alignas(64) ArrivalLine {
   std::uint64_t epoch;
 };
 constexpr std::size_t kFreedRing = 64;
-constexpr std::size_t kInlineBytes = Communicator::kInlineBytes;
 // The small-message path (runInline): the line a waiting peer spins on also carries the call's
 // signature and the first bytes of data, so an 8-byte AllReduce moves one cache line per peer
 // instead of four (arrival, descriptor, data).
@@ -135,34 +133,5 @@ inline std::string hex(std::uint64_t value) {
   std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
   return text;
 }
-
-// Marks a collective as in flight on the status board for its lifetime.
-class Communicator::InFlight {
- public:
-  InFlight(Communicator& comm, OpKind op, std::uint64_t sequence) : comm_(comm) {
-    if (!comm_.status_) return;
-    CommStatus& status = *comm_.status_;
-    status.startedNs.store(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-            .count(),
-        std::memory_order_relaxed);
-    status.sequence.store(sequence, std::memory_order_relaxed);
-    status.op.store(static_cast<std::uint32_t>(op), std::memory_order_relaxed);
-  }
-  InFlight(const InFlight&) = delete;
-  InFlight& operator=(const InFlight&) = delete;
-  ~InFlight() {
-    if (!comm_.status_) return;
-    comm_.status_->op.store(0, std::memory_order_relaxed);
-    if (comm_.waitPublished_) {  // only waits that took the slow path published anything
-      std::lock_guard lock(comm_.status_->mutex);
-      comm_.status_->waitingFor.clear();
-      comm_.waitPublished_ = false;
-    }
-  }
-
- private:
-  Communicator& comm_;
-};
 
 }  // namespace torus::coll

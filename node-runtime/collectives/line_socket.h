@@ -11,11 +11,9 @@
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
+#include "node-runtime/collectives/coll_types.h"
 
 namespace torus::coll {
-
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
 
 // Milliseconds from now to `deadline` for poll(), 0 when it has passed.
 int millisLeft(Deadline deadline);

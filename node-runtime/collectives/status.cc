@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "common/base/unique_fd.h"
-#include "node-runtime/collectives/communicator.h"
 
 namespace torus::coll {
 namespace {
@@ -159,6 +158,28 @@ Result<void> installStatusSignal(int signal, int fd) {
   }
   reporter = std::move(next);
   return okResult();
+}
+
+InFlightMark::InFlightMark(CommStatus* status, bool& waitPublished, OpKind op,
+                           std::uint64_t sequence)
+    : status_(status), waitPublished_(waitPublished) {
+  if (status_ == nullptr) return;
+  status_->startedNs.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count(),
+                           std::memory_order_relaxed);
+  status_->sequence.store(sequence, std::memory_order_relaxed);
+  status_->op.store(static_cast<std::uint32_t>(op), std::memory_order_relaxed);
+}
+
+InFlightMark::~InFlightMark() {
+  if (status_ == nullptr) return;
+  status_->op.store(0, std::memory_order_relaxed);
+  if (waitPublished_) {  // only waits that took the slow path published anything
+    std::lock_guard lock(status_->mutex);
+    status_->waitingFor.clear();
+    waitPublished_ = false;
+  }
 }
 
 }  // namespace torus::coll

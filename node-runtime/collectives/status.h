@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/base/result.h"
+#include "node-runtime/collectives/coll_types.h"
 
 namespace torus::coll {
 
@@ -48,6 +49,20 @@ class StatusRegistration {
 
  private:
   std::shared_ptr<CommStatus> status_;
+};
+
+// Marks a collective as in flight on `status` (nullptr: no board) for its lifetime; clears the
+// waited-for ranks when a slow wait published any (`waitPublished`).
+class InFlightMark {
+ public:
+  InFlightMark(CommStatus* status, bool& waitPublished, OpKind op, std::uint64_t sequence);
+  InFlightMark(const InFlightMark&) = delete;
+  InFlightMark& operator=(const InFlightMark&) = delete;
+  ~InFlightMark();
+
+ private:
+  CommStatus* status_;
+  bool& waitPublished_;
 };
 
 // One line per communicator, e.g.

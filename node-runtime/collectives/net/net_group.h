@@ -23,11 +23,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/base/result.h"
-#include "node-runtime/collectives/communicator.h"
+#include "node-runtime/collectives/coll_types.h"
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
 
 namespace torus::coll {
