@@ -1,15 +1,16 @@
 // The communicator over libfabric: creation (endpoint, address exchange, the host's
-// shared-memory communicator and the column group), running a collective on a NetGroup, the
-// hierarchical AllReduce, and split. The algorithms are in net/net_algorithms.cc.
+// shared-memory group and the column group for the hierarchical AllReduce), liveness through the
+// bootstrap link, and split. The algorithms are in net/.
 #include <algorithm>
 #include <numeric>
 
 #include "common/base/log.h"
+#include "node-runtime/collectives/bootstrap_link.h"
 #include "node-runtime/collectives/communicator.h"
 #include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/net/hierarchical_group.h"
 #include "node-runtime/collectives/net/net_group.h"
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
-#include "node-runtime/collectives/segment_registry.h"
 
 namespace torus::coll {
 namespace {
@@ -51,24 +52,19 @@ HostLayout layoutOf(const std::vector<int>& hostOf, int rank) {
   return layout;
 }
 
-// Chunk boundaries (elements) of `count` split over n parts.
-std::size_t shardBegin(std::size_t count, int parts, int index) {
-  const std::size_t per = count / static_cast<std::size_t>(parts);
-  const std::size_t extra = count % static_cast<std::size_t>(parts);
-  const auto i = static_cast<std::size_t>(index);
-  return i * per + std::min(i, extra);
+// AllReduce on a NetGroup: what TORUS_COLL_ALGO asked for, or the cost model.
+NetAllReduce netAllReduceOf(Algorithm algorithm) {
+  if (algorithm == Algorithm::kRing) return NetAllReduce::kRing;
+  if (algorithm == Algorithm::kRecursiveDoubling) return NetAllReduce::kRecursiveDoubling;
+  return NetAllReduce::kAuto;
 }
 
 }  // namespace
 
 Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<BootstrapLink> link,
                                     const std::string& context) {
-  // Rank 0 made a shared-memory control segment before it knew where the ranks are.
-  if (control_.data() != nullptr) {
-    control_.unlinkNow();
-    control_ = ShmSegment();
-  }
   link_ = std::move(link);  // null for a world of one
+  segments_.emplace(session_, rank_);
   OfiOptions ofi;
   ofi.provider = options.ofiProvider;
   ofi.registerAlways = options.ofiRegisterAlways;
@@ -99,17 +95,17 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
   spin_ = onThisMachine <= usableCpus();
   endpointRanks_.resize(static_cast<std::size_t>(size_));
   std::iota(endpointRanks_.begin(), endpointRanks_.end(), 0);
-  net_ = std::make_unique<NetGroup>(endpoint_, endpointRanks_, endpointRanks_, rank_, 0, spin_);
+  net_ = std::make_unique<NetGroup>(endpoint_, endpointRanks_, endpointRanks_, rank_, 0, spin_,
+                                    netAllReduceOf(algorithm_));
+  group_ = net_.get();
   if (link_) {
     // From here on deaths and aborts travel while this rank is busy anywhere.
     link_->startWatching();
     net_->setLiveness([this] { return remoteTrouble(); });
   }
   nextGroupId_ = 2;  // 0: every rank, 1: the column
-  sent_.assign(static_cast<std::size_t>(size_), 0);
-  received_.assign(static_cast<std::size_t>(size_), 0);
 
-  // Every rank takes part in building the hosts' shared-memory communicators (a barrier over
+  // Every rank takes part in building the hosts' shared-memory groups (a barrier over
   // libfabric), also a rank alone on its host.
   if (transport_ == Transport::kAuto && layout.hosts > 1 && layout.largestHost > 1) {
     if (auto built = buildLocal(layout.local, hostOf_[static_cast<std::size_t>(rank_)], context);
@@ -121,39 +117,51 @@ Result<void> Communicator::setupNet(const CommOptions& options, std::shared_ptr<
     }
   }
   registerStatus();
+  if (local_) local_->setStatus(status_.get(), &waitPublished_);
+  useHierarchyWhenComplete();
   TORUS_LOG_AT(rank_ == 0 ? log::Level::kInfo : log::Level::kDebug, Coll, "communicator ready",
                {"comm", name_}, {"rank", rank_}, {"size", size_}, {"transport", transportName()},
                {"provider", endpoint_->provider()}, {"hosts", layout.hosts},
-               {"local_ranks", layout.local.size()}, {"hierarchical", column_ != nullptr},
+               {"local_ranks", layout.local.size()}, {"hierarchical", hierarchical_ != nullptr},
                {"timeout_ms", timeout_.count()});
   return okResult();
 }
 
-// The shared-memory communicator of this host's ranks, made like a split child: the host's
-// lowest rank creates the control segment, a barrier over libfabric, then the others map it.
+// The shared-memory group of this host's ranks: the host's lowest rank creates the control
+// segment, a barrier over libfabric, then the others map it.
 Result<void> Communicator::buildLocal(const std::vector<int>& members, int hostIndex,
                                       const std::string& context) {
-  if (members.size() == 1) {  // alone on this host: only the barrier
-    const auto what = [&] { return "creating the hosts' communicators of " + name_; };
-    const NetCall call{0, Clock::now() + timeout_, timeout_, what};
-    return net_->barrier(call);
-  }
-  std::unique_ptr<Communicator> local =
-      childOf(members, name_ + "/host" + std::to_string(hostIndex),
-              deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex)));
-  local->labels_ = members;
-  Result<void> created = okResult();
-  if (local->rank_ == 0) created = local->createControl(local->session_);
-  const auto what = [&] { return "creating " + local->name_; };
-  const NetCall call{0, Clock::now() + timeout_, timeout_, what};
+  const auto what = [&] {
+    return "creating the host groups of " + name_ + " (host " + std::to_string(hostIndex) + ")";
+  };
   // Sequence 0 is never used by a collective, so this barrier's tags are its own.
+  const GroupCall call{0, Clock::now() + timeout_, timeout_, what};
+  if (members.size() == 1) return net_->barrier(call);  // alone on this host: only the barrier
+  ShmGroupOptions options = shmOptions(
+      deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex)), members);
+  options.labels = members;  // errors name the hostmates by their ranks in this communicator
+  auto local = std::make_unique<ShmGroup>(std::move(options));
+  ShmSegment control;
+  Result<void> created = okResult();
+  if (local->rank() == 0) {
+    auto made = ShmGroup::createControl(
+        deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex)),
+        local->size());
+    if (made) {
+      control = std::move(*made);
+    } else {
+      created = std::move(made).error();
+    }
+  }
   TORUS_RETURN_IF_ERROR(net_->barrier(call), context);
   if (!created) return std::move(created).error().withContext(context);
-  if (auto attached = local->attachControl(context + ": " + what()); !attached) return attached;
-  local->spin_ = spin_;  // hostmates may share this machine's cores with other "hosts"
+  if (auto attached = local->attach(std::move(control), context + ": " + what(), timeout_);
+      !attached) {
+    return attached;
+  }
+  // Its stages stop when the link hears of trouble on another host.
+  local->setTrouble([this] { return remoteTrouble(); });
   local_ = std::move(local);
-  // Its shared-memory stages stop when the link hears of trouble on another host.
-  local_->outerTrouble_ = [this] { return remoteTrouble(); };
   return okResult();
 }
 
@@ -161,9 +169,17 @@ void Communicator::buildColumn(const std::vector<int>& column, int myIndex, std:
   std::vector<int> endpoints;
   for (int r : column)
     endpoints.push_back(endpointRanks_[static_cast<std::size_t>(r)]);
-  column_ =
-      std::make_unique<NetGroup>(endpoint_, std::move(endpoints), column, myIndex, groupId, spin_);
+  column_ = std::make_unique<NetGroup>(endpoint_, std::move(endpoints), column, myIndex, groupId,
+                                       spin_, netAllReduceOf(algorithm_));
   column_->setLiveness([this] { return remoteTrouble(); });
+}
+
+// With a host group and a column, AllReduce runs hierarchically; everything else stays on the
+// group of every rank.
+void Communicator::useHierarchyWhenComplete() {
+  if (!net_ || !local_ || !column_) return;
+  hierarchical_ = std::make_unique<HierarchicalGroup>(*net_, *local_, *column_);
+  group_ = hierarchical_.get();
 }
 
 RegistrationCounts Communicator::registrationCounts() const {
@@ -171,17 +187,16 @@ RegistrationCounts Communicator::registrationCounts() const {
 }
 
 std::optional<std::string> Communicator::remoteTrouble() const {
-  if (outerTrouble_) return outerTrouble_();
   if (!link_ || !link_->anyTrouble()) return std::nullopt;
   if (const std::vector<int> dead = deadMembers(); !dead.empty()) {
-    return "rank " + rankName(dead.front()) +
+    return "rank " + std::to_string(dead.front()) +
            " is gone (its bootstrap connection closed without a goodbye)";
   }
   if (auto aborted = link_->abortOf(session_)) {
     const auto it = std::find(endpointRanks_.begin(), endpointRanks_.end(), aborted->first);
     const int member =
         it == endpointRanks_.end() ? -1 : static_cast<int>(it - endpointRanks_.begin());
-    return "rank " + (member < 0 ? std::to_string(aborted->first) : rankName(member)) +
+    return "rank " + std::to_string(member < 0 ? aborted->first : member) +
            " gave up: " + aborted->second;
   }
   return std::nullopt;
@@ -197,103 +212,75 @@ std::vector<int> Communicator::deadMembers() const {
   return dead;
 }
 
-Result<void> Communicator::runNet(OpKind op, FunctionRef<Result<void>(const NetCall&)> body) {
-  TORUS_RETURN_IF_ERROR(checkCaller(opName(op)), "refused");
-  OpDescriptor desc;
-  desc.op = op;
-  desc.sequence = sequence_ + 1;
-  const auto what = [&] { return opContext(desc); };
-  if (broken_) {
-    return Error{broken_->code, what() + ": communicator is broken: " + broken_->message};
-  }
-  ++sequence_;
-  const InFlightMark inFlight(status_.get(), waitPublished_, op, desc.sequence);
-  const NetCall call{desc.sequence, Clock::now() + timeout_, timeout_, what};
-  if (auto status = body(call); !status) return fail(std::move(status).error());
-  return okResult();
-}
-
-// Hierarchical: AllReduce within the host over shared memory (every local rank then holds the
-// host's sum), local rank k runs the inter-host AllReduce of shard k with its column, and each
-// local rank broadcasts its finished shard to its hostmates. The network carries 1/L of the
-// buffer per rank, and the L columns run side by side.
-Result<void> Communicator::netAllReduce(const NetCall& call, const void* send, void* recv,
-                                        std::size_t count, DataType type, ReduceOp op) {
-  NetAllReduce flat = NetAllReduce::kAuto;
-  if (algorithm_ == Algorithm::kRing) flat = NetAllReduce::kRing;
-  if (algorithm_ == Algorithm::kRecursiveDoubling) flat = NetAllReduce::kRecursiveDoubling;
-  if (!column_ || !local_) return net_->allReduce(call, send, recv, count, type, op, flat);
-
-  const std::size_t elem = dataTypeSize(type);
-  const int parts = local_->size();
-  TORUS_LOG(Debug, Tuning, "algorithm chosen", {"comm", name_}, {"op", "allReduce"},
-            {"bytes", count * elem}, {"algorithm", "hierarchical"}, {"local_ranks", parts});
-  if (auto status = local_->allReduce(send, recv, count, type, op); !status) {
-    return std::move(status).error().withContext(call.what() + ": host stage");
-  }
-  auto* out = static_cast<std::byte*>(recv);
-  const int mine = local_->rank();
-  const std::size_t begin = shardBegin(count, parts, mine);
-  const std::size_t end = shardBegin(count, parts, mine + 1);
-  if (auto status = column_->allReduce(call, out + begin * elem, out + begin * elem, end - begin,
-                                       type, op, flat);
-      !status) {
-    return status;
-  }
-  for (int k = 0; k < parts; ++k) {
-    const std::size_t first = shardBegin(count, parts, k);
-    const std::size_t last = shardBegin(count, parts, k + 1);
-    if (auto status =
-            local_->broadcast(out + first * elem, out + first * elem, last - first, type, k);
-        !status) {
-      return std::move(status).error().withContext(call.what() + ": sharing shard " +
-                                                   std::to_string(k) + " on the host");
-    }
-  }
-  return okResult();
-}
-
-Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
+Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color,
                                                              const std::vector<std::int32_t>& all,
                                                              const std::vector<int>& members) {
   const std::string context = "split of " + name_;
-  // The host's communicator splits alongside: a collective over this host's ranks, all of which
-  // are in this split too.
-  std::unique_ptr<Communicator> localChild;
+  const int myHost = hostOf_[static_cast<std::size_t>(rank_)];
+  // The host's group splits alongside: its members (all in this split call) agree on the new
+  // host groups from the colors everyone already has, then meet once on the old host group.
+  std::vector<int> localMembers;  // communicator ranks on this host in my new group, by key
+  for (int r : members) {
+    if (hostOf_[static_cast<std::size_t>(r)] == myHost) localMembers.push_back(r);
+  }
+  std::unique_ptr<ShmGroup> localChild;
   if (local_) {
-    auto split = local_->split(color, key);
-    if (!split) return std::move(split).error().withContext(context);
-    localChild = std::move(*split);
+    const std::uint64_t localSession =
+        deriveSession(deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(myHost)),
+                      splits_, static_cast<std::uint32_t>(std::max(color, 0)));
+    ShmSegment control;
+    Result<void> created = okResult();
+    if (color >= 0 && localMembers.size() > 1) {
+      localChild = std::make_unique<ShmGroup>(shmOptions(localSession, localMembers));
+      if (localChild->rank() == 0) {
+        auto made = ShmGroup::createControl(localSession, localChild->size());
+        if (made) {
+          control = std::move(*made);
+        } else {
+          created = std::move(made).error();
+        }
+      }
+    }
+    const auto what = [&] { return context + ": the host's groups"; };
+    const GroupCall call{0, Clock::now() + timeout_, timeout_, what};
+    TORUS_RETURN_IF_ERROR(local_->barrier(call), context);
+    if (!created) return std::move(created).error().withContext(context);
+    if (localChild) {
+      TORUS_RETURN_IF_ERROR(localChild->attach(std::move(control), what(), timeout_), context);
+    }
   }
   if (color < 0) return std::unique_ptr<Communicator>();
   int groupId = 0;
   for (int r : members)
     groupId = std::max(groupId, all[3 * static_cast<std::size_t>(r) + 2]);
   nextGroupId_ = static_cast<std::uint16_t>(groupId + 2);
-  const bool oneHost = std::all_of(members.begin(), members.end(), [&](int r) {
-    return hostOf_[static_cast<std::size_t>(r)] == hostOf_[static_cast<std::size_t>(rank_)];
-  });
-  if (oneHost && localChild) return localChild;  // shared memory alone serves it
 
   std::unique_ptr<Communicator> child =
       childOf(members, name_ + "/split" + std::to_string(splits_) + "." + std::to_string(color),
               deriveSession(session_, splits_, static_cast<std::uint32_t>(color)));
-  child->spin_ = spin_;
+  const bool oneHost = localMembers.size() == members.size();
+  if (oneHost && localChild) {  // shared memory alone serves it
+    child->shm_ = std::move(localChild);
+    child->group_ = child->shm_.get();
+    child->registerStatus();
+    child->shm_->setStatus(child->status_.get(), &child->waitPublished_);
+    return child;
+  }
   child->link_ = link_;
   child->endpoint_ = endpoint_;
+  child->segments_.emplace(child->session_, child->rank_);
   for (int r : members) {
     child->endpointRanks_.push_back(endpointRanks_[static_cast<std::size_t>(r)]);
     child->hostOf_.push_back(hostOf_[static_cast<std::size_t>(r)]);
   }
   std::vector<int> labels(members.size());
   std::iota(labels.begin(), labels.end(), 0);
-  child->net_ =
-      std::make_unique<NetGroup>(endpoint_, child->endpointRanks_, std::move(labels), child->rank_,
-                                 static_cast<std::uint16_t>(groupId), spin_);
+  child->net_ = std::make_unique<NetGroup>(endpoint_, child->endpointRanks_, std::move(labels),
+                                           child->rank_, static_cast<std::uint16_t>(groupId), spin_,
+                                           netAllReduceOf(algorithm_));
   child->net_->setLiveness([raw = child.get()] { return raw->remoteTrouble(); });
+  child->group_ = child->net_.get();
   child->nextGroupId_ = static_cast<std::uint16_t>(groupId + 2);
-  child->sent_.assign(members.size(), 0);
-  child->received_.assign(members.size(), 0);
   // Host numbers of the child: renumber so they start at 0 in order of first appearance.
   std::vector<int> renumber;
   for (int& host : child->hostOf_) {
@@ -302,15 +289,24 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color, int key,
     host = static_cast<int>(it - renumber.begin());
   }
   const HostLayout layout = layoutOf(child->hostOf_, child->rank_);
-  if (localChild && localChild->size() > 1 && layout.hosts > 1) {
+  if (localChild && layout.hosts > 1) {
+    // The host group names its members by their ranks in the child.
+    std::vector<int> childLabels;
+    for (int r : localMembers) {
+      childLabels.push_back(
+          static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin()));
+    }
+    localChild->setLabels(std::move(childLabels));
+    localChild->setTrouble([raw = child.get()] { return raw->remoteTrouble(); });
     child->local_ = std::move(localChild);
-    child->local_->outerTrouble_ = [raw = child.get()] { return raw->remoteTrouble(); };
     if (layout.symmetric && algorithm_ != Algorithm::kFlat) {
       child->buildColumn(layout.column, layout.columnIndex,
                          static_cast<std::uint16_t>(groupId + 1));
     }
   }
   child->registerStatus();
+  if (child->local_) child->local_->setStatus(child->status_.get(), &child->waitPublished_);
+  child->useHierarchyWhenComplete();
   return child;
 }
 

@@ -1,33 +1,18 @@
-// Communicator creation: options from the environment, bootstrap, the control segment, split
-// into sub-communicators, and this rank's own segments. The data path is in communicator.cc.
+// Communicator creation: options from the environment, bootstrap, the host's shared-memory
+// group, split into sub-communicators, and tensors. Across hosts: communicator_net.cc.
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
-#include <thread>
-
-#include <poll.h>
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
+#include "node-runtime/collectives/bootstrap_link.h"
 #include "node-runtime/collectives/communicator.h"
 #include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/net/hierarchical_group.h"
 #include "node-runtime/collectives/net/net_group.h"
-#include "node-runtime/collectives/segment_registry.h"
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/ofi/ofi_endpoint.h"
 
 namespace torus::coll {
-
-Buffer::~Buffer() {
-  if (registry_ && id_ != 0) registry_->remove(id_);
-}
 
 Result<Algorithm> parseAlgorithm(std::string_view text) {
   for (Algorithm a : {Algorithm::kAuto, Algorithm::kDirect, Algorithm::kRing,
@@ -134,11 +119,11 @@ Result<void> Communicator::setup(CommOptions& options) {
   name_ = options.name;
   algorithm_ = options.algorithm;
   transport_ = options.transport;
-  slotPath_ = options.algorithm != Algorithm::kDirect;
-  registry_ = std::make_shared<SegmentRegistry>();
-  scratch_.resize(kBlockBytes);
   const std::string displayName = name_.empty() ? "comm@" + options.rootAddress : name_;
 
+  // Rank 0 makes the shared-memory control segment as soon as the session is known, so the
+  // others can map it right after the bootstrap; it goes again if the ranks span hosts.
+  ShmSegment control;
   BootstrapRequest request;
   request.rank = options.rank;
   request.size = options.size;
@@ -148,12 +133,19 @@ Result<void> Communicator::setup(CommOptions& options) {
   request.hostId = options.hostId;
   request.jobSecret = options.jobSecret;
   request.deadline = Clock::now() + timeout_;
-  request.onSessionReady = [this](std::uint64_t session) { return createControl(session); };
+  request.onSessionReady = [this, &control](std::uint64_t session) -> Result<void> {
+    auto made = ShmGroup::createControl(session, size_);
+    if (!made) return std::move(made).error();
+    control = std::move(*made);
+    return okResult();
+  };
   auto boot = bootstrap(std::move(request));
   if (!boot) return std::move(boot).error();
   session_ = boot->session;
   ranks_ = std::move(boot->ranks);
   if (name_.empty()) name_ = "comm-" + hex(session_).substr(8);
+  sent_.assign(static_cast<std::size_t>(size_), 0);
+  received_.assign(static_cast<std::size_t>(size_), 0);
   const std::string context = "creating " + name_ + " (rank " + std::to_string(rank_) + " of " +
                               std::to_string(size_) + ")";
 
@@ -172,55 +164,37 @@ Result<void> Communicator::setup(CommOptions& options) {
                          ") and TORUS_COLL_TRANSPORT=shm allows shared memory only");
   }
   if (!remote.empty() || transport_ == Transport::kOfi) {
+    if (control.data() != nullptr) control.unlinkNow();
     return setupNet(options, std::move(boot->link), context);
   }
-  return attachControl(context);
+  return setupShm(std::move(control), context);
 }
 
-Result<void> Communicator::createControl(std::uint64_t session) {
-  auto control = ShmSegment::create("/torus-" + hex(session) + "-ctl", controlBytes(size_));
-  if (!control) return std::move(control).error();
-  control_ = std::move(*control);
-  auto* layout = reinterpret_cast<ControlLayout*>(control_.data());
-  layout->size = static_cast<std::uint64_t>(size_);
-  storeRelease(layout->magic, kMagic);
-  return okResult();
+ShmGroupOptions Communicator::shmOptions(std::uint64_t session,
+                                         const std::vector<int>& members) const {
+  ShmGroupOptions options;
+  options.session = session;
+  options.rank =
+      static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
+  for (int r : members)
+    options.ranks.push_back(ranks_[static_cast<std::size_t>(r)]);
+  options.slotPath = algorithm_ != Algorithm::kDirect;
+  options.spin = spin_;
+  return options;
 }
 
-// Everything after the ranks are known (bootstrap or split): map the control segment, watch the
-// peers' pids, and meet once so the segment's name can go.
-Result<void> Communicator::attachControl(const std::string& context) {
-  if (rank_ != 0) {
-    auto control = ShmSegment::open("/torus-" + hex(session_) + "-ctl");
-    if (!control) return std::move(control).error().withContext(context);
-    control_ = std::move(*control);
-  }
-  layout_ = reinterpret_cast<ControlLayout*>(control_.data());
-  if (control_.size() < controlBytes(size_) || loadAcquire(layout_->magic) != kMagic ||
-      layout_->size != static_cast<std::uint64_t>(size_)) {
-    return makeError(ErrorCode::kInternal, context + ": control segment has the wrong layout");
-  }
-  slot(layout_, rank_).pid = static_cast<std::int32_t>(::getpid());
-
-  // A pidfd turns "peer died" into a poll instead of a timeout (zombies count as dead too).
-  pidfds_.resize(static_cast<std::size_t>(size_));
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    const long fd = ::syscall(SYS_pidfd_open, ranks_[static_cast<std::size_t>(r)].pid, 0);
-    if (fd >= 0) pidfds_[static_cast<std::size_t>(r)] = UniqueFd(static_cast<int>(fd));
-  }
+Result<void> Communicator::setupShm(ShmSegment control, const std::string& context) {
+  std::vector<int> everyone(static_cast<std::size_t>(size_));
+  for (int r = 0; r < size_; ++r)
+    everyone[static_cast<std::size_t>(r)] = r;
   spin_ = size_ <= usableCpus();
-  sent_.assign(static_cast<std::size_t>(size_), 0);
-  received_.assign(static_cast<std::size_t>(size_), 0);
-  freedSeen_.assign(static_cast<std::size_t>(size_), 0);
-
-  // Everyone has mapped the control segment after this; its name can go, so a crash later
-  // leaves nothing behind in /dev/shm.
-  slot(layout_, rank_).desc[0] = OpDescriptor{};
-  slot(layout_, rank_).desc[0].op = OpKind::kSetup;
-  TORUS_RETURN_IF_ERROR(meet("setup"), context);
-  control_.unlinkNow();
+  shm_ = std::make_unique<ShmGroup>(shmOptions(session_, everyone));
+  if (auto attached = shm_->attach(std::move(control), context, timeout_); !attached) {
+    return attached;
+  }
+  group_ = shm_.get();
   registerStatus();
+  shm_->setStatus(status_.get(), &waitPublished_);
   TORUS_LOG_AT(rank_ == 0 ? log::Level::kInfo : log::Level::kDebug, Coll, "communicator ready",
                {"comm", name_}, {"rank", rank_}, {"size", size_}, {"transport", "shm"},
                {"spin", spin_}, {"timeout_ms", timeout_.count()});
@@ -236,15 +210,15 @@ std::unique_ptr<Communicator> Communicator::childOf(const std::vector<int>& memb
   child->rank_ =
       static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
   child->timeout_ = timeout_;
-  child->slotPath_ = slotPath_;
   child->algorithm_ = algorithm_;
   child->transport_ = transport_;
+  child->spin_ = spin_;
   child->name_ = std::move(name);
-  child->registry_ = std::make_shared<SegmentRegistry>();
-  child->scratch_.resize(kBlockBytes);
   child->session_ = session;
   for (int r : members)
     child->ranks_.push_back(ranks_[static_cast<std::size_t>(r)]);
+  child->sent_.assign(members.size(), 0);
+  child->received_.assign(members.size(), 0);
   return child;
 }
 
@@ -260,7 +234,7 @@ void Communicator::registerStatus() {
 
 std::string Communicator::transportName() const {
   if (!net_) return "shm";
-  return local_ ? "shm+ofi" : "ofi";
+  return hierarchical_ ? "shm+ofi" : "ofi";
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
@@ -280,15 +254,23 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
       return all[3 * static_cast<std::size_t>(a) + 1] < all[3 * static_cast<std::size_t>(b) + 1];
     });
   }
-  if (net_) return splitNet(color, key, all, members);
+  if (net_) return splitNet(color, all, members);
   std::unique_ptr<Communicator> child;
+  ShmSegment control;
   Result<void> created = okResult();
   if (color >= 0) {
     // Same session on every member, different for every group and split.
     child = childOf(members,
                     name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color),
                     deriveSession(session_, splitIndex, static_cast<std::uint32_t>(color)));
-    if (child->rank_ == 0) created = child->createControl(child->session_);
+    if (child->rank_ == 0) {
+      auto made = ShmGroup::createControl(child->session_, child->size_);
+      if (made) {
+        control = std::move(*made);
+      } else {
+        created = std::move(made).error();
+      }
+    }
   }
   // Every group's control segment exists after this barrier on the parent.
   TORUS_RETURN_IF_ERROR(barrier(), "split of " + name_);
@@ -297,29 +279,15 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   const std::string context = "creating " + child->name_ + " (rank " +
                               std::to_string(child->rank_) + " of " + std::to_string(child->size_) +
                               ")";
-  TORUS_RETURN_IF_ERROR(child->attachControl(context), "split of " + name_);
+  TORUS_RETURN_IF_ERROR(child->setupShm(std::move(control), context), "split of " + name_);
   return child;
-}
-
-void Communicator::unlinkSegmentsOf(int owner) const {
-  const std::string prefix = segmentName(owner, 0).substr(1);  // "torus-<session>-<rank>-0"
-  const std::string stem = prefix.substr(0, prefix.size() - 1);
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(stem, 0) == 0) ::shm_unlink(("/" + name).c_str());
-  }
-}
-
-std::string Communicator::segmentName(int owner, std::uint64_t id) const {
-  return "/torus-" + hex(session_) + "-" + std::to_string(owner) + "-" + std::to_string(id);
 }
 
 std::string Communicator::rankList(const std::vector<int>& ranks) const {
   std::string out = ranks.size() == 1 ? "rank " : "ranks ";
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (i > 0) out += ", ";
-    out += rankName(ranks[i]);
+    out += std::to_string(ranks[i]);
     if (ranks_.size() > static_cast<std::size_t>(ranks[i])) {
       out += " (pid " + std::to_string(ranks_[static_cast<std::size_t>(ranks[i])].pid) + ")";
     }
@@ -328,10 +296,15 @@ std::string Communicator::rankList(const std::vector<int>& ranks) const {
 }
 
 Result<Buffer> Communicator::allocate(std::size_t bytes) {
-  // The host's shared-memory communicator owns the tensors, so its collectives (the
-  // hierarchical AllReduce's local stages) find them; over libfabric they are also registered
-  // once, for all their transfers, when the provider needs registration.
-  Result<Buffer> buffer = local_ ? local_->allocate(bytes) : allocateShared(bytes);
+  // The host's shared-memory group owns the tensors, so its collectives (the hierarchical
+  // AllReduce's local stages too) find them; over libfabric they are also registered once, for
+  // all their transfers, when the provider needs registration.
+  ShmGroup* host = shm_ ? shm_.get() : local_.get();
+  Result<Buffer> buffer =
+      host != nullptr ? host->allocate(bytes, name_)
+      : segments_
+          ? segments_->allocate(bytes, name_)
+          : Result<Buffer>(makeError(ErrorCode::kFailedPrecondition, name_ + " is not set up"));
   if (!buffer || !endpoint_) return buffer;
   auto registration = endpoint_->registerRegion(buffer->data(), buffer->size());
   if (!registration) {
@@ -340,21 +313,6 @@ Result<Buffer> Communicator::allocate(std::size_t bytes) {
         .withContext("registering a " + std::to_string(bytes) + "-byte tensor on " + name_);
   }
   buffer->registration_ = std::move(*registration);
-  return buffer;
-}
-
-Result<Buffer> Communicator::allocateShared(std::size_t bytes) {
-  Buffer buffer;
-  buffer.id_ = registry_->nextId();
-  auto segment = ShmSegment::create(segmentName(rank_, buffer.id_), bytes);
-  if (!segment) {
-    return std::move(segment).error().withContext("allocating a " + std::to_string(bytes) +
-                                                  "-byte tensor on " + name_);
-  }
-  buffer.segment_ = std::move(*segment);
-  buffer.bytes_ = bytes;
-  buffer.registry_ = registry_;
-  registry_->add(buffer.id_, buffer.segment_.data(), buffer.segment_.size());
   return buffer;
 }
 

@@ -67,7 +67,7 @@ std::size_t largestChunk(const std::vector<std::size_t>& offsets) {
 // r-1, adding its own input; after n-1 steps chunk r is complete on rank r. Each step's chunk
 // travels in slices and each slice is reduced as soon as it lands.
 // finalOnly: `out` holds only chunk r (ReduceScatter); partial chunks live in scratch.
-Result<void> NetGroup::ringReduceScatter(const NetCall& call, const std::byte* in,
+Result<void> NetGroup::ringReduceScatter(const GroupCall& call, const std::byte* in,
                                          const std::vector<std::size_t>& offsets, std::size_t elem,
                                          DataType type, ReduceOp op, std::byte* out, bool finalOnly,
                                          std::uint32_t firstMessage, std::size_t slice) {
@@ -118,7 +118,7 @@ Result<void> NetGroup::ringReduceScatter(const NetCall& call, const std::byte* i
 
 // Ring all-gather: in step s rank r passes chunk r-s on to r+1 and receives chunk r-s-1 from
 // r-1 straight into its place in `out`.
-Result<void> NetGroup::ringAllGather(const NetCall& call, std::byte* out,
+Result<void> NetGroup::ringAllGather(const GroupCall& call, std::byte* out,
                                      const std::vector<std::size_t>& offsets,
                                      std::uint32_t firstMessage, std::size_t slice) {
   const int n = size();
@@ -150,8 +150,8 @@ Result<void> NetGroup::ringAllGather(const NetCall& call, std::byte* out,
 // power of two p first hand their data to a partner and get the result back at the end, so the
 // core runs on exactly p ranks. Sources are always combined lower rank first, so every rank
 // computes bit-identical results.
-Result<void> NetGroup::recursiveDoubling(const NetCall& call, std::byte* buffer, std::size_t count,
-                                         DataType type, ReduceOp op) {
+Result<void> NetGroup::recursiveDoubling(const GroupCall& call, std::byte* buffer,
+                                         std::size_t count, DataType type, ReduceOp op) {
   const int n = size();
   const std::size_t bytes = count * dataTypeSize(type);
   int p = 1;
@@ -212,17 +212,21 @@ Result<void> NetGroup::recursiveDoubling(const NetCall& call, std::byte* buffer,
   return okResult();
 }
 
-Result<void> NetGroup::allReduce(const NetCall& call, const void* send, void* recv,
-                                 std::size_t count, DataType type, ReduceOp op,
-                                 NetAllReduce algorithm) {
+Result<void> NetGroup::allReduce(const GroupCall& call, const void* send, void* recv,
+                                 std::size_t count, DataType type, ReduceOp op) {
+  NetAllReduce algorithm = allReduce_;
   auto* out = static_cast<std::byte*>(recv);
   const auto* in = static_cast<const std::byte*>(send);
   const std::size_t elem = dataTypeSize(type);
   const int n = size();
   if (algorithm == NetAllReduce::kAuto) algorithm = chooseNetAllReduce(n, count * elem);
-  TORUS_LOG(Debug, Tuning, "net allReduce", {"group", groupId_}, {"ranks", n},
-            {"bytes", count * elem},
-            {"algorithm", algorithm == NetAllReduce::kRing ? "ring" : "recursive-doubling"});
+  if (const unsigned bit = algorithm == NetAllReduce::kRing ? 1U : 2U;
+      (loggedChoices_ & bit) == 0) {
+    loggedChoices_ |= bit;  // once per algorithm, not per call
+    TORUS_LOG(Debug, Tuning, "algorithm chosen", {"op", "allReduce"}, {"group", groupId_},
+              {"ranks", n}, {"bytes", count * elem},
+              {"algorithm", algorithm == NetAllReduce::kRing ? "ring" : "recursive-doubling"});
+  }
   if (n == 1 || count == 0) {
     if (out != in && count > 0) std::memcpy(out, in, count * elem);
     return okResult();
@@ -244,7 +248,7 @@ Result<void> NetGroup::allReduce(const NetCall& call, const void* send, void* re
   return ringAllGather(call, out, offsets, afterScatter, slice);
 }
 
-Result<void> NetGroup::reduceScatter(const NetCall& call, const void* send, void* recv,
+Result<void> NetGroup::reduceScatter(const GroupCall& call, const void* send, void* recv,
                                      std::size_t recvCount, DataType type, ReduceOp op) {
   const std::size_t elem = dataTypeSize(type);
   const std::size_t bytes = recvCount * elem;
@@ -262,8 +266,9 @@ Result<void> NetGroup::reduceScatter(const NetCall& call, const void* send, void
   return ringReduceScatter(call, in, offsets, elem, type, op, out, true, 0, slice);
 }
 
-Result<void> NetGroup::allGather(const NetCall& call, const void* send, void* recv,
-                                 std::size_t bytes) {
+Result<void> NetGroup::allGather(const GroupCall& call, const void* send, void* recv,
+                                 std::size_t sendCount, DataType type) {
+  const std::size_t bytes = sendCount * dataTypeSize(type);
   const int n = size();
   auto* out = static_cast<std::byte*>(recv);
   std::byte* mine = out + static_cast<std::size_t>(rank_) * bytes;
@@ -277,8 +282,9 @@ Result<void> NetGroup::allGather(const NetCall& call, const void* send, void* re
 
 // Pairwise exchange, all at once: every rank posts its n-1 receives and n-1 sends together and
 // lets the provider schedule them. In place, the input is copied aside first.
-Result<void> NetGroup::allToAll(const NetCall& call, const void* send, void* recv,
-                                std::size_t bytes) {
+Result<void> NetGroup::allToAll(const GroupCall& call, const void* send, void* recv,
+                                std::size_t countPerRank, DataType type) {
+  const std::size_t bytes = countPerRank * dataTypeSize(type);
   const int n = size();
   auto* out = static_cast<std::byte*>(recv);
   const auto* in = static_cast<const std::byte*>(send);
@@ -311,8 +317,9 @@ Result<void> NetGroup::allToAll(const NetCall& call, const void* send, void* rec
 
 // Binomial tree from the root: in round k the ranks that already have the data (relative rank
 // below 2^k) send it to relative rank + 2^k.
-Result<void> NetGroup::broadcast(const NetCall& call, const void* send, void* recv,
-                                 std::size_t bytes, int root) {
+Result<void> NetGroup::broadcast(const GroupCall& call, const void* send, void* recv,
+                                 std::size_t count, DataType type, int root) {
+  const std::size_t bytes = count * dataTypeSize(type);
   const int n = size();
   auto* out = static_cast<std::byte*>(recv);
   if (rank_ == root && bytes > 0 && out != send) std::memcpy(out, send, bytes);
@@ -349,8 +356,8 @@ Result<void> NetGroup::broadcast(const NetCall& call, const void* send, void* re
 
 // Binomial tree towards the root: a rank first folds in what its subtree sends, then passes the
 // partial result to its parent.
-Result<void> NetGroup::reduce(const NetCall& call, const void* send, void* recv, std::size_t count,
-                              DataType type, ReduceOp op, int root) {
+Result<void> NetGroup::reduce(const GroupCall& call, const void* send, void* recv,
+                              std::size_t count, DataType type, ReduceOp op, int root) {
   const int n = size();
   const std::size_t bytes = count * dataTypeSize(type);
   const int relative = wrap(rank_ - root, n);

@@ -41,13 +41,15 @@ NetAllReduce chooseNetAllReduce(int ranks, std::size_t bytes) {
 }
 
 NetGroup::NetGroup(std::shared_ptr<OfiEndpoint> endpoint, std::vector<int> members,
-                   std::vector<int> labels, int myRank, std::uint16_t groupId, bool spin)
+                   std::vector<int> labels, int myRank, std::uint16_t groupId, bool spin,
+                   NetAllReduce allReduce)
     : endpoint_(std::move(endpoint)),
       members_(std::move(members)),
       labels_(std::move(labels)),
       rank_(myRank),
       groupId_(groupId),
-      spin_(spin) {}
+      spin_(spin),
+      allReduce_(allReduce) {}
 
 std::uint64_t NetGroup::tagOf(const Transfer& transfer, int senderRank) const {
   const std::uint64_t group = transfer.pointToPoint ? (groupId_ | kPointToPointGroupBit) : groupId_;
@@ -89,7 +91,7 @@ std::byte* NetGroup::scratch(std::size_t bytes) {
   return scratch_.data();
 }
 
-Error NetGroup::waitError(const NetCall& call, std::span<const Transfer> transfers,
+Error NetGroup::waitError(const GroupCall& call, std::span<const Transfer> transfers,
                           const std::vector<bool>& finished, std::string_view why) const {
   std::vector<int> silent;  // receives not matched: these ranks never sent
   std::vector<int> deaf;    // sends not taken
@@ -118,7 +120,7 @@ Error NetGroup::waitError(const NetCall& call, std::span<const Transfer> transfe
   return makeError(ErrorCode::kDeadlineExceeded, std::move(message));
 }
 
-Result<void> NetGroup::checkStop(const NetCall& call, Clock::time_point now,
+Result<void> NetGroup::checkStop(const GroupCall& call, Clock::time_point now,
                                  Clock::time_point& nextLivenessCheck) {
   if (now >= call.deadline) {
     return makeError(ErrorCode::kDeadlineExceeded,
@@ -132,7 +134,7 @@ Result<void> NetGroup::checkStop(const NetCall& call, Clock::time_point now,
   return makeError(ErrorCode::kUnavailable, call.what() + ": " + stage_ + ": " + *trouble);
 }
 
-Result<void> NetGroup::run(const NetCall& call, std::span<const Transfer> transfers,
+Result<void> NetGroup::run(const GroupCall& call, std::span<const Transfer> transfers,
                            FunctionRef<void(std::size_t)> onReceived) {
   while (ops_.size() < transfers.size())
     ops_.push_back(std::make_unique<NetOp>());
@@ -209,9 +211,9 @@ Result<void> NetGroup::run(const NetCall& call, std::span<const Transfer> transf
   return okResult();
 }
 
-Result<void> NetGroup::permute(const NetCall& call, const void* send, void* recv, std::size_t bytes,
-                               int sendTo, int recvFrom, std::uint64_t sendMessage,
-                               std::uint64_t recvMessage) {
+Result<void> NetGroup::permute(const GroupCall& call, const void* send, void* recv,
+                               std::size_t bytes, int sendTo, int recvFrom,
+                               std::uint64_t sendMessage, std::uint64_t recvMessage) {
   const std::size_t slice = sliceBytes(bytes, 1);
   transfers_.clear();
   const auto addSlices = [&](bool isSend, int peer, std::byte* data, std::uint64_t message) {
@@ -230,7 +232,7 @@ Result<void> NetGroup::permute(const NetCall& call, const void* send, void* recv
   return runPlain(call, transfers_);
 }
 
-Result<void> NetGroup::barrier(const NetCall& call) {
+Result<void> NetGroup::barrier(const GroupCall& call) {
   // Dissemination: in round k every rank tells rank+2^k and hears from rank-2^k; after
   // ceil(log2 n) rounds everyone has heard, indirectly, from everyone.
   const int n = size();

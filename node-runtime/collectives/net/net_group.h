@@ -30,18 +30,10 @@
 
 #include "common/base/result.h"
 #include "node-runtime/collectives/coll_types.h"
+#include "node-runtime/collectives/group.h"
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
 
 namespace torus::coll {
-
-// What the communicator hands every call: the sequence number (in the tags), the deadline of the
-// whole operation, and the text errors start with ("allReduce seq=7 on comm-x (rank 1 of 4)").
-struct NetCall {
-  std::uint64_t sequence = 0;
-  Deadline deadline;
-  std::chrono::milliseconds timeout{0};  // for the message only: deadline = start + timeout
-  FunctionRef<std::string()> what;
-};
 
 // How AllReduce runs on a NetGroup; kAuto asks the cost model (chooseNetAllReduce).
 enum class NetAllReduce { kAuto, kRing, kRecursiveDoubling };
@@ -50,15 +42,16 @@ enum class NetAllReduce { kAuto, kRing, kRecursiveDoubling };
 // recursive doubling moves the whole buffer in log2(n) steps and reduces it each time.
 NetAllReduce chooseNetAllReduce(int ranks, std::size_t bytes);
 
-class NetGroup {
+class NetGroup final : public Group {
  public:
   // members: endpoint rank of each group rank; labels: how errors name each group rank (the
   // communicator's own rank numbers).
+  // allReduce: which AllReduce runs (kAuto: the cost model, per size).
   NetGroup(std::shared_ptr<OfiEndpoint> endpoint, std::vector<int> members, std::vector<int> labels,
-           int myRank, std::uint16_t groupId, bool spin);
+           int myRank, std::uint16_t groupId, bool spin, NetAllReduce allReduce);
 
-  int rank() const { return rank_; }
-  int size() const { return static_cast<int>(members_.size()); }
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(members_.size()); }
 
   // What the bootstrap link heard that breaks the communicator (a rank that died or gave up),
   // polled every few milliseconds: it breaks the operation, also when it is about a rank outside
@@ -67,22 +60,22 @@ class NetGroup {
     trouble_ = std::move(trouble);
   }
 
-  Result<void> allReduce(const NetCall& call, const void* send, void* recv, std::size_t count,
-                         DataType type, ReduceOp op, NetAllReduce algorithm);
-  Result<void> allGather(const NetCall& call, const void* send, void* recv, std::size_t bytes);
-  Result<void> reduceScatter(const NetCall& call, const void* send, void* recv,
-                             std::size_t recvCount, DataType type, ReduceOp op);
-  Result<void> allToAll(const NetCall& call, const void* send, void* recv, std::size_t bytes);
-  Result<void> broadcast(const NetCall& call, const void* send, void* recv, std::size_t bytes,
-                         int root);
-  Result<void> reduce(const NetCall& call, const void* send, void* recv, std::size_t count,
-                      DataType type, ReduceOp op, int root);
-  Result<void> barrier(const NetCall& call);
-  // Point to point: sends to sendTo and receives from recvFrom at once (either may be -1: that
-  // half is skipped); the messages are numbered per pair by the caller.
-  Result<void> permute(const NetCall& call, const void* send, void* recv, std::size_t bytes,
+  Result<void> allReduce(const GroupCall& call, const void* send, void* recv, std::size_t count,
+                         DataType type, ReduceOp op) override;
+  Result<void> allGather(const GroupCall& call, const void* send, void* recv, std::size_t sendCount,
+                         DataType type) override;
+  Result<void> reduceScatter(const GroupCall& call, const void* send, void* recv,
+                             std::size_t recvCount, DataType type, ReduceOp op) override;
+  Result<void> allToAll(const GroupCall& call, const void* send, void* recv,
+                        std::size_t countPerRank, DataType type) override;
+  Result<void> broadcast(const GroupCall& call, const void* send, void* recv, std::size_t count,
+                         DataType type, int root) override;
+  Result<void> reduce(const GroupCall& call, const void* send, void* recv, std::size_t count,
+                      DataType type, ReduceOp op, int root) override;
+  Result<void> barrier(const GroupCall& call) override;
+  Result<void> permute(const GroupCall& call, const void* send, void* recv, std::size_t bytes,
                        int sendTo, int recvFrom, std::uint64_t sendMessage,
-                       std::uint64_t recvMessage);
+                       std::uint64_t recvMessage) override;
 
  private:
   struct Transfer {
@@ -97,12 +90,12 @@ class NetGroup {
 
   // Posts every transfer (receives first), then waits for all; onReceived(i) runs once per
   // finished receive, in completion order, so reductions overlap the remaining traffic.
-  Result<void> run(const NetCall& call, std::span<const Transfer> transfers,
+  Result<void> run(const GroupCall& call, std::span<const Transfer> transfers,
                    FunctionRef<void(std::size_t)> onReceived);
-  Result<void> runPlain(const NetCall& call, std::span<const Transfer> transfers) {
+  Result<void> runPlain(const GroupCall& call, std::span<const Transfer> transfers) {
     return run(call, transfers, [](std::size_t) {});
   }
-  Error waitError(const NetCall& call, std::span<const Transfer> transfers,
+  Error waitError(const GroupCall& call, std::span<const Transfer> transfers,
                   const std::vector<bool>& finished, std::string_view why) const;
   std::uint64_t tagOf(const Transfer& transfer, int senderRank) const;
   std::string label(int groupRank) const;
@@ -110,14 +103,14 @@ class NetGroup {
   std::size_t sliceBytes(std::size_t chunkBytes, std::size_t messagesPerSlice) const;
   std::byte* scratch(std::size_t bytes);
 
-  Result<void> ringReduceScatter(const NetCall& call, const std::byte* in,
+  Result<void> ringReduceScatter(const GroupCall& call, const std::byte* in,
                                  const std::vector<std::size_t>& offsets, std::size_t elem,
                                  DataType type, ReduceOp op, std::byte* out, bool finalOnly,
                                  std::uint32_t firstMessage, std::size_t slice);
-  Result<void> ringAllGather(const NetCall& call, std::byte* out,
+  Result<void> ringAllGather(const GroupCall& call, std::byte* out,
                              const std::vector<std::size_t>& offsets, std::uint32_t firstMessage,
                              std::size_t slice);
-  Result<void> recursiveDoubling(const NetCall& call, std::byte* buffer, std::size_t count,
+  Result<void> recursiveDoubling(const GroupCall& call, std::byte* buffer, std::size_t count,
                                  DataType type, ReduceOp op);
 
   std::shared_ptr<OfiEndpoint> endpoint_;
@@ -126,9 +119,11 @@ class NetGroup {
   int rank_ = 0;
   std::uint16_t groupId_ = 0;
   bool spin_ = true;
+  NetAllReduce allReduce_ = NetAllReduce::kAuto;
+  unsigned loggedChoices_ = 0;  // AllReduce algorithms already logged
   std::function<std::optional<std::string>()> trouble_;
   // kDeadlineExceeded or kUnavailable once the call's deadline passed or a rank died.
-  Result<void> checkStop(const NetCall& call, Clock::time_point now,
+  Result<void> checkStop(const GroupCall& call, Clock::time_point now,
                          Clock::time_point& nextLivenessCheck);
   std::vector<std::unique_ptr<NetOp>> ops_;  // NetOps never move: the provider holds their address
   std::vector<Transfer> transfers_;          // reused by the algorithms

@@ -1,6 +1,6 @@
 // The collectives on shared memory, each as a plan (who reads and writes how many bytes) and a
-// body that runs once every rank has published its buffers. See communicator.h for the
-// protocol and docs/algorithms.md for the bytes each moves.
+// body that runs once every rank has published its buffers. See shm_group.h for the protocol
+// and docs/algorithms.md for the bytes each moves.
 //
 // All bodies are "direct": rank r works on its own share straight in the peers' memory, so one
 // collective costs two barriers plus the data movement and the work spreads evenly over ranks.
@@ -15,9 +15,9 @@
 #endif
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/communicator.h"
-#include "node-runtime/collectives/net/net_group.h"
+#include "node-runtime/collectives/control_layout.h"
 #include "node-runtime/collectives/reduce_kernels.h"
+#include "node-runtime/collectives/shm/shm_group.h"
 
 namespace torus::coll {
 namespace {
@@ -118,16 +118,11 @@ void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::by
 
 }  // namespace
 
-Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type,
-                                     ReduceOp op) {
-  if (net_) {
-    return runNet(OpKind::kAllReduce, [&](const NetCall& call) {
-      return netAllReduce(call, send, recv, count, type, op);
-    });
-  }
+Result<void> ShmGroup::allReduce(const GroupCall& call, const void* send, void* recv,
+                                 std::size_t count, DataType type, ReduceOp op) {
   const std::size_t bytes = count * dataTypeSize(type);
   if (useSlots(OpKind::kAllReduce, bytes)) {
-    return runInline(describeOp(OpKind::kAllReduce, type, op, 0, count), send, bytes,
+    return runInline(call, describeOp(OpKind::kAllReduce, type, op, 0, count), send, bytes,
                      [&](std::span<const std::byte* const> inputs) {
                        if (count > 0) reduceInto(recv, inputs, count, type, op);
                      });
@@ -140,7 +135,7 @@ Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t c
   plan.recvBytes = bytes;
   plan.peerInBytes = countBytes;
   plan.peerOutBytes = countBytes;
-  return runCollective(plan, [&](const Views& views) {
+  return runCollective(call, plan, [&](const Views& views) {
     const std::size_t elem = dataTypeSize(type);
     const auto [begin, end] = shareOf(count, elem, rank_, size_);
     if (begin == end) return;
@@ -154,17 +149,8 @@ Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t c
   });
 }
 
-Result<void> Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type,
-                                  ReduceOp op, int root) {
-  if (root < 0 || root >= size_) {
-    return makeError(ErrorCode::kInvalidArgument,
-                     "reduce: root " + std::to_string(root) + " is not a rank of " + name_);
-  }
-  if (net_) {
-    return runNet(OpKind::kReduce, [&](const NetCall& call) {
-      return net_->reduce(call, send, recv, count, type, op, root);
-    });
-  }
+Result<void> ShmGroup::reduce(const GroupCall& call, const void* send, void* recv,
+                              std::size_t count, DataType type, ReduceOp op, int root) {
   const std::size_t bytes = count * dataTypeSize(type);
   Plan plan;
   plan.desc = describeOp(OpKind::kReduce, type, op, root, count);
@@ -174,7 +160,7 @@ Result<void> Communicator::reduce(const void* send, void* recv, std::size_t coun
   plan.recvBytes = rank_ == root ? bytes : 0;
   plan.peerInBytes = countBytes;
   plan.peerOutBytes = rootOnlyBytes;
-  return runCollective(plan, [&](const Views& views) {
+  return runCollective(call, plan, [&](const Views& views) {
     const std::size_t elem = dataTypeSize(type);
     const auto [begin, end] = shareOf(count, elem, rank_, size_);
     if (begin == end) return;
@@ -187,13 +173,8 @@ Result<void> Communicator::reduce(const void* send, void* recv, std::size_t coun
   });
 }
 
-Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount,
-                                         DataType type, ReduceOp op) {
-  if (net_) {
-    return runNet(OpKind::kReduceScatter, [&](const NetCall& call) {
-      return net_->reduceScatter(call, send, recv, recvCount, type, op);
-    });
-  }
+Result<void> ShmGroup::reduceScatter(const GroupCall& call, const void* send, void* recv,
+                                     std::size_t recvCount, DataType type, ReduceOp op) {
   const std::size_t bytes = recvCount * dataTypeSize(type);
   Plan plan;
   plan.desc = describeOp(OpKind::kReduceScatter, type, op, 0, recvCount);
@@ -203,7 +184,7 @@ Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size
   plan.recvBytes = bytes;
   plan.peerInBytes = worldBytes;
   plan.peerOutBytes = countBytes;
-  return runCollective(plan, [&](const Views& views) {
+  return runCollective(call, plan, [&](const Views& views) {
     if (bytes == 0) return;
     std::vector<const std::byte*> inputs;
     for (int r = 0; r < size_; ++r) {
@@ -215,15 +196,11 @@ Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size
   });
 }
 
-Result<void> Communicator::allGather(const void* send, void* recv, std::size_t sendCount,
-                                     DataType type) {
+Result<void> ShmGroup::allGather(const GroupCall& call, const void* send, void* recv,
+                                 std::size_t sendCount, DataType type) {
   const std::size_t bytes = sendCount * dataTypeSize(type);
-  if (net_) {
-    return runNet(OpKind::kAllGather,
-                  [&](const NetCall& call) { return net_->allGather(call, send, recv, bytes); });
-  }
   if (useSlots(OpKind::kAllGather, bytes)) {
-    return runInline(describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount), send,
+    return runInline(call, describeOp(OpKind::kAllGather, type, ReduceOp::kSum, 0, sendCount), send,
                      bytes, [&](std::span<const std::byte* const> inputs) {
                        auto* out = static_cast<std::byte*>(recv);
                        for (std::size_t r = 0; r < inputs.size() && bytes > 0; ++r) {
@@ -240,7 +217,7 @@ Result<void> Communicator::allGather(const void* send, void* recv, std::size_t s
   plan.peerInBytes = countBytes;
   plan.peerOutBytes = worldBytes;
   // Pull: rank r copies every rank's input into its own output, so it writes only local memory.
-  return runCollective(plan, [&](const Views& views) {
+  return runCollective(call, plan, [&](const Views& views) {
     if (bytes == 0) return;
     std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
     for (int step = 0; step < size_; ++step) {
@@ -253,13 +230,9 @@ Result<void> Communicator::allGather(const void* send, void* recv, std::size_t s
   });
 }
 
-Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t countPerRank,
-                                    DataType type) {
+Result<void> ShmGroup::allToAll(const GroupCall& call, const void* send, void* recv,
+                                std::size_t countPerRank, DataType type) {
   const std::size_t bytes = countPerRank * dataTypeSize(type);
-  if (net_) {
-    return runNet(OpKind::kAllToAll,
-                  [&](const NetCall& call) { return net_->allToAll(call, send, recv, bytes); });
-  }
   const std::size_t total = bytes * static_cast<std::size_t>(size_);
   Plan plan;
   plan.desc = describeOp(OpKind::kAllToAll, type, ReduceOp::kSum, 0, countPerRank);
@@ -271,7 +244,7 @@ Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t co
   plan.stageSend = send == recv;
   plan.peerInBytes = worldBytes;
   plan.peerOutBytes = worldBytes;
-  return runCollective(plan, [&](const Views& views) {
+  return runCollective(call, plan, [&](const Views& views) {
     if (bytes == 0) return;
     std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
     for (int step = 0; step < size_; ++step) {
@@ -284,20 +257,11 @@ Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t co
   });
 }
 
-Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t count, DataType type,
-                                     int root) {
-  if (root < 0 || root >= size_) {
-    return makeError(ErrorCode::kInvalidArgument,
-                     "broadcast: root " + std::to_string(root) + " is not a rank of " + name_);
-  }
+Result<void> ShmGroup::broadcast(const GroupCall& call, const void* send, void* recv,
+                                 std::size_t count, DataType type, int root) {
   const std::size_t bytes = count * dataTypeSize(type);
-  if (net_) {
-    return runNet(OpKind::kBroadcast, [&](const NetCall& call) {
-      return net_->broadcast(call, send, recv, bytes, root);
-    });
-  }
   if (useSlots(OpKind::kBroadcast, bytes)) {
-    return runInline(describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count), send,
+    return runInline(call, describeOp(OpKind::kBroadcast, type, ReduceOp::kSum, root, count), send,
                      rank_ == root ? bytes : 0, [&](std::span<const std::byte* const> inputs) {
                        if (bytes > 0 && !(rank_ == root && recv == send)) {
                          std::memcpy(recv, inputs[static_cast<std::size_t>(root)], bytes);
@@ -312,7 +276,7 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
   plan.recvBytes = bytes;
   plan.peerInBytes = rootOnlyBytes;
   plan.peerOutBytes = countBytes;
-  return runCollective(plan, [&](const Views& views) {
+  return runCollective(call, plan, [&](const Views& views) {
     const std::byte* source = views.in[static_cast<std::size_t>(root)];
     std::byte* target = views.out[static_cast<std::size_t>(rank_)];
     if (bytes > 0 && target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
@@ -320,35 +284,9 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
   });
 }
 
-Result<void> Communicator::barrier() {
-  if (net_)
-    return runNet(OpKind::kBarrier, [&](const NetCall& call) { return net_->barrier(call); });
-  return runInline(describeOp(OpKind::kBarrier, DataType::kU8, ReduceOp::kSum, 0, 0), nullptr, 0,
-                   [](std::span<const std::byte* const>) {});
-}
-
-Request Communicator::allReduceAsync(const void* send, void* recv, std::size_t count, DataType type,
-                                     ReduceOp op) {
-  return async([=](Communicator& c) { return c.allReduce(send, recv, count, type, op); });
-}
-
-Request Communicator::allGatherAsync(const void* send, void* recv, std::size_t sendCount,
-                                     DataType type) {
-  return async([=](Communicator& c) { return c.allGather(send, recv, sendCount, type); });
-}
-
-Request Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount,
-                                         DataType type, ReduceOp op) {
-  return async([=](Communicator& c) { return c.reduceScatter(send, recv, recvCount, type, op); });
-}
-
-Request Communicator::broadcastAsync(const void* send, void* recv, std::size_t count, DataType type,
-                                     int root) {
-  return async([=](Communicator& c) { return c.broadcast(send, recv, count, type, root); });
-}
-
-Request Communicator::barrierAsync() {
-  return async([](Communicator& c) { return c.barrier(); });
+Result<void> ShmGroup::barrier(const GroupCall& call) {
+  return runInline(call, describeOp(OpKind::kBarrier, DataType::kU8, ReduceOp::kSum, 0, 0), nullptr,
+                   0, [](std::span<const std::byte* const>) {});
 }
 
 }  // namespace torus::coll
