@@ -1,0 +1,167 @@
+// The node agent's HTTP surface: /healthz, /metrics (the driver's counters read on scrape, within
+// a deadline), /allocations, GET /deep-check on the metrics address, and POST /deep-check on the
+// loopback admin address. The agent's start-up and wiring are in node_agent.cc.
+#include <chrono>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/log.h"
+#include "common/metrics/event_counters.h"
+#include "common/metrics/latency_histograms.h"
+#include "node-runtime/agent/core_tenancy.h"
+#include "node-runtime/agent/node_agent.h"
+#include "node-runtime/health/deep_check/deep_check_report.h"
+#include "node-runtime/metrics/agent_metrics.h"
+#include "node-runtime/metrics/deep_check_metrics.h"
+
+namespace torus::agent {
+
+std::string NodeAgent::allocationsJson() const {
+  nlohmann::json holders = nlohmann::json::array();
+  if (plugins_) {
+    const topology::Node node = monitor_->node();
+    for (const plugin::Holder& holder : plugins_->assignments().holders) {
+      const topology::CoreSet cores = plugin::coresOfIds(holder.kind, node, holder.ids);
+      holders.push_back({{"pod", holder.pod},
+                         {"container", holder.container},
+                         {"resource", std::string(plugin::resourceName(holder.kind))},
+                         {"ids", holder.ids.ids()},
+                         {"cores", cores.ids()},
+                         {"devices", node.devicesOfCores(cores).ids()}});
+    }
+  }
+  nlohmann::json claims = nlohmann::json::array();
+  if (dra_) {
+    const std::vector<plugin::ClaimHolder> users =
+        claimHolders_ ? claimHolders_->holders() : std::vector<plugin::ClaimHolder>{};
+    for (const auto& [uid, claim] : dra_->claims().prepared()) {
+      // The containers kubelet's pod-resources lists as using the claim.
+      nlohmann::json containers = nlohmann::json::array();
+      for (const plugin::ClaimHolder& user : users) {
+        if (usesClaim(user, claim.ref)) {
+          containers.push_back(
+              {{"pod", user.podNamespace + "/" + user.pod}, {"container", user.container}});
+        }
+      }
+      nlohmann::json devices = nlohmann::json::array();
+      for (const dra::AllocatedDevice& device : claim.devices)
+        devices.push_back(device.name);
+      claims.push_back({{"claim", claim.ref.nameSpace + "/" + claim.ref.name},
+                        {"uid", uid},
+                        {"driver", std::string(dra::kDriverName)},
+                        {"deviceNames", std::move(devices)},
+                        {"cores", claim.cores.ids()},
+                        {"devices", claim.chips.ids()},
+                        {"lnc", claim.lnc},
+                        {"containers", std::move(containers)}});
+    }
+  }
+  return nlohmann::json{{"holders", std::move(holders)}, {"claims", std::move(claims)}}.dump() +
+         "\n";
+}
+
+metrics::NodeStats NodeAgent::readStatsBounded(const topology::Node& node) {
+  // One scrape reads at a time (a second waits at most a deadline); a read that hangs leaves this
+  // scrape, and the next ones until it returns, without the driver's counters but answered.
+  std::lock_guard lock(statsMutex_);
+  auto stats = std::make_shared<metrics::NodeStats>();
+  const bool read = statsWorker_.run(
+      [stats, roots = prepared_.roots, node] { *stats = metrics::readNodeStats(roots, node); },
+      kStatsDeadline);
+  if (read) return std::move(*stats);
+  metrics::NodeStats partial;
+  const auto since = statsWorker_.stuckSince();
+  const long long seconds =
+      since
+          ? std::chrono::duration_cast<std::chrono::seconds>(DeadlineWorker::Clock::now() - *since)
+                .count()
+          : 0;
+  partial.problems.push_back("a read of the driver's counters has not returned for " +
+                             std::to_string(seconds) + " s");
+  TORUS_LOG(Warn, Agent, "/metrics without the driver's counters: a read of them hangs",
+            {"stuck_s", seconds});
+  return partial;
+}
+
+Result<void> NodeAgent::serveAdmin(const std::string& address) {
+  auto listen = http::parseListenAddress(address);
+  if (!listen) return std::move(listen).error();
+  std::vector<http::Route> routes;
+  // The deep health check now: joins a run in progress rather than starting another, and answers
+  // with the result.
+  routes.push_back({"POST", "/deep-check", [this](const http::Request&) {
+                      return http::Response{200, "application/json",
+                                            health::deepCheckJson(deepCheck_->runNow())};
+                    }});
+  http::ServerOptions options;
+  options.address = *listen;
+  options.maxBodyBytes = 64 * 1024;
+  options.maxConnections = 16;
+  auto server = http::HttpServer::start(options, std::move(routes));
+  if (!server) return std::move(server).error();
+  admin_ = std::move(*server);
+  TORUS_LOG(Info, Agent, "serving admin HTTP", {"address", listen->host}, {"port", admin_->port()},
+            {"paths", "POST /deep-check"});
+  return okResult();
+}
+
+Result<void> NodeAgent::serveHttp(const std::string& address) {
+  auto listen = http::parseListenAddress(address);
+  if (!listen) return std::move(listen).error();
+  std::vector<http::Route> routes;
+  // Alive and answering. A hung read of the driver's files is named here (its device is out of
+  // service already); it is no reason to restart the agent, which could not interrupt it either.
+  routes.push_back({"GET", "/healthz", [this](const http::Request&) {
+                      std::string body = "ok\n";
+                      for (const std::string& stall : monitor_->stalledReads())
+                        body += "stalled read: " + stall + "\n";
+                      return http::Response{200, "text/plain; charset=utf-8", body};
+                    }});
+  // Who holds which cores, recovered from kubelet's pod-resources after any agent restart.
+  routes.push_back({"GET", "/allocations", [this](const http::Request&) {
+                      return http::Response{200, "application/json", allocationsJson()};
+                    }});
+  // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
+  routes.push_back({"GET", "/metrics", [this](const http::Request&) {
+                      const topology::Node node = monitor_->node();
+                      const metrics::NodeStats stats = readStatsBounded(node);
+                      return http::Response{
+                          200, "text/plain; version=0.0.4; charset=utf-8",
+                          metrics::renderAgentMetrics(node, stats, coreTenants(node),
+                                                      metrics::processCounters(),
+                                                      metrics::processHistograms()) +
+                              metrics::renderDeepCheckMetrics(deepCheck_->last())};
+                    }});
+  // Running a check writes device memory and costs seconds of CPU: not for whoever reaches the
+  // metrics port (probe row 8). It is on the admin address; this says where.
+  routes.push_back({"POST", "/deep-check", [](const http::Request&) {
+                      return http::Response{
+                          403, "application/json",
+                          "{\"error\": \"POST /deep-check is served on the agent's admin address "
+                          "(--admin-addr, 127.0.0.1:9401 by default), from inside its pod: kubectl "
+                          "port-forward -n NAMESPACE POD 9401, then curl -X POST "
+                          "127.0.0.1:9401/deep-check\"}\n"};
+                    }});
+  // The last result, for anyone who may read the metrics.
+  routes.push_back(
+      {"GET", "/deep-check", [this](const http::Request&) {
+         const auto last = deepCheck_->last();
+         if (!last) {
+           return http::Response{404, "application/json",
+                                 "{\"error\": \"no deep check has run yet; POST "
+                                 "/deep-check runs one\"}\n"};
+         }
+         return http::Response{200, "application/json", health::deepCheckJson(last->result)};
+       }});
+  http::ServerOptions options;
+  options.address = *listen;
+  auto server = http::HttpServer::start(options, std::move(routes));
+  if (!server) return std::move(server).error();
+  http_ = std::move(*server);
+  TORUS_LOG(Info, Agent, "serving HTTP", {"address", listen->host}, {"port", http_->port()},
+            {"paths", "/healthz /metrics /allocations /deep-check"});
+  return okResult();
+}
+
+}  // namespace torus::agent
