@@ -27,6 +27,7 @@
 #include "node-runtime/collectives/bootstrap_link.h"
 #include "node-runtime/collectives/bootstrap_wire.h"
 #include "node-runtime/collectives/line_socket.h"
+#include "node-runtime/collectives/root_address.h"
 
 namespace torus::coll {
 
@@ -38,11 +39,6 @@ struct BootstrapResult {
   std::shared_ptr<BootstrapLink> link;
 };
 
-// Binds and listens on `address` ("host:port"; port 0 picks one). Lets a launcher bind before it
-// forks its ranks, so no rank races another program for the port.
-Result<UniqueFd> listenOn(std::string_view address);
-// The port a listening socket is bound to.
-Result<int> boundPort(const UniqueFd& listener);
 // "hostname/boot-id/ipc-namespace" of this process: ranks with equal ids share memory. Processes
 // in different IPC namespaces (pods) on one machine are different hosts for the collectives.
 std::string localHostId();

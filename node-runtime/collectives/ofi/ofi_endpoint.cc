@@ -1,3 +1,7 @@
+// One libfabric endpoint's whole life: finding the provider, opening fabric, domain, CQ, AV and
+// endpoint, memory registration, posting and progress. 420 lines, kept in one file on purpose:
+// every call into the provider follows the same lock and progress rules (progressLocked), and
+// splitting them would put those rules in two places.
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
 
 #include <cstdlib>
