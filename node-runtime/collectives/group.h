@@ -26,8 +26,10 @@ namespace torus::coll {
 // (rank 1 of 4)").
 struct GroupCall {
   std::uint64_t sequence = 0;
+  // The whole operation's deadline, which libfabric waits keep; a ShmGroup bounds each of its
+  // waits by `timeout` instead, so the communicator may leave this at Deadline::max() for it.
   Deadline deadline;
-  std::chrono::milliseconds timeout{0};  // for the message only: deadline = start + timeout
+  std::chrono::milliseconds timeout{0};
   FunctionRef<std::string()> what;
 };
 
