@@ -119,4 +119,14 @@ Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_
   return okResult();
 }
 
+bool writeFully(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
 }  // namespace torus

@@ -35,4 +35,8 @@ Result<void> writeFileAtomically(const std::filesystem::path& path, std::string_
 // Errno text for messages: "No such file or directory (errno 2)".
 std::string errnoText(int error);
 
+// Writes all of `text` to `fd`, retrying short writes and EINTR; false once a write fails (the
+// error is in errno).
+bool writeFully(int fd, std::string_view text);
+
 }  // namespace torus

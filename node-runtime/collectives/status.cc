@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "common/base/file_io.h"
 #include "common/base/unique_fd.h"
 
 namespace torus::coll {
@@ -34,16 +35,6 @@ void onStatusSignal(int) {
     const char byte = 1;
     (void)!::write(fd, &byte, 1);  // async-signal-safe; the reporter thread does the rest
     errno = saved;
-  }
-}
-
-void writeAll(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
   }
 }
 
@@ -143,7 +134,7 @@ Result<void> installStatusSignal(int signal, int fd) {
       char drain[64];
       while (::read(readFd, drain, sizeof(drain)) > 0) {
       }
-      writeAll(outputFd, statusReport());
+      writeFully(outputFd, statusReport());
     }
   });
   signalPipe.store(next->writeEnd.get());

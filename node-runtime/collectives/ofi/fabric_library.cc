@@ -12,12 +12,23 @@ namespace {
 
 constexpr const char* kDefaultLibrary = "libfabric.so.1";
 
-// dlsym gives each name's default version (fi_getinfo@@FABRIC_1.3, ...), the one the linker
-// would have bound for code compiled against these headers.
+// Each function at the symbol version these headers' structs belong to: what the linker binds
+// against libfabric 1.17 (fi_getinfo@@FABRIC_1.3, fi_fabric@@FABRIC_1.1, ...). A newer library's
+// default version (FABRIC_1.9 in 2.x) expects its own, larger fi_info; asking for the old version
+// makes it convert, as it does for any program built against older headers.
+static_assert(FI_MAJOR_VERSION == 1 && FI_MINOR_VERSION <= 17,
+              "newer libfabric headers: check the symbol versions below against their defaults");
+constexpr const char* kInfoAbi = "FABRIC_1.3";
+constexpr const char* kFabricAbi = "FABRIC_1.1";
+constexpr const char* kStrerrorAbi = "FABRIC_1.0";  // fi_strerror, fi_version
+
 template <typename Function>
-void resolve(void* handle, const char* name, Function& out, std::string& missing) {
-  out = reinterpret_cast<Function>(::dlsym(handle, name));
-  if (out == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(name);
+void resolve(void* handle, const char* name, const char* version, Function& out,
+             std::string& missing) {
+  out = reinterpret_cast<Function>(::dlvsym(handle, name, version));
+  if (out == nullptr) {
+    missing += (missing.empty() ? "" : ", ") + std::string(name) + "@" + version;
+  }
 }
 
 Result<const FabricLibrary*> load() {
@@ -34,11 +45,12 @@ Result<const FabricLibrary*> load() {
   }
   static FabricLibrary library;
   std::string missing;
-  resolve(handle, "fi_getinfo", library.getinfo, missing);
-  resolve(handle, "fi_freeinfo", library.freeinfo, missing);
-  resolve(handle, "fi_dupinfo", library.dupinfo, missing);
-  resolve(handle, "fi_fabric", library.fabric, missing);
-  resolve(handle, "fi_strerror", library.strerror, missing);
+  resolve(handle, "fi_getinfo", kInfoAbi, library.getinfo, missing);
+  resolve(handle, "fi_freeinfo", kInfoAbi, library.freeinfo, missing);
+  resolve(handle, "fi_dupinfo", kInfoAbi, library.dupinfo, missing);
+  resolve(handle, "fi_fabric", kFabricAbi, library.fabric, missing);
+  resolve(handle, "fi_strerror", kStrerrorAbi, library.strerror, missing);
+  resolve(handle, "fi_version", kStrerrorAbi, library.version, missing);
   if (!missing.empty()) {
     return makeError(ErrorCode::kFailedPrecondition,
                      path + " is not a usable libfabric: it lacks " + missing);

@@ -17,6 +17,7 @@ struct FabricLibrary {
   decltype(&::fi_dupinfo) dupinfo = nullptr;
   decltype(&::fi_fabric) fabric = nullptr;
   decltype(&::fi_strerror) strerror = nullptr;
+  decltype(&::fi_version) version = nullptr;
 };
 
 // Opens TORUS_COLL_LIBFABRIC (default "libfabric.so.1", searched like any shared library) once

@@ -72,15 +72,19 @@ InfoPtr makeHints(const std::string& providerName) {
 // AllReduce busbw 5.4 vs 1.6-2.6 GB/s and no worse at 8 B or 64 MiB. libfabric 1.17 leaves it
 // off by default and reads the switch only from the environment, once, when it initialises; so,
 // as aws-ofi-nccl does for its FI_EFA_* settings, set it before the first libfabric call unless
-// the operator already chose (FI_OFI_RXM_ENABLE_PASSTHRU=0 turns it off).
-void preferRxmPassThrough() {
+// the operator already chose (FI_OFI_RXM_ENABLE_PASSTHRU=0 turns it off). Only on libfabric 1.x:
+// with 2.5.1 (MPICH's PyPI bundle) a rank dies in fi_cq_read in 2 of 3 runs with it on
+// (tests/bench/collectives_vs_peers.sh), and 2.x's own tcp provider is reliable-datagram anyway.
+void preferRxmPassThrough(std::uint32_t libraryVersion) {
   static std::once_flag once;
+  if (FI_MAJOR(libraryVersion) >= 2) return;
   std::call_once(once, [] { ::setenv("FI_OFI_RXM_ENABLE_PASSTHRU", "1", /*overwrite=*/0); });
 }
 
 Result<InfoPtr> findProvider(const std::string& requested) {
-  preferRxmPassThrough();  // before the library loads: its providers may read the environment then
   if (auto loaded = fabricLibrary(); !loaded) return std::move(loaded).error();
+  // After dlopen, before the first call that initialises the library and reads the environment.
+  preferRxmPassThrough(libfabric().version());
   std::vector<std::string> candidates;
   const char* fromEnv = std::getenv("FI_PROVIDER");
   if (!requested.empty()) {

@@ -15,23 +15,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/base/file_io.h"
 #include "common/base/unique_fd.h"
 #include "node-runtime/collectives/bootstrap.h"
 
 namespace torus::coll::testing {
-namespace {
-
-void writeAll(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBody& body) {
   std::vector<RankOutcome> outcomes(static_cast<std::size_t>(options.size));
@@ -72,7 +61,7 @@ std::vector<RankOutcome> launchRanks(const LaunchOptions& options, const RankBod
         listener->reset();
       }
       const std::string message = body(std::move(comm));
-      writeAll(writeEnd.get(), message);
+      writeFully(writeEnd.get(), message);
       writeEnd.reset();
       ::_exit(message.empty() ? 0 : 1);
     }
