@@ -1,3 +1,4 @@
+// (Over 400 lines on purpose: one matrix, one reference model, read together.)
 // Every collective × data type × reduction × size (0, 1, primes, counts that do not divide by
 // the rank count, multi-block sizes) × runtime-owned and user buffers × in place and out of
 // place, on 1 to 8 ranks run as forked processes: over shared memory, over libfabric (tcp on

@@ -1,5 +1,7 @@
 // The device plugin end to end over real unix sockets: the agent's pieces (NodeMonitor over a
-// simulated tree, the plugin manager) against a kubelet stand-in speaking v1beta1.
+// simulated tree, the plugin manager) against a kubelet stand-in speaking v1beta1. Over 400
+// lines on purpose: every test shares the one fixture that starts the agent's pieces, and the
+// cases are the plugin's contract with kubelet, read together.
 #include <filesystem>
 #include <set>
 #include <thread>

@@ -1,3 +1,7 @@
+// The Kubernetes API stand-in's behaviour (fake_api_server.h says what it serves). Over 400
+// lines on purpose: list, watch (resourceVersion, 410 when expired), merge and status patches,
+// bindings, created objects and injected failures are one state machine over one object store,
+// and tests read it as the contract the real API server keeps.
 #include "tests/integration/kube/fake_api_server.h"
 
 #include <fstream>
