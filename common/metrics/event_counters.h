@@ -28,7 +28,7 @@ class EventCounters {
 EventCounters& processCounters();
 
 // The node agent's event counters (incremented in device-plugin and node-runtime, rendered by
-// node-runtime/monitor).
+// node-runtime/metrics).
 namespace names {
 inline constexpr const char* kAllocationsTotal = "torus_plugin_allocations_total";
 inline constexpr const char* kAllocateErrorsTotal = "torus_plugin_allocate_errors_total";
