@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 
-
 #include "common/base/log.h"
 #include "common/kube/kube_config.h"
 #include "common/metrics/event_counters.h"

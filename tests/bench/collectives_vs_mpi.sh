@@ -28,126 +28,6 @@ done
 work="$(mktemp -d "${TMPDIR:-/tmp}/coll-vs-mpi.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-cat >"$work/mpibench.c" <<'EOF'
-/* One collective, float32 sum, nccl-tests formulas; rank 0 prints one JSON line. */
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank, size;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char* op = argv[1];
-  long long bytes = atoll(argv[2]);
-  int iters = atoi(argv[3]), warmup = atoi(argv[4]);
-  int allreduce = !strcmp(op, "allreduce"), allgather = !strcmp(op, "allgather");
-  long long count, in_count, out_count;
-  double factor, s;
-  if (allreduce) {
-    count = in_count = out_count = bytes / 4;
-    factor = 2.0 * (size - 1) / size;
-    s = count * 4.0;
-  } else if (allgather) {
-    count = bytes / 4 / size; in_count = count; out_count = count * size;
-    factor = (double)(size - 1) / size;
-    s = out_count * 4.0;
-  } else { /* reducescatter */
-    count = bytes / 4 / size; in_count = count * size; out_count = count;
-    factor = (double)(size - 1) / size;
-    s = in_count * 4.0;
-  }
-  float* in = malloc((in_count + 1) * 4);
-  float* out = malloc((out_count + 1) * 4);
-  for (long long i = 0; i < in_count; i++) in[i] = (float)(rank + 1);
-  memset(out, 0, (out_count + 1) * 4);
-  double start = 0;
-  for (int it = 0; it < warmup + iters; it++) {
-    if (it == warmup) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      start = MPI_Wtime();
-    }
-    if (allreduce)
-      MPI_Allreduce(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else if (allgather)
-      MPI_Allgather(in, (int)count, MPI_FLOAT, out, (int)count, MPI_FLOAT, MPI_COMM_WORLD);
-    else
-      MPI_Reduce_scatter_block(in, out, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-  }
-  double local = (MPI_Wtime() - start) / iters * 1e6, sum = 0;
-  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  /* AllGather's last block comes from rank size-1 (value size); reductions sum 1..size. */
-  float want = allgather ? (float)size : (float)size * (size + 1) / 2;
-  int ok = out_count == 0 || out[out_count - 1] == want, all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  double t = sum / size;
-  if (rank == 0)
-    printf("{\"op\":\"%s\",\"ranks\":%d,\"bytes\":%.0f,\"time_us\":%.3f,\"algbw_GBps\":%.4f,"
-           "\"busbw_GBps\":%.4f,\"check\":\"%s\"}\n",
-           op, size, s, t, s / t / 1e3, s / t / 1e3 * factor, all_ok ? "ok" : "fail");
-  MPI_Finalize();
-  return 0;
-}
-EOF
-
-cat >"$work/membw.c" <<'EOF'
-/* Memory bandwidth with T threads, each copying its own buffer of the given MiB; STREAM
-   counting (memcpy moves 2 x size). Prints the best of `reps` in GB/s. */
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static size_t bytes;
-static int reps;
-static pthread_barrier_t barrier;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void* worker(void* arg) {
-  (void)arg;
-  char* src = malloc(bytes);
-  char* dst = malloc(bytes);
-  memset(src, 1, bytes);
-  memset(dst, 2, bytes);
-  for (int r = 0; r < reps; r++) {
-    pthread_barrier_wait(&barrier);
-    memcpy(dst, src, bytes);
-    pthread_barrier_wait(&barrier);
-  }
-  free(src);
-  free(dst);
-  return NULL;
-}
-
-int main(int argc, char** argv) {
-  bytes = (size_t)atoll(argv[1]) << 20;
-  int threads = atoi(argv[2]);
-  reps = atoi(argv[3]);
-  pthread_barrier_init(&barrier, NULL, threads + 1);
-  pthread_t tid[64];
-  for (int t = 0; t < threads; t++) pthread_create(&tid[t], NULL, worker, NULL);
-  double best = 0;
-  for (int r = 0; r < reps; r++) {
-    pthread_barrier_wait(&barrier);
-    double start = now();
-    pthread_barrier_wait(&barrier);
-    double rate = 2.0 * bytes * threads / (now() - start) / 1e9;
-    if (rate > best) best = rate;
-  }
-  for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-  printf("%.2f\n", best);
-  return 0;
-}
-EOF
-
 cat >"$work/median.py" <<'EOF'
 import json, statistics, sys
 rows = []
@@ -170,8 +50,10 @@ except ZeroDivisionError:
     print("n/a")
 EOF
 
-mpicc -O3 -o "$work/mpibench" "$work/mpibench.c"
-gcc -O3 -pthread -o "$work/membw" "$work/membw.c"
+# The same MPI benchmark and memory probe as collectives_vs_peers.sh (tests/bench/peers/).
+peers="$(dirname "$0")/peers"
+mpicc -O3 -o "$work/mpibench" "$peers/mpi_bench.c"
+gcc -O3 -pthread -o "$work/membw" "$peers/membw.c"
 
 idle_share() {  # percent of CPU time idle over the next 2 s
   local a b i idle total=0
@@ -191,8 +73,8 @@ wait_idle() {
 
 transport=shm  # which pair the next measure() compares: shm, or tcp (both over loopback TCP)
 mpi_run() {  # ranks op bytes iters warmup
-  local btl=(--mca btl self,vader)
-  [[ $transport == tcp ]] && btl=(--mca btl self,tcp --mca btl_tcp_if_include lo)
+  local btl=(--mca btl "self,vader")
+  [[ $transport == tcp ]] && btl=(--mca btl "self,tcp" --mca btl_tcp_if_include lo)
   mpirun --allow-run-as-root --oversubscribe --mca oob_tcp_if_include lo --mca pml ob1 \
     "${btl[@]}" -np "$1" "$work/mpibench" "$2" "$3" "$4" "$5" 2>/dev/null | tail -1
 }

@@ -1,6 +1,6 @@
 /* Memory bandwidth with T threads, each copying its own buffer of the given MiB; STREAM
    counting (memcpy moves 2 x size). Prints the best of `reps` in GB/s. The same probe as
-   collectives_vs_mpi.sh's, so the two scripts' memory bounds compare.
+   the memory bound both collectives scripts use (collectives_vs_mpi.sh, collectives_vs_peers.sh).
 
      membw MIB THREADS REPS */
 #include <pthread.h>
