@@ -92,6 +92,8 @@ struct CommOptions {
 // jobSecret from TORUS_COLL_JOB_SECRET when they are set; read once, at communicator creation, as
 // STYLE.md asks.
 Result<void> applyEnvironment(CommOptions& options);
+// The names of the variables applyEnvironment reads, in its order.
+std::vector<std::string_view> environmentVariables();
 
 class BootstrapLink;
 class OfiEndpoint;

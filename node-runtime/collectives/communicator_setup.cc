@@ -55,42 +55,79 @@ Result<bool> parseOfiRegister(std::string_view text) {
                    "expected always or auto, got \"" + std::string(text) + "\"");
 }
 
+namespace {
+
+// Every environment variable a communicator reads, declared once: its name and how it sets the
+// options. docs/config.md's collectives table is checked against this list (data_type_test.cc).
+// TORUS_COLL_LIBFABRIC is not here: it picks the library once per process (fabric_library.h).
+struct EnvironmentSetting {
+  std::string_view name;
+  Result<void> (*apply)(std::string_view value, CommOptions& options);
+};
+
+constexpr EnvironmentSetting kEnvironment[] = {
+    {"NEURON_RT_ROOT_COMM_ID",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       options.rootAddress = std::string(value);
+       return okResult();
+     }},
+    {"TORUS_COLL_TIMEOUT_MS",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       auto millis = parseInt64(value, 1, std::int64_t{24} * 3600 * 1000);
+       if (!millis) return std::move(millis).error();
+       options.timeout = std::chrono::milliseconds(*millis);
+       return okResult();
+     }},
+    {"TORUS_COLL_JOB_SECRET",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       options.jobSecret = std::string(value);
+       return okResult();
+     }},
+    {"TORUS_COLL_ALGO",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       auto parsed = parseAlgorithm(value);
+       if (!parsed) return std::move(parsed).error();
+       options.algorithm = *parsed;
+       return okResult();
+     }},
+    {"TORUS_COLL_TRANSPORT",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       auto parsed = parseTransport(value);
+       if (!parsed) return std::move(parsed).error();
+       options.transport = *parsed;
+       return okResult();
+     }},
+    {"TORUS_COLL_HOST_ID",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       options.hostId = std::string(value);
+       for (char& c : options.hostId) {
+         if (c == ' ' || c == '\t' || c == '\n') c = '_';  // one token on the bootstrap wire
+       }
+       return okResult();
+     }},
+    {"TORUS_COLL_OFI_REGISTER",
+     [](std::string_view value, CommOptions& options) -> Result<void> {
+       auto parsed = parseOfiRegister(value);
+       if (!parsed) return std::move(parsed).error();
+       options.ofiRegisterAlways = *parsed;
+       return okResult();
+     }},
+};
+
+}  // namespace
+
+std::vector<std::string_view> environmentVariables() {
+  std::vector<std::string_view> names;
+  for (const EnvironmentSetting& setting : kEnvironment)
+    names.push_back(setting.name);
+  return names;
+}
+
 Result<void> applyEnvironment(CommOptions& options) {
-  if (const char* algo = std::getenv("TORUS_COLL_ALGO"); algo != nullptr && *algo) {
-    auto parsed = parseAlgorithm(algo);
-    if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_ALGO");
-    options.algorithm = *parsed;
-  }
-  if (const char* transport = std::getenv("TORUS_COLL_TRANSPORT");
-      transport != nullptr && *transport) {
-    auto parsed = parseTransport(transport);
-    if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_TRANSPORT");
-    options.transport = *parsed;
-  }
-  if (const char* host = std::getenv("TORUS_COLL_HOST_ID"); host != nullptr && *host) {
-    options.hostId = host;
-    for (char& c : options.hostId) {
-      if (c == ' ' || c == '\t' || c == '\n') c = '_';  // one token on the bootstrap wire
-    }
-  }
-  if (const char* registration = std::getenv("TORUS_COLL_OFI_REGISTER");
-      registration != nullptr && *registration) {
-    auto parsed = parseOfiRegister(registration);
-    if (!parsed) return std::move(parsed).error().withContext("TORUS_COLL_OFI_REGISTER");
-    options.ofiRegisterAlways = *parsed;
-  }
-  if (const char* secret = std::getenv("TORUS_COLL_JOB_SECRET"); secret != nullptr && *secret) {
-    options.jobSecret = secret;
-  }
-  if (const char* root = std::getenv("NEURON_RT_ROOT_COMM_ID"); root != nullptr && *root) {
-    options.rootAddress = root;
-  }
-  if (const char* timeout = std::getenv("TORUS_COLL_TIMEOUT_MS"); timeout != nullptr && *timeout) {
-    auto millis = parseInt64(timeout, 1, std::int64_t{24} * 3600 * 1000);
-    if (!millis) {
-      return std::move(millis).error().withContext("TORUS_COLL_TIMEOUT_MS");
-    }
-    options.timeout = std::chrono::milliseconds(*millis);
+  for (const EnvironmentSetting& setting : kEnvironment) {
+    const char* value = std::getenv(std::string(setting.name).c_str());
+    if (value == nullptr || *value == '\0') continue;
+    TORUS_RETURN_IF_ERROR(setting.apply(value, options), setting.name);
   }
   return okResult();
 }

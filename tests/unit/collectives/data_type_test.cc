@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -153,6 +155,19 @@ TEST(CommOptions, EnvironmentSetsRootAddressAndTimeoutAndRejectsBadValues) {
   ASSERT_TRUE(applyEnvironment(defaults).ok());
   EXPECT_EQ(defaults.timeout, kDefaultTimeout);
   EXPECT_EQ(kDefaultTimeout, std::chrono::minutes(5));
+}
+
+// The environment table is the one declaration: docs/config.md lists every variable it reads.
+TEST(CommOptions, EveryEnvironmentVariableIsDocumented) {
+  std::ifstream file(std::string(TORUS_SOURCE_DIR) + "/docs/config.md");
+  ASSERT_TRUE(file.good());
+  const std::string docs((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const auto names = environmentVariables();
+  EXPECT_EQ(names.size(), 7u);
+  for (const std::string_view name : names) {
+    EXPECT_NE(docs.find("| `" + std::string(name) + "` |"), std::string::npos)
+        << name << " is read by applyEnvironment but not in docs/config.md";
+  }
 }
 
 }  // namespace
