@@ -87,10 +87,10 @@ struct CommOptions {
   bool ofiRegisterAlways = false;
 };
 
-// Fills rootAddress from NEURON_RT_ROOT_COMM_ID, timeout from TORUS_COLL_TIMEOUT_MS, algorithm
-// from TORUS_COLL_ALGO, transport from TORUS_COLL_TRANSPORT, hostId from TORUS_COLL_HOST_ID and
-// jobSecret from TORUS_COLL_JOB_SECRET when they are set; read once, at communicator creation, as
-// STYLE.md asks.
+// Fills the options from the variables that are set, through the one table that declares them
+// (communicator_setup.cc): NEURON_RT_ROOT_COMM_ID, TORUS_COLL_TIMEOUT_MS, TORUS_COLL_JOB_SECRET,
+// TORUS_COLL_ALGO, TORUS_COLL_TRANSPORT, TORUS_COLL_HOST_ID, TORUS_COLL_OFI_REGISTER. Read once,
+// at communicator creation, as STYLE.md asks; an error names the variable.
 Result<void> applyEnvironment(CommOptions& options);
 // The names of the variables applyEnvironment reads, in its order.
 std::vector<std::string_view> environmentVariables();
