@@ -55,21 +55,8 @@ peers="$(dirname "$0")/peers"
 mpicc -O3 -o "$work/mpibench" "$peers/mpi_bench.c"
 gcc -O3 -pthread -o "$work/membw" "$peers/membw.c"
 
-idle_share() {  # percent of CPU time idle over the next 2 s
-  local a b i idle total=0
-  read -ra a < /proc/stat; sleep 2; read -ra b < /proc/stat
-  idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
-  for i in 1 2 3 4 5 6 7 8; do total=$(( total + b[i] - a[i] )); done
-  echo $(( total > 0 ? 100 * idle / total : 0 ))
-}
-wait_idle() {
-  local waited=0 share
-  while :; do
-    share=$(idle_share)
-    if (( share >= 80 || waited >= 60 )); then echo "$share"; return; fi
-    waited=$(( waited + 2 ))
-  done
-}
+# shellcheck source=SCRIPTDIR/idle_wait.sh
+source "$(dirname "$0")/idle_wait.sh"
 
 transport=shm  # which pair the next measure() compares: shm, or tcp (both over loopback TCP)
 mpi_run() {  # ranks op bytes iters warmup
@@ -90,7 +77,7 @@ declare -A ours_of mpi_of
 measure() {  # label ranks op bytes iters warmup field
   local label=$1 ranks=$2 op=$3 bytes=$4 iters=$5 warmup=$6 field=$7 ours="" theirs="" i idle
   local our_value our_check mpi_value mpi_check
-  idle=$(wait_idle)
+  idle=$(wait_idle "60")
   for (( i = 0; i < runs; i++ )); do
     ours+="$(our_run "$ranks" "$op" "$bytes" "$iters" "$warmup")"$'\n'
     theirs+="$(mpi_run "$ranks" "$op" "$bytes" "$iters" "$warmup")"$'\n'
@@ -106,7 +93,7 @@ measure() {  # label ranks op bytes iters warmup field
 echo "# $(date -u +%FT%TZ), $(nproc) CPUs, kernel $(uname -r), $(mpirun --version 2>/dev/null | head -1)"
 echo "# ours: neuron-cc-bench, runtime-owned buffers, out of place, f32 sum, --check every run"
 echo "# Open MPI: mpirun --mca pml ob1 --mca btl self,vader (CMA single copy), same sizes"
-idle=$(wait_idle)
+idle=$(wait_idle "60")
 # 256 MiB per thread: larger than the L3, as the 2-rank 64 MiB AllReduce's working set is
 # (two inputs and two outputs of 64 MiB).
 membw=$("$work/membw" 256 2 5)
@@ -158,7 +145,7 @@ for bytes in 8 64 512 4096 32768 262144 2097152 16777216 67108864; do
   iters=$(( bytes <= 32768 ? 2000 : bytes <= 2097152 ? 200 : 20 ))
   warmup=$(( iters / 10 ))
   ours="" theirs=""
-  idle=$(wait_idle)
+  idle=$(wait_idle "60")
   for i in 1 2 3; do
     ours+="$(our_run 2 allreduce "$bytes" "$iters" "$warmup")"$'\n'
     theirs+="$(mpi_run 2 allreduce "$bytes" "$iters" "$warmup")"$'\n'

@@ -335,21 +335,8 @@ runs_of() {
 
 # --- waiting for an idle machine ----------------------------------------------------------------
 
-idle_share() {  # percent of CPU time idle over the next 2 s
-  local a b i idle total=0
-  read -ra a < /proc/stat; sleep 2; read -ra b < /proc/stat
-  idle=$(( (b[4] + b[5]) - (a[4] + a[5]) ))
-  for i in 1 2 3 4 5 6 7 8; do total=$(( total + b[i] - a[i] )); done
-  echo $(( total > 0 ? 100 * idle / total : 0 ))
-}
-wait_idle() {
-  local waited=0 share
-  while :; do
-    share=$(idle_share)
-    if (( share >= 80 || waited >= idle_wait )); then echo "$share"; return; fi
-    waited=$(( waited + 2 ))
-  done
-}
+# shellcheck source=SCRIPTDIR/idle_wait.sh
+source "$(dirname "$0")/idle_wait.sh"
 
 # --- probing who runs in which mode -------------------------------------------------------------
 
@@ -430,7 +417,7 @@ done
 
 # --- the memory bound ---------------------------------------------------------------------------
 
-idle=$(wait_idle)
+idle=$(wait_idle "$idle_wait")
 # 256 MiB per thread: larger than the L3, as the 2-rank 64 MiB AllReduce's working set is.
 membw=$("$work/membw" 256 2 5)
 bound=$(python3 -c "print(f'{$membw / 4:.3f}')")
@@ -445,7 +432,7 @@ measure() {  # mode label ranks op bytes iters warmup field
   local mode=$1 label=$2 ranks=$3 op=$4 bytes=$5 iters warmup field=$8 idle whos
   iters=$(scaled "$6") warmup=$(scaled "$7")
   read -ra whos <<<"${participants[$mode]}"
-  idle=$(wait_idle)
+  idle=$(wait_idle "$idle_wait")
   runs_of "$mode" "$label" "$field" "$ranks" "$op" "$bytes" "$iters" "$warmup" "$runs" "${whos[@]}"
   python3 "$here/peers/report.py" row "$results" "$mode" "$label" "--idle=$idle%" "${whos[@]}"
 }
@@ -485,7 +472,7 @@ python3 "$here/peers/report.py" header shm "${whos[@]}"
 for bytes in 8 64 512 4096 32768 262144 2097152 16777216 67108864; do
   iters=$(scaled $(( bytes <= 32768 ? 2000 : bytes <= 2097152 ? 200 : 20 )))
   warmup=$(( iters / 10 > 0 ? iters / 10 : 1 ))
-  idle=$(wait_idle)
+  idle=$(wait_idle "$idle_wait")
   runs_of shm "sweep $bytes" busbw_GBps 2 allreduce "$bytes" "$iters" "$warmup" "$sweep_runs" \
     "${whos[@]}"
   python3 "$here/peers/report.py" row "$results" shm "sweep $bytes" "--idle=$idle%" "${whos[@]}"
