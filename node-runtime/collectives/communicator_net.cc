@@ -137,16 +137,15 @@ Result<void> Communicator::buildLocal(const std::vector<int>& members, int hostI
   // Sequence 0 is never used by a collective, so this barrier's tags are its own.
   const GroupCall call{0, Clock::now() + timeout_, timeout_, what};
   if (members.size() == 1) return net_->barrier(call);  // alone on this host: only the barrier
-  ShmGroupOptions options = shmOptions(
-      deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex)), members);
+  const std::uint64_t session =
+      deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex));
+  ShmGroupOptions options = shmOptions(session, members);
   options.labels = members;  // errors name the hostmates by their ranks in this communicator
   auto local = std::make_unique<ShmGroup>(std::move(options));
   ShmSegment control;
   Result<void> created = okResult();
   if (local->rank() == 0) {
-    auto made = ShmGroup::createControl(
-        deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(hostIndex)),
-        local->size());
+    auto made = ShmGroup::createControl(session, local->size());
     if (made) {
       control = std::move(*made);
     } else {
@@ -226,8 +225,7 @@ Result<std::unique_ptr<Communicator>> Communicator::splitNet(int color,
   std::unique_ptr<ShmGroup> localChild;
   if (local_) {
     const std::uint64_t localSession =
-        deriveSession(deriveSession(session_, 0xffffffffULL, static_cast<std::uint64_t>(myHost)),
-                      splits_, static_cast<std::uint32_t>(std::max(color, 0)));
+        deriveSession(local_->session(), splits_, static_cast<std::uint32_t>(std::max(color, 0)));
     ShmSegment control;
     Result<void> created = okResult();
     if (color >= 0 && localMembers.size() > 1) {

@@ -2,6 +2,7 @@
 // group, split into sub-communicators, and tensors. Across hosts: communicator_net.cc.
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
@@ -222,8 +223,7 @@ ShmGroupOptions Communicator::shmOptions(std::uint64_t session,
 
 Result<void> Communicator::setupShm(ShmSegment control, const std::string& context) {
   std::vector<int> everyone(static_cast<std::size_t>(size_));
-  for (int r = 0; r < size_; ++r)
-    everyone[static_cast<std::size_t>(r)] = r;
+  std::iota(everyone.begin(), everyone.end(), 0);
   spin_ = size_ <= usableCpus();
   shm_ = std::make_unique<ShmGroup>(shmOptions(session_, everyone));
   if (auto attached = shm_->attach(std::move(control), context, timeout_); !attached) {
@@ -337,11 +337,10 @@ Result<Buffer> Communicator::allocate(std::size_t bytes) {
   // AllReduce's local stages too) find them; over libfabric they are also registered once, for
   // all their transfers, when the provider needs registration.
   ShmGroup* host = shm_ ? shm_.get() : local_.get();
+  // Without a host group (every rank over libfabric) the tensors are this rank's own segments,
+  // which setupNet and splitNet always make.
   Result<Buffer> buffer =
-      host != nullptr ? host->allocate(bytes, name_)
-      : segments_
-          ? segments_->allocate(bytes, name_)
-          : Result<Buffer>(makeError(ErrorCode::kFailedPrecondition, name_ + " is not set up"));
+      host != nullptr ? host->allocate(bytes, name_) : segments_->allocate(bytes, name_);
   if (!buffer || !endpoint_) return buffer;
   auto registration = endpoint_->registerRegion(buffer->data(), buffer->size());
   if (!registration) {

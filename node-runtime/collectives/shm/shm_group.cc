@@ -50,7 +50,6 @@ ShmGroup::~ShmGroup() = default;
 
 Result<void> ShmGroup::attach(ShmSegment control, const std::string& context,
                               std::chrono::milliseconds timeout) {
-  timeout_ = timeout;
   if (rank_ == 0) {
     control_ = std::move(control);
   } else {
@@ -78,7 +77,7 @@ Result<void> ShmGroup::attach(ShmSegment control, const std::string& context,
   slot(layout_, rank_).desc[0] = OpDescriptor{};
   slot(layout_, rank_).desc[0].op = OpKind::kSetup;
   const auto what = [] { return std::string("setup"); };
-  const GroupCall call{0, Clock::now() + timeout_, timeout_, what};
+  const GroupCall call{0, Clock::now() + timeout, timeout, what};
   TORUS_RETURN_IF_ERROR(arriveAndWait(call), context);
   control_.unlinkNow();
   return okResult();

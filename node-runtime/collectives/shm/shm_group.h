@@ -87,6 +87,7 @@ class ShmGroup final : public Group {
   }
   bool spins() const { return spin_; }
 
+  std::uint64_t session() const { return session_; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Result<void> allReduce(const GroupCall& call, const void* send, void* recv, std::size_t count,
@@ -152,9 +153,8 @@ class ShmGroup final : public Group {
   std::vector<int> labels_;
   bool slotPath_;
   bool spin_;
-  std::chrono::milliseconds timeout_{0};  // for messages: the call's deadline governs
-  std::uint64_t sequence_ = 0;            // this group's collectives (slot parity, peer checks)
-  std::uint64_t epoch_ = 0;               // arrivals
+  std::uint64_t sequence_ = 0;  // this group's collectives (slot parity, peer checks)
+  std::uint64_t epoch_ = 0;     // arrivals
   ShmSegment control_;
   ControlLayout* layout_ = nullptr;
   std::vector<UniqueFd> pidfds_;  // per rank; invalid for self or when pidfd_open failed

@@ -97,21 +97,30 @@ class DevicePluginTest : public ::testing::Test {
   grpc::Status allocate(const std::string& resource,
                         std::vector<std::vector<std::string>> containers,
                         v1beta1::AllocateResponse* response) {
-    auto client = kubelet_->pluginClient(resource);
     v1beta1::AllocateRequest request;
     for (const auto& ids : containers) {
       auto* container = request.add_container_requests();
       for (const auto& id : ids)
         container->add_devices_ids(id);
     }
+    return send(resource, request, response);
+  }
+  // kubelet's two calls with a request as given, within 5 s.
+  grpc::Status send(const std::string& resource, const v1beta1::AllocateRequest& request,
+                    v1beta1::AllocateResponse* response) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + 5s);
-    return client->Allocate(&context, request, response);
+    return kubelet_->pluginClient(resource)->Allocate(&context, request, response);
+  }
+  grpc::Status send(const std::string& resource, const v1beta1::PreferredAllocationRequest& request,
+                    v1beta1::PreferredAllocationResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    return kubelet_->pluginClient(resource)->GetPreferredAllocation(&context, request, response);
   }
 
   std::string preferred(const std::string& resource, int size, std::vector<std::string> available,
                         std::vector<std::string> mustInclude = {}) {
-    auto client = kubelet_->pluginClient(resource);
     v1beta1::PreferredAllocationRequest request;
     auto* container = request.add_container_requests();
     for (const auto& id : available)
@@ -120,9 +129,7 @@ class DevicePluginTest : public ::testing::Test {
       container->add_must_include_deviceids(id);
     container->set_allocation_size(size);
     v1beta1::PreferredAllocationResponse response;
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + 5s);
-    const grpc::Status status = client->GetPreferredAllocation(&context, request, &response);
+    const grpc::Status status = send(resource, request, &response);
     if (!status.ok()) return "error: " + status.error_message();
     std::string ids;
     for (const auto& id : response.container_responses(0).deviceids()) {
@@ -285,18 +292,13 @@ TEST_F(DevicePluginTest, KubeletsCapturedRequestsWithForeignIdsAreRefusedByName)
     const auto parsed = google::protobuf::util::JsonStringToMessage(*text, message);
     ASSERT_TRUE(parsed.ok()) << parsed.ToString();
   };
-  auto client = kubelet_->pluginClient(kCores);
-
   v1beta1::PreferredAllocationRequest preferredRequest;
   captured("GetPreferredAllocation-request.json", &preferredRequest);
   ASSERT_EQ(preferredRequest.container_requests_size(), 1);
   EXPECT_GT(preferredRequest.container_requests(0).available_deviceids_size(), 4);
   EXPECT_GT(preferredRequest.container_requests(0).allocation_size(), 0);
   v1beta1::PreferredAllocationResponse preferredResponse;
-  grpc::ClientContext preferredContext;
-  preferredContext.set_deadline(std::chrono::system_clock::now() + 5s);
-  const grpc::Status preferredStatus =
-      client->GetPreferredAllocation(&preferredContext, preferredRequest, &preferredResponse);
+  const grpc::Status preferredStatus = send(kCores, preferredRequest, &preferredResponse);
   EXPECT_EQ(preferredStatus.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(preferredStatus.error_message().find("\"neuroncore-"), std::string::npos)
       << preferredStatus.error_message();
@@ -306,10 +308,7 @@ TEST_F(DevicePluginTest, KubeletsCapturedRequestsWithForeignIdsAreRefusedByName)
   ASSERT_EQ(allocateRequest.container_requests_size(), 1);
   ASSERT_EQ(allocateRequest.container_requests(0).devices_ids_size(), 2);
   v1beta1::AllocateResponse allocateResponse;
-  grpc::ClientContext allocateContext;
-  allocateContext.set_deadline(std::chrono::system_clock::now() + 5s);
-  const grpc::Status allocateStatus =
-      client->Allocate(&allocateContext, allocateRequest, &allocateResponse);
+  const grpc::Status allocateStatus = send(kCores, allocateRequest, &allocateResponse);
   EXPECT_EQ(allocateStatus.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(allocateStatus.error_message().find("\"neuroncore-16\", \"neuroncore-24\""),
             std::string::npos)
