@@ -83,7 +83,6 @@ struct alignas(64) ControlLayout {
 };
 
 constexpr std::uint64_t kMagic = 0x746f7275732d6331ULL;  // "torus-c1"
-constexpr std::size_t kBlockBytes = 32 * 1024;           // reduction block, fits in L1/L2
 constexpr auto kLivenessInterval = std::chrono::milliseconds(1);
 
 inline std::size_t controlBytes(int size) {

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "common/base/check.h"
+#include "node-runtime/collectives/streaming_stores.h"
 
 namespace torus::coll {
 namespace {
@@ -51,84 +52,161 @@ inline T apply(T a, T b) {
   if constexpr (kOp == ReduceOp::kMin) return b < a ? b : a;
 }
 
-// Two sources at a time keeps each pass a simple streaming loop the compiler vectorises.
-template <typename T, ReduceOp kOp>
-void reduceTyped(void* dstRaw, std::span<const std::byte* const> srcs, std::size_t count) {
-  T* __restrict dst = static_cast<T*>(dstRaw);
-  const T* __restrict a = reinterpret_cast<const T*>(srcs[0]);
-  if (srcs.size() == 1) {
-    std::memcpy(dst, a, count * sizeof(T));
-    return;
-  }
-  const T* __restrict b = reinterpret_cast<const T*>(srcs[1]);
-  for (std::size_t i = 0; i < count; ++i)
-    dst[i] = apply<T, kOp>(a[i], b[i]);
-  for (std::size_t k = 2; k < srcs.size(); ++k) {
-    const T* __restrict c = reinterpret_cast<const T*>(srcs[k]);
-    for (std::size_t i = 0; i < count; ++i)
-      dst[i] = apply<T, kOp>(dst[i], c[i]);
-  }
+template <typename T>
+T unchanged(T value) {
+  return value;
 }
 
-template <float (*kToFloat)(unsigned short), unsigned short (*kFromFloat)(float), ReduceOp kOp>
-void reduceNarrowFloat(void* dstRaw, std::span<const std::byte* const> srcs, std::size_t count) {
-  auto* dst = static_cast<unsigned short*>(dstRaw);
-  constexpr std::size_t kBlock = 256;
-  float acc[kBlock];
-  for (std::size_t base = 0; base < count; base += kBlock) {
-    const std::size_t n = std::min(kBlock, count - base);
-    const auto* first = reinterpret_cast<const unsigned short*>(srcs[0]) + base;
-    for (std::size_t i = 0; i < n; ++i)
-      acc[i] = kToFloat(first[i]);
+// Results are built one 64-byte line at a time: every source's line is read, then the line is
+// stored to each output. A large reduction so reads each source once and writes each output
+// once, with no scratch memory between loads and stores, and an output may be one of the sources
+// (in place).
+//
+// Element by element, for any type: `Stored` is the element in memory, `Wide` the type the
+// arithmetic runs in (float for f16 and bf16, so they round once per element). Used for the
+// narrow floats and for the last partial line of every type.
+template <typename Stored, typename Wide, Wide (*kWiden)(Stored), Stored (*kNarrow)(Wide),
+          ReduceOp kOp>
+struct ScalarLines {
+  static constexpr std::size_t kPerLine = kLineBytes / sizeof(Stored);
+
+  // Elements [at, at + n) of every source, n <= kPerLine, reduced into `line`.
+  static void reduceLine(Stored (&line)[kPerLine], std::span<const std::byte* const> srcs,
+                         std::size_t at, std::size_t n) {
+    Stored loaded[kPerLine];
+    Wide acc[kPerLine];
+    std::memcpy(loaded, srcs[0] + at * sizeof(Stored), n * sizeof(Stored));
+    for (std::size_t j = 0; j < n; ++j)
+      acc[j] = kWiden(loaded[j]);
     for (std::size_t k = 1; k < srcs.size(); ++k) {
-      const auto* src = reinterpret_cast<const unsigned short*>(srcs[k]) + base;
-      for (std::size_t i = 0; i < n; ++i)
-        acc[i] = apply<float, kOp>(acc[i], kToFloat(src[i]));
+      std::memcpy(loaded, srcs[k] + at * sizeof(Stored), n * sizeof(Stored));
+      for (std::size_t j = 0; j < n; ++j)
+        acc[j] = apply<Wide, kOp>(acc[j], kWiden(loaded[j]));
     }
-    for (std::size_t i = 0; i < n; ++i)
-      dst[base + i] = kFromFloat(acc[i]);
+    for (std::size_t j = 0; j < n; ++j)
+      line[j] = kNarrow(acc[j]);
   }
-}
+
+  // Elements [from, count).
+  static void run(std::span<std::byte* const> outputs, std::span<const std::byte* const> srcs,
+                  std::size_t from, std::size_t count, bool streaming) {
+    alignas(kLineBytes) Stored line[kPerLine];
+    const auto* lineBytes = reinterpret_cast<const std::byte*>(line);
+    std::size_t at = from;
+    for (; at + kPerLine <= count; at += kPerLine) {
+      reduceLine(line, srcs, at, kPerLine);
+      for (std::byte* out : outputs)
+        storeLine(out + at * sizeof(Stored), lineBytes, streaming);
+    }
+    if (at < count) {
+      reduceLine(line, srcs, at, count - at);
+      for (std::byte* out : outputs)
+        std::memcpy(out + at * sizeof(Stored), line, (count - at) * sizeof(Stored));
+    }
+  }
+};
+
+// Whole lines as four 16-byte vectors held in registers, for the types the arithmetic runs in
+// directly (GCC/Clang vector extensions: the same operators, lane by lane). Integer lanes are
+// unsigned, so sums and products wrap as the scalar path's do; comparisons use the signed lanes.
+// The four vectors are separate values, not an array, so that the compiler keeps them in
+// registers instead of spilling every line to the stack.
+template <typename T, ReduceOp kOp>
+struct VectorLines {
+  using Lane = typename UnsignedOf<T>::type;
+  typedef Lane Vec __attribute__((vector_size(16)));
+  typedef T SignedVec __attribute__((vector_size(16)));
+  static constexpr std::size_t kPerLine = kLineBytes / sizeof(T);
+
+  struct Line {
+    Vec a, b, c, d;
+  };
+
+  static Vec loadVec(const std::byte* from) {
+    Vec v;
+    std::memcpy(&v, from, sizeof v);
+    return v;
+  }
+  static Line load(const std::byte* from) {
+    return {loadVec(from), loadVec(from + 16), loadVec(from + 32), loadVec(from + 48)};
+  }
+  static Vec combine(Vec x, Vec y) {
+    if constexpr (kOp == ReduceOp::kSum) return x + y;
+    if constexpr (kOp == ReduceOp::kProd) return x * y;
+    if constexpr (kOp == ReduceOp::kMax) return (SignedVec(x) < SignedVec(y)) ? y : x;
+    if constexpr (kOp == ReduceOp::kMin) return (SignedVec(y) < SignedVec(x)) ? y : x;
+  }
+
+  static void run(std::span<std::byte* const> outputs, std::span<const std::byte* const> srcs,
+                  std::size_t count, bool streaming) {
+    std::size_t at = 0;
+    for (; at + kPerLine <= count; at += kPerLine) {
+      const std::size_t offset = at * sizeof(T);
+      Line acc = load(srcs[0] + offset);
+      for (std::size_t k = 1; k < srcs.size(); ++k) {
+        const Line next = load(srcs[k] + offset);
+        acc = {combine(acc.a, next.a), combine(acc.b, next.b), combine(acc.c, next.c),
+               combine(acc.d, next.d)};
+      }
+      for (std::byte* out : outputs)
+        storeVectors(out + offset, acc.a, acc.b, acc.c, acc.d, streaming);
+    }
+    ScalarLines<T, T, unchanged<T>, unchanged<T>, kOp>::run(outputs, srcs, at, count, streaming);
+  }
+};
 
 template <ReduceOp kOp>
-void reduceForOp(void* dst, std::span<const std::byte* const> srcs, std::size_t count,
-                 DataType type) {
+void reduceForOp(std::span<std::byte* const> outputs, std::span<const std::byte* const> srcs,
+                 std::size_t count, DataType type, bool streaming) {
   switch (type) {
     case DataType::kF32:
-      return reduceTyped<float, kOp>(dst, srcs, count);
+      return VectorLines<float, kOp>::run(outputs, srcs, count, streaming);
     case DataType::kF64:
-      return reduceTyped<double, kOp>(dst, srcs, count);
+      return VectorLines<double, kOp>::run(outputs, srcs, count, streaming);
     case DataType::kF16:
-      return reduceNarrowFloat<halfToFloat, floatToHalf, kOp>(dst, srcs, count);
+      return ScalarLines<unsigned short, float, halfToFloat, floatToHalf, kOp>::run(
+          outputs, srcs, 0, count, streaming);
     case DataType::kBf16:
-      return reduceNarrowFloat<bf16ToFloat, floatToBf16, kOp>(dst, srcs, count);
+      return ScalarLines<unsigned short, float, bf16ToFloat, floatToBf16, kOp>::run(
+          outputs, srcs, 0, count, streaming);
     case DataType::kI8:
-      return reduceTyped<std::int8_t, kOp>(dst, srcs, count);
+      return VectorLines<std::int8_t, kOp>::run(outputs, srcs, count, streaming);
     case DataType::kU8:
-      return reduceTyped<std::uint8_t, kOp>(dst, srcs, count);
+      return VectorLines<std::uint8_t, kOp>::run(outputs, srcs, count, streaming);
     case DataType::kI32:
-      return reduceTyped<std::int32_t, kOp>(dst, srcs, count);
+      return VectorLines<std::int32_t, kOp>::run(outputs, srcs, count, streaming);
     case DataType::kI64:
-      return reduceTyped<std::int64_t, kOp>(dst, srcs, count);
+      return VectorLines<std::int64_t, kOp>::run(outputs, srcs, count, streaming);
   }
 }
 
 }  // namespace
 
-void reduceInto(void* dst, std::span<const std::byte* const> srcs, std::size_t count, DataType type,
-                ReduceOp op) {
-  TORUS_CHECK(!srcs.empty(), "reduceInto needs at least one source");
+void reduceToOutputs(std::span<std::byte* const> outputs, std::span<const std::byte* const> srcs,
+                     std::size_t count, DataType type, ReduceOp op, bool streaming) {
+  TORUS_CHECK(!srcs.empty(), "a reduction needs at least one source");
   if (count == 0) return;
   switch (op) {
     case ReduceOp::kSum:
-      return reduceForOp<ReduceOp::kSum>(dst, srcs, count, type);
+      reduceForOp<ReduceOp::kSum>(outputs, srcs, count, type, streaming);
+      break;
     case ReduceOp::kProd:
-      return reduceForOp<ReduceOp::kProd>(dst, srcs, count, type);
+      reduceForOp<ReduceOp::kProd>(outputs, srcs, count, type, streaming);
+      break;
     case ReduceOp::kMax:
-      return reduceForOp<ReduceOp::kMax>(dst, srcs, count, type);
+      reduceForOp<ReduceOp::kMax>(outputs, srcs, count, type, streaming);
+      break;
     case ReduceOp::kMin:
-      return reduceForOp<ReduceOp::kMin>(dst, srcs, count, type);
+      reduceForOp<ReduceOp::kMin>(outputs, srcs, count, type, streaming);
+      break;
   }
+  fenceStreamingStores(streaming);
+}
+
+void reduceInto(void* dst, std::span<const std::byte* const> srcs, std::size_t count, DataType type,
+                ReduceOp op) {
+  std::byte* const output = static_cast<std::byte*>(dst);
+  reduceToOutputs(std::span(&output, 1), srcs, count, type, op, false);
 }
 
 }  // namespace torus::coll

@@ -12,8 +12,14 @@
 
 namespace torus::coll {
 
-// dst[i] = srcs[0][i] op srcs[1][i] op ... for i < count. `dst` must not overlap any source;
-// srcs must not be empty.
+// outputs[k][i] = srcs[0][i] op srcs[1][i] op ... for i < count, for every output. An output may
+// be a source at the same address (in place) but must not overlap one anywhere else; srcs must
+// not be empty. With `streaming` the outputs go around the cache (streaming_stores.h), fenced
+// before this returns.
+void reduceToOutputs(std::span<std::byte* const> outputs, std::span<const std::byte* const> srcs,
+                     std::size_t count, DataType type, ReduceOp op, bool streaming);
+
+// The same into one output, through the cache.
 void reduceInto(void* dst, std::span<const std::byte* const> srcs, std::size_t count, DataType type,
                 ReduceOp op);
 

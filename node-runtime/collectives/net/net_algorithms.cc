@@ -15,25 +15,11 @@ int wrap(int value, int n) {
   return ((value % n) + n) % n;
 }
 
-// dst = a op b, element-wise, where dst may be a or b (reduceInto forbids aliasing).
+// dst = a op b, element-wise, where dst may be a or b.
 void reduceTwo(std::byte* dst, const std::byte* a, const std::byte* b, std::size_t count,
                DataType type, ReduceOp op) {
-  if (count == 0) return;
-  const std::size_t elem = dataTypeSize(type);
-  if (dst != a && dst != b) {
-    const std::byte* sources[2] = {a, b};
-    reduceInto(dst, sources, count, type, op);
-    return;
-  }
-  constexpr std::size_t kBounce = 16 * 1024;
-  alignas(64) std::byte bounce[kBounce];
-  const std::size_t perBlock = kBounce / elem;
-  for (std::size_t begin = 0; begin < count; begin += perBlock) {
-    const std::size_t n = std::min(perBlock, count - begin);
-    const std::byte* sources[2] = {a + begin * elem, b + begin * elem};
-    reduceInto(bounce, sources, n, type, op);
-    std::memcpy(dst + begin * elem, bounce, n * elem);
-  }
+  const std::byte* sources[2] = {a, b};
+  reduceInto(dst, sources, count, type, op);
 }
 
 // Chunk boundaries (bytes) of `count` elements split over n ranks, whole elements each.

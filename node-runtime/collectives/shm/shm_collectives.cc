@@ -5,19 +5,16 @@
 // All bodies are "direct": rank r works on its own share straight in the peers' memory, so one
 // collective costs two barriers plus the data movement and the work spreads evenly over ranks.
 // Every body is safe in place: a region is only ever read and written by the same rank, and a
-// reduction reads a whole block into private scratch before writing any output.
+// reduction reads each line of every input before writing that line of any output.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "common/base/log.h"
 #include "node-runtime/collectives/control_layout.h"
 #include "node-runtime/collectives/reduce_kernels.h"
 #include "node-runtime/collectives/shm/shm_group.h"
+#include "node-runtime/collectives/streaming_stores.h"
 
 namespace torus::coll {
 namespace {
@@ -58,64 +55,6 @@ std::pair<std::size_t, std::size_t> shareOf(std::size_t count, std::size_t elemB
   return {begin, end};
 }
 
-// Above this many bytes per rank's share, results are written with non-temporal stores: they
-// will not be read again by this core soon, and skipping the read-for-ownership of every output
-// line saves a third of the memory traffic of a large reduction.
-constexpr std::size_t kStreamingBytes = std::size_t{1} << 20;
-
-void copyOut(std::byte* dst, const std::byte* src, std::size_t n, bool streaming) {
-#if defined(__SSE2__)
-  if (streaming) {
-    const auto misalign = reinterpret_cast<std::uintptr_t>(dst) & 15U;
-    const std::size_t head = misalign == 0 ? 0 : std::min<std::size_t>(16 - misalign, n);
-    std::memcpy(dst, src, head);
-    std::size_t i = head;
-    for (; i + 64 <= n; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-    }
-    std::memcpy(dst + i, src + i, n - i);
-    return;
-  }
-#endif
-  (void)streaming;
-  std::memcpy(dst, src, n);
-}
-
-// Non-temporal stores are not ordered by the release store that announces completion.
-void fenceStreamingStores(bool streaming) {
-#if defined(__SSE2__)
-  if (streaming) _mm_sfence();
-#endif
-  (void)streaming;
-}
-
-// out[k][i] = reduce over inputs of in[j][i], for i in [0, count), block by block through
-// `scratch` so that an output aliasing an input is only written after the block was read.
-void reduceToOutputs(std::span<const std::byte* const> inputs, std::span<std::byte* const> outputs,
-                     std::size_t count, DataType type, ReduceOp op, std::span<std::byte> scratch) {
-  const std::size_t elem = dataTypeSize(type);
-  const std::size_t blockElems = scratch.size() / elem;
-  const bool streaming = count * elem >= kStreamingBytes;
-  std::vector<const std::byte*> sources(inputs.size());
-  for (std::size_t begin = 0; begin < count; begin += blockElems) {
-    const std::size_t n = std::min(blockElems, count - begin);
-    for (std::size_t k = 0; k < inputs.size(); ++k)
-      sources[k] = inputs[k] + begin * elem;
-    reduceInto(scratch.data(), sources, n, type, op);
-    for (std::byte* out : outputs) {
-      copyOut(out + begin * elem, scratch.data(), n * elem, streaming);
-    }
-  }
-  fenceStreamingStores(streaming);
-}
-
 }  // namespace
 
 Result<void> ShmGroup::allReduce(const GroupCall& call, const void* send, void* recv,
@@ -145,7 +84,7 @@ Result<void> ShmGroup::allReduce(const GroupCall& call, const void* send, void* 
       inputs.push_back(views.in[static_cast<std::size_t>(r)] + begin * elem);
       outputs.push_back(views.out[static_cast<std::size_t>(r)] + begin * elem);
     }
-    reduceToOutputs(inputs, outputs, end - begin, type, op, scratch_);
+    reduceToOutputs(outputs, inputs, end - begin, type, op, worthStreaming((end - begin) * elem));
   });
 }
 
@@ -169,7 +108,8 @@ Result<void> ShmGroup::reduce(const GroupCall& call, const void* send, void* rec
       inputs.push_back(views.in[static_cast<std::size_t>(r)] + begin * elem);
     }
     std::byte* const output = views.out[static_cast<std::size_t>(root)] + begin * elem;
-    reduceToOutputs(inputs, std::span(&output, 1), end - begin, type, op, scratch_);
+    reduceToOutputs(std::span(&output, 1), inputs, end - begin, type, op,
+                    worthStreaming((end - begin) * elem));
   });
 }
 
@@ -192,7 +132,7 @@ Result<void> ShmGroup::reduceScatter(const GroupCall& call, const void* send, vo
                        static_cast<std::size_t>(rank_) * bytes);
     }
     std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
-    reduceToOutputs(inputs, std::span(&output, 1), recvCount, type, op, scratch_);
+    reduceToOutputs(std::span(&output, 1), inputs, recvCount, type, op, worthStreaming(bytes));
   });
 }
 
@@ -224,9 +164,9 @@ Result<void> ShmGroup::allGather(const GroupCall& call, const void* send, void* 
       const int r = (rank_ + step) % size_;  // staggered so ranks read different peers
       std::byte* target = output + static_cast<std::size_t>(r) * bytes;
       const std::byte* source = views.in[static_cast<std::size_t>(r)];
-      if (target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
+      if (target != source) copyBytes(target, source, bytes, worthStreaming(bytes));
     }
-    fenceStreamingStores(bytes >= kStreamingBytes);
+    fenceStreamingStores(worthStreaming(bytes));
   });
 }
 
@@ -249,11 +189,11 @@ Result<void> ShmGroup::allToAll(const GroupCall& call, const void* send, void* r
     std::byte* const output = views.out[static_cast<std::size_t>(rank_)];
     for (int step = 0; step < size_; ++step) {
       const int r = (rank_ + step) % size_;
-      copyOut(output + static_cast<std::size_t>(r) * bytes,
-              views.in[static_cast<std::size_t>(r)] + static_cast<std::size_t>(rank_) * bytes,
-              bytes, bytes >= kStreamingBytes);
+      copyBytes(output + static_cast<std::size_t>(r) * bytes,
+                views.in[static_cast<std::size_t>(r)] + static_cast<std::size_t>(rank_) * bytes,
+                bytes, worthStreaming(bytes));
     }
-    fenceStreamingStores(bytes >= kStreamingBytes);
+    fenceStreamingStores(worthStreaming(bytes));
   });
 }
 
@@ -279,8 +219,8 @@ Result<void> ShmGroup::broadcast(const GroupCall& call, const void* send, void* 
   return runCollective(call, plan, [&](const Views& views) {
     const std::byte* source = views.in[static_cast<std::size_t>(root)];
     std::byte* target = views.out[static_cast<std::size_t>(rank_)];
-    if (bytes > 0 && target != source) copyOut(target, source, bytes, bytes >= kStreamingBytes);
-    fenceStreamingStores(bytes >= kStreamingBytes);
+    if (bytes > 0 && target != source) copyBytes(target, source, bytes, worthStreaming(bytes));
+    fenceStreamingStores(worthStreaming(bytes));
   });
 }
 

@@ -39,10 +39,6 @@ ShmGroup::ShmGroup(ShmGroupOptions options)
       slotPath_(options.slotPath),
       spin_(options.spin),
       segments_(options.session, options.rank) {
-  scratchStorage_.resize(kBlockBytes + 64);
-  void* start = scratchStorage_.data();
-  std::size_t space = scratchStorage_.size();
-  scratch_ = {static_cast<std::byte*>(std::align(64, kBlockBytes, start, space)), kBlockBytes};
   freedSeen_.assign(static_cast<std::size_t>(size_), 0);
 }
 

@@ -163,11 +163,7 @@ class ShmGroup final : public Group {
   std::uint64_t stagingId_ = 0;
   std::map<std::pair<int, std::uint64_t>, ShmSegment> peerSegments_;
   std::vector<std::uint64_t> freedSeen_;  // per peer: freed segments already dropped
-  // The reduction block, private to this rank, on a cache-line boundary inside its storage: wide
-  // loads and stores into it then never straddle two lines.
-  std::vector<std::byte> scratchStorage_;
-  std::span<std::byte> scratch_;
-  Views views_;  // reused by every collective
+  Views views_;                           // reused by every collective
   std::vector<const std::byte*> inlineViews_;
   std::function<std::optional<std::string>()> trouble_;
   CommStatus* status_ = nullptr;

@@ -1,4 +1,5 @@
-// Element conversions and reduction kernels, checked against plain float/double arithmetic.
+// Element types and conversions, checked against plain float arithmetic; the communicator's
+// environment settings.
 #include "node-runtime/collectives/data_type.h"
 
 #include <bit>
@@ -15,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include "node-runtime/collectives/communicator.h"
-#include "node-runtime/collectives/reduce_kernels.h"
 
 namespace torus::coll {
 namespace {
@@ -61,61 +61,6 @@ TEST(Bfloat16, KeepsTheTopBitsAndRoundsToNearestEven) {
   EXPECT_EQ(floatToBf16(std::bit_cast<float>(0x3F818000U)), 0x3F82);  // tie -> even (up)
   EXPECT_EQ(floatToBf16(std::bit_cast<float>(0x3F808001U)), 0x3F81);
   EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::numeric_limits<float>::quiet_NaN()))));
-}
-
-template <typename T>
-std::vector<T> reduceVectors(const std::vector<std::vector<T>>& inputs, DataType type,
-                             ReduceOp op) {
-  std::vector<T> out(inputs[0].size());
-  std::vector<const std::byte*> sources;
-  for (const auto& in : inputs)
-    sources.push_back(reinterpret_cast<const std::byte*>(in.data()));
-  reduceInto(out.data(), sources, out.size(), type, op);
-  return out;
-}
-
-TEST(ReduceKernels, IntegerSumAndProductWrapLikeTwosComplement) {
-  const std::vector<std::vector<std::int8_t>> in = {{100, -128, 3}, {100, -1, -3}};
-  EXPECT_EQ(reduceVectors(in, DataType::kI8, ReduceOp::kSum),
-            (std::vector<std::int8_t>{-56, 127, 0}));
-  EXPECT_EQ(reduceVectors(in, DataType::kI8, ReduceOp::kProd),
-            (std::vector<std::int8_t>{16, -128, -9}));
-  const std::vector<std::vector<std::int32_t>> big = {{INT32_MAX}, {1}};
-  EXPECT_EQ(reduceVectors(big, DataType::kI32, ReduceOp::kSum)[0], INT32_MIN);
-  const std::vector<std::vector<std::uint8_t>> bytes = {{200, 7}, {100, 9}};
-  EXPECT_EQ(reduceVectors(bytes, DataType::kU8, ReduceOp::kSum),
-            (std::vector<std::uint8_t>{44, 16}));
-  EXPECT_EQ(reduceVectors(bytes, DataType::kU8, ReduceOp::kMin),
-            (std::vector<std::uint8_t>{100, 7}));
-}
-
-TEST(ReduceKernels, FloatMaxMinAndManySources) {
-  const std::vector<std::vector<double>> in = {{1, -5, 2}, {3, -7, 2}, {-1, 0, 8}, {2, 1, -9}};
-  EXPECT_EQ(reduceVectors(in, DataType::kF64, ReduceOp::kMax), (std::vector<double>{3, 1, 8}));
-  EXPECT_EQ(reduceVectors(in, DataType::kF64, ReduceOp::kMin), (std::vector<double>{-1, -7, -9}));
-  EXPECT_EQ(reduceVectors(in, DataType::kF64, ReduceOp::kSum), (std::vector<double>{5, -11, 3}));
-  EXPECT_EQ(reduceVectors(in, DataType::kF64, ReduceOp::kProd), (std::vector<double>{-6, 0, -288}));
-}
-
-// f16 and bf16 widen to float and round once: 2048 + 1 + 1 is 2050 in f16 although 2048 + 1
-// alone rounds back to 2048.
-TEST(ReduceKernels, HalfPrecisionRoundsOncePerElement) {
-  const auto h = [](float v) { return floatToHalf(v); };
-  const std::vector<std::vector<unsigned short>> in = {{h(2048)}, {h(1)}, {h(1)}};
-  EXPECT_EQ(halfToFloat(reduceVectors(in, DataType::kF16, ReduceOp::kSum)[0]), 2050.0F);
-  const std::vector<std::vector<unsigned short>> bf = {{floatToBf16(1.5F)}, {floatToBf16(-4)}};
-  EXPECT_EQ(bf16ToFloat(reduceVectors(bf, DataType::kBf16, ReduceOp::kProd)[0]), -6.0F);
-  EXPECT_EQ(bf16ToFloat(reduceVectors(bf, DataType::kBf16, ReduceOp::kMax)[0]), 1.5F);
-}
-
-TEST(ReduceKernels, OneSourceIsACopyAndZeroCountTouchesNothing) {
-  const std::vector<std::vector<std::int64_t>> in = {{7, -8, 9}};
-  EXPECT_EQ(reduceVectors(in, DataType::kI64, ReduceOp::kProd),
-            (std::vector<std::int64_t>{7, -8, 9}));
-  std::int64_t untouched = 42;
-  const std::byte* src = reinterpret_cast<const std::byte*>(in[0].data());
-  reduceInto(&untouched, std::span(&src, 1), 0, DataType::kI64, ReduceOp::kSum);
-  EXPECT_EQ(untouched, 42);
 }
 
 }  // namespace
