@@ -11,6 +11,8 @@
 # to IDLE_WAIT s, default 60) for the CPUs to be >= 80 % idle and prints the idle share it saw.
 # Every run is bounded by RUN_TIMEOUT s (default 120) and runs in its own session, which is
 # killed afterwards; a side that timed out sits out the rest of that case. ITER_SCALE=10 runs 10 % of the iterations (a quick check, not a figure).
+# The bounds, measured in the same run: memory (tests/bench/peers/membw.c) for shared memory and
+# one loopback TCP connection in both directions at once (tests/bench/peers/tcpbw.c) for TCP.
 # GB = 1e9 bytes; time is the mean over iterations and ranks; busbw uses nccl-tests' factors
 # (AllReduce 2(n-1)/n, AllGather and ReduceScatter (n-1)/n); every side checks its whole result.
 #
@@ -167,6 +169,7 @@ build() {  # log command...: prints the compiler's last lines if it fails
   nice -n 19 "$@" >"$log" 2>&1 || { last_lines "$log"; return 1; }
 }
 nice -n 19 gcc -O3 -pthread -o "$work/membw" "$here/peers/membw.c"
+nice -n 19 gcc -O3 -pthread -o "$work/tcpbw" "$here/peers/tcpbw.c"
 if (( have_openmpi )) && ! why=$(build "$work/b-ompi.log" \
     mpicc -O3 -o "$work/mpi_bench_ompi" "$here/peers/mpi_bench.c"); then
   have_openmpi=0; note_unavailable openmpi all "mpicc failed: $why"
@@ -424,6 +427,11 @@ bound=$(python3 -c "print(f'{$membw / 4:.3f}')")
 echo "# memory bandwidth: 2 threads, memcpy 256 MiB each, STREAM counting, best of 5:" \
   "$membw GB/s (idle $idle%); 2-rank AllReduce bound (both inputs read, both outputs" \
   "written: 4 x S per op, busbw = S / t) = membw / 4 = $bound GB/s"
+idle=$(wait_idle "$idle_wait")
+tcp_bound=$("$work/tcpbw" 64 5)
+echo "# loopback TCP: 2 processes, one connection, each sending 64 MiB while receiving 64 MiB," \
+  "best of 5: $tcp_bound GB/s per direction (idle $idle%): the 2-rank AllReduce busbw bound over" \
+  "one connection per pair (each rank sends S and receives S per op)"
 
 # --- the cases ----------------------------------------------------------------------------------
 
@@ -479,12 +487,12 @@ for bytes in 8 64 512 4096 32768 262144 2097152 16777216 67108864; do
 done
 
 touch "$work/not-run.tsv"
-python3 - "$work/settings.json" "$bound" "$membw" "$runs" "$sweep_runs" "$iter_scale" \
+python3 - "$work/settings.json" "$bound" "$membw" "$tcp_bound" "$runs" "$sweep_runs" "$iter_scale" \
   "$out_dir/summary.json" "$plot_dir/collectives-busbw-2r-peers.png" "$work/plot.json" \
   "${participants[shm]}" "${participants[tcp]}" "$work/not-run.tsv" "$peers_short" \
   "${versions[@]}" <<'PY'
 import datetime, json, sys
-(path, bound, membw, runs, sweep_runs, scale, summary, plot, spec, shm, tcp, not_run, short,
+(path, bound, membw, tcp_bound, runs, sweep_runs, scale, summary, plot, spec, shm, tcp, not_run, short,
  *versions) = sys.argv[1:]
 not_run = [dict(zip(("who", "mode", "error"), line.rstrip("\n").split("\t", 2)))
            for line in open(not_run) if line.strip()]
@@ -492,7 +500,8 @@ labels = {"ours": "Torus (neuron-cc-bench)", "ours-before": "Torus, before the c
           "openmpi": "Open MPI (ob1 + vader)",
           "mpich": "MPICH (ch4, posix shm)", "intel-mpi": "Intel MPI (shm)",
           "oneccl": "oneCCL (ATL/OFI, shm)"}
-json.dump({"memory_bound_GBps": float(bound), "membw_GBps": float(membw), "runs": int(runs),
+json.dump({"memory_bound_GBps": float(bound), "membw_GBps": float(membw),
+           "tcp_bound_GBps": float(tcp_bound), "runs": int(runs),
            "sweep_runs": int(sweep_runs), "iter_scale_percent": int(scale), "summary": summary,
            "plot": plot, "plot_spec": spec, "date": datetime.date.today().isoformat(),
            "participants": {"shm": shm.split(), "tcp": tcp.split(), "sweep": shm.split()},

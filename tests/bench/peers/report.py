@@ -143,6 +143,13 @@ def final(rows, settings):
             if m and m["value"] and bound:
                 print(f"\nallreduce 2r 64MiB over shared memory: {100 * m['value'] / bound:.0f}% "
                       f"of the memory bound {bound:.2f} GB/s (membw / 4, measured in this run)")
+    tcp_bound = settings.get("tcp_bound_GBps")
+    for entry in summary["cases"]:
+        if entry["mode"] == "tcp" and entry["case"].startswith("allreduce 2r 64MiB") and tcp_bound:
+            shares = [f"{who} {100 * m['value'] / tcp_bound:.0f}%"
+                      for who, m in entry["medians"].items() if m and m["value"]]
+            print(f"allreduce 2r 64MiB over TCP, share of the loopback TCP bound {tcp_bound:.2f} "
+                  f"GB/s (tcpbw, this run): " + ", ".join(shares))
     # The sweep: 2-rank AllReduce over shared memory, busbw by size.
     sweep = {}
     for r in rows:
