@@ -181,10 +181,17 @@ std::string faultKind(const std::string& reason) {
     std::string_view needle;
     std::string_view kind;
   };
+  // The recovery gate's reasons first: they quote the fault that started it.
   static constexpr Rule kRules[] = {
-      {"NEURON_HW_ERR", "KernelHardwareError"}, {"uncorrected ECC", "UncorrectedECC"},
-      {"device node", "DeviceNodeMissing"},     {"reset", "ResetFailed"},
-      {"deep check", "DeepCheckFailed"},        {"discovery failed", "DiscoveryFailed"},
+      {"recovery failed: reset", "ResetFailed"},
+      {"recovery failed: self-test", "SelfTestFailed"},
+      {"recovering:", "Recovering"},
+      {"NEURON_HW_ERR", "KernelHardwareError"},
+      {"uncorrected ECC", "UncorrectedECC"},
+      {"device node", "DeviceNodeMissing"},
+      {"reset", "ResetFailed"},
+      {"deep check", "DeepCheckFailed"},
+      {"discovery failed", "DiscoveryFailed"},
   };
   for (const Rule& rule : kRules) {
     if (reason.find(rule.needle) != std::string::npos) return std::string(rule.kind);

@@ -52,7 +52,9 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& inputs, std::int64_t 
 std::string sliceName(const std::string& nodeName, int index);
 
 // A label-style word for the taint value that says what kind of fault made a device unhealthy
-// ("UncorrectedECC", "KernelHardwareError", "ResetFailed", "DeviceNodeMissing", ...).
+// ("UncorrectedECC", "KernelHardwareError", "ResetFailed", "DeviceNodeMissing", ...; while the
+// fault has cleared but the device waits for its reset and self-test: "Recovering", and
+// "SelfTestFailed" or "ResetFailed" after a failed attempt).
 std::string faultKind(const std::string& healthReason);
 
 // The semantic version published as draDriverVersion ("0.1.0").

@@ -40,6 +40,7 @@ inline constexpr const char* kReleaseResetsTotal = "torus_device_release_resets_
 inline constexpr const char* kHealthTransitionsTotal = "torus_device_health_transitions_total";
 inline constexpr const char* kKernelErrorsTotal = "torus_kernel_hardware_errors_total";
 inline constexpr const char* kDeepCheckRunsTotal = "torus_deep_check_runs_total";
+inline constexpr const char* kRecoveriesTotal = "torus_device_recoveries_total";
 inline constexpr const char* kDraPrepareTotal = "torus_dra_prepare_total";
 inline constexpr const char* kDraUnprepareTotal = "torus_dra_unprepare_total";
 inline constexpr const char* kDraSlicePublishTotal = "torus_dra_slice_publish_total";

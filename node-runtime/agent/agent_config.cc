@@ -69,6 +69,15 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           "how long a device stays out of service after its last kernel-reported "
                           "hardware error",
                           &config->kernelErrorHoldMs);
+  table.addSwitch("recover-with-self-test", "TORUS_RECOVER_WITH_SELF_TEST", "recoverWithSelfTest",
+                  "a device whose fault cleared returns to service only after a reset and a "
+                  "passing memory self-test (--deep-check-memory-bytes of its memory), done once "
+                  "nothing uses it; off: as soon as the fault clears",
+                  &config->recoverWithSelfTest);
+  table.addDurationMillis("recovery-retry", "TORUS_RECOVERY_RETRY", "recoveryRetry",
+                          "after a failed reset or self-test, try that device again this much "
+                          "later",
+                          &config->recoveryRetryMs);
   table.addSwitch("neuron-health-condition", "TORUS_NEURON_HEALTH_CONDITION",
                   "neuronHealthCondition",
                   "set AWS's NeuronHealth node condition (NeuronHasError_<TYPE>) from the kernel "

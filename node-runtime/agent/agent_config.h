@@ -31,6 +31,10 @@ struct AgentConfig {
   std::int64_t healthIntervalMs = 500;
   std::string kernelLog;  // empty: <dev-root>/kmsg
   std::int64_t kernelErrorHoldMs = 5 * 60 * 1000;
+  // A device whose fault cleared returns only after a reset and a memory self-test
+  // (agent/device_recovery.h); a failed attempt is retried after recoveryRetryMs.
+  bool recoverWithSelfTest = true;
+  std::int64_t recoveryRetryMs = 30'000;
   // AWS's health conditions (aws_health.h); `awsClear` is parsed into aws.clear at start.
   AwsHealthOptions aws;
   std::string awsClear = "reboot";

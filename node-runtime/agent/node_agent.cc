@@ -168,6 +168,17 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
     TORUS_LOG(Info, Health, "deep check runs periodically on idle devices",
               {"interval_ms", config.deepCheckIntervalMs});
   }
+  if (config.recoverWithSelfTest) {
+    RecoveryOptions recovery;
+    recovery.selfTestBytes = static_cast<std::uint64_t>(config.deepCheckMemoryBytes);
+    recovery.retryAfter = std::chrono::milliseconds(config.recoveryRetryMs);
+    agent->recovery_ = std::make_unique<DeviceRecovery>(
+        *agent->monitor_, recovery, [raw = agent.get()] { return raw->devicesInUse(); });
+  } else {
+    TORUS_LOG(Info, Health,
+              "--recover-with-self-test=false: a device returns to service as soon as its fault "
+              "clears, without a reset and a self-test");
+  }
   TORUS_RETURN_IF_ERROR(agent->serveHttp(config.metricsAddr), "serving --metrics-addr");
   if (!config.adminAddr.empty()) {
     TORUS_RETURN_IF_ERROR(agent->serveAdmin(config.adminAddr), "serving --admin-addr");
@@ -282,6 +293,7 @@ void NodeAgent::stop() {
   if (admin_) admin_->stop();
   if (http_) http_->stop();
   deepCheck_.reset();
+  recovery_.reset();
   kernelLog_.reset();
   plugins_.reset();
   claimHolders_.reset();

@@ -17,6 +17,7 @@
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/claim_holder_poller.h"
 #include "node-runtime/agent/deep_check_runner.h"
+#include "node-runtime/agent/device_recovery.h"
 #include "node-runtime/agent/node_publisher.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
@@ -72,6 +73,7 @@ class NodeAgent {
   std::unique_ptr<dra::DraDriver> dra_;
   std::unique_ptr<ClaimHolderPoller> claimHolders_;  // DRA mode: who uses the claims
   std::unique_ptr<DeepCheckRunner> deepCheck_;       // asks plugins_ which devices are in use
+  std::unique_ptr<DeviceRecovery> recovery_;         // likewise
   static constexpr std::chrono::seconds kStatsDeadline{2};
   std::mutex statsMutex_;
   DeadlineWorker statsWorker_;  // before http_: a scrape in flight may be using it

@@ -218,6 +218,7 @@ bool NodeMonitor::refresh() {
   }
   overlayKernelErrors(next);
   overlayDeepCheck(next);
+  applyRecoveryGate(next);
   const bool changed = publish(std::move(next));
   if (pendingChanged && !changed) notifier_.notify();  // the publisher shows what is pending
   return changed || pendingChanged;
@@ -243,6 +244,7 @@ bool NodeMonitor::refreshHealth() {
   }
   overlayKernelErrors(next);
   overlayDeepCheck(next);
+  applyRecoveryGate(next);
   return publish(std::move(next));
 }
 
@@ -297,6 +299,34 @@ void NodeMonitor::overlayDeepCheck(topology::Node& next) {
     health = health.healthy ? topology::DeviceHealth::unhealthy(reason)
                             : topology::DeviceHealth::unhealthy(health.reason + "; " + reason);
   }
+}
+
+void NodeMonitor::enableRecoveryGate() {
+  {
+    std::lock_guard lock(mutex_);
+    if (recoveryGate_) return;
+    recoveryGate_.emplace();
+  }
+  refreshHealth();
+}
+
+void NodeMonitor::applyRecoveryGate(topology::Node& next) {
+  std::lock_guard lock(mutex_);
+  if (recoveryGate_) recoveryGate_->apply(next);
+}
+
+topology::DeviceSet NodeMonitor::awaitingRecovery() const {
+  std::lock_guard lock(mutex_);
+  return recoveryGate_ ? recoveryGate_->waiting() : topology::DeviceSet();
+}
+
+void NodeMonitor::reportRecovery(int device, const Result<void>& outcome) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!recoveryGate_) return;
+    recoveryGate_->record(device, outcome);
+  }
+  refreshHealth();
 }
 
 bool NodeMonitor::publish(topology::Node next) {

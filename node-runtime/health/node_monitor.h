@@ -2,8 +2,9 @@
 // inotify on a real node, so it polls: every interval it re-probes the volatile health signals
 // (ECC counters, reset state, device nodes: a few reads per device), and every kFullPassEvery
 // intervals it re-runs the whole discovery. When a device's health or the node changes it swaps
-// the snapshot, logs each transition with its reason, and notifies subscribers — so a device
-// returns to Healthy as soon as its cause clears.
+// the snapshot, logs each transition with its reason, and notifies subscribers. A device returns
+// to Healthy as soon as its cause clears, or — with the recovery gate on (the agent's default) —
+// once its cause has cleared and a reset and a self-test have passed (recovery_gate.h).
 //
 // A changed /opt/aws/neuron/logical_nc_config renumbers every core (LNC 2 -> 1 doubles the ids),
 // so while any core is held (the guard says so) the monitor keeps describing the node at the
@@ -33,6 +34,7 @@
 #include "common/topology/node.h"
 #include "node-runtime/discovery/device_scan.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/health/recovery_gate.h"
 
 namespace torus::health {
 
@@ -75,12 +77,21 @@ class NodeMonitor {
   // later check of that device passes (an empty reason); devices not in the map keep theirs.
   void reportDeepCheck(const std::map<int, std::string>& verdict);
 
+  // From now on a device that left service returns only through reportRecovery().
+  void enableRecoveryGate();
+  // Devices whose cause has cleared and that wait for a reset and a self-test.
+  topology::DeviceSet awaitingRecovery() const;
+  // The outcome of a reset and self-test of `device` (recovery_gate.h), applied at once.
+  void reportRecovery(int device, const Result<void>& outcome);
+
  private:
   void run(std::stop_token stop);
   bool publish(topology::Node next);
   // Marks devices with a kernel-reported error inside the hold window (with mutex_ not held).
   void overlayKernelErrors(topology::Node& next);
   void overlayDeepCheck(topology::Node& next);
+  // Last of the overlays: holds back devices whose cause cleared until they recover.
+  void applyRecoveryGate(topology::Node& next);
   // The discovered node, or — when it changes the LNC while cores are held — the node
   // rediscovered at the LNC in force. Updates pendingLnc_ and says whether that changed.
   Result<discovery::Discovery> discoverKeepingHeldLnc(bool& pendingChanged);
@@ -109,6 +120,7 @@ class NodeMonitor {
   };
   std::map<int, KernelError> kernelErrors_;       // by device
   std::map<int, std::string> deepCheckFailures_;  // by device: the last failing check's reason
+  std::optional<RecoveryGate> recoveryGate_;      // set: devices return only after recovering
   std::function<bool()> lncGuard_;
   std::optional<int> pendingLnc_;
   std::map<std::string, std::string> stalls_;  // what hangs -> since when (UTC)

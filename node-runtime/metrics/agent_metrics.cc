@@ -58,6 +58,9 @@ const CounterFamily kEventFamilies[] = {
     {kKernelErrorsTotal,
      "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},
     {kDeepCheckRunsTotal, "Deep health checks run, by result (passed, failed)."},
+    {kRecoveriesTotal,
+     "Attempts to bring a device whose fault cleared back into service (reset, then a memory "
+     "self-test), by result (passed, reset_failed, self_test_failed)."},
     {kDraPrepareTotal, "DRA NodePrepareResources answers per claim, by result (ok, error)."},
     {kDraUnprepareTotal, "DRA NodeUnprepareResources answers per claim, by result (ok, error)."},
     {kDraSlicePublishTotal, "ResourceSlice pool publications, by result (ok, error)."},

@@ -89,6 +89,8 @@ spec:
             - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
             - --health-interval={{ $root.Values.nodeAgent.healthInterval }}
             - --kernel-error-hold={{ $root.Values.nodeAgent.kernelErrorHold }}
+            - --recover-with-self-test={{ $root.Values.nodeAgent.recovery.enabled }}
+            - --recovery-retry={{ $root.Values.nodeAgent.recovery.retryAfter }}
             - --neuron-health-condition={{ $root.Values.nodeAgent.healthConditions.neuronHealth }}
             - --accelerated-hardware-condition={{ $root.Values.nodeAgent.healthConditions.acceleratedHardwareReady }}
             - --health-condition-clear={{ $root.Values.nodeAgent.healthConditions.clearAfter }}

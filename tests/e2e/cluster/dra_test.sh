@@ -162,6 +162,12 @@ resets_at_least() {
   have="$(release_resets)"
   ((have >= $1)) || { echo "torus_device_release_resets_total{result=\"ok\"} is $have, want >= $1"; return 1; }
 }
+recoveries_passed() { metric 'torus_device_recoveries_total{result="passed"}' | cut -d. -f1; }
+recoveries_at_least() {
+  local have
+  have="$(recoveries_passed)"
+  ((have >= $1)) || { echo "torus_device_recoveries_total{result=\"passed\"} is $have, want >= $1"; return 1; }
+}
 check "unprepare removed every CDI spec" no_cdi_specs
 # Counted per batch: releases close together may share one.
 check "unprepare reset the chips (in the background)" eventually 15 resets_at_least 4
@@ -264,8 +270,11 @@ k delete pod -n e2e dra-nine-held --wait=true > /dev/null
 dra_pod dra-nine chip-nine
 sleep 8
 check "a new claim for chip 9 stays Pending while it is tainted" phase_is dra-nine Pending
+recoveries_before="$(recoveries_passed)"
 echo 0 > "$ECC"
 check "fault cleared: the taint is gone" eventually 15 taint_on neurondevice9 ""
+check "... once the agent had reset chip 9 and its self-test passed" \
+  recoveries_at_least $((recoveries_before + 1))
 check "fault cleared: the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
 saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
 check "chip 9's claim saw /dev/neuron9" saw_chip_nine

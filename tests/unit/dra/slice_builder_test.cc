@@ -249,6 +249,15 @@ TEST(SliceBuilder, FaultKindsAreLabelWords) {
   EXPECT_EQ(faultKind("device node /dev/neuron3 is missing"), "DeviceNodeMissing");
   EXPECT_EQ(faultKind("reset: device state is INVALID (2) after a reset"), "ResetFailed");
   EXPECT_EQ(faultKind("something new"), "Unhealthy");
+  // The recovery gate's reasons quote the fault that started it; their own kind wins.
+  EXPECT_EQ(faultKind("recovering: back in service after a reset and a passing self-test (left "
+                      "service for: neuron9 mem_ecc_uncorrected=2: uncorrected ECC errors)"),
+            "Recovering");
+  EXPECT_EQ(faultKind("recovery failed: self-test: device memory: mismatch (left service for: "
+                      "kernel log NEURON_HW_ERR=SRAM)"),
+            "SelfTestFailed");
+  EXPECT_EQ(faultKind("recovery failed: reset: neuron9 state INVALID (left service for: x)"),
+            "ResetFailed");
 }
 
 TEST(DriverNames, ParseOnlyWhatThePoolPublishes) {

@@ -1,0 +1,139 @@
+// Recovery through the agent binary on a simulated trn2: a device whose fault clears returns to
+// service only after the agent has reset it and its memory self-test has passed. A corrupt memory
+// BAR (the simulator's mem-corrupt) keeps it out with the problem named, until the memory works
+// again; with --recover-with-self-test=false it returns as soon as the fault clears.
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+#include "node-runtime/discovery/discovery_roots.h"
+#include "node-runtime/health/deep_check/device_memory.h"
+#include "node-runtime/simulator/sim_fault.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr int kDevice = 9;
+const std::string kHealthy9 =
+    "torus_device_healthy{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\",pod=\"\","
+    "namespace=\"\",container=\"\"}";
+
+// The value of one series in a Prometheus exposition, if present.
+std::optional<double> valueOf(const std::string& exposition, const std::string& series) {
+  std::istringstream lines(exposition);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+  }
+  return std::nullopt;
+}
+
+std::string recoveries(const std::string& result) {
+  return "torus_device_recoveries_total{result=\"" + result + "\"}";
+}
+
+class DeviceRecoveryTest : public ::testing::Test {
+ protected:
+  void start(const std::vector<std::string>& extra) {
+    auto dir = TempDir::create("device-recovery");
+    ASSERT_TRUE(dir.ok());
+    dir_ = std::make_unique<TempDir>(std::move(*dir));
+    std::vector<std::string> args = {binaryPath("neuron-node-agent"),
+                                     "--simulate=trn2.48xlarge",
+                                     "--simulate-dir=" + simDir().string(),
+                                     "--device-plugin=false",
+                                     "--metrics-addr=127.0.0.1:0",
+                                     "--admin-addr=127.0.0.1:0",
+                                     "--health-interval=100ms",
+                                     "--recovery-retry=300ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    agent_ = std::make_unique<BackgroundProcess>(args);
+    const auto log = agent_->waitForStderr("\"serving admin HTTP\"", 10s);
+    ASSERT_TRUE(log.has_value()) << agent_->stderrText();
+    port_ = loggedPort(*log, "\"serving HTTP\"");
+  }
+  void TearDown() override {
+    if (!agent_) return;
+    agent_->signal(SIGTERM);
+    EXPECT_EQ(agent_->waitExit(10s), std::optional<int>(0));
+  }
+  fs::path simDir() const { return dir_->path() / "sim"; }
+  fs::path deviceDir() const {
+    return simDir() / "sys" / "devices" / "virtual" / "neuron_device" /
+           ("neuron" + std::to_string(kDevice));
+  }
+  fs::path eccCounter() const { return deviceDir() / "stats" / "hardware" / "mem_ecc_uncorrected"; }
+  std::string metrics() const {
+    const auto reply = httpGet(port_, "/metrics");
+    return reply && reply->starts_with("200") ? reply->substr(4) : "";
+  }
+  bool healthIs(double want) const { return valueOf(metrics(), kHealthy9) == want; }
+  void faultThenClear() {
+    ASSERT_TRUE(writeFile(eccCounter(), "2\n").ok());
+    ASSERT_TRUE(eventually([&] { return healthIs(0); }, 3s)) << agent_->stderrText();
+    ASSERT_TRUE(writeFile(eccCounter(), "0\n").ok());  // write-to-clear
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<BackgroundProcess> agent_;
+  int port_ = 0;
+};
+
+TEST_F(DeviceRecoveryTest, AClearedFaultReturnsAfterAResetAndAPassingSelfTest) {
+  start({});
+  const auto resetBefore = fs::last_write_time(deviceDir() / "reset");
+  faultThenClear();
+  ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
+  EXPECT_EQ(valueOf(metrics(), recoveries("passed")), 1);
+  EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";
+  EXPECT_NE(agent_->stderrText().find("device back in service after a reset and a passing "
+                                      "self-test"),
+            std::string::npos);
+}
+
+TEST_F(DeviceRecoveryTest, AFailingSelfTestKeepsTheDeviceOutUntilItsMemoryWorks) {
+  start({});
+  const auto roots = discovery::DiscoveryRoots::under(simDir());
+  auto corrupt = simulator::parseFault("mem-corrupt:9");
+  ASSERT_TRUE(corrupt.ok());
+  ASSERT_TRUE(simulator::applyFault(simDir(), *corrupt).ok());
+  faultThenClear();
+  ASSERT_TRUE(
+      eventually([&] { return valueOf(metrics(), recoveries("self_test_failed")) >= 1; }, 5s))
+      << agent_->stderrText();
+  EXPECT_TRUE(healthIs(0)) << "a device whose self-test fails stays out of service";
+  const std::string log = agent_->stderrText();
+  EXPECT_NE(log.find("device recovery failed; it stays out of service"), std::string::npos);
+  EXPECT_NE(log.find("self-test: device memory"), std::string::npos) << log;
+  // Its memory works again (the write view is the device's memory once more): the next attempt
+  // passes and the device returns.
+  const auto files = health::deviceMemoryFiles(roots, kDevice);
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  fs::remove(files->writeCombining);
+  fs::create_hard_link(files->uncached, files->writeCombining);
+  ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
+  EXPECT_EQ(valueOf(metrics(), recoveries("passed")), 1);
+}
+
+TEST_F(DeviceRecoveryTest, WithRecoveryOffTheDeviceReturnsWhenTheFaultClears) {
+  start({"--recover-with-self-test=false"});
+  auto corrupt = simulator::parseFault("mem-corrupt:9");
+  ASSERT_TRUE(corrupt.ok());
+  ASSERT_TRUE(simulator::applyFault(simDir(), *corrupt).ok());
+  faultThenClear();
+  ASSERT_TRUE(eventually([&] { return healthIs(1); }, 3s)) << agent_->stderrText();
+  EXPECT_EQ(valueOf(metrics(), recoveries("passed")), std::nullopt);
+  EXPECT_EQ(valueOf(metrics(), recoveries("self_test_failed")), std::nullopt);
+}
+
+}  // namespace
+}  // namespace torus::testing
