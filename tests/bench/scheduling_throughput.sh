@@ -6,6 +6,7 @@
 #   tests/bench/scheduling_throughput.sh [NODES] [PODS]    (defaults: 1000 trn2 + 200 inf2, 2000)
 #   DRA_CORE_DEVICES=false ...   the DRA slices carry whole chips only (no core partitions)
 #   DRA_ONLY=1 ...               only the DRA run (the others print as 0)
+#   DRA_PROFILE=FILE ...         a 30 s CPU profile of kube-scheduler during the DRA run
 #
 # NODES is local-cluster.sh's --fake-nodes form (trn2.48xlarge:1000,inf2.48xlarge:200). For each
 # scheduler, the pods (mixed sizes: 1, 2, 4, 8, 16 cores and 1, 4 devices) are created while that
@@ -19,7 +20,9 @@
 # extender, and as a ResourceClaim (chip.neuron.aws.com, matchAttribute devicegroup4_id) through
 # kube-scheduler's DRA allocator, on the same kwok nodes, which also carry the ResourceSlices the
 # driver publishes for their type (`neuron-ls --resource-slices`, the driver's own code). Every
-# DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected.
+# DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected. The
+# DRA pods' claims (made from the template by the controller manager) exist before the scheduler
+# resumes, as the pods themselves do: creating either is not measured.
 # Needs root; stops everything it started. Prints a table and the ratios, and draws them as
 # $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
@@ -83,6 +86,29 @@ scheduler_pid() {
   esac
 }
 
+# The controller manager makes each DRA pod's ResourceClaim from its template and records it in
+# the pod's status (two API writes per pod, at its client's default 20 QPS): that is part of
+# creating the pods, not of scheduling them, so the scheduler resumes only once every pod has its
+# claim. How long that took is written to $STATE_DIR/claims-NAMESPACE and printed at the end.
+wait_for_claims() {
+  local namespace="$1" started=$SECONDS made=0
+  while ((SECONDS < started + 900)); do
+    made="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.status.resourceClaimStatuses[0].resourceClaimName}{"\n"}{end}' | grep -c . || true)"
+    ((made >= PODS)) && break
+    sleep 2
+  done
+  echo "$made $((SECONDS - started))" > "$STATE_DIR/claims-$namespace"
+}
+
+# DRA_PROFILE=FILE: a 30 s CPU profile of kube-scheduler while it places the DRA pods (Go's
+# pprof format: go tool pprof -top FILE).
+profile_scheduler() {
+  sleep 5
+  curl -sfk --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
+    "https://127.0.0.1:$SCHEDULER_PORT/debug/pprof/profile?seconds=30" -o "$1" ||
+    echo "no profile: kube-scheduler's /debug/pprof did not answer" >&2
+}
+
 # measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second".
 measure() {
   local scheduler="$1" namespace="$2" kind="${3:-mixed}" pid
@@ -108,7 +134,9 @@ spec:
 YAML
   kill -STOP "$pid"
   pods "$namespace" "$scheduler" "$PODS" "$kind" | k create -f - > /dev/null
+  [[ "$kind" == dra4 ]] && wait_for_claims "$namespace"
   kill -CONT "$pid"
+  [[ "$kind" == dra4 && -n "${DRA_PROFILE:-}" ]] && profile_scheduler "$DRA_PROFILE" > /dev/null &
   local deadline=$((SECONDS + 900)) bound=0
   while ((SECONDS < deadline)); do
     bound="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)"
@@ -238,6 +266,8 @@ printf '\n%-44s %6s %9s %8s %12s\n' "4 CONNECTED CHIPS ON trn2" "PODS" "SECONDS"
 printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler, aws.amazon.com/neuron: 4" "$d4_pods" "$d4_seconds" "$d4_rate" "-"
 printf '%-44s %6d %9.0f %8.1f %12s\n' "neuron-scheduler + extender, neuron: 4" "$e4_pods" "$e4_seconds" "$e4_rate" "$e4_valid/$e4_total"
 printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler DRA, claim (devicegroup4_id)" "$dra_pods" "$dra_seconds" "$dra_rate" "$dra_valid/$dra_total"
+read -r claims_made claims_seconds < "$STATE_DIR/claims-bench-dra"
+echo "(before the DRA run, with the scheduler paused, the controller manager made $claims_made claims from the template in $claims_seconds s)"
 if [[ "${DRA_ONLY:-0}" == 1 ]]; then
   echo "DRA only: no same-run baseline (run without DRA_ONLY for the ratios)"
 else
