@@ -12,6 +12,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 source "$REPO/tests/e2e/cluster/lib.sh"
+source "$REPO/tests/e2e/cluster/dra_lib.sh"
 
 cluster_test_setup torus-dra "${1:-}"
 
@@ -29,67 +30,9 @@ EXPECTED_LNC=2
 export CORES_PER_DEVICE EXPECTED_LNC
 k create namespace e2e > /dev/null
 
-agent_pod() {
-  k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
-    -o jsonpath='{.items[0].metadata.name}'
-}
-agent_ready() {
-  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
-    -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" == True ]]
-}
-allocations() { curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations"; }
-claims_prepared() {
-  local count
-  count="$(allocations | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["claims"]))')"
-  [[ "$count" == "$1" ]] || { echo "the agent has $count prepared claims, want $1"; return 1; }
-}
-metric() {
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
-    awk -v series="$1" '$1 == series { print $2; found = 1 } END { if (!found) print 0 }'
-}
 
-# The pool as the API holds it: one JSON object per device, by name.
-pool_devices() {
-  k get resourceslices -o json | python3 -c '
-import json, sys
-node = sys.argv[1]
-devices = {}
-for s in json.load(sys.stdin)["items"]:
-    if s["spec"]["driver"] == "neuron.aws.com" and s["spec"].get("nodeName") == node:
-        for d in s["spec"].get("devices", []):
-            devices[d["name"]] = d
-json.dump(devices, sys.stdout)' "$NODE_NAME"
-}
 
-# dra_pod NAME TEMPLATE [STAY]: a pod with one claim from TEMPLATE that reports what it got.
-dra_pod() {
-  local name="$1" template="$2" stay="${3:-0}"
-  k apply -f - > /dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $name
-  namespace: e2e
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log; sleep $stay']
-      resources:
-        claims:
-          - name: neurons
-  resourceClaims:
-    - name: neurons
-      resourceClaimTemplateName: $template
-YAML
-}
 
-# The ResourceClaimTemplate of an example file (its first document), in namespace e2e.
-apply_example_template() {
-  awk '/^---$/ { exit } { print }' "$REPO/deploy/examples/dra/$1" | k apply -n e2e -f - > /dev/null
-}
 
 echo "== the driver registers and publishes the pool"
 check "the DRA agent runs on the node labelled for DRA" eventually 120 agent_ready
@@ -97,10 +40,6 @@ no_plugin_agent() {
   [[ -z "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent -o name)" ]]
 }
 check "no device-plugin agent on that node" no_plugin_agent
-# The agent's log as kubelet keeps it (`kubectl logs` needs a kubelet address, and a kubelet on
-# loopback only publishes none).
-agent_log() { cat /var/log/pods/kube-system_"$(agent_pod)"_*/node-agent/*.log; }
-plugin_registered() { agent_log | grep -q "kubelet registered the DRA plugin"; }
 check "kubelet registered the plugin" eventually 60 plugin_registered
 check "DeviceClasses neuron.aws.com, chip. and core. are installed" \
   k get deviceclass neuron.aws.com chip.neuron.aws.com core.neuron.aws.com
@@ -133,11 +72,6 @@ echo "== claims from the examples run with the devices and environment they aske
 for example in 1-device 1x4-connected-devices all-devices 4-cores-one-chip lnc1 specific-driver-version; do
   apply_example_template "$example.yaml"
 done
-run_claim() {
-  local name="$1" template="$2"
-  dra_pod "$name" "$template"
-  eventually 120 pod_succeeded "$name"
-}
 check "one chip: pod succeeds" run_claim dra-one one-chip
 check "one chip: 1 device, its 4 cores, LNC 2" check_pod_saw dra-one neuron 1
 check "four connected chips: pod succeeds" run_claim dra-four four-connected-chips
@@ -151,22 +85,11 @@ saw_lnc1_chip() { CORES_PER_DEVICE=8 EXPECTED_LNC=1 check_pod_saw "$1" neuron 1;
 check "LNC 1 by NeuronConfig: 8 cores numbered at LNC 1" saw_lnc1_chip dra-lnc1
 check "a driver-version selector: pod succeeds" run_claim dra-version driver-version
 check "every claim was unprepared once its pod finished" eventually 60 claims_prepared 0
-no_cdi_specs() {
-  local left
-  left="$(find "$CDI_DIR" -name 'neuron.aws.com-*.json' | wc -l)"
-  [[ "$left" == 0 ]] || { echo "$left CDI specs left in $CDI_DIR"; return 1; }
-}
 release_resets() { metric 'torus_device_release_resets_total{result="ok"}' | cut -d. -f1; }
 resets_at_least() {
   local have
   have="$(release_resets)"
   ((have >= $1)) || { echo "torus_device_release_resets_total{result=\"ok\"} is $have, want >= $1"; return 1; }
-}
-recoveries_passed() { metric 'torus_device_recoveries_total{result="passed"}' | cut -d. -f1; }
-recoveries_at_least() {
-  local have
-  have="$(recoveries_passed)"
-  ((have >= $1)) || { echo "torus_device_recoveries_total{result=\"passed\"} is $have, want >= $1"; return 1; }
 }
 check "unprepare removed every CDI spec" no_cdi_specs
 # Counted per batch: releases close together may share one.
@@ -219,7 +142,6 @@ event_names_field() {
     grep -o "NeuronConfig.logicalNeuronCore is 3[^\"]*" | head -n 1 | grep .
 }
 check "logicalNeuronCore 3: the pod's event names the field" eventually 90 event_names_field dra-lnc3
-phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }
 check "logicalNeuronCore 3: the pod does not start" phase_is dra-lnc3 Pending
 k delete pod -n e2e dra-seventeen dra-lnc3 --wait=false > /dev/null
 check "the driver keeps serving after the bad config" run_claim dra-after-bad one-chip

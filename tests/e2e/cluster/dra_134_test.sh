@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The DRA driver on Kubernetes 1.34, the oldest release EKS runs it on: the same local cluster as
+# dra_test.sh (upstream's components, containerd with CDI, a simulated trn2.48xlarge labelled for
+# DRA) at v1.34.4, where partitionable devices, device taints and extended-resource mapping are
+# alpha and off. The driver must notice what the API server drops and fall back: whole chips only
+# (no core partitions, whose counters would be dropped) and unhealthy chips left out of the pool
+# (no taints). Checked: the fallbacks, claims for 1, 4 connected and all chips and LNC 1, a fault
+# that takes a chip out and the recovery that brings it back, unprepare.
+#
+# Usage: tests/e2e/cluster/dra_134_test.sh [--keep]   (--keep leaves the cluster running)
+# Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Every wait is bounded.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
+source "$REPO/tests/e2e/cluster/lib.sh"
+source "$REPO/tests/e2e/cluster/dra_lib.sh"
+K8S_134=v1.34.4
+
+cluster_test_setup torus-dra-134 "${1:-}"
+
+started=$SECONDS
+echo "== local cluster in DRA mode on Kubernetes $K8S_134 (state: $STATE_DIR)"
+cluster up --dra --k8s-version="$K8S_134"
+source "$STATE_DIR/cluster.env"
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT
+echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
+
+CORES_PER_DEVICE=4
+EXPECTED_LNC=2
+export CORES_PER_DEVICE EXPECTED_LNC
+k create namespace e2e > /dev/null
+
+server_is_134() { k version -o json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)["serverVersion"]["gitVersion"]
+assert v.startswith("v1.34."), v'; }
+check "the API server is 1.34" server_is_134
+
+echo "== the driver registers and falls back to what 1.34 keeps"
+check "the DRA agent runs" eventually 120 agent_ready
+check "kubelet registered the plugin" eventually 60 plugin_registered
+whole_chips_only() {
+  pool_devices | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+chips = [n for n in d if n.startswith("neurondevice")]
+cores = [n for n in d if n.startswith("neuroncore")]
+assert len(chips) == 16 and not cores, f"{len(chips)} chips, {len(cores)} cores"
+assert all("consumesCounters" not in d[n] for n in chips), "a chip still consumes counters"'
+}
+check "16 whole chips and no core partitions published" eventually 60 whole_chips_only
+said_counters_dropped() { agent_log | grep -q "the API server dropped device counters"; }
+check "the agent said why (counters dropped)" said_counters_dropped
+
+echo "== claims for chips run with the devices and environment they asked for"
+for example in 1-device 1x4-connected-devices all-devices lnc1; do
+  apply_example_template "$example.yaml"
+done
+check "one chip: pod succeeds" run_claim dra-one one-chip
+check "one chip: 1 device, its 4 cores, LNC 2" check_pod_saw dra-one neuron 1
+check "four connected chips: pod succeeds" run_claim dra-four four-connected-chips
+check "four connected chips: NeuronLink-connected" check_pod_saw dra-four neuron 4
+check "all chips: pod succeeds" run_claim dra-all all-chips
+check "all chips: 16 devices, 64 cores" check_pod_saw dra-all neuron 16
+check "LNC 1 by NeuronConfig: pod succeeds" run_claim dra-lnc1 one-chip-lnc1
+saw_lnc1_chip() { CORES_PER_DEVICE=8 EXPECTED_LNC=1 check_pod_saw "$1" neuron 1; }
+check "LNC 1 by NeuronConfig: 8 cores numbered at LNC 1" saw_lnc1_chip dra-lnc1
+check "every claim was unprepared once its pod finished" eventually 60 claims_prepared 0
+check "unprepare removed every CDI spec" no_cdi_specs
+
+echo "== a hardware fault takes the chip out of the pool; recovered, it comes back"
+ECC="$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron9/stats/hardware/mem_ecc_uncorrected"
+k apply -n e2e -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: chip-nine
+spec:
+  spec:
+    devices:
+      requests:
+        - name: neurons
+          exactly:
+            deviceClassName: chip.neuron.aws.com
+            selectors:
+              - cel:
+                  expression: device.attributes["neuron.aws.com"].deviceId == 9
+YAML
+in_pool() {
+  pool_devices | python3 -c '
+import json, sys
+name, want = sys.argv[1], sys.argv[2] == "yes"
+have = name in json.load(sys.stdin)
+assert have == want, f"{name} in the pool: {have}, want {want}"' "$1" "$2"
+}
+echo 2 > "$ECC"
+check "uncorrected ECC on chip 9: it leaves the pool" eventually 15 in_pool neurondevice9 no
+check "... and its neighbour stays" in_pool neurondevice8 yes
+said_taints_dropped() { agent_log | grep -q "the API server dropped device taints"; }
+check "the agent said why (taints dropped)" said_taints_dropped
+dra_pod dra-nine chip-nine
+sleep 8
+check "a claim for chip 9 stays Pending while it is out" phase_is dra-nine Pending
+recoveries_before="$(recoveries_passed)"
+echo 0 > "$ECC"
+check "fault cleared: chip 9 is back in the pool" eventually 30 in_pool neurondevice9 yes
+check "... once the agent had reset it and its self-test passed" \
+  recoveries_at_least $((recoveries_before + 1))
+check "the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
+saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
+check "chip 9's claim saw /dev/neuron9" saw_chip_nine
+
+echo "== uninstall removes the pool"
+k delete pods -n e2e --all --wait=true > /dev/null
+"$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait > /dev/null
+no_slices() {
+  local left
+  left="$(k get resourceslices -o name | wc -l)"
+  [[ "$left" == 0 ]] || { echo "$left ResourceSlices left"; return 1; }
+}
+check "helm uninstall: the node's ResourceSlices are gone" eventually 180 no_slices
+
+echo
+echo "$PASSED passed, $FAILED failed ($((SECONDS - started)) s)"
+((FAILED == 0))

@@ -1,0 +1,97 @@
+# Helpers of the DRA end-to-end tests (dra_test.sh on the default Kubernetes, dra_134_test.sh on
+# 1.34): the agent, its metrics, the pool as the API holds it, claim pods and their examples.
+# Sourced after lib.sh, with cluster.env loaded.
+
+agent_pod() {
+  k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
+    -o jsonpath='{.items[0].metadata.name}'
+}
+
+agent_ready() {
+  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
+    -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+
+allocations() { curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations"; }
+
+claims_prepared() {
+  local count
+  count="$(allocations | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["claims"]))')"
+  [[ "$count" == "$1" ]] || { echo "the agent has $count prepared claims, want $1"; return 1; }
+}
+
+metric() {
+  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+    awk -v series="$1" '$1 == series { print $2; found = 1 } END { if (!found) print 0 }'
+}
+
+# The pool as the API holds it: one JSON object per device, by name.
+pool_devices() {
+  k get resourceslices -o json | python3 -c '
+import json, sys
+node = sys.argv[1]
+devices = {}
+for s in json.load(sys.stdin)["items"]:
+    if s["spec"]["driver"] == "neuron.aws.com" and s["spec"].get("nodeName") == node:
+        for d in s["spec"].get("devices", []):
+            devices[d["name"]] = d
+json.dump(devices, sys.stdout)' "$NODE_NAME"
+}
+
+# dra_pod NAME TEMPLATE [STAY]: a pod with one claim from TEMPLATE that reports what it got.
+dra_pod() {
+  local name="$1" template="$2" stay="${3:-0}"
+  k apply -f - > /dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: e2e
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log; sleep $stay']
+      resources:
+        claims:
+          - name: neurons
+  resourceClaims:
+    - name: neurons
+      resourceClaimTemplateName: $template
+YAML
+}
+
+# The ResourceClaimTemplate of an example file (its first document), in namespace e2e.
+apply_example_template() {
+  awk '/^---$/ { exit } { print }' "$REPO/deploy/examples/dra/$1" | k apply -n e2e -f - > /dev/null
+}
+
+# The agent's log as kubelet keeps it (`kubectl logs` needs a kubelet address, and a kubelet on
+# loopback only publishes none).
+agent_log() { cat /var/log/pods/kube-system_"$(agent_pod)"_*/node-agent/*.log; }
+
+plugin_registered() { agent_log | grep -q "kubelet registered the DRA plugin"; }
+
+run_claim() {
+  local name="$1" template="$2"
+  dra_pod "$name" "$template"
+  eventually 120 pod_succeeded "$name"
+}
+
+no_cdi_specs() {
+  local left
+  left="$(find "$CDI_DIR" -name 'neuron.aws.com-*.json' | wc -l)"
+  [[ "$left" == 0 ]] || { echo "$left CDI specs left in $CDI_DIR"; return 1; }
+}
+
+recoveries_passed() { metric 'torus_device_recoveries_total{result="passed"}' | cut -d. -f1; }
+
+recoveries_at_least() {
+  local have
+  have="$(recoveries_passed)"
+  ((have >= $1)) || { echo "torus_device_recoveries_total{result=\"passed\"} is $have, want >= $1"; return 1; }
+}
+
+phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }
