@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Torus and runs every test (unit, integration, e2e) with CTest, then the end-to-end tests
 # on a real Kubernetes (tests/e2e/cluster/real_cluster_test.sh for the device plugin and extender,
-# dra_test.sh for the DRA driver: build upstream's components once, need root).
+# dra_test.sh for the DRA driver, dra_134_test.sh for its fallbacks on Kubernetes 1.34: build
+# upstream's components once per version, need root).
 #
 #   scripts/test.sh                               build/ (RelWithDebInfo, warnings as errors)
 #   scripts/test.sh --sanitize=address,undefined  build-asan/ with ASan+UBSan (CTest only)
@@ -47,4 +48,5 @@ if ((cluster)); then
   fi
   tests/e2e/cluster/real_cluster_test.sh
   tests/e2e/cluster/dra_test.sh
+  tests/e2e/cluster/dra_134_test.sh
 fi
