@@ -569,7 +569,10 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
       kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
   // Who holds what, as kubelet's pod-resources lists it, with the cores and devices behind it.
   kubelet.setAssignments({{kDevices, {"2"}}});
-  const int port = loggedPort(agent.stderrText(), "\"serving HTTP\"");
+  // Registration comes before the agent serves HTTP: wait for the line that names the port.
+  const auto serving = agent.waitForStderr("\"serving HTTP\"", 10s);
+  ASSERT_TRUE(serving.has_value()) << agent.stderrText();
+  const int port = loggedPort(*serving, "\"serving HTTP\"");
   std::optional<nlohmann::json> holders;
   const auto deadline = std::chrono::steady_clock::now() + 5s;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -157,7 +157,10 @@ TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
                            "--pod-resources-socket=" + podResources, "--metrics-addr=127.0.0.1:0",
                            "--admin-addr=127.0.0.1:0", "--publish-node=false"});
   ASSERT_TRUE(kubelet.waitForRegistration("aws.amazon.com/neuron", 1, 20s)) << agent.stderrText();
-  const int port = loggedPort(agent.stderrText(), "\"serving HTTP\"");
+  // Registration comes before the agent serves HTTP: wait for the line that names the port.
+  const auto serving = agent.waitForStderr("\"serving HTTP\"", 10s);
+  ASSERT_TRUE(serving.has_value()) << agent.stderrText();
+  const int port = loggedPort(*serving, "\"serving HTTP\"");
   json pod = makePod("kube-system", "torus-node-agent-x", "example.com/none", 1);
   pod["metadata"]["labels"]["app.kubernetes.io/component"] = "node-agent";
   pod["spec"]["nodeName"] = "trn-a";
