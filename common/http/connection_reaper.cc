@@ -16,6 +16,7 @@
 
 #include "common/base/log.h"
 #include "common/base/unique_fd.h"
+#include "common/metrics/event_counters.h"
 
 namespace torus::http {
 namespace {
@@ -132,7 +133,7 @@ void ConnectionReaper::start() {
 
 void ConnectionReaper::sweep(Clock::time_point now) {
   std::vector<Socket> sockets = findConnections(localPort_);
-  std::vector<const Socket*> toShut;
+  std::vector<std::pair<const Socket*, const char*>> toShut;  // and why
   std::vector<std::pair<Clock::time_point, const Socket*>> idle;
   {
     std::lock_guard lock(mutex_);
@@ -161,10 +162,10 @@ void ConnectionReaper::sweep(Clock::time_point now) {
       live[socket.inode] = connection;
       if (handling.active > 0) continue;
       if (now - connection.lastProgress > limits_.requestDeadline) {
-        toShut.push_back(&socket);
+        toShut.emplace_back(&socket, "deadline");
       } else if (limits_.requestBytes > 0 &&
                  socket.bytesReceived - connection.bytesAtProgress > limits_.requestBytes) {
-        toShut.push_back(&socket);
+        toShut.emplace_back(&socket, "bytes");
       } else {
         idle.emplace_back(connection.lastProgress, &socket);
       }
@@ -177,7 +178,7 @@ void ConnectionReaper::sweep(Clock::time_point now) {
                 [](const auto& a, const auto& b) { return a.first < b.first; });
       const std::size_t excess = std::min(remaining - limits_.maxConnections, idle.size());
       for (std::size_t i = 0; i < excess; ++i) {
-        toShut.push_back(idle[i].second);
+        toShut.emplace_back(idle[i].second, "cap");
       }
     }
     connections_ = std::move(live);
@@ -185,9 +186,10 @@ void ConnectionReaper::sweep(Clock::time_point now) {
       return entry.second.active == 0 && !peers.contains(entry.first);
     });
   }
-  for (const Socket* socket : toShut) {
+  for (const auto& [socket, reason] : toShut) {
     TORUS_LOG(Debug, Http, "cutting a connection that is too slow, too large or one too many",
-              {"peer", socket->peer});
+              {"peer", socket->peer}, {"reason", reason});
+    metrics::processCounters().add(metrics::names::kHttpConnectionsCutTotal, {{"reason", reason}});
     abort(socket->fd.get());
   }
 }

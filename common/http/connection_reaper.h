@@ -9,9 +9,10 @@
 // address and port, which identify the connection); any other connection must deliver its
 // next complete request within `requestDeadline` of its accept or of its previous answer, and
 // within `requestBytes` of what the kernel counted it had received then. A connection that does not
-// is shut down, which wakes the worker blocked on it; the worker closes it as usual. Every socket
-// is acted on through a dup of its descriptor, checked to be the same connection, so a descriptor
-// number reused by a new connection is never touched.
+// is shut down, which wakes the worker blocked on it; the worker closes it as usual, and the cut
+// is counted by reason (metrics::names::kHttpConnectionsCutTotal: deadline, bytes, cap). Every
+// socket is acted on through a dup of its descriptor, checked to be the same connection, so a
+// descriptor number reused by a new connection is never touched.
 #pragma once
 
 #include <chrono>

@@ -44,6 +44,12 @@ inline constexpr const char* kRecoveriesTotal = "torus_device_recoveries_total";
 inline constexpr const char* kDraPrepareTotal = "torus_dra_prepare_total";
 inline constexpr const char* kDraUnprepareTotal = "torus_dra_unprepare_total";
 inline constexpr const char* kDraSlicePublishTotal = "torus_dra_slice_publish_total";
+
+// Both daemons: connections their HTTP servers cut (common/http/connection_reaper.h), by reason.
+inline constexpr const char* kHttpConnectionsCutTotal = "torus_http_connections_cut_total";
+inline constexpr const char* kHttpConnectionsCutHelp =
+    "Connections the HTTP server cut, by reason: deadline (a request not whole within the "
+    "request deadline), bytes (over the per-request byte budget), cap (one connection too many).";
 }  // namespace names
 
 }  // namespace torus::metrics

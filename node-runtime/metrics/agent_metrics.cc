@@ -64,6 +64,7 @@ const CounterFamily kEventFamilies[] = {
     {kDraPrepareTotal, "DRA NodePrepareResources answers per claim, by result (ok, error)."},
     {kDraUnprepareTotal, "DRA NodeUnprepareResources answers per claim, by result (ok, error)."},
     {kDraSlicePublishTotal, "ResourceSlice pool publications, by result (ok, error)."},
+    {kHttpConnectionsCutTotal, kHttpConnectionsCutHelp},
 };
 
 std::uint64_t valueOr(const std::map<std::string, std::uint64_t>& values, const std::string& key) {

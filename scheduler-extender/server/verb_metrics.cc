@@ -1,5 +1,6 @@
 #include "scheduler-extender/server/verb_metrics.h"
 
+#include "common/metrics/event_counters.h"
 #include "common/metrics/prometheus_text.h"
 
 namespace torus::extender {
@@ -28,6 +29,15 @@ std::string VerbMetrics::prometheusText() const {
     }
   }
   durations_.render(out, kDuration, "Time to answer a verb.");
+  // Kept process-wide by the HTTP server's connection reaper.
+  out.family(metrics::names::kHttpConnectionsCutTotal, "counter",
+             metrics::names::kHttpConnectionsCutHelp);
+  const auto counters = metrics::processCounters().snapshot();
+  if (const auto cuts = counters.find(metrics::names::kHttpConnectionsCutTotal);
+      cuts != counters.end()) {
+    for (const auto& [labels, value] : cuts->second)
+      out.sample(metrics::names::kHttpConnectionsCutTotal, labels, value);
+  }
   return out.text();
 }
 

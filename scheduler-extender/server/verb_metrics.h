@@ -1,4 +1,5 @@
-// Request counts and latency histograms per verb, in Prometheus text format for /metrics.
+// Request counts and latency histograms per verb, and the connections the HTTP server cut, in
+// Prometheus text format for /metrics.
 #pragma once
 
 #include <chrono>

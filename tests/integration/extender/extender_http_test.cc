@@ -1,12 +1,17 @@
 // neuron-scheduler-extender as kube-scheduler meets it: the binary on a simulated cluster, real
 // HTTP on loopback, the exact JSON kube-scheduler sends (captured), and bad input of every kind —
 // after each of which the server still answers the next good request.
+#include <thread>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "common/base/unique_fd.h"
+#include "tests/integration/loopback_socket.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -79,6 +84,23 @@ TEST_F(ExtenderBinaryTest, FilterPrioritizeBindWithCapturedRequests) {
   EXPECT_NE(metrics->find("torus_extender_requests_total{verb=\"bind\",result=\"ok\"} 2"),
             std::string::npos)
       << *metrics;
+}
+
+// Idle connections beyond the server's cap (200) are cut, and /metrics counts each cut by reason.
+TEST_F(ExtenderBinaryTest, ConnectionsCutOverTheCapAreCountedInMetrics) {
+  std::vector<UniqueFd> idle;
+  for (int i = 0; i < 230; ++i)
+    idle.push_back(connectLoopback(port_));
+  const std::string series = "torus_http_connections_cut_total{reason=\"cap\"} ";
+  std::string last;
+  const bool counted = eventually(
+      [&] {
+        last = httpGet(port_, "/metrics").value_or("");
+        const std::size_t at = last.find(series);
+        return at != std::string::npos && std::stod(last.substr(at + series.size())) >= 25;
+      },
+      5s);
+  EXPECT_TRUE(counted) << last;
 }
 
 TEST_F(ExtenderBinaryTest, FullNodeListModeReturnsNodes) {

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "common/base/unique_fd.h"
+#include "common/metrics/event_counters.h"
 #include "tests/integration/loopback_socket.h"
 
 namespace torus::http {
@@ -20,6 +21,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+
+// Connections cut so far for `reason`, as /metrics shows them (process-wide).
+double cutsFor(const std::string& reason) {
+  return metrics::processCounters().value(metrics::names::kHttpConnectionsCutTotal,
+                                          {{"reason", reason}});
+}
 
 // Everything the server sends until it closes or `timeout` passes; `closed` says which.
 std::string readUntilClosed(int fd, std::chrono::milliseconds timeout, bool* closed) {
@@ -83,6 +90,7 @@ TEST_F(HttpServerTest, SlowClientsAreCutAtTheRequestDeadlineWhileOthersAreServed
   options.requestDeadline = 1500ms;
   start(options);
   const int port = server_->port();
+  const double cutBefore = cutsFor("deadline");
 
   // 16 clients, each trickling one header line every 200 ms: no single recv ever times out.
   constexpr int kSlow = 16;
@@ -119,12 +127,14 @@ TEST_F(HttpServerTest, SlowClientsAreCutAtTheRequestDeadlineWhileOthersAreServed
     EXPECT_GT(held, 1000ms);  // not cut before its deadline
     EXPECT_LT(held, 2800ms);  // cut at the deadline plus a sweep, not left to trickle
   }
+  EXPECT_GE(cutsFor("deadline") - cutBefore, kSlow) << "every cut is counted, by its reason";
 }
 
 TEST_F(HttpServerTest, EndlessHeadersAreCutAtTheByteBudget) {
   ServerOptions options;
   options.maxBodyBytes = 64 * 1024;  // budget: body + 1 MiB of headers
   start(options);
+  const double cutBefore = cutsFor("bytes");
   UniqueFd fd = testing::connectLoopback(server_->port());
   ASSERT_TRUE(testing::sendAll(fd.get(), "GET /healthz HTTP/1.1\r\nHost: x\r\n"));
   std::string lines;
@@ -137,6 +147,7 @@ TEST_F(HttpServerTest, EndlessHeadersAreCutAtTheByteBudget) {
   EXPECT_LT(Clock::now(), deadline) << "the server kept reading headers";
   EXPECT_LT(sent, 64u * 1024 * 1024) << "sent " << sent << " bytes of headers before the cut";
   EXPECT_EQ(get(server_->port(), "/healthz", 1000ms), "HTTP/1.1 200 OK");
+  EXPECT_EQ(cutsFor("bytes") - cutBefore, 1);
 }
 
 TEST_F(HttpServerTest, BusyKeptAliveConnectionAndSlowHandlerAreNotCut) {
@@ -171,6 +182,7 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheCapGoIdlestFirstAndHealthStillAnswers
   ServerOptions options;
   options.maxConnections = 8;
   start(options);
+  const double cutBefore = cutsFor("cap");
   std::vector<UniqueFd> idle;
   for (int i = 0; i < 40; ++i)
     idle.push_back(testing::connectLoopback(server_->port()));
@@ -185,6 +197,7 @@ TEST_F(HttpServerTest, ConnectionsBeyondTheCapGoIdlestFirstAndHealthStillAnswers
     closed += wasClosed ? 1 : 0;
   }
   EXPECT_GE(closed, 32);
+  EXPECT_GE(cutsFor("cap") - cutBefore, 32);
 }
 
 TEST_F(HttpServerTest, StopDoesNotWaitForSlowClients) {
