@@ -119,6 +119,10 @@ void CrossResourcePreemptor::preemptOnce() {
   {
     std::lock_guard lock(mutex_);
     for (auto& [uid, entry] : waiting_) {
+      // Placed already: the extender has bound it (or is binding it) to the set its victims
+      // freed, but the pod object still carries its old Unschedulable condition. Planning again
+      // now would find that set taken — by the pod itself — and evict a second set for nothing.
+      if (state_.allocationOf(uid).has_value()) continue;
       if (!entry.victimUids.empty()) {
         const bool stillGoing = std::ranges::any_of(entry.victimUids, [&](const auto& victim) {
           return state_.allocationOf(victim).has_value();
