@@ -68,23 +68,8 @@ check "every claim was unprepared once its pod finished" eventually 60 claims_pr
 check "unprepare removed every CDI spec" no_cdi_specs
 
 echo "== a hardware fault takes the chip out of the pool; recovered, it comes back"
-ECC="$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron9/stats/hardware/mem_ecc_uncorrected"
-k apply -n e2e -f - > /dev/null <<'YAML'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata:
-  name: chip-nine
-spec:
-  spec:
-    devices:
-      requests:
-        - name: neurons
-          exactly:
-            deviceClassName: chip.neuron.aws.com
-            selectors:
-              - cel:
-                  expression: device.attributes["neuron.aws.com"].deviceId == 9
-YAML
+ECC="$(ecc_counter 9)"
+apply_chip_nine_template
 in_pool() {
   pool_devices | python3 -c '
 import json, sys
@@ -109,16 +94,4 @@ check "the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
 saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
 check "chip 9's claim saw /dev/neuron9" saw_chip_nine
 
-echo "== uninstall removes the pool"
-k delete pods -n e2e --all --wait=true > /dev/null
-"$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait > /dev/null
-no_slices() {
-  local left
-  left="$(k get resourceslices -o name | wc -l)"
-  [[ "$left" == 0 ]] || { echo "$left ResourceSlices left"; return 1; }
-}
-check "helm uninstall: the node's ResourceSlices are gone" eventually 180 no_slices
-
-echo
-echo "$PASSED passed, $FAILED failed ($((SECONDS - started)) s)"
-((FAILED == 0))
+uninstall_and_report

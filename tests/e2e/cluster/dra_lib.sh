@@ -95,3 +95,46 @@ recoveries_at_least() {
 }
 
 phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }
+
+# The simulated node's uncorrected-ECC counter of chip N: writing it injects (or clears) a fault.
+ecc_counter() {
+  echo "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$1/stats/hardware/mem_ecc_uncorrected"
+}
+
+# ResourceClaimTemplate chip-nine in namespace e2e: one chip, and it must be chip 9.
+apply_chip_nine_template() {
+  k apply -n e2e -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: chip-nine
+spec:
+  spec:
+    devices:
+      requests:
+        - name: neurons
+          exactly:
+            deviceClassName: chip.neuron.aws.com
+            selectors:
+              - cel:
+                  expression: device.attributes["neuron.aws.com"].deviceId == 9
+YAML
+}
+
+# The end of every DRA e2e: helm uninstall must take the node's pool with it; then the tally
+# (the script's exit status).
+uninstall_and_report() {
+  echo "== uninstall removes the pool"
+  k delete pods -n e2e --all --wait=true > /dev/null
+  "$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait \
+    > /dev/null
+  no_slices() {
+    local left
+    left="$(k get resourceslices -o name | wc -l)"
+    [[ "$left" == 0 ]] || { echo "$left ResourceSlices left"; return 1; }
+  }
+  check "helm uninstall: the node's ResourceSlices are gone" eventually 180 no_slices
+  echo
+  echo "$PASSED passed, $FAILED failed ($((SECONDS - started)) s)"
+  ((FAILED == 0))
+}

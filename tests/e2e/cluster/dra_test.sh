@@ -147,7 +147,7 @@ k delete pod -n e2e dra-seventeen dra-lnc3 --wait=false > /dev/null
 check "the driver keeps serving after the bad config" run_claim dra-after-bad one-chip
 
 echo "== a hardware fault taints the chip; cleared, the taint goes"
-ECC="$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron9/stats/hardware/mem_ecc_uncorrected"
+ECC="$(ecc_counter 9)"
 taint_on() {
   pool_devices | python3 -c '
 import json, sys
@@ -156,22 +156,7 @@ taints = json.load(sys.stdin)[name].get("taints", [])
 have = ",".join(t["key"] + "=" + t.get("value", "") + ":" + t["effect"] for t in taints)
 assert have == want, f"{name} taints: {have!r}, want {want!r}"' "$1" "$2"
 }
-k apply -n e2e -f - > /dev/null <<'YAML'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata:
-  name: chip-nine
-spec:
-  spec:
-    devices:
-      requests:
-        - name: neurons
-          exactly:
-            deviceClassName: chip.neuron.aws.com
-            selectors:
-              - cel:
-                  expression: device.attributes["neuron.aws.com"].deviceId == 9
-YAML
+apply_chip_nine_template
 # What kubelet shows in the pod's status from the driver's resource-health stream.
 resource_health_is() {
   local health
@@ -310,16 +295,4 @@ check "a third such pod stays Pending: both nodes are full" unplaced mixed-c
 k delete pod -n e2e mixed-a mixed-b mixed-c --wait=true > /dev/null
 check "the DRA node's claim is unprepared after the mixed pods" eventually 60 claims_prepared 0
 
-echo "== uninstall removes the pool"
-k delete pods -n e2e --all --wait=true > /dev/null
-"$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" uninstall torus -n kube-system --wait > /dev/null
-no_slices() {
-  local left
-  left="$(k get resourceslices -o name | wc -l)"
-  [[ "$left" == 0 ]] || { echo "$left ResourceSlices left"; return 1; }
-}
-check "helm uninstall: the node's ResourceSlices are gone" eventually 180 no_slices
-
-echo
-echo "$PASSED passed, $FAILED failed ($((SECONDS - started)) s)"
-((FAILED == 0))
+uninstall_and_report
