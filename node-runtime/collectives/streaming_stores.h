@@ -27,27 +27,8 @@ inline bool worthStreaming(std::size_t bytes) {
   return bytes >= kStreamingBytes;
 }
 
-// One line from `line` (any alignment) to dst. Streaming needs dst on a 16-byte boundary; a
-// destination off it is stored through the cache instead.
-inline void storeLine(std::byte* dst, const std::byte* line, bool streaming) {
-#if defined(__SSE2__)
-  if (streaming && (reinterpret_cast<std::uintptr_t>(dst) & 15U) == 0) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 32));
-    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + 48), d);
-    return;
-  }
-#endif
-  (void)streaming;
-  std::memcpy(dst, line, kLineBytes);
-}
-
-// One line given as four 16-byte vectors (GCC/Clang vector types) to dst, as storeLine does.
+// One line given as four 16-byte vectors (GCC/Clang vector types) to dst. Streaming needs dst on
+// a 16-byte boundary; a destination off it is stored through the cache instead.
 template <typename Vec>
 inline void storeVectors(std::byte* dst, Vec a, Vec b, Vec c, Vec d, bool streaming) {
   static_assert(sizeof(Vec) == 16);
@@ -65,6 +46,18 @@ inline void storeVectors(std::byte* dst, Vec a, Vec b, Vec c, Vec d, bool stream
   std::memcpy(dst + 16, &b, 16);
   std::memcpy(dst + 32, &c, 16);
   std::memcpy(dst + 48, &d, 16);
+}
+
+// One line from `line` (any alignment) to dst, as storeVectors stores it.
+inline void storeLine(std::byte* dst, const std::byte* line, bool streaming) {
+  // Four separate values, not an array, so that they stay in registers.
+  typedef unsigned char Bytes __attribute__((vector_size(16)));
+  Bytes a, b, c, d;
+  std::memcpy(&a, line, 16);
+  std::memcpy(&b, line + 16, 16);
+  std::memcpy(&c, line + 32, 16);
+  std::memcpy(&d, line + 48, 16);
+  storeVectors(dst, a, b, c, d, streaming);
 }
 
 // n bytes from src to dst (not overlapping); with `streaming`, whole lines go around the cache
