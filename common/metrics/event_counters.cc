@@ -18,9 +18,14 @@ double EventCounters::value(std::string_view family, const Labels& labels) const
   return found == it->second.end() ? 0 : found->second;
 }
 
-std::map<std::string, std::map<Labels, double>> EventCounters::snapshot() const {
+void EventCounters::render(PrometheusText& out, std::string_view family,
+                           std::string_view help) const {
+  out.family(family, "counter", help);
   std::lock_guard lock(mutex_);
-  return {values_.begin(), values_.end()};
+  const auto it = values_.find(family);
+  if (it == values_.end()) return;
+  for (const auto& [labels, value] : it->second)
+    out.sample(family, labels, value);
 }
 
 EventCounters& processCounters() {

@@ -17,8 +17,8 @@ class EventCounters {
  public:
   void add(std::string_view family, const Labels& labels, double amount = 1);
   double value(std::string_view family, const Labels& labels) const;
-  // family -> labels -> value
-  std::map<std::string, std::map<Labels, double>> snapshot() const;
+  // The family as a Prometheus counter: HELP and TYPE always, a sample per label set counted.
+  void render(PrometheusText& out, std::string_view family, std::string_view help) const;
 
  private:
   mutable std::mutex mutex_;

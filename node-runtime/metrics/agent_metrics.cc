@@ -203,14 +203,8 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
              "Driver counter files that could not be read in this scrape.");
   out.sample("torus_sysfs_read_errors", base, static_cast<double>(stats.problems.size()));
 
-  const auto snapshot = counters.snapshot();
-  for (const CounterFamily& family : kEventFamilies) {
-    out.family(family.name, "counter", family.help);
-    if (const auto it = snapshot.find(family.name); it != snapshot.end()) {
-      for (const auto& [labels, value] : it->second)
-        out.sample(family.name, labels, value);
-    }
-  }
+  for (const CounterFamily& family : kEventFamilies)
+    counters.render(out, family.name, family.help);
   histograms.render(out, metrics::names::kAllocateSeconds,
                     "Time to answer kubelet's Allocate, by resource.");
   histograms.render(out, metrics::names::kDraRequestSeconds,

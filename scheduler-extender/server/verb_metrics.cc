@@ -30,14 +30,8 @@ std::string VerbMetrics::prometheusText() const {
   }
   durations_.render(out, kDuration, "Time to answer a verb.");
   // Kept process-wide by the HTTP server's connection reaper.
-  out.family(metrics::names::kHttpConnectionsCutTotal, "counter",
-             metrics::names::kHttpConnectionsCutHelp);
-  const auto counters = metrics::processCounters().snapshot();
-  if (const auto cuts = counters.find(metrics::names::kHttpConnectionsCutTotal);
-      cuts != counters.end()) {
-    for (const auto& [labels, value] : cuts->second)
-      out.sample(metrics::names::kHttpConnectionsCutTotal, labels, value);
-  }
+  metrics::processCounters().render(out, metrics::names::kHttpConnectionsCutTotal,
+                                    metrics::names::kHttpConnectionsCutHelp);
   return out.text();
 }
 
