@@ -48,36 +48,34 @@ void DeviceRecovery::recoverWaiting() {
     const auto failed = lastFailure_.find(device);
     if (failed != lastFailure_.end() && now - failed->second < options_.retryAfter) continue;
     const auto started = std::chrono::steady_clock::now();
-    const Result<void> outcome = resetAndTest(device);
+    const Attempt attempt = resetAndTest(device);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (outcome) {
+    metrics::processCounters().add(metrics::names::kRecoveriesTotal, {{"result", attempt.result}});
+    if (attempt.outcome) {
       lastFailure_.erase(device);
-      metrics::processCounters().add(metrics::names::kRecoveriesTotal, {{"result", "passed"}});
       TORUS_LOG(Info, Health, "device back in service after a reset and a passing self-test",
                 {"device", device}, {"seconds", seconds});
     } else {
       lastFailure_[device] = std::chrono::steady_clock::now();
-      const bool resetFailed = outcome.error().message.starts_with("reset:");
-      metrics::processCounters().add(
-          metrics::names::kRecoveriesTotal,
-          {{"result", resetFailed ? "reset_failed" : "self_test_failed"}});
       TORUS_LOG(Warn, Health, "device recovery failed; it stays out of service", {"device", device},
-                {"problem", outcome.error().message},
+                {"problem", attempt.outcome.error().message},
                 {"retry_after_ms", static_cast<std::int64_t>(options_.retryAfter.count())});
     }
-    monitor_.reportRecovery(device, outcome);
+    monitor_.reportRecovery(device, attempt.outcome);
   }
 }
 
-Result<void> DeviceRecovery::resetAndTest(int device) {
+DeviceRecovery::Attempt DeviceRecovery::resetAndTest(int device) {
   if (auto reset = reset::resetDevice(monitor_.roots(), device, options_.reset); !reset) {
-    return makeError(ErrorCode::kUnavailable, "reset: " + reset.error().message);
+    return {makeError(ErrorCode::kUnavailable, "reset: " + reset.error().message), "reset_failed"};
   }
   const health::MemoryTestResult memory =
       health::testDeviceMemory(monitor_.roots(), device, options_.selfTestBytes);
-  if (!memory.passed) return makeError(ErrorCode::kUnavailable, "self-test: " + memory.problem);
-  return okResult();
+  if (!memory.passed) {
+    return {makeError(ErrorCode::kUnavailable, "self-test: " + memory.problem), "self_test_failed"};
+  }
+  return {okResult(), "passed"};
 }
 
 }  // namespace torus::agent

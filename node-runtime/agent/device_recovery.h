@@ -45,7 +45,12 @@ class DeviceRecovery {
   void loop(std::stop_token stop);
   // One pass: every waiting, idle device not tried within retryAfter.
   void recoverWaiting();
-  Result<void> resetAndTest(int device);
+  // An attempt's outcome (its error names the step) and its torus_device_recoveries_total result.
+  struct Attempt {
+    Result<void> outcome;
+    const char* result;  // passed, reset_failed, self_test_failed
+  };
+  Attempt resetAndTest(int device);
 
   health::NodeMonitor& monitor_;
   const RecoveryOptions options_;

@@ -216,9 +216,7 @@ bool NodeMonitor::refresh() {
           topology::DeviceHealth::unhealthy("discovery failed: " + found.error().message);
     }
   }
-  overlayKernelErrors(next);
-  overlayDeepCheck(next);
-  applyRecoveryGate(next);
+  applyOverlays(next);
   const bool changed = publish(std::move(next));
   if (pendingChanged && !changed) notifier_.notify();  // the publisher shows what is pending
   return changed || pendingChanged;
@@ -242,9 +240,7 @@ bool NodeMonitor::refreshHealth() {
                                  ? topology::DeviceHealth{}
                                  : topology::DeviceHealth::unhealthy(joinStrings(problems, "; "));
   }
-  overlayKernelErrors(next);
-  overlayDeepCheck(next);
-  applyRecoveryGate(next);
+  applyOverlays(next);
   return publish(std::move(next));
 }
 
@@ -310,7 +306,9 @@ void NodeMonitor::enableRecoveryGate() {
   refreshHealth();
 }
 
-void NodeMonitor::applyRecoveryGate(topology::Node& next) {
+void NodeMonitor::applyOverlays(topology::Node& next) {
+  overlayKernelErrors(next);
+  overlayDeepCheck(next);
   std::lock_guard lock(mutex_);
   if (recoveryGate_) recoveryGate_->apply(next);
 }

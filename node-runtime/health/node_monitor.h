@@ -90,8 +90,9 @@ class NodeMonitor {
   // Marks devices with a kernel-reported error inside the hold window (with mutex_ not held).
   void overlayKernelErrors(topology::Node& next);
   void overlayDeepCheck(topology::Node& next);
-  // Last of the overlays: holds back devices whose cause cleared until they recover.
-  void applyRecoveryGate(topology::Node& next);
+  // Both overlays, then the recovery gate, which holds back devices whose cause cleared until
+  // they recover; every pass ends with this before publishing.
+  void applyOverlays(topology::Node& next);
   // The discovered node, or — when it changes the LNC while cores are held — the node
   // rediscovered at the LNC in force. Updates pendingLnc_ and says whether that changed.
   Result<discovery::Discovery> discoverKeepingHeldLnc(bool& pendingChanged);
