@@ -65,12 +65,17 @@ std::string NetGroup::label(int groupRank) const {
 }
 
 std::size_t NetGroup::sliceBytes(std::size_t chunkBytes, std::size_t messagesPerSlice) const {
-  // 1 MiB messages reach the provider's full bandwidth (tcp;ofi_rxm: ~4.5 GB/s on loopback) and
-  // let the reduction of one run while the next is on the wire.
-  constexpr std::size_t kPreferred = std::size_t{1} << 20;
+  // A chunk travels in up to four slices, so the reduction of one runs while the next are on the
+  // wire: on loopback TCP a 2-rank 1 MiB AllReduce moves ~1.4x as much in two 256 KiB slices as in
+  // one 512 KiB message (docs/benchmarks.md). Slices stay between 256 KiB, below which the
+  // per-message cost shows (128 KiB slices lose ~20 % at 64 MiB), and 1 MiB, which reaches the
+  // provider's full bandwidth.
+  constexpr std::size_t kSmallest = std::size_t{256} << 10;
+  constexpr std::size_t kLargest = std::size_t{1} << 20;
+  const std::size_t preferred = std::clamp(chunkBytes / 4, kSmallest, kLargest);
   constexpr std::size_t kBudget = (std::size_t{1} << kMessageBits) - 1;
   const std::size_t slicesAllowed = std::max<std::size_t>(1, kBudget / messagesPerSlice);
-  std::size_t slice = std::max(kPreferred, (chunkBytes + slicesAllowed - 1) / slicesAllowed);
+  std::size_t slice = std::max(preferred, (chunkBytes + slicesAllowed - 1) / slicesAllowed);
   slice = std::min(slice, std::max<std::size_t>(endpoint_->maxMessageBytes(), 4096));
   return (slice + 63) & ~std::size_t{63};
 }

@@ -545,8 +545,9 @@ TEST_P(LargeDoubling, SlicedExchangesGiveTheReferenceResult) {
 INSTANTIATE_TEST_SUITE_P(Ranks, LargeDoubling, ::testing::Values(2, 3, 4),
                          [](const auto& param) { return std::to_string(param.param) + "ranks"; });
 
-// The ring over libfabric on chunks of several 1 MiB slices, each reduced as it lands: chunks of
-// 2 MiB and 2 MiB + 4 B give steps with unequal slice counts, in and out of place, for AllReduce,
+// The ring over libfabric on chunks of several slices (a quarter of a chunk, 256 KiB to 1 MiB),
+// each reduced as it lands: chunks of 4 MiB and 4 MiB + 4 B (1 MiB slices) give steps with
+// unequal slice counts (4 and 5), in and out of place, for AllReduce,
 // ReduceScatter (partial sums alternate between two scratch areas) and AllGather.
 std::string runLargeRing(CommOptions options) {
   auto comm = Communicator::create(std::move(options));
@@ -554,8 +555,8 @@ std::string runLargeRing(CommOptions options) {
   const int rank = (*comm)->rank();
   const auto n = static_cast<std::size_t>((*comm)->size());
   constexpr std::size_t kSliceElements = (std::size_t{1} << 20) / 4;
-  const std::size_t reduceCount = n * 2 * kSliceElements + 1;
-  const std::size_t blockCount = 2 * kSliceElements + 1;
+  const std::size_t reduceCount = n * 4 * kSliceElements + 1;
+  const std::size_t blockCount = 4 * kSliceElements + 1;
   std::vector<std::byte> a(std::max(reduceCount, n * blockCount) * 4);
   std::vector<std::byte> b(a.size());
   const std::pair<DataType, ReduceOp> cases[] = {{DataType::kF32, ReduceOp::kSum},
