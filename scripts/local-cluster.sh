@@ -19,6 +19,9 @@
 #   --dra                 the simulated node runs the DRA driver neuron.aws.com instead of the
 #                         device plugin (labelled torus.dev/neuron-mode=dra; DeviceClasses
 #                         installed); fake nodes keep the device plugin's resources
+#   --dra-nodes=T:N,...   add N fake DRA nodes of type T (kwok): labelled torus.dev/neuron-mode=dra,
+#                         no device-plugin resources, and the ResourceSlices the driver publishes
+#                         for the type (DeviceClasses installed); with --fake-nodes, a mixed cluster
 #   --set key=value       passed to `helm install` (repeatable)
 # Options of all three:
 #   --state-dir=DIR       where state, logs, pids and the kubeconfig live
@@ -46,6 +49,7 @@ LNC=""
 NODE_NAME="torus-node-1"
 INSTALL_TORUS=1
 FAKE_NODES=""
+DRA_NODES=""
 DRA=0
 HELM_SETS=()
 while [[ $# -gt 0 ]]; do
@@ -56,11 +60,12 @@ while [[ $# -gt 0 ]]; do
     --node-name=*) NODE_NAME="${1#*=}" ;;
     --no-torus) INSTALL_TORUS=0 ;;
     --fake-nodes=*) FAKE_NODES="${1#*=}" ;;
+    --dra-nodes=*) DRA_NODES="${1#*=}" ;;
     --dra) DRA=1 ;;
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -232,7 +237,7 @@ nodeAgent:
     dir: $STATE/simulated-node
 
 dra:
-  enabled: $( ((DRA)) && echo true || echo false)
+  enabled: $( ((DRA)) || [[ -n "$DRA_NODES" ]] && echo true || echo false)
 
 extender:
   hostNetwork: true
@@ -271,11 +276,24 @@ install_torus() {
 # kwok keeps the fake nodes Ready and runs their pods; only nodes annotated for it are its.
 add_fake_nodes() {
   local neuron_ls="$REPO/build/bin/neuron-ls"
-  [[ -x "$neuron_ls" ]] || die "--fake-nodes needs $neuron_ls (cmake --build build --target neuron-ls)"
+  [[ -x "$neuron_ls" ]] ||
+    die "--fake-nodes and --dra-nodes need $neuron_ls (cmake --build build --target neuron-ls)"
   "$REPO/scripts/cluster/build-components.sh" --only=kwok
-  local manifest="$STATE/fake-nodes.json"
-  python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" "$FAKE_NODES" > "$manifest" ||
-    die "cannot make the fake nodes"
+  # Device-plugin nodes, then DRA nodes with their ResourceSlices, as one List.
+  local manifest="$STATE/fake-nodes.json" plugin_nodes='{"items": []}' dra_nodes='{"items": []}'
+  if [[ -n "$FAKE_NODES" ]]; then
+    plugin_nodes="$(python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" "$FAKE_NODES")" ||
+      die "cannot make the fake nodes"
+  fi
+  if [[ -n "$DRA_NODES" ]]; then
+    dra_nodes="$(python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" "$DRA_NODES" --dra)" ||
+      die "cannot make the fake DRA nodes"
+  fi
+  python3 -c '
+import json, sys
+items = json.loads(sys.argv[1])["items"] + json.loads(sys.argv[2])["items"]
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)' \
+    "$plugin_nodes" "$dra_nodes" > "$manifest"
   # kwok's own stages, from its module: nodes become Ready and renew their leases, pods run,
   # complete and go when deleted.
   local stages
@@ -292,8 +310,10 @@ add_fake_nodes() {
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --cidr=10.89.0.0/16 --node-ip=127.0.0.1
   local count
-  count="$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["items"]))' "$manifest")"
-  log "creating $count fake nodes ($FAKE_NODES)"
+  count="$(python3 -c '
+import json, sys
+print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items"]))' "$manifest")"
+  log "creating $count fake nodes (${FAKE_NODES:+device plugin: $FAKE_NODES}${FAKE_NODES:+${DRA_NODES:+; }}${DRA_NODES:+DRA: $DRA_NODES})"
   kubectl_ create -f "$manifest" > /dev/null
   local deadline=$((SECONDS + 300)) ready=0
   while ((SECONDS < deadline)); do
@@ -360,7 +380,7 @@ up() {
     install_torus
     log "Torus installed"
   fi
-  [[ -z "$FAKE_NODES" ]] || add_fake_nodes
+  [[ -z "$FAKE_NODES$DRA_NODES" ]] || add_fake_nodes
   log "cluster up in $((SECONDS - started)) s"
   echo "export KUBECONFIG=$KUBECONFIG_FILE"
   if ((INSTALL_TORUS)) && [[ -x "$REPO/build/bin/kubectl-neuron" ]]; then
@@ -460,6 +480,6 @@ case "$command" in
     ;;
   down) down ;;
   status) status ;;
-  -h | --help | "") sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  -h | --help | "") sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
   *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart)" >&2; exit 2 ;;
 esac

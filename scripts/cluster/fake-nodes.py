@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Fake Neuron nodes for the local cluster, driven by kwok (sourced by local-cluster.sh).
 
-Usage: fake-nodes.py NEURON_LS TYPE:COUNT[,TYPE:COUNT...]
+Usage: fake-nodes.py NEURON_LS TYPE:COUNT[,TYPE:COUNT...] [--dra]
 
 Prints a v1 List of Nodes that carry what the Torus node agent would publish on a real node of
 that type (labels and the torus.dev/topology annotation, from `neuron-ls --simulate=TYPE
 --node-metadata`, i.e. the agent's own code) and the capacity its device plugin would advertise.
+With --dra they are DRA nodes instead: labelled torus.dev/neuron-mode=dra, no device-plugin
+capacity, and the List also holds the ResourceSlices the DRA driver would publish for each
+(`neuron-ls --simulate=TYPE --resource-slices=NODE`, the driver's own slice builder).
 They are tainted so that only pods that tolerate kwok's taint land there (the agent's DaemonSet
 does not), and annotated for kwok, which keeps them Ready and runs their pods.
 """
@@ -13,15 +16,14 @@ import json
 import subprocess
 import sys
 
-
-def published(neuron_ls, instance_type):
-    out = subprocess.run(
-        [neuron_ls, f"--simulate={instance_type}", "--node-metadata"],
-        check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+ULTRASERVER_LABEL = "neuron.amazonaws.com/ultraserver-server-id-4"
 
 
-def fake_node(name, instance_type, metadata):
+def neuron_ls(binary, *args):
+    return subprocess.run([binary, *args], check=True, capture_output=True, text=True).stdout
+
+
+def fake_node(name, instance_type, metadata, dra):
     topology = json.loads(metadata["annotations"]["torus.dev/topology"])
     cores = topology["devices"] * topology["coresPerDevice"]
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
@@ -29,9 +31,12 @@ def fake_node(name, instance_type, metadata):
     labels.update(metadata["labels"])
     annotations = {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}
     annotations.update(metadata["annotations"])
-    resources = {"cpu": "192", "memory": "2Ti", "pods": "110",
-                 "aws.amazon.com/neuron": str(topology["devices"]),
-                 "aws.amazon.com/neuroncore": str(cores)}
+    resources = {"cpu": "192", "memory": "2Ti", "pods": "110"}
+    if dra:
+        labels["torus.dev/neuron-mode"] = "dra"
+    else:
+        resources["aws.amazon.com/neuron"] = str(topology["devices"])
+        resources["aws.amazon.com/neuroncore"] = str(cores)
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": annotations},
@@ -42,22 +47,38 @@ def fake_node(name, instance_type, metadata):
 
 
 def main():
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--dra"]
+    dra = len(args) != len(sys.argv) - 1
+    if len(args) != 2:
         sys.exit(__doc__)
-    neuron_ls, spec = sys.argv[1], sys.argv[2]
-    items = []
+    binary, spec = args
+    option = "--dra-nodes" if dra else "--fake-nodes"
+    nodes, slices = [], []
     for part in filter(None, spec.split(",")):
         instance_type, _, count = part.partition(":")
         if not count.isdigit() or int(count) < 1:
-            sys.exit(f"fake-nodes: {part!r}: expected TYPE:COUNT, e.g. trn2.48xlarge:1000")
+            sys.exit(f"{option}: {part!r}: expected TYPE:COUNT, e.g. trn2.48xlarge:1000")
         try:
-            metadata = published(neuron_ls, instance_type)
+            metadata = json.loads(
+                neuron_ls(binary, f"--simulate={instance_type}", "--node-metadata"))
+            # One template per type; each node's copy differs only in its name.
+            template = neuron_ls(binary, f"--simulate={instance_type}",
+                                 "--resource-slices=FAKE-NODE-NAME") if dra else ""
         except subprocess.CalledProcessError as error:
-            sys.exit(f"fake-nodes: {instance_type}: {error.stderr.strip()}")
+            sys.exit(f"{option}: {instance_type}: {error.stderr.strip()}")
+        if dra and ULTRASERVER_LABEL in metadata["labels"]:
+            # The simulator places every node at the same UltraServer position, so fake
+            # UltraServer nodes would all claim one server and node id.
+            sys.exit(f"{option}: {instance_type} is an UltraServer node type: fake DRA nodes "
+                     "of it would all claim the same UltraServer position; use another type")
         slug = instance_type.replace(".", "-")
-        items += [fake_node(f"kwok-{slug}-{i}", instance_type, metadata)
-                  for i in range(int(count))]
-    json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
+        prefix = f"kwok-dra-{slug}" if dra else f"kwok-{slug}"
+        for i in range(int(count)):
+            name = f"{prefix}-{i}"
+            nodes.append(fake_node(name, instance_type, metadata, dra))
+            if dra:
+                slices += json.loads(template.replace("FAKE-NODE-NAME", name))["items"]
+    json.dump({"apiVersion": "v1", "kind": "List", "items": nodes + slices}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -121,8 +121,8 @@ spec:
 YAML
 }
 
-# The end of every DRA e2e: helm uninstall must take the node's pool with it; then the tally
-# (the script's exit status).
+# The end of every DRA e2e: helm uninstall must take the node's pool with it (fake nodes' pools,
+# which no driver of ours publishes, stay); then the tally (the script's exit status).
 uninstall_and_report() {
   echo "== uninstall removes the pool"
   k delete pods -n e2e --all --wait=true > /dev/null
@@ -130,7 +130,7 @@ uninstall_and_report() {
     > /dev/null
   no_slices() {
     local left
-    left="$(k get resourceslices -o name | wc -l)"
+    left="$(k get resourceslices -o name --field-selector "spec.nodeName=$NODE_NAME" | wc -l)"
     [[ "$left" == 0 ]] || { echo "$left ResourceSlices left"; return 1; }
   }
   check "helm uninstall: the node's ResourceSlices are gone" eventually 180 no_slices

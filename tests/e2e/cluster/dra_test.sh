@@ -18,8 +18,9 @@ cluster_test_setup torus-dra "${1:-}"
 
 started=$SECONDS
 echo "== local cluster in DRA mode (state: $STATE_DIR)"
-# Plus one kwok node that advertises the device plugin's resources: a mixed cluster.
-cluster up --dra --fake-nodes=trn2.48xlarge:1
+# Plus two kwok nodes, one that advertises the device plugin's resources and one in DRA mode with
+# the slices the driver publishes for a trn2: a mixed cluster.
+cluster up --dra --fake-nodes=trn2.48xlarge:1 --dra-nodes=trn2.48xlarge:1
 source "$STATE_DIR/cluster.env"
 export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT
 echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
@@ -249,8 +250,17 @@ check "deleting the held pod unprepares its claim" eventually 60 claims_prepared
 check "... and resets its chips" eventually 15 resets_at_least $((resets_before + 1))
 check "... and removes its CDI spec" no_cdi_specs
 
-echo "== a mixed cluster: a device-plugin node and a DRA node schedule the same old pod spec"
-FAKE_NODE="$(k get nodes -l type=kwok -o jsonpath='{.items[0].metadata.name}')"
+echo "== a mixed cluster: device-plugin and DRA nodes schedule the same old pod spec"
+FAKE_NODE="$(k get nodes -l type=kwok,'!torus.dev/neuron-mode' -o jsonpath='{.items[0].metadata.name}')"
+FAKE_DRA_NODE="$(k get nodes -l type=kwok,torus.dev/neuron-mode=dra -o jsonpath='{.items[0].metadata.name}')"
+fake_dra_pool() {
+  local devices
+  devices="$(k get resourceslices --field-selector "spec.nodeName=$FAKE_DRA_NODE" -o json |
+    python3 -c 'import json, sys; print(sum(len(s["spec"].get("devices", [])) for s in json.load(sys.stdin)["items"]))')"
+  echo "$devices devices in $FAKE_DRA_NODE's pool"
+  [[ -n "$FAKE_DRA_NODE" && "$devices" == 80 ]]  # 16 chips and 64 single-core partitions
+}
+check "--dra-nodes: a kwok node in DRA mode with the driver's pool for a trn2" fake_dra_pool
 whole_node_pod() {
   k apply -f - > /dev/null <<YAML
 apiVersion: v1
@@ -275,24 +285,45 @@ YAML
 node_of() { k get pod -n e2e "$1" -o jsonpath='{.spec.nodeName}'; }
 whole_node_pod mixed-a
 whole_node_pod mixed-b
-both_placed_apart() {
-  local a b
+whole_node_pod mixed-c
+one_per_node() {
+  local a b c
   a="$(node_of mixed-a)"
   b="$(node_of mixed-b)"
-  echo "mixed-a on '${a}', mixed-b on '${b}'"
-  [[ -n "$a" && -n "$b" && "$a" != "$b" ]] &&
-    [[ "$a" == "$FAKE_NODE" || "$b" == "$FAKE_NODE" ]] &&
-    [[ "$a" == "$NODE_NAME" || "$b" == "$NODE_NAME" ]]
+  c="$(node_of mixed-c)"
+  echo "mixed-a on '${a}', mixed-b on '${b}', mixed-c on '${c}'"
+  [[ "$(printf '%s\n' "$a" "$b" "$c" | sort | tr '\n' ' ')" == \
+    "$(printf '%s\n' "$FAKE_DRA_NODE" "$FAKE_NODE" "$NODE_NAME" | sort | tr '\n' ' ')" ]]
 }
-check "aws.amazon.com/neuron: 16 twice: one pod on the device-plugin node, one on the DRA node" \
-  eventually 120 both_placed_apart
-on_dra_node="$( [[ "$(node_of mixed-a)" == "$NODE_NAME" ]] && echo mixed-a || echo mixed-b)"
+check "aws.amazon.com/neuron: 16 three times: one pod on each of the device-plugin node, the DRA node and the fake DRA node" \
+  eventually 120 one_per_node
+pod_on() {
+  local pod
+  for pod in mixed-a mixed-b mixed-c; do [[ "$(node_of "$pod")" == "$1" ]] && echo "$pod"; done
+}
+on_dra_node="$(pod_on "$NODE_NAME")"
 check "the pod on the DRA node runs with all 16 chips" eventually 120 phase_is "$on_dra_node" Running
-whole_node_pod mixed-c
+# kube-scheduler's DRA allocator made the fake DRA node's pod a claim for all 16 of its chips.
+fake_node_claim() {
+  local pod chips
+  pod="$(pod_on "$FAKE_DRA_NODE")"
+  chips="$(k get resourceclaims -n e2e -o json | python3 -c '
+import json, sys
+pod, node = sys.argv[1], sys.argv[2]
+for claim in json.load(sys.stdin)["items"]:
+    owners = [o["name"] for o in claim["metadata"].get("ownerReferences", [])]
+    results = (claim.get("status", {}).get("allocation") or {}).get("devices", {}).get("results", [])
+    if pod in owners:
+        print(sorted({r["device"] for r in results if r["pool"] == node}))' "$pod" "$FAKE_DRA_NODE")"
+  echo "${pod:-no pod}'s claim on $FAKE_DRA_NODE: $chips"
+  [[ "$chips" == *neurondevice15* && "$(grep -o neurondevice <<< "$chips" | wc -l)" == 16 ]]
+}
+check "... and the fake DRA node's pod holds a claim for its 16 chips" eventually 60 fake_node_claim
+whole_node_pod mixed-d
 unplaced() { [[ -z "$(node_of "$1")" ]] || { echo "$1 was placed on $(node_of "$1")"; return 1; }; }
 sleep 10
-check "a third such pod stays Pending: both nodes are full" unplaced mixed-c
-k delete pod -n e2e mixed-a mixed-b mixed-c --wait=true > /dev/null
+check "a fourth such pod stays Pending: every node is full" unplaced mixed-d
+k delete pod -n e2e mixed-a mixed-b mixed-c mixed-d --wait=true > /dev/null
 check "the DRA node's claim is unprepared after the mixed pods" eventually 60 claims_prepared 0
 
 uninstall_and_report
