@@ -279,21 +279,9 @@ add_fake_nodes() {
   [[ -x "$neuron_ls" ]] ||
     die "--fake-nodes and --dra-nodes need $neuron_ls (cmake --build build --target neuron-ls)"
   "$REPO/scripts/cluster/build-components.sh" --only=kwok
-  # Device-plugin nodes, then DRA nodes with their ResourceSlices, as one List.
-  local manifest="$STATE/fake-nodes.json" plugin_nodes='{"items": []}' dra_nodes='{"items": []}'
-  if [[ -n "$FAKE_NODES" ]]; then
-    plugin_nodes="$(python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" "$FAKE_NODES")" ||
-      die "cannot make the fake nodes"
-  fi
-  if [[ -n "$DRA_NODES" ]]; then
-    dra_nodes="$(python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" "$DRA_NODES" --dra)" ||
-      die "cannot make the fake DRA nodes"
-  fi
-  python3 -c '
-import json, sys
-items = json.loads(sys.argv[1])["items"] + json.loads(sys.argv[2])["items"]
-json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)' \
-    "$plugin_nodes" "$dra_nodes" > "$manifest"
+  local manifest="$STATE/fake-nodes.json"
+  python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" --fake-nodes="$FAKE_NODES" \
+    --dra-nodes="$DRA_NODES" > "$manifest" || die "cannot make the fake nodes"
   # kwok's own stages, from its module: nodes become Ready and renew their leases, pods run,
   # complete and go when deleted.
   local stages
@@ -313,7 +301,7 @@ json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)' \
   count="$(python3 -c '
 import json, sys
 print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items"]))' "$manifest")"
-  log "creating $count fake nodes (${FAKE_NODES:+device plugin: $FAKE_NODES}${FAKE_NODES:+${DRA_NODES:+; }}${DRA_NODES:+DRA: $DRA_NODES})"
+  log "creating $count fake nodes (${FAKE_NODES:+device plugin: $FAKE_NODES }${DRA_NODES:+DRA: $DRA_NODES})"
   kubectl_ create -f "$manifest" > /dev/null
   local deadline=$((SECONDS + 300)) ready=0
   while ((SECONDS < deadline)); do

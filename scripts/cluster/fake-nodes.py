@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Fake Neuron nodes for the local cluster, driven by kwok (sourced by local-cluster.sh).
 
-Usage: fake-nodes.py NEURON_LS TYPE:COUNT[,TYPE:COUNT...] [--dra]
+Usage: fake-nodes.py NEURON_LS [--fake-nodes=TYPE:COUNT,...] [--dra-nodes=TYPE:COUNT,...]
 
-Prints a v1 List of Nodes that carry what the Torus node agent would publish on a real node of
-that type (labels and the torus.dev/topology annotation, from `neuron-ls --simulate=TYPE
---node-metadata`, i.e. the agent's own code) and the capacity its device plugin would advertise.
-With --dra they are DRA nodes instead: labelled torus.dev/neuron-mode=dra, no device-plugin
-capacity, and the List also holds the ResourceSlices the DRA driver would publish for each
+Prints one v1 List. --fake-nodes: Nodes that carry what the Torus node agent would publish on a
+real node of that type (labels and the torus.dev/topology annotation, from `neuron-ls
+--simulate=TYPE --node-metadata`, i.e. the agent's own code) and the capacity its device plugin
+would advertise. --dra-nodes: DRA nodes instead, labelled torus.dev/neuron-mode=dra, with no
+device-plugin capacity, followed by the ResourceSlices the DRA driver would publish for each
 (`neuron-ls --simulate=TYPE --resource-slices=NODE`, the driver's own slice builder).
 They are tainted so that only pods that tolerate kwok's taint land there (the agent's DaemonSet
 does not), and annotated for kwok, which keeps them Ready and runs their pods.
@@ -46,12 +46,8 @@ def fake_node(name, instance_type, metadata, dra):
     }
 
 
-def main():
-    args = [a for a in sys.argv[1:] if a != "--dra"]
-    dra = len(args) != len(sys.argv) - 1
-    if len(args) != 2:
-        sys.exit(__doc__)
-    binary, spec = args
+def fake_nodes(binary, spec, dra):
+    """The Nodes of one TYPE:COUNT,... spec, and (for DRA nodes) their ResourceSlices."""
     option = "--dra-nodes" if dra else "--fake-nodes"
     nodes, slices = [], []
     for part in filter(None, spec.split(",")):
@@ -78,7 +74,22 @@ def main():
             nodes.append(fake_node(name, instance_type, metadata, dra))
             if dra:
                 slices += json.loads(template.replace("FAKE-NODE-NAME", name))["items"]
-    json.dump({"apiVersion": "v1", "kind": "List", "items": nodes + slices}, sys.stdout)
+    return nodes, slices
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    binary, specs = sys.argv[1], {"--fake-nodes": "", "--dra-nodes": ""}
+    for arg in sys.argv[2:]:
+        option, _, spec = arg.partition("=")
+        if option not in specs:
+            sys.exit(__doc__)
+        specs[option] = spec
+    plugin_nodes, _ = fake_nodes(binary, specs["--fake-nodes"], dra=False)
+    dra_nodes, slices = fake_nodes(binary, specs["--dra-nodes"], dra=True)
+    items = plugin_nodes + dra_nodes + slices
+    json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout)
 
 
 if __name__ == "__main__":
