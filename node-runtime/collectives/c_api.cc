@@ -1,5 +1,6 @@
 #include "node-runtime/collectives/c_api.h"
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,11 +43,23 @@ torus_status invalid(const std::string& message) {
   return TORUS_ERR_INVALID_ARGUMENT;
 }
 
-bool validType(torus_dtype type) {
-  return type >= TORUS_F32 && type <= TORUS_I64;
+// A C caller can pass any int where the header says torus_dtype or torus_redop, and reading a value
+// outside the enumerators' range as the enum is undefined in C++: the checks read the argument's
+// bytes as an int instead (hence the references) and convert only what they accepted.
+template <typename CEnum>
+int rawValue(const CEnum& value) {
+  static_assert(sizeof(CEnum) == sizeof(int));
+  int raw = 0;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
-bool validOp(torus_redop op) {
-  return op >= TORUS_SUM && op <= TORUS_MIN;
+bool validType(const torus_dtype& type) {
+  const int raw = rawValue(type);
+  return raw >= TORUS_F32 && raw <= TORUS_I64;
+}
+bool validOp(const torus_redop& op) {
+  const int raw = rawValue(op);
+  return raw >= TORUS_SUM && raw <= TORUS_MIN;
 }
 // The enums follow kAllDataTypes / kAllReduceOps order.
 DataType toType(torus_dtype type) {

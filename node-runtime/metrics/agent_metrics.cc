@@ -171,11 +171,12 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
   }
 
   out.family("execution_status_total", "counter", "Executions per NeuronCore, by outcome.");
-  for (const auto& [statusType, counter] : kStatusTypes) {
+  for (const auto& status : kStatusTypes) {
+    const char* counter = status.second;  // a plain name: clang 14 cannot capture a binding
     for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
            return static_cast<double>(valueOr(core.status, counter));
          })) {
-      out.sample("execution_status_total", with(labels, "status_type", statusType), value);
+      out.sample("execution_status_total", with(labels, "status_type", status.first), value);
     }
   }
   out.family("execution_errors_total", "counter", "Execution errors per NeuronCore, by type.");

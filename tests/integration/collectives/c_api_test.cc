@@ -49,6 +49,8 @@ std::string cApiBody(CommOptions options) {
       torus_comm_destroy(half);
     }
   }
+  // What a C caller's stray int arrives as; the library must refuse it without reading it as the
+  // enum (clang's UBSan checks that).
   if (failure.empty() && torus_allreduce(comm, nullptr, nullptr, 0, static_cast<torus_dtype>(42),
                                          TORUS_SUM) != TORUS_ERR_INVALID_ARGUMENT) {
     failure = "a bad dtype was accepted";

@@ -561,7 +561,10 @@ std::string runLargeRing(CommOptions options) {
   std::vector<std::byte> b(a.size());
   const std::pair<DataType, ReduceOp> cases[] = {{DataType::kF32, ReduceOp::kSum},
                                                  {DataType::kI32, ReduceOp::kMax}};
-  for (const auto& [type, op] : cases) {
+  for (const auto& testCase : cases) {
+    // Plain names, not a structured binding: clang 14 cannot capture bindings in the lambdas.
+    const DataType type = testCase.first;
+    const ReduceOp op = testCase.second;
     for (bool inPlace : {false, true}) {
       const std::string where = std::string(dataTypeName(type)) + " " +
                                 std::string(reduceOpName(op)) +

@@ -15,7 +15,9 @@ using nlohmann::json;
 
 const ClaimRef kRef{"0f6c1a2e-1111-4222-8333-444455556666", "team-a", "train"};
 
-json claimWith(const std::vector<std::string>& devices, json configs = json::array(),
+// configs is a vector, not a json: a json brace-initialised from one json is an array under g++
+// and a copy under clang (nlohmann's FAQ), and the claim must hold a list either way.
+json claimWith(const std::vector<std::string>& devices, const std::vector<json>& configs = {},
                const std::string& pool = "node-a") {
   json results = json::array();
   for (const std::string& device : devices) {
@@ -28,7 +30,8 @@ json claimWith(const std::vector<std::string>& devices, json configs = json::arr
                      {"pool", pool},
                      {"device", "efa0"}});
   return {{"metadata", {{"name", kRef.name}, {"namespace", kRef.nameSpace}, {"uid", kRef.uid}}},
-          {"status", {{"allocation", {{"devices", {{"results", results}, {"config", configs}}}}}}}};
+          {"status",
+           {{"allocation", {{"devices", {{"results", results}, {"config", json(configs)}}}}}}}};
 }
 
 json neuronConfig(json parameters, const char* source = "FromClaim", json requests = json()) {
@@ -127,9 +130,7 @@ TEST(ClaimAllocation, BadConfigsNameTheField) {
 
 TEST(ClaimAllocation, RefusesWhatIsNotOursToPrepare) {
   EXPECT_EQ(
-      resolveClaim(claimWith({"neurondevice0"}, json::array(), "node-b"), kRef, "node-a", trn2())
-          .error()
-          .code,
+      resolveClaim(claimWith({"neurondevice0"}, {}, "node-b"), kRef, "node-a", trn2()).error().code,
       ErrorCode::kFailedPrecondition);
   EXPECT_NE(resolveClaim(claimWith({"neurondevice16"}), kRef, "node-a", trn2())
                 .error()
