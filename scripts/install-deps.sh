@@ -22,6 +22,7 @@ build_packages=(
 # collectives test; python3-venv holds the benchmarks' plotting library (scripts/bench-venv.sh).
 test_packages=(
   clang  # libFuzzer for tests/fuzz (scripts/fuzz.sh)
+  libclang-rt-14-dev  # libFuzzer's and the sanitizers' runtimes: clang only recommends them
   prometheus
   openmpi-bin libopenmpi-dev
   iproute2 util-linux
