@@ -4,10 +4,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/strings.h"
+#include "common/contracts/container_env.h"
+
 namespace torus::dra {
 namespace {
 
 using nlohmann::json;
+
+std::string joinModes(const std::vector<int>& modes) {
+  std::vector<std::string> names;
+  for (const int mode : modes)
+    names.push_back(std::to_string(mode));
+  return joinStrings(names, ",");
+}
 
 const json* member(const json& object, const char* key) {
   if (!object.is_object()) return nullptr;
@@ -181,6 +191,19 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
     return makeError(ErrorCode::kInvalidArgument,
                      where + ": UltraServerConfig.ultraserverMode is set but " + node.instanceType +
                          " is not an UltraServer node");
+  }
+  if (resolved.ultraServerMode && !node.ultraServer->supportedModes.empty()) {
+    // The driver lists the modes its election formed; a 4-node mode after a 2-node (lame duck)
+    // election would hand the runtime ids that name no UltraServer.
+    const auto& modes = node.ultraServer->supportedModes;
+    const int code = contracts::ultraServerModeCode(*resolved.ultraServerMode, *node.ultraServer);
+    if (std::find(modes.begin(), modes.end(), code) == modes.end()) {
+      return makeError(ErrorCode::kFailedPrecondition,
+                       where + ": UltraServerConfig.ultraserverMode " +
+                           std::to_string(*resolved.ultraServerMode) +
+                           " is not offered by this node's UltraServer (driver modes " +
+                           joinModes(modes) + ")");
+    }
   }
   if (resolved.lnc == node.lnc) {
     resolved.visibleCores = resolved.cores.ids();

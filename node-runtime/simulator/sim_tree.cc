@@ -239,18 +239,18 @@ Result<void> writeUltraServer(TreeWriter& out, const fs::path& sys, const Instan
     TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(0) + "\n"), "ultraserver");
     return out.file(dir / "ultraserver_mode", "\n");
   }
-  // H-link pairing for the 2-node id: nodes {0,1} and {2,3} form the X2H pairs.
-  constexpr int kPairOf[] = {0, 0, 1, 1};
-  TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_2", std::to_string(kPairOf[nodeId]) + "\n"),
+  // As the driver reports a 4-node election (neuron_pelect.c): its 2-node files describe the
+  // pairs over the vertical links, {0,1} and {2,3}; node_id_2 is the position inside the pair and
+  // server_id_2 is the UltraServer's serial number for the first pair and one less for the second.
+  // The modes offered are X4, X2V and X1 (X2H only after a 2-node election).
+  constexpr std::uint64_t kSerial = 0x0a11ce0000000100ULL;
+  TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_2", std::to_string(nodeId % 2) + "\n"),
                         "ultraserver");
   TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_4", std::to_string(nodeId) + "\n"), "ultraserver");
-  TORUS_RETURN_IF_ERROR(
-      out.file(dir / "server_id_2",
-               hex16(0x0a11ce0000000000ULL + static_cast<unsigned>(nodeId / 2)) + "\n"),
-      "ultraserver");
-  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(0x0a11ce0000000100ULL) + "\n"),
+  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_2", hex16(kSerial - (nodeId < 2 ? 0 : 1)) + "\n"),
                         "ultraserver");
-  return out.file(dir / "ultraserver_mode", "1,2,3,4\n");
+  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(kSerial) + "\n"), "ultraserver");
+  return out.file(dir / "ultraserver_mode", "1,3,4\n");
 }
 
 bool makeDeviceNode(const fs::path& path, bool tryCharacterDevice) {

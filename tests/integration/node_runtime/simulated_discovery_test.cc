@@ -76,20 +76,34 @@ INSTANTIATE_TEST_SUITE_P(Catalog, SimulatedDiscoveryTest, ::testing::ValuesIn(ev
                            return name;
                          });
 
+// The four nodes of a simulated UltraServer read as the driver reports a 4-node election: one
+// server_id_4 with node ids 0-3; pairs over the vertical links {0,1} and {2,3}, each with its own
+// server_id_2 and node ids 0 and 1 inside it (what AWS's UltraServer init script checks); modes
+// X4, X2V and X1 (the driver offers X2H only after a 2-node election).
 TEST(SimulatedDiscovery, UltraServerPositionComesFromClassAttributes) {
-  auto dir = TempDir::create("sim-discovery");
-  simulator::SimulationSpec spec;
-  spec.instanceType = "trn2u.48xlarge";
-  spec.ultraServerNodeId = 3;
-  auto tree = simulator::writeSimulatedTree(spec, dir->path());
-  ASSERT_TRUE(tree.ok()) << tree.error().message;
-  auto found = discovery::discoverNode(tree->roots(), {});
-  ASSERT_TRUE(found.ok());
-  ASSERT_TRUE(found->node.ultraServer.has_value());
-  EXPECT_EQ(found->node.ultraServer->nodeId4, 3);
-  EXPECT_EQ(found->node.ultraServer->nodeId2, 1);
-  EXPECT_EQ(found->node.ultraServer->supportedModes, (std::vector<int>{1, 2, 3, 4}));
-  EXPECT_FALSE(found->node.ultraServer->serverId4.empty());
+  std::vector<topology::UltraServerPosition> positions;
+  for (int nodeId = 0; nodeId < 4; ++nodeId) {
+    auto dir = TempDir::create("sim-discovery");
+    simulator::SimulationSpec spec;
+    spec.instanceType = "trn2u.48xlarge";
+    spec.ultraServerNodeId = nodeId;
+    auto tree = simulator::writeSimulatedTree(spec, dir->path());
+    ASSERT_TRUE(tree.ok()) << tree.error().message;
+    auto found = discovery::discoverNode(tree->roots(), {});
+    ASSERT_TRUE(found.ok());
+    ASSERT_TRUE(found->node.ultraServer.has_value());
+    positions.push_back(*found->node.ultraServer);
+  }
+  for (int nodeId = 0; nodeId < 4; ++nodeId) {
+    const auto& position = positions[static_cast<std::size_t>(nodeId)];
+    EXPECT_EQ(position.nodeId4, nodeId);
+    EXPECT_EQ(position.nodeId2, nodeId % 2) << "node " << nodeId;
+    EXPECT_EQ(position.serverId4, positions[0].serverId4);
+    EXPECT_EQ(position.serverId2, positions[nodeId < 2 ? 0 : 2].serverId2);
+    EXPECT_EQ(position.supportedModes, (std::vector<int>{1, 3, 4}));
+  }
+  EXPECT_FALSE(positions[0].serverId4.empty());
+  EXPECT_NE(positions[0].serverId2, positions[2].serverId2);
 }
 
 // An agent restarted over its --simulate-dir (a DaemonSet pod restart) finds the node as it was,

@@ -107,21 +107,33 @@ TEST(ContainerEnv, VisibleCoresAlwaysAndTheLncWhereTheChipHasAChoice) {
   EXPECT_EQ(neuronContainerEnv(trn2, *topology::CoreSet::parse("0"), 2, 4).size(), 2u);
 }
 
-TEST(ContainerEnv, AnUltraServerNodeGetsTheIdsOfTheModeAskedFor) {
+// NEURON_RT_ULTRASERVER_MODE carries the driver's mode code (X4=1, X2H=2, X2V=3, X1=4), as AWS's
+// UltraServer init script writes it, never the node count.
+TEST(ContainerEnv, AnUltraServerNodeGetsTheModeCodeAndIdsOfTheSizeAskedFor) {
   topology::Node node = *topology::catalogNode("trn2.48xlarge");
   node.ultraServer = topology::UltraServerPosition{};
   node.ultraServer->serverId2 = "00000000000000aa";
   node.ultraServer->serverId4 = "00000000000000bb";
   node.ultraServer->nodeId2 = 1;
   node.ultraServer->nodeId4 = 3;
-  const auto four = neuronContainerEnv(node, *topology::CoreSet::parse("0-63"), 2, 4);
+  node.ultraServer->supportedModes = {1, 3, 4};  // after a 4-node election
+  const auto cores = *topology::CoreSet::parse("0-63");
+  const auto four = neuronContainerEnv(node, cores, 2, 4);
   ASSERT_EQ(four.size(), 5u);
-  EXPECT_EQ(four[2], (EnvironmentVariable{"NEURON_RT_ULTRASERVER_MODE", "4"}));
+  EXPECT_EQ(four[2], (EnvironmentVariable{"NEURON_RT_ULTRASERVER_MODE", "1"}));
   EXPECT_EQ(four[3], (EnvironmentVariable{"NEURON_RT_ULTRASERVER_SERVER_ID", "00000000000000bb"}));
   EXPECT_EQ(four[4], (EnvironmentVariable{"NEURON_RT_ULTRASERVER_NODE_ID", "3"}));
-  const auto two = neuronContainerEnv(node, *topology::CoreSet::parse("0-63"), 2, 2);
+  const auto two = neuronContainerEnv(node, cores, 2, 2);
+  EXPECT_EQ(two[2].second, "3");  // X2V: the pair over the vertical links
   EXPECT_EQ(two[3].second, "00000000000000aa");
   EXPECT_EQ(two[4].second, "1");
+  const auto one = neuronContainerEnv(node, cores, 2, 1);
+  EXPECT_EQ(one[2].second, "4");  // X1
+  EXPECT_EQ(one[3].second, "0000000000000000");
+  EXPECT_EQ(one[4].second, "-1");
+  // After a 2-node election over the horizontal links the driver offers X2H, not X2V.
+  node.ultraServer->supportedModes = {2, 4};
+  EXPECT_EQ(neuronContainerEnv(node, cores, 2, 2)[2].second, "2");
 }
 
 // Both placers hand a container the same variables for the same cores.

@@ -128,6 +128,29 @@ TEST(ClaimAllocation, BadConfigsNameTheField) {
   }
 }
 
+// A size the node's UltraServer election did not form is refused, naming the modes it did.
+TEST(ClaimAllocation, UltraServerSizeMustBeOneTheDriverOffers) {
+  topology::Node node = *topology::catalogNode("trn2u.48xlarge");
+  node.ultraServer = topology::UltraServerPosition{0, 2, "aa", "bb", {2, 4}};  // a 2-node election
+  const auto asking = [&](int nodes) {
+    return resolveClaim(
+        claimWith({"neurondevice0"}, {neuronConfig({{"apiVersion", "neuron.aws.com/v1"},
+                                                    {"kind", "UltraServerConfig"},
+                                                    {"ultraserverMode", nodes}})}),
+        kRef, "node-a", node);
+  };
+  auto four = asking(4);
+  ASSERT_FALSE(four.ok());
+  EXPECT_EQ(four.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(four.error().message.find("ultraserverMode 4 is not offered"), std::string::npos)
+      << four.error().message;
+  EXPECT_NE(four.error().message.find("driver modes 2,4"), std::string::npos);
+  auto two = asking(2);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->ultraServerMode, 2);
+  EXPECT_TRUE(asking(1).ok());
+}
+
 TEST(ClaimAllocation, RefusesWhatIsNotOursToPrepare) {
   EXPECT_EQ(
       resolveClaim(claimWith({"neurondevice0"}, {}, "node-b"), kRef, "node-a", trn2()).error().code,
