@@ -22,9 +22,9 @@ inline constexpr int kUltraServerModeX2H = 2;  // a pair over the horizontal lin
 inline constexpr int kUltraServerModeX2V = 3;  // a pair over the vertical links
 inline constexpr int kUltraServerModeX1 = 4;
 
-// The mode code for running `nodes` (1, 2 or 4) nodes together: X4, X1, and for a pair X2V when
-// the driver offers it, else X2H (the driver's own order for its 2-node ids, and AWS's UltraServer
-// init script's).
+// The mode code for running `nodes` (1, 2 or 4) nodes together: X4, X1, and for a pair X2V unless
+// the driver lists X2H without X2V (the driver's own order for its 2-node ids, and AWS's
+// UltraServer init script's; an unknown list counts as a 4-node election's).
 int ultraServerModeCode(int nodes, const topology::UltraServerPosition& position);
 
 // NEURON_RT_VISIBLE_CORES for `cores` (global logical core ids of `node`); NEURON_LOGICAL_NC_CONFIG
