@@ -30,7 +30,8 @@ DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& 
     : options_(std::move(options)),
       node_(node),
       handoff_(handoff),
-      tracker_(options_.allocateGrace) {}
+      tracker_(options_.allocateGrace),
+      report_(options_.resources) {}
 
 DevicePluginManager::~DevicePluginManager() {
   stop();
@@ -56,6 +57,11 @@ Result<void> DevicePluginManager::start() {
   return okResult();
 }
 
+void DevicePluginManager::podEnded() {
+  std::lock_guard lock(mutex_);
+  if (poller_) poller_->pokeNow();
+}
+
 void DevicePluginManager::stop() {
   if (watcher_.joinable()) {
     watcher_.request_stop();
@@ -74,9 +80,9 @@ Result<void> DevicePluginManager::restartServers() {
     auto service = std::make_unique<PluginService>(
         kind, node_, tracker_,
         [this] {
-          if (poller_) poller_->poke();
+          if (poller_) poller_->pokeAfterAllocate();
         },
-        handoff_);
+        handoff_, &report_);
     auto server =
         PluginServer::start(options_.pluginDir + "/" + socketName(kind), std::move(service));
     if (!server) return std::move(server).error();

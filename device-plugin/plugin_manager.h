@@ -15,6 +15,7 @@
 
 #include "common/base/result.h"
 #include "device-plugin/assignments.h"
+#include "device-plugin/kubelet_report.h"
 #include "device-plugin/node_view.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pod_resources_poller.h"
@@ -48,6 +49,11 @@ class DevicePluginManager {
   void stop();
   // Who holds which ids now (kubelet's pod-resources view plus our recent Allocate calls).
   Assignments assignments() const { return tracker_.current(); }
+  // What kubelet was last told, per resource.
+  KubeletReport& kubeletReport() { return report_; }
+  // A pod on this node ended (the API says so): re-read kubelet's assignments at once, so the
+  // ids it held through one resource are offered again through the other without a poll's delay.
+  void podEnded();
 
  private:
   void watch(std::stop_token stop);
@@ -58,6 +64,7 @@ class DevicePluginManager {
   NodeView& node_;
   SchedulerHandoff* handoff_;
   AssignmentTracker tracker_;
+  KubeletReport report_;
   std::unique_ptr<ReleaseResetter> resetter_;  // before poller_: the poller calls into it
   std::unique_ptr<PodResourcesPoller> poller_;
   mutable std::mutex mutex_;

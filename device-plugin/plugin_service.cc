@@ -60,12 +60,14 @@ std::vector<std::string> toStrings(const google::protobuf::RepeatedPtrField<std:
 }  // namespace
 
 PluginService::PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
-                             std::function<void()> afterAllocate, SchedulerHandoff* handoff)
+                             std::function<void()> afterAllocate, SchedulerHandoff* handoff,
+                             KubeletReport* report)
     : kind_(kind),
       node_(node),
       assignments_(assignments),
       afterAllocate_(std::move(afterAllocate)),
-      handoff_(handoff) {
+      handoff_(handoff),
+      report_(report) {
   nodeSubscription_ = node_.onChange([this] { changed(); });
   assignmentSubscription_ = assignments_.onChange([this] { changed(); });
 }
@@ -93,20 +95,19 @@ grpc::Status PluginService::GetDevicePluginOptions(grpc::ServerContext*, const v
   return grpc::Status::OK;
 }
 
-v1beta1::ListAndWatchResponse PluginService::deviceList(std::string* summary) const {
+v1beta1::ListAndWatchResponse PluginService::deviceList(topology::CoreSet* advertised,
+                                                        topology::CoreSet* unhealthy) const {
   const NodeSnapshot snapshot = node_.snapshot();
   const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
   v1beta1::ListAndWatchResponse response;
-  topology::CoreSet unhealthy;
   for (const AdvertisedDevice& device : advertisedDevices(kind_, snapshot.node, blocked)) {
     v1beta1::Device* out = response.add_devices();
     out->set_id(device.id);
     out->set_health(device.healthy ? "Healthy" : "Unhealthy");
     if (device.numaNode) out->mutable_topology()->add_nodes()->set_id(*device.numaNode);
-    if (!device.healthy) unhealthy.insert(std::stoi(device.id));
+    advertised->insert(std::stoi(device.id));
+    if (!device.healthy) unhealthy->insert(std::stoi(device.id));
   }
-  *summary = "devices=" + std::to_string(response.devices_size()) +
-             " unhealthy=" + (unhealthy.empty() ? "none" : unhealthy.toRangeString());
   return response;
 }
 
@@ -115,13 +116,22 @@ grpc::Status PluginService::ListAndWatch(
     grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
   std::string lastSent;
   std::uint64_t seen = 0;
+  if (report_ != nullptr) report_->streamOpened(kind_);
+  struct StreamClosed {
+    KubeletReport* report;
+    ResourceKind kind;
+    ~StreamClosed() {
+      if (report != nullptr) report->streamClosed(kind);
+    }
+  } const closed{report_, kind_};
   while (true) {
     {
       std::unique_lock lock(mutex_);
       seen = version_;
     }
-    std::string summary;
-    const v1beta1::ListAndWatchResponse list = deviceList(&summary);
+    topology::CoreSet advertised;
+    topology::CoreSet unhealthy;
+    const v1beta1::ListAndWatchResponse list = deviceList(&advertised, &unhealthy);
     std::string encoded = list.SerializeAsString();
     if (encoded != lastSent) {
       if (!writer->Write(list)) {
@@ -129,8 +139,10 @@ grpc::Status PluginService::ListAndWatch(
                   {"resource", resourceName(kind_)});
         return grpc::Status::OK;
       }
+      if (report_ != nullptr) report_->sent(kind_, advertised, unhealthy);
       TORUS_LOG(Info, Plugin, "sent device list", {"resource", resourceName(kind_)},
-                {"summary", summary});
+                {"devices", list.devices_size()},
+                {"unhealthy", unhealthy.empty() ? "none" : unhealthy.toRangeString()});
       lastSent = std::move(encoded);
     }
     std::unique_lock lock(mutex_);

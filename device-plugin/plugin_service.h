@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "device-plugin/assignments.h"
+#include "device-plugin/kubelet_report.h"
 #include "device-plugin/node_view.h"
 #include "device-plugin/resource_kind.h"
 #include "device-plugin/scheduler_handoff.h"
@@ -20,9 +21,11 @@ namespace torus::plugin {
 class PluginService final : public v1beta1::DevicePlugin::Service {
  public:
   // `afterAllocate` runs after each successful Allocate (the agent re-reads pod-resources then).
-  // `handoff` (may be null) supplies the scheduler extender's choices.
+  // `handoff` (may be null) supplies the scheduler extender's choices; `report` (may be null)
+  // learns what each ListAndWatch stream sent.
   PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
-                std::function<void()> afterAllocate, SchedulerHandoff* handoff = nullptr);
+                std::function<void()> afterAllocate, SchedulerHandoff* handoff = nullptr,
+                KubeletReport* report = nullptr);
   ~PluginService() override;
 
   // Ends every open ListAndWatch stream; call before shutting the gRPC server down.
@@ -43,13 +46,15 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
 
  private:
   void changed();
-  v1beta1::ListAndWatchResponse deviceList(std::string* summary) const;
+  v1beta1::ListAndWatchResponse deviceList(topology::CoreSet* advertised,
+                                           topology::CoreSet* unhealthy) const;
 
   const ResourceKind kind_;
   NodeView& node_;
   AssignmentTracker& assignments_;
   std::function<void()> afterAllocate_;
   SchedulerHandoff* handoff_;
+  KubeletReport* report_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -108,9 +108,16 @@ PodResourcesPoller::~PodResourcesPoller() {
   wake_.notify_all();
 }
 
-void PodResourcesPoller::poke() {
+void PodResourcesPoller::pokeAfterAllocate() {
   std::lock_guard lock(mutex_);
   poked_ = true;
+  wake_.notify_all();
+}
+
+void PodResourcesPoller::pokeNow() {
+  std::lock_guard lock(mutex_);
+  poked_ = true;
+  pokedNow_ = true;
   wake_.notify_all();
 }
 
@@ -136,10 +143,12 @@ void PodResourcesPoller::run(std::stop_token stop) {
     std::unique_lock lock(mutex_);
     if (wake_.wait_for(lock, stop, interval_, [&] { return poked_; })) {
       // After an Allocate, kubelet records the assignment once the call has returned; asking at
-      // once would race it, and a burst of Allocate calls needs one List, not one each.
-      wake_.wait_for(lock, stop, kAfterPokeDelay, [] { return false; });
+      // once would race it, and a burst of Allocate calls needs one List, not one each. A pod
+      // that ended cuts the wait short: its ids are free in kubelet already.
+      wake_.wait_for(lock, stop, kAfterPokeDelay, [&] { return pokedNow_; });
     }
     poked_ = false;
+    pokedNow_ = false;
   }
 }
 

@@ -1,7 +1,7 @@
 // PodResourcesPoller: asks kubelet's pod-resources API (List) which of our ids containers hold,
-// every interval and whenever poke() is called (after each Allocate), and feeds the answer to the
-// AssignmentTracker. When the socket is missing it logs one WARN and keeps trying; the tracker
-// then only knows our own recent Allocate calls.
+// every interval, shortly after each Allocate (pokeAfterAllocate) and at once when a pod on the
+// node ended (pokeNow), and feeds the answer to the AssignmentTracker. When the socket is missing
+// it logs one WARN and keeps trying; the tracker then only knows our own recent Allocate calls.
 #pragma once
 
 #include <chrono>
@@ -56,7 +56,10 @@ class PodResourcesPoller {
   PodResourcesPoller(const PodResourcesPoller&) = delete;
   PodResourcesPoller& operator=(const PodResourcesPoller&) = delete;
 
-  void poke();
+  // After an Allocate: kubelet records it once the call has returned, so List a little later.
+  void pokeAfterAllocate();
+  // A pod ended: kubelet already lists it no more, and the other resource waits for its ids.
+  void pokeNow();
 
  private:
   void run(std::stop_token stop);
@@ -69,6 +72,7 @@ class PodResourcesPoller {
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool poked_ = false;
+  bool pokedNow_ = false;
   std::jthread thread_;
 };
 

@@ -48,6 +48,14 @@ while ((SECONDS < deadline)); do
   sleep 2
 done
 "${kubectl[@]}" get pods -o wide
+# All four must run: a pod Torus places waits for its ids rather than fail admission.
+failed="$("${kubectl[@]}" get pods -o jsonpath='{range .items[?(@.status.phase!="Succeeded")]}{.metadata.name}: {.status.phase} {.status.reason} {.status.message}{"\n"}{end}')"
+if [[ -z "$failed" ]]; then
+  echo "== all 4 examples ran to completion"
+else
+  echo "== NOT every example ran:"
+  echo "$failed"
+fi
 
 echo "== where each pod landed (kubectl neuron pods)"
 neuron pods

@@ -58,6 +58,11 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
       "kubelet's pod-resources socket, read to learn which container holds which ids or "
       "claims (cross-resource accounting, the metrics' pod labels)",
       &config->plugin.podResourcesSocket);
+  table.addDurationMillis("pod-resources-interval", "TORUS_POD_RESOURCES_INTERVAL",
+                          "podResourcesInterval",
+                          "how often pod-resources is read besides right after each Allocate and "
+                          "each end of a pod the API shows",
+                          &config->podResourcesIntervalMs);
   table.addDurationMillis("health-interval", "TORUS_HEALTH_INTERVAL", "healthInterval",
                           "how often device health is re-read from sysfs",
                           &config->healthIntervalMs);

@@ -29,6 +29,8 @@ struct AgentConfig {
   bool draCoreDevices = true;
   std::int64_t draResyncMs = 60'000;
   std::int64_t healthIntervalMs = 500;
+  // How often kubelet's pod-resources is read besides after each Allocate and each pod's end.
+  std::int64_t podResourcesIntervalMs = 2000;
   std::string kernelLog;  // empty: <dev-root>/kmsg
   std::int64_t kernelErrorHoldMs = 5 * 60 * 1000;
   // A device whose fault cleared returns only after a reset and a memory self-test

@@ -1,13 +1,17 @@
 #include "node-runtime/agent/forget_nodes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
 
 #include "common/base/log.h"
+#include "common/contracts/kubelet_view.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
+#include "common/kube/object_fields.h"
 #include "node-runtime/agent/node_metadata.h"
+#include "node-runtime/agent/restarting_taint.h"
 
 namespace torus::agent {
 namespace {
@@ -54,6 +58,16 @@ Result<int> forgetPass(kube::KubeClient& client, int& failures) {
         TORUS_LOG(Info, Agent, "removed the agent's labels and annotations", {"node", name});
       }
     }
+    if (hasRestartingTaint(node)) {
+      ++changed;
+      if (auto removed = setRestartingTaint(client, name, false); !removed) {
+        ++failures;
+        TORUS_LOG(Error, Agent, "cannot remove the device plugin's restarting taint",
+                  {"node", name}, {"error", removed.error().message});
+      } else {
+        TORUS_LOG(Info, Agent, "removed the device plugin's restarting taint", {"node", name});
+      }
+    }
     if (hasNeuronCondition(node)) {
       ++changed;
       const json patch = {
@@ -85,6 +99,14 @@ json forgetMetadataPatch(const json& node) {
     }
   }
   return patch;
+}
+
+bool hasRestartingTaint(const json& node) {
+  const json& taints = kube::fieldAt(node, {"spec", "taints"});
+  if (!taints.is_array()) return false;
+  return std::any_of(taints.begin(), taints.end(), [](const json& taint) {
+    return kube::stringAt(taint, {"key"}) == contracts::kRestartingTaintKey;
+  });
 }
 
 bool hasNeuronCondition(const json& node) {

@@ -1,5 +1,6 @@
 // `neuron-node-agent forget-nodes`: removes from every Node what agents published — their labels
-// (torus.dev/*, UltraServer), the torus.dev/topology annotation and the NeuronHealthy condition —
+// (torus.dev/*, UltraServer), their torus.dev/* annotations, the device plugin's restarting taint
+// and the NeuronHealthy condition —
 // so that `helm uninstall` leaves nodes as it found them (the chart runs it as a post-delete
 // hook). Single-key patches: nothing else on a Node is touched.
 #pragma once
@@ -12,6 +13,8 @@ namespace torus::agent {
 
 // The merge-patch that removes the agent's keys from `node`; null when it carries none.
 nlohmann::json forgetMetadataPatch(const nlohmann::json& node);
+// Whether `node` carries the taint a stopping device plugin sets (common/contracts/kubelet_view.h).
+bool hasRestartingTaint(const nlohmann::json& node);
 // Whether `node` carries the agent's NeuronHealthy condition.
 bool hasNeuronCondition(const nlohmann::json& node);
 

@@ -1,12 +1,14 @@
 #include "node-runtime/agent/node_agent.h"
 
 #include <cstdlib>
+#include <thread>
 
 #include "common/base/log.h"
 #include "common/kube/kube_config.h"
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/agent/core_tenancy.h"
+#include "node-runtime/agent/restarting_taint.h"
 #include "node-runtime/health/kernel_log.h"
 #include "node-runtime/metrics/agent_metrics.h"
 #include "node-runtime/reset/core_reset.h"
@@ -102,6 +104,11 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
                      "--dra needs --device-plugin=false: with both, kubelet would hand the same "
                      "chips out through two paths");
   }
+  if (config.podResourcesIntervalMs < 100) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--pod-resources-interval must be at least 100ms, got " +
+                         std::to_string(config.podResourcesIntervalMs) + "ms");
+  }
   if (config.dra && config.draResyncMs < 1000) {
     return makeError(ErrorCode::kInvalidArgument, "--dra-resync must be at least 1s, got " +
                                                       std::to_string(config.draResyncMs) + "ms");
@@ -194,8 +201,48 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
     TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", kube->server},
               {"node", config.nodeName});
   }
-  plugins_ = std::make_unique<plugin::DevicePluginManager>(config.plugin, *view_, handoff_.get());
-  return plugins_->start();
+  plugin::DevicePluginOptions options = config.plugin;
+  options.podResourcesInterval = std::chrono::milliseconds(config.podResourcesIntervalMs);
+  plugins_ = std::make_unique<plugin::DevicePluginManager>(options, *view_, handoff_.get());
+  TORUS_RETURN_IF_ERROR(plugins_->start(), "serving");
+  if (handoff_) {
+    podEnded_ = handoff_->onPodEnded([this] { plugins_->podEnded(); });
+  }
+  if (kube && config.publishNode) {
+    kubeletView_ =
+        std::make_unique<KubeletViewPublisher>(*kube, config.nodeName, plugins_->kubeletReport());
+  }
+  return okResult();
+}
+
+void NodeAgent::drainDevicePlugin() {
+  if (!kubeletView_) return;
+  if (auto tainted = kubeletView_->stopServing(); !tainted) {
+    TORUS_LOG(Warn, Plugin,
+              "could not taint the node before stopping; a Neuron pod bound here before the next "
+              "agent registers fails admission",
+              {"error", tainted.error().message});
+    return;
+  }
+  if (!handoff_) return;
+  // A pod already in a scheduler's binding cycle when the taint landed is still bound here; give
+  // each such pod the time to be admitted (kubelet admits within milliseconds of the binding).
+  constexpr auto kQuiet = std::chrono::seconds(1);
+  constexpr auto kLongest = std::chrono::seconds(10);
+  const auto started = std::chrono::steady_clock::now();
+  auto lastPending = started;
+  std::vector<std::string> pending;
+  while (std::chrono::steady_clock::now() - started < kLongest) {
+    pending = handoff_->unallocatedPromises();
+    const auto now = std::chrono::steady_clock::now();
+    if (!pending.empty()) lastPending = now;
+    if (pending.empty() && now - lastPending >= kQuiet) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!pending.empty()) {
+    TORUS_LOG(Warn, Plugin, "stopping with pods bound here that kubelet has not admitted yet",
+              {"pods", static_cast<int>(pending.size())}, {"first", pending.front()});
+  }
 }
 
 Result<void> NodeAgent::startDra(const AgentConfig& config,
@@ -216,8 +263,19 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   auto driver = dra::DraDriver::start(options, *kube, *view_);
   if (!driver) return std::move(driver).error();
   dra_ = std::move(*driver);
-  claimHolders_ = std::make_unique<ClaimHolderPoller>(
-      config.plugin.podResourcesSocket, config.nodeName, config.plugin.podResourcesInterval);
+  // A node that served the device plugin before keeps its restarting taint until someone removes
+  // it; under the DRA driver kubelet needs no plugin list, so the node takes pods at once.
+  kube::KubeClient client(*kube, std::chrono::seconds(5));
+  if (auto removed = setRestartingTaint(client, config.nodeName, false); !removed) {
+    TORUS_LOG(Warn, Agent, "could not remove the device plugin's restarting taint",
+              {"error", removed.error().message});
+  } else if (*removed) {
+    TORUS_LOG(Info, Agent, "removed the device plugin's restarting taint: the DRA driver serves",
+              {"node", config.nodeName});
+  }
+  claimHolders_ =
+      std::make_unique<ClaimHolderPoller>(config.plugin.podResourcesSocket, config.nodeName,
+                                          std::chrono::milliseconds(config.podResourcesIntervalMs));
   return okResult();
 }
 
@@ -295,7 +353,10 @@ void NodeAgent::stop() {
   deepCheck_.reset();
   recovery_.reset();
   kernelLog_.reset();
+  drainDevicePlugin();
+  podEnded_ = {};
   plugins_.reset();
+  kubeletView_.reset();
   claimHolders_.reset();
   dra_.reset();
   handoff_.reset();

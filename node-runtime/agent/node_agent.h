@@ -18,6 +18,7 @@
 #include "node-runtime/agent/claim_holder_poller.h"
 #include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/device_recovery.h"
+#include "node-runtime/agent/kubelet_view_publisher.h"
 #include "node-runtime/agent/node_publisher.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
@@ -59,6 +60,9 @@ class NodeAgent {
   Result<void> startDevicePlugin(const AgentConfig& config,
                                  const std::optional<kube::KubeConfig>& kube);
   Result<void> startDra(const AgentConfig& config, const std::optional<kube::KubeConfig>& kube);
+  // Before the plugin's sockets close: taint the node, then let the pods bound here meanwhile be
+  // admitted while kubelet still counts our devices.
+  void drainDevicePlugin();
 
   node_source::PreparedNode prepared_;
   discovery::Discovery discovery_;
@@ -70,6 +74,8 @@ class NodeAgent {
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
+  std::unique_ptr<KubeletViewPublisher> kubeletView_;  // what plugins_ told kubelet, on the Node
+  ChangeNotifier::Subscription podEnded_;              // handoff_ -> plugins_
   std::unique_ptr<dra::DraDriver> dra_;
   std::unique_ptr<ClaimHolderPoller> claimHolders_;  // DRA mode: who uses the claims
   std::unique_ptr<DeepCheckRunner> deepCheck_;       // asks plugins_ which devices are in use

@@ -6,6 +6,7 @@
 
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
+#include "common/contracts/kubelet_view.h"
 #include "common/kube/event_object.h"
 #include "common/kube/object_fields.h"
 
@@ -76,7 +77,10 @@ Result<void> NodePublisher::forgetStaleKeys() {
     return keys;
   };
   labels_ = collect(*node, "labels", ownedLabel);
-  annotations_ = collect(*node, "annotations", ownedAnnotation);
+  // torus.dev/kubelet-unhealthy is KubeletViewPublisher's: not ours to remove.
+  annotations_ = collect(*node, "annotations", [](const std::string& key) {
+    return ownedAnnotation(key) && key != contracts::kKubeletUnhealthyAnnotation;
+  });
   // The conditions we own as the node has them, so an unchanged one is not patched again.
   if (const json& conditions = kube::fieldAt(*node, {"status", "conditions"});
       conditions.is_array()) {

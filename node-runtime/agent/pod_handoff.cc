@@ -103,16 +103,30 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
 }
 
 void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
-  std::lock_guard lock(mutex_);
-  if (event.type == "DELETED") {
-    const std::string uid = kube::stringField(*event.object, "metadata", "uid");
-    promises_.erase(uid);
-    paths_.erase(uid);
-    handedOut_.erase(uid);
-    corrected_.erase(uid);
-    return;
+  const std::string phase = kube::stringField(*event.object, "status", "phase");
+  const bool ended = event.type == "DELETED" || phase == "Succeeded" || phase == "Failed";
+  {
+    std::lock_guard lock(mutex_);
+    if (event.type == "DELETED") {
+      const std::string uid = kube::stringField(*event.object, "metadata", "uid");
+      promises_.erase(uid);
+      paths_.erase(uid);
+      handedOut_.erase(uid);
+      corrected_.erase(uid);
+    } else {
+      keepLocked(*event.object);
+    }
   }
-  keepLocked(*event.object);
+  if (ended) podEnded_.notify();
+}
+
+std::vector<std::string> PodAnnotationHandoff::unallocatedPromises() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> pods;
+  for (const auto& [uid, promise] : promises_) {
+    if (!promise.allocated) pods.push_back(promise.key);
+  }
+  return pods;
 }
 
 void PodAnnotationHandoff::refreshFromApi() {

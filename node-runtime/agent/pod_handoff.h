@@ -3,20 +3,24 @@
 // (AWS_NEURON_IDS, NEURON_ALLOC_TIME, NEURON_RESOURCE_TYPE, NEURON_ALLOCATED); after kubelet
 // allocates promised ids it sets NEURON_ALLOCATED=true on that pod — one merge-patch of that key
 // alone, pinned to the pod's UID, sent from a background thread so Allocate never waits on the
-// API server.
+// API server. It also tells when a pod on the node ends (finished or deleted), so the device
+// plugin re-reads kubelet's assignments at once instead of at its next poll.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/change_notifier.h"
 #include "common/kube/informer.h"
 #include "common/kube/kube_config.h"
 #include "device-plugin/scheduler_handoff.h"
@@ -41,6 +45,13 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
                const std::string& why) override;
 
   bool hasSynced() const { return informer_->hasSynced(); }
+  // Runs when the watch shows a pod of this node finished (Succeeded, Failed) or deleted.
+  ChangeNotifier::Subscription onPodEnded(std::function<void()> notify) {
+    return podEnded_.subscribe(std::move(notify));
+  }
+  // Pods bound here with the extender's promise that kubelet has not allocated yet
+  // (namespace/name).
+  std::vector<std::string> unallocatedPromises();
 
  private:
   struct Patch {
@@ -69,6 +80,7 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   std::set<std::string> handedOut_;                      // allocated here, before the API shows it
   std::map<std::string, topology::CoreSet> corrected_;   // UID -> ids we wrote as what it holds
   std::deque<Patch> patches_;
+  ChangeNotifier podEnded_;
   std::jthread patcher_;
   std::unique_ptr<kube::Informer> informer_;  // last: its thread calls into the rest
 };

@@ -60,6 +60,11 @@ void ClusterMirror::upsertNode(const json& object) {
               {"error", dropped.error().message});
     return;
   }
+  if (!record->kubeletViewProblem.empty()) {
+    TORUS_LOG(Warn, Extender, "node agent's report of kubelet unreadable; placing nothing there",
+              {"node", record->name}, {"error", record->kubeletViewProblem});
+  }
+  state_.setKubeletRefusal(record->name, record->kubeletRefuses);
   if (*dropped > 0) {
     TORUS_LOG(Warn, Extender, "node LNC changed; its allocations are re-read from pods",
               {"node", record->name}, {"dropped", *dropped});

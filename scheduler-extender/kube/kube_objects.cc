@@ -4,6 +4,7 @@
 
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/contracts/kubelet_view.h"
 #include "common/contracts/neuron_handoff.h"
 #include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
@@ -28,6 +29,15 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
     } else {
       record.topologyProblem =
           std::string("label ") + contracts::kLncLabel + ": " + value.error().message;
+    }
+  }
+  if (const std::string told = kube::annotationOf(node, contracts::kKubeletUnhealthyAnnotation);
+      !told.empty()) {
+    if (auto unhealthy = contracts::parseKubeletUnhealthy(told)) {
+      record.kubeletRefuses = kubeletRefusalOf(*unhealthy);
+    } else {
+      record.kubeletViewProblem = unhealthy.error().message;
+      record.kubeletRefuses.everything = true;
     }
   }
   const std::string topologyText = kube::annotationOf(node, contracts::kTopologyAnnotation);

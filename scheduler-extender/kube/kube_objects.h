@@ -10,6 +10,7 @@
 #include "common/base/result.h"
 #include "common/kube/topology_annotation.h"
 #include "common/topology/core_set.h"
+#include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_demand.h"
 
 namespace torus::extender {
@@ -23,6 +24,10 @@ struct NodeRecord {
   std::optional<kube::TopologySummary> topology;
   // The agent's torus.dev/topology annotation was present but unusable (the catalog is used).
   std::string topologyProblem;
+  // What kubelet holds Unhealthy (the agent's torus.dev/kubelet-unhealthy); empty when absent.
+  KubeletRefusal kubeletRefuses;
+  // The annotation was present but unreadable: the node takes no Neuron pod until it is fixed.
+  std::string kubeletViewProblem;
 };
 
 Result<NodeRecord> parseNodeRecord(const nlohmann::json& node);

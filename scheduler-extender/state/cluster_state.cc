@@ -6,17 +6,31 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/contracts/neuron_names.h"
 #include "common/topology/allowed_shapes.h"
 
 namespace torus::extender {
 
+KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnhealthy& unhealthy) {
+  KubeletRefusal refusal;
+  for (const auto& [resource, ids] : unhealthy) {
+    if (resource == contracts::kNeuronCoreResource) {
+      refusal.cores |= ids;
+    } else {
+      refusal.devices |= ids;  // neuron and its legacy alias neurondevice both count devices
+    }
+  }
+  return refusal;
+}
+
 topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) {
-  if (unit == topology::AllocationUnit::kCore) return node.freeCores;
+  if (node.kubeletRefuses.everything) return {};
+  if (unit == topology::AllocationUnit::kCore) return node.freeCores - node.kubeletRefuses.cores;
   topology::DeviceSet devices;
   for (int device = 0; device < node.model.deviceCount(); ++device) {
     if (node.model.coresOfDevice(device).isSubsetOf(node.freeCores)) devices.insert(device);
   }
-  return devices;
+  return devices - node.kubeletRefuses.devices;
 }
 
 namespace {
@@ -71,6 +85,14 @@ Result<int> ClusterState::upsertNode(const std::string& name, topology::Node mod
   return dropped;
 }
 
+bool ClusterState::setKubeletRefusal(const std::string& name, const KubeletRefusal& refusal) {
+  std::lock_guard lock(mutex_);
+  const auto it = nodes_.find(name);
+  if (it == nodes_.end()) return false;
+  it->second.kubeletRefuses = refusal;
+  return true;
+}
+
 int ClusterState::removeNode(const std::string& name) {
   std::lock_guard lock(mutex_);
   const int dropped = dropAllocationsLocked(name);
@@ -95,7 +117,8 @@ std::optional<NodeState> ClusterState::node(const std::string& name) const {
   const auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;
   const topology::Node& model = it->second.model;
-  return NodeState{name, model, it->second.healthyCores - it->second.usedCores};
+  return NodeState{name, model, it->second.healthyCores - it->second.usedCores,
+                   it->second.kubeletRefuses};
 }
 
 std::vector<std::string> ClusterState::nodeNames() const {
@@ -118,7 +141,8 @@ Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodD
     return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
   }
   NodeEntry& entry = it->second;
-  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores};
+  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores,
+                       entry.kubeletRefuses};
   auto chosen =
       topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
   if (!chosen) return std::move(chosen).error().withContext("node " + nodeName);
@@ -158,9 +182,10 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
     topology::CoreSet healthy;
     topology::CoreSet used;
     const std::string* links;
+    const KubeletRefusal* refused;
     bool operator==(const Key& other) const {
       return type == other.type && lnc == other.lnc && healthy == other.healthy &&
-             used == other.used && *links == *other.links;
+             used == other.used && *links == *other.links && *refused == *other.refused;
     }
   };
   struct KeyHash {
@@ -184,8 +209,8 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
       continue;
     }
     const NodeEntry& entry = it->second;
-    Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores, entry.usedCores,
-            &entry.links};
+    Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores,
+            entry.usedCores,     &entry.links,    &entry.kubeletRefuses};
     auto found = memo.find(key);
     if (found == memo.end()) {
       found = memo.emplace(key, tryPlaceLocked(name, entry, pod, withScore)).first;
@@ -199,7 +224,8 @@ Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const std::string& node
                                                          const NodeEntry& entry,
                                                          const PodDemand& pod,
                                                          bool withScore) const {
-  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores};
+  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores,
+                       entry.kubeletRefuses};
   auto chosen =
       topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
   if (!chosen) return std::move(chosen).error();

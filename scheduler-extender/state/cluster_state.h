@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/contracts/kubelet_view.h"
 #include "common/topology/core_set.h"
 #include "common/topology/fragmentation.h"
 #include "common/topology/node.h"
@@ -39,11 +40,24 @@ struct Allocation {
   int priority = 0;              // the pod's spec.priority: who may preempt it
 };
 
-// A node as the verbs see it: model, free cores, and who holds the rest.
+// What the node's kubelet would refuse at admission now, whatever the pods say: the ids its
+// device plugin last reported Unhealthy (a fault, or held through the other resource until the
+// agent has told kubelet otherwise; common/contracts/kubelet_view.h). Kubelet's refusal is final
+// for a pod (UnexpectedAdmissionError), so these are never offered.
+struct KubeletRefusal {
+  topology::DeviceSet devices;  // as aws.amazon.com/neuron (and neurondevice)
+  topology::CoreSet cores;      // as aws.amazon.com/neuroncore
+  bool everything = false;      // the agent's report is unreadable: nothing is offered
+  bool operator==(const KubeletRefusal&) const = default;
+};
+KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnhealthy& unhealthy);
+
+// A node as the verbs see it: model, free cores, who holds the rest, and what kubelet refuses.
 struct NodeState {
   std::string name;
   topology::Node model;
   topology::CoreSet freeCores;
+  KubeletRefusal kubeletRefuses;
 };
 
 class ClusterState {
@@ -56,6 +70,8 @@ class ClusterState {
   // The same for a node as the agent described it (kube::nodeFromTopology): its links and health
   // as discovered, so a NeuronLink that is down is routed around here as in the device plugin.
   Result<int> upsertNode(const std::string& name, topology::Node model);
+  // What the node's kubelet refuses now (the agent's report); false for a node we do not know.
+  bool setKubeletRefusal(const std::string& name, const KubeletRefusal& refusal);
   // Forgets the node and every allocation on it; returns how many allocations went.
   int removeNode(const std::string& name);
   bool hasNode(const std::string& name) const;
@@ -109,6 +125,7 @@ class ClusterState {
     // Every device's NeuronLink neighbours, as text: nodes of one type place alike only when
     // their links are alike (a link down on one of them).
     std::string links;
+    KubeletRefusal kubeletRefuses;
   };
 
   Result<Allocation> recordLocked(const std::string& node, const PodDemand& pod,
@@ -123,7 +140,7 @@ class ClusterState {
   std::map<std::string, Allocation> allocations_;  // by pod UID
 };
 
-// Ids of `unit` free on the node (whole free devices, or free cores).
+// Ids of `unit` free on the node (whole free devices, or free cores) that its kubelet admits.
 topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit);
 
 }  // namespace torus::extender

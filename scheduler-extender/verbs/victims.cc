@@ -13,10 +13,13 @@ namespace torus::extender {
 namespace {
 
 // Whether the pod has a valid set once `victims` are gone. Only healthy cores count as freed: a
-// victim on a device that has since failed gives back nothing usable.
+// victim on a device that has since failed gives back nothing usable. What kubelet refuses now is
+// left out: much of it is the victims' own holding through the other resource, which the agent
+// gives back once they are gone (the pod is placed only then).
 bool opensValidSet(const NodeState& node, const std::vector<const Allocation*>& victims,
                    const PodDemand& pod) {
   NodeState after = node;
+  after.kubeletRefuses = {};
   const topology::CoreSet healthy = node.model.coresOfDevices(node.model.healthyDevices());
   for (const Allocation* victim : victims)
     after.freeCores |= victim->cores & healthy;

@@ -51,8 +51,15 @@ ensure_debian_base() {
   if [[ ! -f "$BASE_ROOTFS_TAR" ]]; then
     local rootfs mirror
     rootfs="$(mktemp -d)"
+    # The machine's own Debian mirror: debootstrap may reach no other (and none is written here).
     mirror="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2> /dev/null || true)"
-    mirror="${mirror:-http://deb.debian.org/debian}"
+    [[ -n "$mirror" ]] || mirror="$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' \
+      /etc/apt/sources.list 2> /dev/null || true)"
+    if [[ -z "$mirror" ]]; then
+      echo "local-cluster: no Debian bookworm mirror in /etc/apt/sources.list.d/debian.sources or" \
+        "/etc/apt/sources.list; the image's base is debootstrapped from the mirror apt uses here" >&2
+      return 1
+    fi
     log "debootstrap: a minimal Debian bookworm from $mirror (about 2 minutes, once)"
     debootstrap --variant=minbase bookworm "$rootfs" "$mirror" > "$STATE/logs/debootstrap.log" 2>&1 ||
       { tail -20 "$STATE/logs/debootstrap.log" >&2; return 1; }

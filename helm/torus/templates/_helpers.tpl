@@ -99,12 +99,12 @@ variables:
 
 {{- define "torus.agentPolicyMetadataChecks" -}}
 - expression: >-
-    variables.subresource != '' || (object.spec == oldObject.spec &&
+    variables.subresource != '' || (variables.specUnchanged &&
     (has(object.metadata.finalizers) ? object.metadata.finalizers : []) ==
     (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers : []) &&
     (has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []) ==
     (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []))
-  message: the node agent may not change a spec, finalizers or owners
+  message: the node agent may not change a spec (but its own taint on its Node), finalizers or owners
   reason: Forbidden
 - expression: variables.subresource != '' || size(variables.foreignLabels) == 0
   messageExpression: "'the node agent may not change the labels ' + variables.foreignLabels.join(', ')"

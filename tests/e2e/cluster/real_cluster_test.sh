@@ -36,13 +36,13 @@ allocatable_is() {
   have="$(k get node "$NODE_NAME" -o "jsonpath={.status.allocatable.aws\.amazon\.com/$1}")"
   [[ "$have" == "$2" ]] || { echo "allocatable aws.amazon.com/$1: ${have:-none}"; return 1; }
 }
-# Nothing held as the agent sees it (its ListAndWatch then offers every id again) and as kubelet
-# counts it.
-all_free() {
-  local holders
-  holders="$(curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations" |
-    python3 -c 'import json, sys; print(len(json.load(sys.stdin)["holders"]))')"
-  [[ "$holders" == 0 ]] || { echo "the agent still sees $holders holders"; return 1; }
+# The agent serves kubelet: its pod is Ready, the restarting taint is gone and kubelet counts every
+# id of both resources.
+agent_serving() {
+  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
+    -o jsonpath='{.items[*].status.containerStatuses[0].ready}')" == true ]] || return 1
+  ! k get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}' | grep -q device-plugin-restarting ||
+    { echo "the node still carries the restarting taint"; return 1; }
   allocatable_is neuroncore 64 && allocatable_is neuron 16
 }
 lnc_label_is() {
@@ -66,11 +66,8 @@ run_pods() {
     if [[ "$scheduler" != default-scheduler ]]; then
       check "$name got the ids the extender wrote on it" check_handoff_honoured "$name"
     fi
+    # No wait for the agent to see the pod gone: the next pod, of either resource, must run.
     k delete pod -n e2e "$name" --wait=false > /dev/null
-    # A device held whole makes its cores unavailable as neuroncore (and any core held, its
-    # device) until the agent sees the pod gone; the extender may already place the next pod
-    # there, and kubelet would refuse it. Wait for kubelet to count everything free again.
-    check "kubelet counts all 64 cores and 16 devices free after $name" eventually 60 all_free
   done
 }
 
@@ -88,6 +85,28 @@ check "helm upgrade to nodeCacheCapable: false" "$HELM" --kubeconfig "$KUBECONFI
   "$REPO/helm/torus" -n kube-system --reuse-values --set scheduler.nodeCacheCapable=false --wait --timeout 3m
 check "the scheduler's config says so" scheduler_config_has "nodeCacheCapable: false"
 run_pods neuron-scheduler full-nodes
+
+echo "== admission under churn: 200 short pods in bursts, the agent restarted twice (issue 31)"
+# stress_run SCHEDULER RUN MIX: the pods of admission_stress.py, then gone.
+stress_run() {
+  python3 "$REPO/tests/e2e/cluster/admission_stress.py" --kubectl "$KUBECTL" \
+    --kubeconfig "$KUBECONFIG" --scheduler "$1" --run "$2" --mix "$3" --pods 200 \
+    --restart-agent-after 70,140 --node-dir "$SIMULATED_NODE_DIR" --node "$NODE_NAME" \
+    --cores-per-device "$CORES_PER_DEVICE" --timeout 600
+  local status=$?
+  k delete pods -n e2e -l "stress=$2" --wait=false > /dev/null
+  return $status
+}
+check "no pod placed by neuron-scheduler fails admission (1, 4 cores; 1, 4, 16 devices)" \
+  stress_run neuron-scheduler stress-extender \
+  neuroncore:1,neuroncore:4,neuron:1,neuron:4,neuron:16
+check "the node agent is back and serving after the restarts" eventually 90 agent_serving
+# The default scheduler counts the two resources apart, so mixed requests can fail admission there
+# whatever the plugin does (docs/troubleshooting.md); one size of one resource cannot, and the
+# restarting taint holds its pods while the agent restarts.
+check "no pod of the default scheduler fails admission across agent restarts (4 cores)" \
+  stress_run default-scheduler stress-default neuroncore:4
+check "...and the agent serves again" eventually 90 agent_serving
 
 echo "== a pod that fits no node"
 pod_manifest too-big neuroncore 65 neuron-scheduler | k apply -f - > /dev/null
@@ -213,7 +232,6 @@ only_overlapping_victims() {
 }
 check "...evicting only the pods on that set" only_overlapping_victims
 k delete pods -n e2e -l e2e=neuron --wait=false > /dev/null
-check "kubelet counts all 64 cores and 16 devices free after preemption" eventually 90 all_free
 
 # Core pods leave no device free, and kube-scheduler counts the two resources apart: it never
 # preempts for a device pod here (review row 4). The extender does, through the Eviction API.
@@ -240,8 +258,6 @@ preemptions_counted() {
 check "...counted in the extender's /metrics" preemptions_counted
 k delete pods -n e2e -l e2e=neuron --wait=false > /dev/null
 k delete priorityclass e2e-high > /dev/null
-check "kubelet counts all 64 cores and 16 devices free after cross-resource preemption" \
-  eventually 90 all_free
 
 echo "== faults: kubelet restart, agent and extender restarts with pods running"
 for n in 1 2; do
@@ -282,9 +298,9 @@ held_again() {
   [[ "$( (cores_held_by hold-1; cores_held_by hold-2) | sort -n | tr '\n' ' ')" == "$held_before" ]]
 }
 check "the new agent recovers what the running pods hold" eventually 30 held_again
-# kubelet counts a re-registered plugin's devices only after its first ListAndWatch; a pod
-# admitted before that fails (upstream behaviour), so wait for the capacity to come back.
-check "kubelet counts the new agent's cores" eventually 30 allocatable_is neuroncore 64
+# kubelet counts a re-registered plugin's devices only after its first ListAndWatch, and a pod it
+# admits before that fails for good. The stopping agent tainted the node, so the default scheduler
+# too holds the pod until the new agent serves: no wait here.
 pod_manifest after-restart neuroncore 4 | k apply -f - > /dev/null
 check "a pod after the agent restart runs" eventually 90 pod_succeeded after-restart
 disjoint_from_running() {
@@ -483,6 +499,13 @@ check "...and any label of its Node it does not own" as_agent "$agent_token" 403
   "may not change the labels node-role.kubernetes.io/control-plane"
 check "...and cordoning its Node" as_agent "$agent_token" 403 merge "/api/v1/nodes/$NODE_NAME" \
   '{"spec":{"unschedulable":true}}' "may not change a spec"
+check "...and tainting its Node with any taint but its own" as_agent "$agent_token" 403 merge \
+  "/api/v1/nodes/$NODE_NAME" '{"spec":{"taints":[{"key":"evil","effect":"NoSchedule"}]}}' \
+  "may not change a spec"
+check "...but may set and remove its restarting taint" as_agent "$agent_token" 200 merge \
+  "/api/v1/nodes/$NODE_NAME" \
+  '{"spec":{"taints":[{"key":"torus.dev/device-plugin-restarting","effect":"NoSchedule"}]}}'
+check "...(removed)" as_agent "$agent_token" 200 merge "/api/v1/nodes/$NODE_NAME" '{"spec":{"taints":null}}'
 check "...and any condition but NeuronHealthy and AWS's NeuronHealth" as_agent "$agent_token" 403 \
   strategic-merge "/api/v1/nodes/$NODE_NAME/status" \
   '{"status":{"conditions":[{"type":"Ready","status":"False"}]}}' \

@@ -751,6 +751,75 @@ TEST_F(DevicePluginTest, APodHoldingAnotherPodsPromiseGetsItsHandOffCorrected) {
   EXPECT_EQ(api.writes().size(), 3U);
 }
 
+// Issue 31: kubelet refuses a pod for good when the plugin's last list has too few Healthy ids, so
+// the agent publishes that list on its Node for the extender; the ids a pod held through the other
+// resource come back the moment the API shows the pod ended (the poll here is a minute); and a
+// stopping agent taints its Node, which the next agent clears once kubelet has its lists.
+TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) {
+  auto dir = TempDir::create("agent-view");
+  ASSERT_TRUE(dir.ok());
+  const std::string plugins = (dir->path() / "plugins").string();
+  const std::string podResources = (dir->path() / "pod-resources.sock").string();
+  fs::create_directories(plugins);
+  FakeKubelet kubelet(plugins, podResources);
+  kubelet.start();
+  FakeApiServer api;
+  api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
+  nlohmann::json pod = makePod("ml", "whole", kDevices, 1);
+  pod["spec"]["nodeName"] = "node-a";
+  pod["status"]["phase"] = "Running";
+  api.put("pods", pod);
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  kubelet.setPodAssignments({{"ml", "whole", kDevices, {"2"}}});
+  const std::vector<std::string> command = {binaryPath("neuron-node-agent"),
+                                            "--simulate=trn2.48xlarge",
+                                            "--metrics-addr=127.0.0.1:0",
+                                            "--device-plugin-dir=" + plugins,
+                                            "--pod-resources-socket=" + podResources,
+                                            "--pod-resources-interval=60s",
+                                            "--kubeconfig=" + kubeconfig,
+                                            "--node-name=node-a",
+                                            "--kernel-log=none"};
+  const auto annotation = [&] {
+    nlohmann::json node = api.get("nodes", "node-a").value();
+    const nlohmann::json& value = node["metadata"]["annotations"]["torus.dev/kubelet-unhealthy"];
+    return value.is_string() ? value.get<std::string>() : std::string();
+  };
+  const auto tainted = [&] {
+    nlohmann::json node = api.get("nodes", "node-a").value();
+    const nlohmann::json& taints = node["spec"]["taints"];
+    return taints.is_array() && taints.size() == 1 &&
+           taints[0]["key"] == "torus.dev/device-plugin-restarting" &&
+           taints[0]["effect"] == "NoSchedule";
+  };
+  {
+    BackgroundProcess agent(command);
+    const std::string held = R"({"aws.amazon.com/neuron":"","aws.amazon.com/neuroncore":"8-11"})";
+    ASSERT_TRUE(eventually([&] { return annotation() == held; }, 10s)) << annotation() << "\n"
+                                                                       << agent.stderrText();
+    EXPECT_EQ(kubelet.devices(kCores).at("8").health, "Unhealthy");
+    // The pod ends: kubelet lists it no more, then the API shows it Succeeded.
+    kubelet.setPodAssignments({});
+    pod["status"]["phase"] = "Succeeded";
+    api.put("pods", pod);
+    const std::string free = R"({"aws.amazon.com/neuron":"","aws.amazon.com/neuroncore":""})";
+    EXPECT_TRUE(eventually([&] { return annotation() == free; }, 3s)) << annotation() << "\n"
+                                                                      << agent.stderrText();
+    EXPECT_EQ(kubelet.devices(kCores).at("8").health, "Healthy") << "kubelet was told first";
+    EXPECT_FALSE(tainted());
+    agent.signal(SIGTERM);
+    EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
+    EXPECT_TRUE(tainted()) << agent.stderrText();
+  }
+  BackgroundProcess next(command);
+  EXPECT_TRUE(eventually([&] { return !tainted(); }, 10s)) << next.stderrText();
+  EXPECT_TRUE(kubelet.waitForDevices(
+      kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
+  next.signal(SIGTERM);
+  EXPECT_EQ(next.waitExit(20s), std::optional<int>(0)) << next.stderrText();
+}
+
 TEST(NodeAgentBinary, AnUnusableKubeconfigOrNoNodeNameIsAClearError) {
   auto dir = TempDir::create("agent-kube");
   ASSERT_TRUE(dir.ok());

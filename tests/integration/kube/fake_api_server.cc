@@ -354,6 +354,17 @@ void FakeApiServer::handlePatch(const std::string& collection, const std::string
     }
     patch["metadata"].erase("uid");
   }
+  // A resourceVersion in the patch is a precondition, as the API server has it.
+  if (patch.contains("metadata") && patch["metadata"].contains("resourceVersion")) {
+    if (patch["metadata"]["resourceVersion"] != object["metadata"]["resourceVersion"]) {
+      status(response, 409, "Conflict",
+             "Operation cannot be fulfilled on " + collection + " \"" + key +
+                 "\": the object has been modified; please apply your changes to the latest "
+                 "version and try again");
+      return;
+    }
+    patch["metadata"].erase("resourceVersion");
+  }
   object.merge_patch(patch);
   changeLocked(collection, "MODIFIED", object);
   response.set_content(objects_[collection][key].dump(), "application/json");

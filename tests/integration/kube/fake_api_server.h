@@ -1,8 +1,8 @@
 // A stand-in for the Kubernetes API server, over real HTTP on loopback, speaking its wire format
 // for what Torus uses: list and watch of nodes and pods (resourceVersions, bookmarks-free event
 // streams, 410 Gone for a compacted history, fieldSelector spec.nodeName=NAME), GET of one object,
-// JSON merge-patch (with the UID precondition), pods/binding and events. Tests change objects
-// through it, inject failures, and read back every write the client made.
+// JSON merge-patch (with the UID and resourceVersion preconditions), pods/binding and events.
+// Tests change objects through it, inject failures, and read back every write the client made.
 #pragma once
 
 #include <condition_variable>

@@ -165,3 +165,57 @@ TEST(BindPod, HandsTheIdsToTheBinderAndTakesThemBackOnFailure) {
 
 }  // namespace
 }  // namespace torus::extender
+
+namespace torus::extender {
+namespace {
+
+// Issue 31: kubelet refuses at admission an id its plugin last reported Unhealthy, for good
+// (UnexpectedAdmissionError). A device whose cores a finished pod held through neuroncore stays
+// Unhealthy as neuron until the agent has told kubelet otherwise, so the extender offers it as a
+// device only then — and the same for the cores of a device a finished pod held whole.
+TEST(ClusterState, OffersNothingKubeletWouldRefuse) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  // Devices 0 and 1 are free as far as the pods say, but kubelet still holds them Unhealthy.
+  ASSERT_TRUE(state.setKubeletRefusal("n", {ids("0-1"), ids("60-63"), false}));
+  auto sixteen = state.tryPlace("n", pod("all", kDevice, 16), false);
+  ASSERT_FALSE(sixteen.ok());
+  EXPECT_EQ(sixteen.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_FALSE(state.reserve("n", pod("all", kDevice, 16)).ok());
+  auto one = state.reserve("n", pod("one", kDevice, 1));
+  ASSERT_TRUE(one.ok());
+  EXPECT_FALSE(one->ids.intersects(ids("0-1")));
+  // Cores: device 15's are refused as neuroncore; a 4-core pod goes elsewhere.
+  auto cores = state.reserve("n", pod("cores", kCore, 4));
+  ASSERT_TRUE(cores.ok());
+  EXPECT_FALSE(cores->cores.intersects(ids("60-63")));
+  // Once the agent reports kubelet has them back, they are offered again.
+  ASSERT_TRUE(state.setKubeletRefusal("n", {}));
+  EXPECT_TRUE(state.release("one"));
+  EXPECT_TRUE(state.release("cores"));
+  auto all = state.tryPlace("n", pod("all", kDevice, 16), false);
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  EXPECT_EQ(all->ids, ids("0-15"));
+  EXPECT_FALSE(state.setKubeletRefusal("unknown", {}));
+}
+
+// Nodes of one type and the same free ids place alike only when kubelet refuses the same ids.
+TEST(ClusterState, ManyNodesAreNotMixedUpByWhatTheirKubeletRefuses) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("a", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.upsertNode("b", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.upsertNode("c", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.setKubeletRefusal("b", {ids("0"), {}, false}));
+  ASSERT_TRUE(state.setKubeletRefusal("c", {{}, {}, true}));
+  const auto trials = state.tryPlaceMany({"a", "b", "c"}, pod("p", kDevice, 16), false);
+  EXPECT_TRUE(trials[0].ok());
+  EXPECT_FALSE(trials[1].ok());
+  EXPECT_FALSE(trials[2].ok());
+  const auto small = state.tryPlaceMany({"a", "b", "c"}, pod("q", kCore, 1), false);
+  EXPECT_TRUE(small[0].ok());
+  EXPECT_TRUE(small[1].ok());
+  EXPECT_FALSE(small[2].ok());
+}
+
+}  // namespace
+}  // namespace torus::extender

@@ -1,0 +1,40 @@
+#include "common/contracts/kubelet_view.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/strings.h"
+#include "common/contracts/neuron_names.h"
+
+namespace torus::contracts {
+
+std::string renderKubeletUnhealthy(const KubeletUnhealthy& unhealthy) {
+  nlohmann::json object = nlohmann::json::object();
+  for (const auto& [resource, ids] : unhealthy)
+    object[resource] = ids.toRangeString();
+  return object.dump();
+}
+
+Result<KubeletUnhealthy> parseKubeletUnhealthy(std::string_view text) {
+  const auto invalid = [&](const std::string& why) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     std::string("annotation ") + kKubeletUnhealthyAnnotation + "=" +
+                         quoteJsonString(clipForMessage(text)) + ": " + why);
+  };
+  const nlohmann::json object = nlohmann::json::parse(text, nullptr, false);
+  if (!object.is_object()) return invalid("not a JSON object");
+  KubeletUnhealthy unhealthy;
+  for (const auto& [resource, value] : object.items()) {
+    if (std::ranges::find(kResourceNames, resource) == kResourceNames.end()) {
+      return invalid("\"" + resource + "\" is not a Neuron resource");
+    }
+    if (!value.is_string()) return invalid("the ids of " + resource + " are not a string");
+    auto ids = topology::CoreSet::parse(value.get<std::string>());
+    if (!ids) return invalid(resource + ": " + ids.error().message);
+    unhealthy[resource] = *ids;
+  }
+  return unhealthy;
+}
+
+}  // namespace torus::contracts

@@ -1,0 +1,51 @@
+// KubeletViewPublisher: keeps the Node's torus.dev/kubelet-unhealthy annotation equal to what the
+// device plugin last told kubelet (plugin::KubeletReport), so the scheduler extender offers only
+// ids kubelet will admit; removes the restarting taint once kubelet has every resource's list, and
+// sets it when the agent stops (common/contracts/kubelet_view.h). Retries with backoff while the
+// API server is away; a publish never holds up the plugin.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/base/change_notifier.h"
+#include "common/kube/kube_client.h"
+#include "device-plugin/kubelet_report.h"
+
+namespace torus::agent {
+
+class KubeletViewPublisher {
+ public:
+  KubeletViewPublisher(const kube::KubeConfig& config, std::string nodeName,
+                       plugin::KubeletReport& report);
+  ~KubeletViewPublisher();
+  KubeletViewPublisher(const KubeletViewPublisher&) = delete;
+  KubeletViewPublisher& operator=(const KubeletViewPublisher&) = delete;
+
+  // The agent is about to close its plugin sockets: publish no more, and taint the node so that
+  // no scheduler binds a Neuron pod here until the next agent serves kubelet again.
+  Result<void> stopServing();
+
+ private:
+  void run(std::stop_token stop);
+  Result<void> publish();
+
+  kube::KubeClient client_;
+  const std::string nodeName_;
+  plugin::KubeletReport& report_;
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool dirty_ = true;
+  bool stopped_ = false;
+  std::mutex apiMutex_;  // one write at a time: an untaint must never follow stopServing's taint
+  std::optional<std::string> published_;  // the annotation as last written
+  bool taintCleared_ = false;             // known absent since kubelet last had our lists
+  ChangeNotifier::Subscription subscription_;
+  std::jthread thread_;
+};
+
+}  // namespace torus::agent

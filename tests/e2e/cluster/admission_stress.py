@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Admission under churn on the real local cluster (issue 31): short-lived pods of mixed Neuron
+requests arrive in bursts, with no wait between them for anything the cluster does, and the node
+agent is restarted in the middle. A pod Torus places must run or wait, never fail admission.
+
+Checks, once every pod has ended (bounded by --timeout):
+  - no pod failed (UnexpectedAdmissionError or anything else), every one Succeeded;
+  - each container saw exactly what it asked for, on one NeuronLink-connected set of devices;
+  - no two containers ran on one core at the same time (each records its start and end itself).
+
+With --node, it also watches the Node and reports how long after the API showed a pod ended the
+agent's torus.dev/kubelet-unhealthy gave its ids back to the other resource: the wait a pod of the
+other resource has for them (the extender offers them only then, after kubelet has them).
+
+Prints progress while it waits and a summary; exits 1 when a check fails, 2 on a usage error.
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from neuronlink import connected  # noqa: E402
+
+NAMESPACE = "e2e"
+
+POD_TEMPLATE = """apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels: {{e2e: neuron, stress: {run}}}
+spec:
+  schedulerName: {scheduler}
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command:
+        - sh
+        - -c
+        - >-
+          start=$(date +%s.%N); sleep {stay}; end=$(date +%s.%N);
+          {{ echo "CORES=$NEURON_RT_VISIBLE_CORES";
+          echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* | tr '\\n' ' ')";
+          echo "START=$start"; echo "END=$end"; }} > /dev/termination-log
+      resources:
+        limits:
+          aws.amazon.com/{resource}: {count}
+"""
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kubectl", required=True)
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--scheduler", default="neuron-scheduler")
+    parser.add_argument("--pods", type=int, default=200)
+    parser.add_argument("--mix", default="neuroncore:1,neuroncore:4,neuron:1,neuron:4,neuron:16",
+                        help="RESOURCE:COUNT choices, picked uniformly")
+    parser.add_argument("--restart-agent-after", default="",
+                        help="comma list of pod counts after which the node agent is restarted")
+    parser.add_argument("--run", default="stress", help="label value and pod name prefix")
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--node-dir", required=True, help="the simulated node's tree (sys/...)")
+    parser.add_argument("--cores-per-device", type=int, required=True)
+    parser.add_argument("--timeout", type=int, default=900, help="seconds for all pods to end")
+    parser.add_argument("--node", default="", help="the node whose agent's report to time")
+    args = parser.parse_args()
+    try:
+        args.mix = [(r, int(c)) for r, c in (item.split(":") for item in args.mix.split(","))]
+        args.restart_agent_after = {int(n) for n in args.restart_agent_after.split(",") if n}
+    except ValueError as error:
+        parser.error(f"--mix or --restart-agent-after: {error}")
+    return args
+
+
+class Kube:
+    def __init__(self, kubectl, kubeconfig):
+        self.base = [kubectl, "--kubeconfig", kubeconfig]
+
+    def run(self, *args, stdin=None):
+        return subprocess.run(self.base + list(args), input=stdin, text=True, check=True,
+                              capture_output=True).stdout
+
+    def pods(self, run):
+        return json.loads(self.run("get", "pods", "-n", NAMESPACE, "-l", f"stress={run}",
+                                   "-o", "json"))["items"]
+
+
+def expand(text):
+    ids = []
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        ids += range(int(low), int(high or low) + 1)
+    return ids
+
+
+class Watch:
+    """`kubectl get --watch` of one kind in a thread: every object as it arrived, with the time."""
+
+    def __init__(self, kube, *selection):
+        self.events = []
+        self.process = subprocess.Popen(
+            kube.base + ["get", *selection, "--watch", "--output-watch-events", "-o", "json"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        decoder = json.JSONDecoder()
+        buffer = ""
+        for line in self.process.stdout:
+            buffer += line
+            try:
+                event, end = decoder.raw_decode(buffer.strip())
+            except ValueError:
+                continue
+            self.events.append((time.monotonic(), event["object"]))
+            buffer = buffer.strip()[end:]
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def release_delays(pod_events, node_events, cores_per_device):
+    """Seconds from each pod's end (its first Succeeded event) to the first report of the agent
+    that no longer withholds, from the other resource, the ids it held (and nobody else does)."""
+    reports = []
+    for at, node in node_events:
+        text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unhealthy")
+        if text:
+            told = json.loads(text)
+            reports.append((at, set(expand(told.get("aws.amazon.com/neuron", ""))),
+                            set(expand(told.get("aws.amazon.com/neuroncore", "")))))
+    ended = {}
+    for at, pod in pod_events:
+        name = pod["metadata"]["name"]
+        if pod["status"].get("phase") == "Succeeded" and name not in ended:
+            ended[name] = (at, pod)
+    delays = []
+    for name, (at, pod) in ended.items():
+        ids = set(expand(pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")))
+        limits = pod["spec"]["containers"][0]["resources"]["limits"]
+        devices_held = "aws.amazon.com/neuron" in limits
+        if not ids:
+            continue
+        before = [r for r in reports if r[0] <= at]
+        if not before:
+            continue
+        # Ids of the other resource this pod made kubelet withhold when it ended.
+        if devices_held:
+            withheld = {d * cores_per_device + c for d in ids for c in range(cores_per_device)}
+            withheld &= before[-1][2]
+            index = 2
+        else:
+            withheld = {core // cores_per_device for core in ids} & before[-1][1]
+            index = 1
+        if not withheld:
+            continue
+        for report in reports:
+            if report[0] > at and not (withheld & report[index]):
+                delays.append(report[0] - at)
+                break
+    return delays
+
+
+def submit(kube, args, rng):
+    """Creates the pods in bursts of 1-25, 0-2 s apart; restarts the agent where asked."""
+    started = time.monotonic()
+    made = 0
+    restarts = 0
+    while made < args.pods:
+        burst = min(rng.randint(1, 25), args.pods - made)
+        documents = []
+        for _ in range(burst):
+            resource, count = rng.choice(args.mix)
+            documents.append(POD_TEMPLATE.format(
+                name=f"{args.run}-{made:03d}-{resource}-{count}", namespace=NAMESPACE, run=args.run,
+                scheduler=args.scheduler, stay=f"{rng.uniform(0, 3):.1f}", resource=resource,
+                count=count))
+            made += 1
+            if made in args.restart_agent_after:
+                kube.run("apply", "-f", "-", stdin="---\n".join(documents))
+                documents = []
+                kube.run("delete", "pod", "-n", "kube-system", "-l",
+                         "app.kubernetes.io/component=node-agent", "--wait=false")
+                restarts += 1
+                print(f"  [{time.monotonic() - started:5.1f} s] {made} pods created; "
+                      f"node agent restarted ({restarts})", flush=True)
+        if documents:
+            kube.run("apply", "-f", "-", stdin="---\n".join(documents))
+        time.sleep(rng.uniform(0, 2))
+    print(f"  [{time.monotonic() - started:5.1f} s] all {made} pods created", flush=True)
+
+
+def wait_until_ended(kube, args):
+    deadline = time.monotonic() + args.timeout
+    last = ""
+    while True:
+        pods = kube.pods(args.run)
+        phases = {}
+        for pod in pods:
+            phase = pod["status"].get("phase", "Unknown")
+            phases[phase] = phases.get(phase, 0) + 1
+        summary = ", ".join(f"{n} {phase}" for phase, n in sorted(phases.items()))
+        if summary != last:
+            print(f"  {summary}", flush=True)
+            last = summary
+        if all(pod["status"].get("phase") in ("Succeeded", "Failed") for pod in pods):
+            return pods
+        if time.monotonic() > deadline:
+            print(f"FAIL: not every pod ended within {args.timeout} s ({summary})")
+            return pods
+        time.sleep(2)
+
+
+def check(pods, args):
+    problems = []
+    failures = {}
+    runs = []  # (start, end, cores, name)
+
+    def neighbours(device):
+        path = os.path.join(args.node_dir, "sys/class/neuron_device", f"neuron{device}",
+                            "connected_devices")
+        with open(path) as text:
+            return {int(x) for x in text.read().replace(",", " ").split()}
+
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        status = pod["status"]
+        if status.get("phase") != "Succeeded":
+            reason = status.get("reason") or status.get("phase", "Unknown")
+            failures[reason] = failures.get(reason, 0) + 1
+            problems.append(f"{name}: {status.get('phase')} {reason}: {status.get('message', '')}")
+            continue
+        limits = pod["spec"]["containers"][0]["resources"]["limits"]
+        resource, count = next((k.split("/", 1)[1], int(v)) for k, v in limits.items())
+        terminated = status["containerStatuses"][0]["state"].get("terminated", {})
+        seen = dict(line.split("=", 1) for line in terminated.get("message", "").splitlines()
+                    if "=" in line)
+        cores = expand(seen.get("CORES", ""))
+        devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
+        want = count if resource == "neuroncore" else count * args.cores_per_device
+        if len(cores) != want or len(set(cores)) != want:
+            problems.append(f"{name}: asked {count} {resource}, got cores {cores}")
+            continue
+        if devices != sorted({c // args.cores_per_device for c in cores}):
+            problems.append(f"{name}: device nodes {devices} for cores {cores}")
+        if not connected(devices, neighbours):
+            problems.append(f"{name}: devices {devices} are not NeuronLink-connected")
+        runs.append((float(seen["START"]), float(seen["END"]), set(cores), name))
+    runs.sort()
+    for i, (start, end, cores, name) in enumerate(runs):
+        for later_start, _, later_cores, later in runs[i + 1:]:
+            if later_start >= end:
+                break
+            if cores & later_cores:
+                problems.append(f"{name} and {later} ran on cores "
+                                f"{sorted(cores & later_cores)} at the same time")
+    return problems, failures
+
+
+def main():
+    args = parse_args()
+    kube = Kube(args.kubectl, args.kubeconfig)
+    rng = random.Random(args.seed)
+    began = time.monotonic()
+    print(f"{args.pods} pods through {args.scheduler} ({', '.join(f'{r}:{c}' for r, c in args.mix)}),"
+          f" agent restarted after {sorted(args.restart_agent_after) or 'never'}", flush=True)
+    watches = []
+    if args.node:
+        watches = [Watch(kube, "pods", "-n", NAMESPACE, "-l", f"stress={args.run}"),
+                   Watch(kube, "nodes", args.node)]
+    submit(kube, args, rng)
+    pods = wait_until_ended(kube, args)
+    problems, failures = check(pods, args)
+    if watches:
+        time.sleep(2)  # the reports that followed the last pods' ends
+        for watch in watches:
+            watch.stop()
+        delays = release_delays(watches[0].events, watches[1].events, args.cores_per_device)
+        if delays:
+            delays.sort()
+            print(f"ids given back to the other resource after a pod ended ({len(delays)} pods): "
+                  f"median {statistics.median(delays) * 1000:.0f} ms, "
+                  f"p95 {delays[int(0.95 * (len(delays) - 1))] * 1000:.0f} ms, "
+                  f"max {delays[-1] * 1000:.0f} ms (API watch to the agent's report)")
+    succeeded = sum(1 for pod in pods if pod["status"].get("phase") == "Succeeded")
+    print(f"{len(pods)} pods in {time.monotonic() - began:.0f} s: {succeeded} succeeded, "
+          f"{sum(failures.values())} failed {failures or ''}".rstrip())
+    if len(pods) != args.pods:
+        problems.append(f"{len(pods)} pods exist, {args.pods} were created")
+    for problem in problems[:40]:
+        print(f"  {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
