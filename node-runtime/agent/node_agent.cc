@@ -1,6 +1,7 @@
 #include "node-runtime/agent/node_agent.h"
 
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "common/base/log.h"
@@ -225,19 +226,27 @@ void NodeAgent::drainDevicePlugin() {
     return;
   }
   if (!handoff_) return;
-  // A pod already in a scheduler's binding cycle when the taint landed is still bound here; give
-  // each such pod the time to be admitted (kubelet admits within milliseconds of the binding).
+  // Pods bound here before the taint reached the schedulers (one in a binding cycle then lands up
+  // to a moment later) must be admitted while kubelet still counts our ids: wait until kubelet's
+  // pod-resources lists every pod of this node that asks for a Neuron resource, and nothing new
+  // was bound for a second. Kubelet admits a bound pod quickly, but one at a time.
   constexpr auto kQuiet = std::chrono::seconds(1);
   constexpr auto kLongest = std::chrono::seconds(10);
   const auto started = std::chrono::steady_clock::now();
   auto lastPending = started;
   std::vector<std::string> pending;
   while (std::chrono::steady_clock::now() - started < kLongest) {
-    pending = handoff_->unallocatedPromises();
+    std::set<std::string> admitted;
+    for (const plugin::Holder& holder : plugins_->assignments().holders)
+      admitted.insert(holder.pod);
+    pending = handoff_->neuronPodsNotIn(admitted);
     const auto now = std::chrono::steady_clock::now();
-    if (!pending.empty()) lastPending = now;
+    if (!pending.empty()) {
+      lastPending = now;
+      plugins_->podEnded();  // read pod-resources again now, not at the next poll
+    }
     if (pending.empty() && now - lastPending >= kQuiet) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   if (!pending.empty()) {
     TORUS_LOG(Warn, Plugin, "stopping with pods bound here that kubelet has not admitted yet",

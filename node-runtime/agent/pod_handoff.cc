@@ -1,5 +1,7 @@
 #include "node-runtime/agent/pod_handoff.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
@@ -64,9 +66,42 @@ PodAnnotationHandoff::~PodAnnotationHandoff() {
   patcher_.request_stop();
 }
 
+namespace {
+
+// Whether a pod that has not finished asks for any of our resources, in any container.
+bool asksForNeuron(const json& pod) {
+  const std::string phase = kube::stringField(pod, "status", "phase");
+  if (phase == "Succeeded" || phase == "Failed") return false;
+  for (const char* list : {"containers", "initContainers"}) {
+    const json& containers = kube::fieldAt(pod, {"spec", list});
+    if (!containers.is_array()) continue;
+    for (const json& container : containers) {
+      for (const char* amounts : {"limits", "requests"}) {
+        const json& resources = kube::fieldAt(container, {"resources", amounts});
+        if (!resources.is_object()) continue;
+        for (const auto& [name, value] : resources.items()) {
+          if (std::ranges::find(contracts::kResourceNames, name) !=
+              contracts::kResourceNames.end()) {
+            return true;
+          }
+        }
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void PodAnnotationHandoff::keepLocked(const json& pod) {
   auto promise = promiseOfPod(pod);
   const std::string uid = kube::stringField(pod, "metadata", "uid");
+  if (asksForNeuron(pod)) {
+    neuronPods_[uid] = kube::stringField(pod, "metadata", "namespace") + "/" +
+                       kube::stringField(pod, "metadata", "name");
+  } else {
+    neuronPods_.erase(uid);
+  }
   if (!promise) {
     promises_.erase(uid);
     paths_.erase(uid);
@@ -93,6 +128,7 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
   std::lock_guard lock(mutex_);
   promises_.clear();
   paths_.clear();
+  neuronPods_.clear();
   std::set<std::string> listed;
   for (const auto& item : items) {
     listed.insert(kube::stringField(*item, "metadata", "uid"));
@@ -113,6 +149,7 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
       paths_.erase(uid);
       handedOut_.erase(uid);
       corrected_.erase(uid);
+      neuronPods_.erase(uid);
     } else {
       keepLocked(*event.object);
     }
@@ -120,11 +157,12 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
   if (ended) podEnded_.notify();
 }
 
-std::vector<std::string> PodAnnotationHandoff::unallocatedPromises() {
+std::vector<std::string> PodAnnotationHandoff::neuronPodsNotIn(
+    const std::set<std::string>& admitted) {
   std::lock_guard lock(mutex_);
   std::vector<std::string> pods;
-  for (const auto& [uid, promise] : promises_) {
-    if (!promise.allocated) pods.push_back(promise.key);
+  for (const auto& [uid, key] : neuronPods_) {
+    if (admitted.count(key) == 0) pods.push_back(key);
   }
   return pods;
 }

@@ -49,9 +49,9 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   ChangeNotifier::Subscription onPodEnded(std::function<void()> notify) {
     return podEnded_.subscribe(std::move(notify));
   }
-  // Pods bound here with the extender's promise that kubelet has not allocated yet
-  // (namespace/name).
-  std::vector<std::string> unallocatedPromises();
+  // Pods bound here, not finished, asking for a Neuron resource, and not among `admitted`
+  // (namespace/name, as pod-resources names the pods kubelet gave ids to).
+  std::vector<std::string> neuronPodsNotIn(const std::set<std::string>& admitted);
 
  private:
   struct Patch {
@@ -81,6 +81,7 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   std::map<std::string, topology::CoreSet> corrected_;   // UID -> ids we wrote as what it holds
   std::deque<Patch> patches_;
   ChangeNotifier podEnded_;
+  std::map<std::string, std::string> neuronPods_;  // UID -> namespace/name, asking for Neuron
   std::jthread patcher_;
   std::unique_ptr<kube::Informer> informer_;  // last: its thread calls into the rest
 };

@@ -87,25 +87,35 @@ check "the scheduler's config says so" scheduler_config_has "nodeCacheCapable: f
 run_pods neuron-scheduler full-nodes
 
 echo "== admission under churn: 200 short pods in bursts, the agent restarted twice (issue 31)"
-# stress_run SCHEDULER RUN MIX: the pods of admission_stress.py, then gone.
+# stress_run SCHEDULER RUN MIX: the pods of admission_stress.py, then gone. Sets kubelet itself
+# chose badly under this churn (shared, disconnected) are printed as findings, not failed: see the
+# script's --help and issue 31's note.
 stress_run() {
   python3 "$REPO/tests/e2e/cluster/admission_stress.py" --kubectl "$KUBECTL" \
     --kubeconfig "$KUBECONFIG" --scheduler "$1" --run "$2" --mix "$3" --pods 200 \
     --restart-agent-after 70,140 --node-dir "$SIMULATED_NODE_DIR" --node "$NODE_NAME" \
-    --cores-per-device "$CORES_PER_DEVICE" --timeout 600
+    --cores-per-device "$CORES_PER_DEVICE" --timeout 600 --placement-as-findings \
+    > "$STATE_DIR/$2.log" 2>&1
   local status=$?
+  cat "$STATE_DIR/$2.log"
   k delete pods -n e2e -l "stress=$2" --wait=false > /dev/null
   return $status
+}
+# The run's figures, passed or not.
+stress_summary() {
+  grep -E 'pods in|placement findings|FINDING|given back' "$STATE_DIR/$1.log" | sed 's/^ */      /'
 }
 check "no pod placed by neuron-scheduler fails admission (1, 4 cores; 1, 4, 16 devices)" \
   stress_run neuron-scheduler stress-extender \
   neuroncore:1,neuroncore:4,neuron:1,neuron:4,neuron:16
+stress_summary stress-extender
 check "the node agent is back and serving after the restarts" eventually 90 agent_serving
 # The default scheduler counts the two resources apart, so mixed requests can fail admission there
 # whatever the plugin does (docs/troubleshooting.md); one size of one resource cannot, and the
 # restarting taint holds its pods while the agent restarts.
 check "no pod of the default scheduler fails admission across agent restarts (4 cores)" \
   stress_run default-scheduler stress-default neuroncore:4
+stress_summary stress-default
 check "...and the agent serves again" eventually 90 agent_serving
 
 echo "== a pod that fits no node"

@@ -801,6 +801,7 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
     EXPECT_EQ(kubelet.devices(kCores).at("8").health, "Unhealthy");
     // The pod ends: kubelet lists it no more, then the API shows it Succeeded.
     kubelet.setPodAssignments({});
+    pod = api.get("pods", "ml/whole").value();  // the same object, UID and all
     pod["status"]["phase"] = "Succeeded";
     api.put("pods", pod);
     const std::string free = R"({"aws.amazon.com/neuron":"","aws.amazon.com/neuroncore":""})";
@@ -808,9 +809,18 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
                                                                       << agent.stderrText();
     EXPECT_EQ(kubelet.devices(kCores).at("8").health, "Healthy") << "kubelet was told first";
     EXPECT_FALSE(tainted());
+    // A pod bound here that kubelet has not admitted yet: the agent stops only once it has been
+    // (pod-resources lists it), so kubelet still counts the ids it asks for.
+    nlohmann::json late = makePod("ml", "late", kCores, 4);
+    late["spec"]["nodeName"] = "node-a";
+    late["status"]["phase"] = "Pending";
+    api.put("pods", late);
     agent.signal(SIGTERM);
-    EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
+    EXPECT_EQ(agent.waitExit(4s), std::nullopt) << "stopped before the bound pod was admitted";
     EXPECT_TRUE(tainted()) << agent.stderrText();
+    kubelet.setPodAssignments({{"ml", "late", kCores, {"0", "1", "2", "3"}}});
+    EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
+    EXPECT_EQ(agent.stderrText().find("not admitted yet"), std::string::npos) << agent.stderrText();
   }
   BackgroundProcess next(command);
   EXPECT_TRUE(eventually([&] { return !tainted(); }, 10s)) << next.stderrText();
