@@ -1,11 +1,15 @@
 #include "device-plugin/plugin_manager.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "common/base/log.h"
 #include "common/base/unique_fd.h"
@@ -23,6 +27,18 @@ bool isSocket(const std::string& path) {
   return ::lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
 }
 
+// Whether a process accepts connections on the unix socket at `path` (a stale file refuses).
+bool someoneServes(const std::string& path) {
+  if (!isSocket(path)) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) return false;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return false;
+  return ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0;
+}
+
 }  // namespace
 
 DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& node,
@@ -37,7 +53,36 @@ DevicePluginManager::~DevicePluginManager() {
   stop();
 }
 
+void DevicePluginManager::waitForPreviousAgent() const {
+  // The agent this one replaces may still be draining (a DaemonSet starts the new pod while the
+  // old one terminates). Serving our sockets now would make kubelet switch to us and then, when
+  // the old agent's streams end, mark every id of ours Unhealthy (kubelet does not check which
+  // endpoint disconnected) until our list next changes. So wait for it to go, bounded.
+  const auto deadline = Clock::now() + options_.previousAgentWait;
+  bool logged = false;
+  for (const ResourceKind kind : options_.resources) {
+    const std::string path = options_.pluginDir + "/" + socketName(kind);
+    while (someoneServes(path)) {
+      if (Clock::now() >= deadline) {
+        TORUS_LOG(Warn, Plugin, "another process still serves our socket; taking it over",
+                  {"socket", path});
+        return;
+      }
+      if (!logged) {
+        TORUS_LOG(Info, Plugin,
+                  "another agent still serves our socket (the one this replaces, stopping); "
+                  "waiting for it to go",
+                  {"socket", path},
+                  {"wait_ms", static_cast<std::int64_t>(options_.previousAgentWait.count())});
+        logged = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
 Result<void> DevicePluginManager::start() {
+  waitForPreviousAgent();
   resetter_ = std::make_unique<ReleaseResetter>(node_, tracker_);
   poller_ = std::make_unique<PodResourcesPoller>(
       options_.podResourcesSocket, options_.podResourcesInterval, node_, tracker_, [this] {

@@ -33,6 +33,9 @@ struct DevicePluginOptions {
   std::chrono::milliseconds registerTimeout{5000};
   // How long our own Allocate counts as held while kubelet's pod-resources does not list it yet.
   std::chrono::milliseconds allocateGrace{30'000};
+  // At start, how long to wait for the agent this one replaces to stop serving our sockets (it
+  // drains up to 10 s after tainting its node).
+  std::chrono::milliseconds previousAgentWait{30'000};
 };
 
 class DevicePluginManager {
@@ -56,6 +59,7 @@ class DevicePluginManager {
   void podEnded();
 
  private:
+  void waitForPreviousAgent() const;
   void watch(std::stop_token stop);
   Result<void> restartServers();
   bool registerAll();

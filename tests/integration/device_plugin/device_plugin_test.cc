@@ -793,6 +793,7 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
            taints[0]["key"] == "torus.dev/device-plugin-restarting" &&
            taints[0]["effect"] == "NoSchedule";
   };
+  std::optional<BackgroundProcess> next;
   {
     BackgroundProcess agent(command);
     const std::string held = R"({"aws.amazon.com/neuron":"","aws.amazon.com/neuroncore":"8-11"})";
@@ -816,18 +817,22 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
     late["status"]["phase"] = "Pending";
     api.put("pods", late);
     agent.signal(SIGTERM);
+    // Its replacement starts meanwhile, as a DaemonSet's does, and waits for it to go: two agents
+    // on one kubelet would leave it counting neither's ids once the first one's streams end.
+    next.emplace(command);
     EXPECT_EQ(agent.waitExit(4s), std::nullopt) << "stopped before the bound pod was admitted";
     EXPECT_TRUE(tainted()) << agent.stderrText();
+    EXPECT_FALSE(kubelet.waitForRegistration(kCores, 2, 0ms)) << next->stderrText();
     kubelet.setPodAssignments({{"ml", "late", kCores, {"0", "1", "2", "3"}}});
     EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
     EXPECT_EQ(agent.stderrText().find("not admitted yet"), std::string::npos) << agent.stderrText();
   }
-  BackgroundProcess next(command);
-  EXPECT_TRUE(eventually([&] { return !tainted(); }, 10s)) << next.stderrText();
+  EXPECT_TRUE(kubelet.waitForRegistration(kCores, 2, 10s)) << next->stderrText();
+  EXPECT_TRUE(eventually([&] { return !tainted(); }, 10s)) << next->stderrText();
   EXPECT_TRUE(kubelet.waitForDevices(
       kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
-  next.signal(SIGTERM);
-  EXPECT_EQ(next.waitExit(20s), std::optional<int>(0)) << next.stderrText();
+  next->signal(SIGTERM);
+  EXPECT_EQ(next->waitExit(20s), std::optional<int>(0)) << next->stderrText();
 }
 
 TEST(NodeAgentBinary, AnUnusableKubeconfigOrNoNodeNameIsAClearError) {
