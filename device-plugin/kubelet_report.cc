@@ -43,9 +43,9 @@ void KubeletReport::streamClosed(ResourceKind kind) {
   notifier_.notify();
 }
 
-std::optional<contracts::KubeletUnhealthy> KubeletReport::current() const {
+std::optional<contracts::KubeletUnavailable> KubeletReport::current() const {
   std::lock_guard lock(mutex_);
-  contracts::KubeletUnhealthy report;
+  contracts::KubeletUnavailable report;
   for (const auto& [kind, stream] : streams_) {
     if (!stream.everSent) return std::nullopt;
     report[std::string(resourceName(kind))] = stream.unhealthy;

@@ -29,7 +29,7 @@ class KubeletReport {
 
   // Per resource name, the ids kubelet holds Unhealthy; nullopt until every resource has sent a
   // list (kubelet knows nothing of ours before that).
-  std::optional<contracts::KubeletUnhealthy> current() const;
+  std::optional<contracts::KubeletUnavailable> current() const;
   // Every resource has an open stream whose list kubelet has.
   bool serving() const;
   ChangeNotifier::Subscription onChange(std::function<void()> notify) {

@@ -102,6 +102,18 @@ Result<void> DevicePluginManager::start() {
   return okResult();
 }
 
+std::optional<contracts::KubeletUnavailable> DevicePluginManager::kubeletUnavailable() const {
+  auto unavailable = report_.current();
+  if (!unavailable) return std::nullopt;
+  const Assignments held = tracker_.current();
+  for (const ResourceKind kind : options_.resources) {
+    if (const auto ids = held.held.find(kind); ids != held.held.end()) {
+      (*unavailable)[std::string(resourceName(kind))] |= ids->second;
+    }
+  }
+  return unavailable;
+}
+
 void DevicePluginManager::podEnded() {
   std::lock_guard lock(mutex_);
   if (poller_) poller_->pokeNow();

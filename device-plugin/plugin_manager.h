@@ -54,6 +54,14 @@ class DevicePluginManager {
   Assignments assignments() const { return tracker_.current(); }
   // What kubelet was last told, per resource.
   KubeletReport& kubeletReport() { return report_; }
+  // Runs when assignments() may have changed.
+  ChangeNotifier::Subscription onAssignmentsChange(std::function<void()> notify) {
+    return tracker_.onChange(std::move(notify));
+  }
+  // Per resource, the ids kubelet would not give a new pod now: Unhealthy in the last list it
+  // has, or held by a container it still counts (pod-resources); nullopt before it has every
+  // resource's list.
+  std::optional<contracts::KubeletUnavailable> kubeletUnavailable() const;
   // A pod on this node ended (the API says so): re-read kubelet's assignments at once, so the
   // ids it held through one resource are offered again through the other without a poll's delay.
   void podEnded();

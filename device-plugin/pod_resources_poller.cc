@@ -12,6 +12,9 @@ namespace torus::plugin {
 namespace {
 
 constexpr std::chrono::milliseconds kAfterPokeDelay{200};
+// After a pod ended, kubelet lists it until its sandbox is torn down: read often meanwhile.
+constexpr std::chrono::milliseconds kAfterPodEnd{2000};
+constexpr std::chrono::milliseconds kAfterPodEndInterval{200};
 constexpr ResourceKind kKinds[] = {ResourceKind::kNeuronCore, ResourceKind::kNeuron,
                                    ResourceKind::kNeuronDevice};
 
@@ -118,6 +121,7 @@ void PodResourcesPoller::pokeNow() {
   std::lock_guard lock(mutex_);
   poked_ = true;
   pokedNow_ = true;
+  fastUntil_ = std::chrono::steady_clock::now() + kAfterPodEnd;
   wake_.notify_all();
 }
 
@@ -141,7 +145,10 @@ void PodResourcesPoller::run(std::stop_token stop) {
                 {"retry_ms", static_cast<int>(interval_.count())});
     }
     std::unique_lock lock(mutex_);
-    if (wake_.wait_for(lock, stop, interval_, [&] { return poked_; })) {
+    const auto wait = std::chrono::steady_clock::now() < fastUntil_
+                          ? std::min(interval_, kAfterPodEndInterval)
+                          : interval_;
+    if (wake_.wait_for(lock, stop, wait, [&] { return poked_; })) {
       // After an Allocate, kubelet records the assignment once the call has returned; asking at
       // once would race it, and a burst of Allocate calls needs one List, not one each. A pod
       // that ended cuts the wait short: its ids are free in kubelet already.

@@ -58,7 +58,8 @@ class PodResourcesPoller {
 
   // After an Allocate: kubelet records it once the call has returned, so List a little later.
   void pokeAfterAllocate();
-  // A pod ended: kubelet already lists it no more, and the other resource waits for its ids.
+  // A pod ended: read at once, and every 200 ms for 2 s, until kubelet has torn it down (it
+  // lists the pod, and counts its ids in use, until then); the ids wait for that.
   void pokeNow();
 
  private:
@@ -73,6 +74,7 @@ class PodResourcesPoller {
   std::condition_variable_any wake_;
   bool poked_ = false;
   bool pokedNow_ = false;
+  std::chrono::steady_clock::time_point fastUntil_{};
   std::jthread thread_;
 };
 

@@ -9,22 +9,22 @@
 
 namespace torus::contracts {
 
-std::string renderKubeletUnhealthy(const KubeletUnhealthy& unhealthy) {
+std::string renderKubeletUnavailable(const KubeletUnavailable& unhealthy) {
   nlohmann::json object = nlohmann::json::object();
   for (const auto& [resource, ids] : unhealthy)
     object[resource] = ids.toRangeString();
   return object.dump();
 }
 
-Result<KubeletUnhealthy> parseKubeletUnhealthy(std::string_view text) {
+Result<KubeletUnavailable> parseKubeletUnavailable(std::string_view text) {
   const auto invalid = [&](const std::string& why) {
     return makeError(ErrorCode::kInvalidArgument,
-                     std::string("annotation ") + kKubeletUnhealthyAnnotation + "=" +
+                     std::string("annotation ") + kKubeletUnavailableAnnotation + "=" +
                          quoteJsonString(clipForMessage(text)) + ": " + why);
   };
   const nlohmann::json object = nlohmann::json::parse(text, nullptr, false);
   if (!object.is_object()) return invalid("not a JSON object");
-  KubeletUnhealthy unhealthy;
+  KubeletUnavailable unhealthy;
   for (const auto& [resource, value] : object.items()) {
     if (std::ranges::find(kResourceNames, resource) == kResourceNames.end()) {
       return invalid("\"" + resource + "\" is not a Neuron resource");

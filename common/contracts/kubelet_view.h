@@ -3,12 +3,14 @@
 // final: the pod never runs). Written by the agent, read by the extender; a round-trip test holds
 // the two together.
 //
-//   annotation torus.dev/kubelet-unhealthy
+//   annotation torus.dev/kubelet-unavailable
 //     {"aws.amazon.com/neuron":"0-1","aws.amazon.com/neuroncore":"40-43"}
-//     per resource, the ids the plugin last sent kubelet as Unhealthy: a fault, or held through
-//     the other resource (a device with a core in use; the cores of a device in use whole). The
-//     agent writes it only after kubelet has the list it describes, so the extender's view is
-//     never ahead of kubelet's. Absent: the agent has not served kubelet yet (or is older).
+//     per resource, the ids kubelet would not give a new pod now: those the plugin last sent as
+//     Unhealthy (a fault, or held through the other resource: a device with a core in use, the
+//     cores of a device in use whole), and those kubelet still counts in use (a finished pod's
+//     until kubelet has torn it down, as its pod-resources lists them). The agent writes it only
+//     after kubelet has the list it describes, so the extender's view is never ahead of kubelet's.
+//     Absent: the agent has not served kubelet yet (or is older).
 //   taint torus.dev/device-plugin-restarting:NoSchedule
 //     set by an agent that is stopping, before it closes its plugin sockets (kubelet then counts
 //     no device of ours until the next agent has registered), removed by the agent that serves
@@ -24,15 +26,15 @@
 
 namespace torus::contracts {
 
-inline constexpr const char* kKubeletUnhealthyAnnotation = "torus.dev/kubelet-unhealthy";
+inline constexpr const char* kKubeletUnavailableAnnotation = "torus.dev/kubelet-unavailable";
 inline constexpr const char* kRestartingTaintKey = "torus.dev/device-plugin-restarting";
 inline constexpr const char* kRestartingTaintEffect = "NoSchedule";
 
-// Resource name -> ids kubelet holds Unhealthy (only resources the plugin serves are present).
-using KubeletUnhealthy = std::map<std::string, topology::CoreSet>;
+// Resource name -> ids kubelet would not give a new pod (only resources the plugin serves).
+using KubeletUnavailable = std::map<std::string, topology::CoreSet>;
 
-std::string renderKubeletUnhealthy(const KubeletUnhealthy& unhealthy);
+std::string renderKubeletUnavailable(const KubeletUnavailable& unhealthy);
 // Refuses anything but an object of our resource names to id ranges, naming what is wrong.
-Result<KubeletUnhealthy> parseKubeletUnhealthy(std::string_view text);
+Result<KubeletUnavailable> parseKubeletUnavailable(std::string_view text);
 
 }  // namespace torus::contracts

@@ -9,18 +9,21 @@
 namespace torus::agent {
 
 KubeletViewPublisher::KubeletViewPublisher(const kube::KubeConfig& config, std::string nodeName,
-                                           plugin::KubeletReport& report)
-    : client_(config, std::chrono::seconds(5)), nodeName_(std::move(nodeName)), report_(report) {
-  subscription_ = report_.onChange([this] {
+                                           plugin::DevicePluginManager& plugins)
+    : client_(config, std::chrono::seconds(5)), nodeName_(std::move(nodeName)), plugins_(plugins) {
+  const auto markDirty = [this] {
     std::lock_guard lock(mutex_);
     dirty_ = true;
     wake_.notify_all();
-  });
+  };
+  reportChanged_ = plugins_.kubeletReport().onChange(markDirty);
+  assignmentsChanged_ = plugins_.onAssignmentsChange(markDirty);
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
 KubeletViewPublisher::~KubeletViewPublisher() {
-  subscription_ = {};
+  reportChanged_ = {};
+  assignmentsChanged_ = {};
   thread_.request_stop();
   client_.cancel();
 }
@@ -31,19 +34,19 @@ Result<void> KubeletViewPublisher::publish() {
     std::lock_guard lock(mutex_);
     if (stopped_) return okResult();
   }
-  if (const auto told = report_.current()) {
-    const std::string value = contracts::renderKubeletUnhealthy(*told);
+  if (const auto told = plugins_.kubeletUnavailable()) {
+    const std::string value = contracts::renderKubeletUnavailable(*told);
     if (value != published_) {
-      auto patched =
-          client_.mergePatch("/api/v1/nodes/" + nodeName_,
-                             kube::annotationPatch(contracts::kKubeletUnhealthyAnnotation, value));
+      auto patched = client_.mergePatch(
+          "/api/v1/nodes/" + nodeName_,
+          kube::annotationPatch(contracts::kKubeletUnavailableAnnotation, value));
       if (!patched) return std::move(patched).error();
       published_ = value;
       TORUS_LOG(Debug, Plugin, "published what kubelet was told", {"node", nodeName_},
                 {"unhealthy", value});
     }
   }
-  if (!report_.serving()) {
+  if (!plugins_.kubeletReport().serving()) {
     taintCleared_ = false;
     return okResult();
   }

@@ -1,8 +1,9 @@
-// KubeletViewPublisher: keeps the Node's torus.dev/kubelet-unhealthy annotation equal to what the
-// device plugin last told kubelet (plugin::KubeletReport), so the scheduler extender offers only
-// ids kubelet will admit; removes the restarting taint once kubelet has every resource's list, and
-// sets it when the agent stops (common/contracts/kubelet_view.h). Retries with backoff while the
-// API server is away; a publish never holds up the plugin.
+// KubeletViewPublisher: keeps the Node's torus.dev/kubelet-unavailable annotation equal to what
+// kubelet would refuse a new pod (the plugin's last lists and what kubelet still counts in use),
+// so the scheduler extender offers only ids kubelet will admit; removes the restarting taint once
+// kubelet has every resource's list, and sets it when the agent stops
+// (common/contracts/kubelet_view.h). Retries with backoff while the API server is away; a publish
+// never holds up the plugin.
 #pragma once
 
 #include <chrono>
@@ -14,14 +15,14 @@
 
 #include "common/base/change_notifier.h"
 #include "common/kube/kube_client.h"
-#include "device-plugin/kubelet_report.h"
+#include "device-plugin/plugin_manager.h"
 
 namespace torus::agent {
 
 class KubeletViewPublisher {
  public:
   KubeletViewPublisher(const kube::KubeConfig& config, std::string nodeName,
-                       plugin::KubeletReport& report);
+                       plugin::DevicePluginManager& plugins);
   ~KubeletViewPublisher();
   KubeletViewPublisher(const KubeletViewPublisher&) = delete;
   KubeletViewPublisher& operator=(const KubeletViewPublisher&) = delete;
@@ -36,7 +37,7 @@ class KubeletViewPublisher {
 
   kube::KubeClient client_;
   const std::string nodeName_;
-  plugin::KubeletReport& report_;
+  plugin::DevicePluginManager& plugins_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool dirty_ = true;
@@ -44,7 +45,8 @@ class KubeletViewPublisher {
   std::mutex apiMutex_;  // one write at a time: an untaint must never follow stopServing's taint
   std::optional<std::string> published_;  // the annotation as last written
   bool taintCleared_ = false;             // known absent since kubelet last had our lists
-  ChangeNotifier::Subscription subscription_;
+  ChangeNotifier::Subscription reportChanged_;
+  ChangeNotifier::Subscription assignmentsChanged_;
   std::jthread thread_;
 };
 

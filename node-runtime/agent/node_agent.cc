@@ -210,8 +210,7 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
     podEnded_ = handoff_->onPodEnded([this] { plugins_->podEnded(); });
   }
   if (kube && config.publishNode) {
-    kubeletView_ =
-        std::make_unique<KubeletViewPublisher>(*kube, config.nodeName, plugins_->kubeletReport());
+    kubeletView_ = std::make_unique<KubeletViewPublisher>(*kube, config.nodeName, *plugins_);
   }
   return okResult();
 }

@@ -77,9 +77,9 @@ Result<void> NodePublisher::forgetStaleKeys() {
     return keys;
   };
   labels_ = collect(*node, "labels", ownedLabel);
-  // torus.dev/kubelet-unhealthy is KubeletViewPublisher's: not ours to remove.
+  // torus.dev/kubelet-unavailable is KubeletViewPublisher's: not ours to remove.
   annotations_ = collect(*node, "annotations", [](const std::string& key) {
-    return ownedAnnotation(key) && key != contracts::kKubeletUnhealthyAnnotation;
+    return ownedAnnotation(key) && key != contracts::kKubeletUnavailableAnnotation;
   });
   // The conditions we own as the node has them, so an unchanged one is not patched again.
   if (const json& conditions = kube::fieldAt(*node, {"status", "conditions"});

@@ -31,9 +31,9 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
           std::string("label ") + contracts::kLncLabel + ": " + value.error().message;
     }
   }
-  if (const std::string told = kube::annotationOf(node, contracts::kKubeletUnhealthyAnnotation);
+  if (const std::string told = kube::annotationOf(node, contracts::kKubeletUnavailableAnnotation);
       !told.empty()) {
-    if (auto unhealthy = contracts::parseKubeletUnhealthy(told)) {
+    if (auto unhealthy = contracts::parseKubeletUnavailable(told)) {
       record.kubeletRefuses = kubeletRefusalOf(*unhealthy);
     } else {
       record.kubeletViewProblem = unhealthy.error().message;

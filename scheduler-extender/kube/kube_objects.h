@@ -24,7 +24,7 @@ struct NodeRecord {
   std::optional<kube::TopologySummary> topology;
   // The agent's torus.dev/topology annotation was present but unusable (the catalog is used).
   std::string topologyProblem;
-  // What kubelet holds Unhealthy (the agent's torus.dev/kubelet-unhealthy); empty when absent.
+  // What kubelet holds Unhealthy (the agent's torus.dev/kubelet-unavailable); empty when absent.
   KubeletRefusal kubeletRefuses;
   // The annotation was present but unreadable: the node takes no Neuron pod until it is fixed.
   std::string kubeletViewProblem;

@@ -11,7 +11,7 @@
 
 namespace torus::extender {
 
-KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnhealthy& unhealthy) {
+KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnavailable& unhealthy) {
   KubeletRefusal refusal;
   for (const auto& [resource, ids] : unhealthy) {
     if (resource == contracts::kNeuronCoreResource) {

@@ -50,7 +50,7 @@ struct KubeletRefusal {
   bool everything = false;      // the agent's report is unreadable: nothing is offered
   bool operator==(const KubeletRefusal&) const = default;
 };
-KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnhealthy& unhealthy);
+KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnavailable& unhealthy);
 
 // A node as the verbs see it: model, free cores, who holds the rest, and what kubelet refuses.
 struct NodeState {

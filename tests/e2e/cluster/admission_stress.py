@@ -13,7 +13,7 @@ Checks, once every pod has ended (bounded by --timeout):
     printed as findings and do not fail the run.
 
 With --node, it also watches the Node and reports how long after the API showed a pod ended the
-agent's torus.dev/kubelet-unhealthy gave its ids back to the other resource: the wait a pod of the
+agent's torus.dev/kubelet-unavailable gave its ids back to the other resource: the wait a pod of the
 other resource has for them (the extender offers them only then, after kubelet has them).
 
 Prints progress while it waits and a summary; exits 1 when a check fails, 2 on a usage error.
@@ -143,7 +143,7 @@ def release_delays(pod_events, node_events, cores_per_device):
     Pods without the extender's AWS_NEURON_IDS are skipped (their ids are not on the pod)."""
     reports = []
     for at, node in node_events:
-        text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unhealthy")
+        text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable")
         if text:
             told = json.loads(text)
             reports.append((at, set(expand(told.get("aws.amazon.com/neuron", ""))),

@@ -783,7 +783,7 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
                                             "--kernel-log=none"};
   const auto annotation = [&] {
     nlohmann::json node = api.get("nodes", "node-a").value();
-    const nlohmann::json& value = node["metadata"]["annotations"]["torus.dev/kubelet-unhealthy"];
+    const nlohmann::json& value = node["metadata"]["annotations"]["torus.dev/kubelet-unavailable"];
     return value.is_string() ? value.get<std::string>() : std::string();
   };
   const auto tainted = [&] {
@@ -796,7 +796,7 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
   std::optional<BackgroundProcess> next;
   {
     BackgroundProcess agent(command);
-    const std::string held = R"({"aws.amazon.com/neuron":"","aws.amazon.com/neuroncore":"8-11"})";
+    const std::string held = R"({"aws.amazon.com/neuron":"2","aws.amazon.com/neuroncore":"8-11"})";
     ASSERT_TRUE(eventually([&] { return annotation() == held; }, 10s)) << annotation() << "\n"
                                                                        << agent.stderrText();
     EXPECT_EQ(kubelet.devices(kCores).at("8").health, "Unhealthy");

@@ -15,11 +15,11 @@ topology::CoreSet ids(std::string_view text) {
 }
 
 TEST(KubeletView, WhatTheAgentWritesTheExtenderReadsBack) {
-  const KubeletUnhealthy written = {{"aws.amazon.com/neuron", ids("0-1")},
-                                    {"aws.amazon.com/neuroncore", ids("40-43")}};
-  const std::string text = renderKubeletUnhealthy(written);
+  const KubeletUnavailable written = {{"aws.amazon.com/neuron", ids("0-1")},
+                                      {"aws.amazon.com/neuroncore", ids("40-43")}};
+  const std::string text = renderKubeletUnavailable(written);
   EXPECT_EQ(text, R"({"aws.amazon.com/neuron":"0-1","aws.amazon.com/neuroncore":"40-43"})");
-  auto read = parseKubeletUnhealthy(text);
+  auto read = parseKubeletUnavailable(text);
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(*read, written);
 
@@ -27,7 +27,7 @@ TEST(KubeletView, WhatTheAgentWritesTheExtenderReadsBack) {
       {"metadata",
        {{"name", "n"},
         {"labels", {{"node.kubernetes.io/instance-type", "trn2.48xlarge"}}},
-        {"annotations", {{kKubeletUnhealthyAnnotation, text}}}}}};
+        {"annotations", {{kKubeletUnavailableAnnotation, text}}}}}};
   auto record = extender::parseNodeRecord(node);
   ASSERT_TRUE(record.ok()) << record.error().message;
   EXPECT_EQ(record->kubeletRefuses.devices, ids("0-1"));
@@ -37,7 +37,7 @@ TEST(KubeletView, WhatTheAgentWritesTheExtenderReadsBack) {
 }
 
 TEST(KubeletView, NothingUnhealthyIsAnEmptyRange) {
-  auto read = parseKubeletUnhealthy(R"({"aws.amazon.com/neuron":""})");
+  auto read = parseKubeletUnavailable(R"({"aws.amazon.com/neuron":""})");
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_TRUE(read->at("aws.amazon.com/neuron").empty());
 }
@@ -51,14 +51,14 @@ TEST(KubeletView, AReportThatIsNotOursIsRefusedByName) {
       {R"({"aws.amazon.com/neuron":"3-1"})", "aws.amazon.com/neuron: "},
   };
   for (const auto& [text, why] : cases) {
-    auto read = parseKubeletUnhealthy(text);
+    auto read = parseKubeletUnavailable(text);
     ASSERT_FALSE(read.ok()) << text;
     EXPECT_NE(read.error().message.find(why), std::string::npos) << read.error().message;
-    EXPECT_NE(read.error().message.find(kKubeletUnhealthyAnnotation), std::string::npos);
+    EXPECT_NE(read.error().message.find(kKubeletUnavailableAnnotation), std::string::npos);
   }
   // On a node, an unreadable report offers nothing there rather than risk a refused pod.
   const nlohmann::json node = {
-      {"metadata", {{"name", "n"}, {"annotations", {{kKubeletUnhealthyAnnotation, "garbage"}}}}}};
+      {"metadata", {{"name", "n"}, {"annotations", {{kKubeletUnavailableAnnotation, "garbage"}}}}}};
   auto record = extender::parseNodeRecord(node);
   ASSERT_TRUE(record.ok());
   EXPECT_TRUE(record->kubeletRefuses.everything);

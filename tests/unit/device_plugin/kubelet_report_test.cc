@@ -25,8 +25,8 @@ TEST(KubeletReport, NothingUntilEveryResourceHasSentAList) {
   report.sent(ResourceKind::kNeuronCore, ids("0-63"), ids(""));
   ASSERT_TRUE(report.current());
   EXPECT_TRUE(report.serving());
-  const contracts::KubeletUnhealthy expected = {{"aws.amazon.com/neuron", ids("3")},
-                                                {"aws.amazon.com/neuroncore", ids("")}};
+  const contracts::KubeletUnavailable expected = {{"aws.amazon.com/neuron", ids("3")},
+                                                  {"aws.amazon.com/neuroncore", ids("")}};
   EXPECT_EQ(*report.current(), expected);
 }
 
