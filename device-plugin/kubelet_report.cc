@@ -25,7 +25,7 @@ void KubeletReport::sent(ResourceKind kind, const topology::CoreSet& advertised,
     stream.listed = true;
     stream.advertised = advertised;
     stream.unhealthy = unhealthy;
-    stream.everSent = unhealthy;
+    stream.everListed = true;
     if (same) return;
   }
   notifier_.notify();
@@ -47,7 +47,7 @@ std::optional<contracts::KubeletUnavailable> KubeletReport::current() const {
   std::lock_guard lock(mutex_);
   contracts::KubeletUnavailable report;
   for (const auto& [kind, stream] : streams_) {
-    if (!stream.everSent) return std::nullopt;
+    if (!stream.everListed) return std::nullopt;
     report[std::string(resourceName(kind))] = stream.unhealthy;
   }
   return report;

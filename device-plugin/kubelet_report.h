@@ -42,7 +42,7 @@ class KubeletReport {
     bool listed = false;  // a list went out since the stream opened
     topology::CoreSet advertised;
     topology::CoreSet unhealthy;  // as kubelet has it: all of `advertised` once closed
-    std::optional<topology::CoreSet> everSent;
+    bool everListed = false;      // kubelet has had a list of this resource at least once
   };
   mutable std::mutex mutex_;
   std::map<ResourceKind, Stream> streams_;
