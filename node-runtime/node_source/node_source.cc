@@ -1,5 +1,6 @@
 #include "node-runtime/node_source/node_source.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <system_error>
 
@@ -7,10 +8,40 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "node-runtime/simulator/sim_tree.h"
 
 namespace torus::node_source {
+
+namespace {
+
+Result<void> parseUltraServerPlace(std::string_view value, NodeSourceOptions* options) {
+  const auto invalid = [&](std::string why) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--simulate-ultraserver=" + std::string(value) + ": " + why +
+                         " (expected SERIAL:POSITION, e.g. 0a11ce0000000100:2)");
+  };
+  const std::size_t colon = value.rfind(':');
+  if (colon == std::string_view::npos) return invalid("no ':'");
+  const std::string_view serialText = value.substr(0, colon);
+  if (serialText.empty() || serialText.size() > 16)
+    return invalid("the serial must be 1-16 hex digits");
+  std::uint64_t serial = 0;
+  const auto [end, error] =
+      std::from_chars(serialText.data(), serialText.data() + serialText.size(), serial, 16);
+  if (error != std::errc{} || end != serialText.data() + serialText.size()) {
+    return invalid("the serial must be 1-16 hex digits");
+  }
+  if (serial == 0) return invalid("serial 0 is what the driver reports outside an UltraServer");
+  auto position = parseInt(value.substr(colon + 1), 0, 3);
+  if (!position) return invalid("the position must be 0, 1, 2 or 3");
+  options->ultraServerSerial = serial;
+  options->ultraServerPosition = *position;
+  return okResult();
+}
+
+}  // namespace
 
 void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* options) {
   table.addString("simulate", "TORUS_SIMULATE", "simulate", "TYPE",
@@ -35,6 +66,14 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
                return okResult();
              },
              true});
+  table.add({"simulate-ultraserver", "TORUS_SIMULATE_ULTRASERVER", "simulateUltraServer",
+             "SERIAL:POSITION", "",
+             "trn2u: the simulated node is POSITION (0-3) of the UltraServer whose serial number "
+             "is SERIAL (hex, up to 16 digits); the nodes of one simulated UltraServer share the "
+             "serial (default: the simulator's one UltraServer, position 0)",
+             [options](std::string_view value) -> Result<void> {
+               return parseUltraServerPlace(value, options);
+             }});
   table.addString("sysfs-root", "TORUS_SYSFS_ROOT", "sysfsRoot", "DIR",
                   "root of the sysfs tree to read", &options->sysfsRoot);
   table.addString("dev-root", "TORUS_DEV_ROOT", "devRoot", "DIR",
@@ -76,6 +115,11 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
       return makeError(ErrorCode::kInvalidArgument,
                        "--simulate-fault needs --simulate: faults go into a simulated tree only");
     }
+    if (options.ultraServerSerial) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "--simulate-ultraserver needs --simulate: a real node's driver says where "
+                       "it is");
+    }
     prepared.roots = {options.sysfsRoot, options.devRoot, options.awsRoot};
     return prepared;
   }
@@ -92,6 +136,10 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
   spec.instanceType = options.simulate;
   spec.lnc = options.lnc;
   spec.faults = options.faults;
+  if (options.ultraServerSerial) {
+    spec.ultraServerSerial = *options.ultraServerSerial;
+    spec.ultraServerNodeId = options.ultraServerPosition;
+  }
   auto tree = simulator::writeSimulatedTree(spec, root);
   if (!tree) return std::move(tree).error();
   TORUS_LOG(Info, Simulator,

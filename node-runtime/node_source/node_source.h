@@ -5,6 +5,7 @@
 // is the only place that knows the difference.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "common/config/settings.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/simulator/sim_fault.h"
+#include "node-runtime/simulator/sim_tree.h"
 
 namespace torus::node_source {
 
@@ -23,6 +25,9 @@ struct NodeSourceOptions {
   std::string simulate;     // instance type to simulate; empty = read the real node
   std::string simulateDir;  // where to write the simulated tree; empty = a temp dir
   std::vector<simulator::Fault> faults;
+  // trn2u: which UltraServer (its serial) and which of its four nodes the simulated node is.
+  std::optional<std::uint64_t> ultraServerSerial;  // unset: the simulator's one UltraServer
+  int ultraServerPosition = 0;
   std::string sysfsRoot = "/sys";
   std::string devRoot = "/dev";
   std::string awsRoot = "/opt/aws";

@@ -136,7 +136,8 @@ Result<void> writeStandInCheckCommand(const SimulatedTree& tree) {
 }
 
 Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceType& type, int index,
-                         int nodeId, bool linkSpeedFiles) {
+                         const SimulationSpec& spec) {
+  const int nodeId = spec.ultraServerNodeId;
   const auto& names = topology::architectureOf(type.generation);
   const std::string name = "neuron" + std::to_string(index);
   const fs::path dir = sys / "devices" / "virtual" / "neuron_device" / name;
@@ -148,7 +149,7 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
                         name);
   // Every link trains at full speed; the slow-link fault lowers one.
   for (const int peer : topology::driverNeighbours(type, index)) {
-    if (!linkSpeedFiles) break;
+    if (!spec.linkSpeedFiles) break;
     const fs::path link = discovery::neuronLinkDir(dir, peer);
     TORUS_RETURN_IF_ERROR(out.file(link / discovery::kMaxLinkSpeed, kNeuronLinkSpeed), name);
     TORUS_RETURN_IF_ERROR(out.file(link / discovery::kCurrentLinkSpeed, kNeuronLinkSpeed), name);
@@ -166,7 +167,11 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
   TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "notify_delay", "-1\n"), name);
   if (type.generation != topology::Generation::kInf1) {
     // v2/v3 drivers only: serial numbers and hardware ECC counters.
-    const std::uint64_t serial = 0x5e7a000000000000ULL + static_cast<std::uint64_t>(nodeId) * 64 +
+    // Unique per UltraServer (the default one keeps the historical numbers), node and chip.
+    const std::uint64_t ultraServer =
+        (spec.ultraServerSerial ^ kDefaultUltraServerSerial) & 0xffffffffULL;
+    const std::uint64_t serial = 0x5e7a000000000000ULL + (ultraServer << 16) +
+                                 static_cast<std::uint64_t>(nodeId) * 64 +
                                  static_cast<std::uint64_t>(index);
     TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "serial_number", hex16(serial) + "\n"), name);
     for (const char* counter : discovery::kEccCounters) {
@@ -230,7 +235,7 @@ Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& 
 
 // Class-level UltraServer attributes; outside an UltraServer the driver prints -1 / zeros / "".
 Result<void> writeUltraServer(TreeWriter& out, const fs::path& sys, const InstanceType& type,
-                              int nodeId) {
+                              int nodeId, std::uint64_t serial) {
   const fs::path dir = sys / "class" / "neuron_device";
   if (!type.ultraServerNode) {
     TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_2", "-1\n"), "ultraserver");
@@ -243,13 +248,12 @@ Result<void> writeUltraServer(TreeWriter& out, const fs::path& sys, const Instan
   // pairs over the vertical links, {0,1} and {2,3}; node_id_2 is the position inside the pair and
   // server_id_2 is the UltraServer's serial number for the first pair and one less for the second.
   // The modes offered are X4, X2V and X1 (X2H only after a 2-node election).
-  constexpr std::uint64_t kSerial = 0x0a11ce0000000100ULL;
   TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_2", std::to_string(nodeId % 2) + "\n"),
                         "ultraserver");
   TORUS_RETURN_IF_ERROR(out.file(dir / "node_id_4", std::to_string(nodeId) + "\n"), "ultraserver");
-  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_2", hex16(kSerial - (nodeId < 2 ? 0 : 1)) + "\n"),
+  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_2", hex16(serial - (nodeId < 2 ? 0 : 1)) + "\n"),
                         "ultraserver");
-  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(kSerial) + "\n"), "ultraserver");
+  TORUS_RETURN_IF_ERROR(out.file(dir / "server_id_4", hex16(serial) + "\n"), "ultraserver");
   return out.file(dir / "ultraserver_mode", "1,3,4\n");
 }
 
@@ -314,6 +318,12 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   if (spec.ultraServerNodeId < 0 || spec.ultraServerNodeId >= topology::kUltraServerNodes) {
     return makeError(ErrorCode::kInvalidArgument, "simulate: UltraServer node id must be 0..3");
   }
+  if (!type->ultraServerNode &&
+      (spec.ultraServerNodeId != 0 || spec.ultraServerSerial != kDefaultUltraServerSerial)) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "simulate: " + std::string(type->name) +
+                         " is not an UltraServer node; only trn2u types take a place in one");
+  }
   std::error_code ec;
   if (fs::exists(root / "sys", ec)) return reuseTree(spec, root);
   SimulatedTree tree;
@@ -322,13 +332,12 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   TreeWriter out(tree);
   const discovery::DiscoveryRoots roots = tree.roots();
   for (int index = 0; index < type->deviceCount; ++index) {
-    TORUS_RETURN_IF_ERROR(
-        writeDevice(out, roots.sys, *type, index, spec.ultraServerNodeId, spec.linkSpeedFiles),
-        "simulate");
+    TORUS_RETURN_IF_ERROR(writeDevice(out, roots.sys, *type, index, spec), "simulate");
   }
   TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type), "simulate");
-  TORUS_RETURN_IF_ERROR(writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId),
-                        "simulate");
+  TORUS_RETURN_IF_ERROR(
+      writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId, spec.ultraServerSerial),
+      "simulate");
   TORUS_RETURN_IF_ERROR(out.file(roots.dmiProductName(), std::string(type->name) + "\n"),
                         "simulate");
   TORUS_RETURN_IF_ERROR(

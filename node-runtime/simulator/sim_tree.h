@@ -7,6 +7,7 @@
 // (root), so a real container runtime can pass them into containers; plain files otherwise.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -18,12 +19,18 @@
 
 namespace torus::simulator {
 
+inline constexpr std::uint64_t kDefaultUltraServerSerial = 0x0a11ce0000000100ULL;
+
 struct SimulationSpec {
   std::string instanceType;  // a catalog name, e.g. "trn2.48xlarge"
   std::optional<int> lnc;    // written to logical_nc_config; default: the type's default
   std::vector<Fault> faults;
   bool characterDevices = true;  // try mknod; fall back to plain files when not permitted
   int ultraServerNodeId = 0;     // trn2u: this node's position (0..3) in its UltraServer
+  // trn2u: the UltraServer's serial number, as the driver reads it from the election; the nodes
+  // of one simulated UltraServer share it, and it seeds the devices' serial numbers so no two
+  // simulated nodes report the same chip.
+  std::uint64_t ultraServerSerial = kDefaultUltraServerSerial;
   // Per-link speed files (neuronlink_attributes.h). The reference driver has none, so neither
   // does a simulated node unless asked; a slow-link fault writes them for its link.
   bool linkSpeedFiles = false;

@@ -2,12 +2,18 @@
 // exactly the catalog's model: device count, cores at each LNC, adjacency in the driver's order,
 // memory, all healthy, nothing to report.
 #include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "common/base/temp_dir.h"
+#include "common/config/settings.h"
 #include "common/topology/neuronlink_graph.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/node_source/node_source.h"
 #include "node-runtime/simulator/sim_tree.h"
 
 namespace torus {
@@ -104,6 +110,59 @@ TEST(SimulatedDiscovery, UltraServerPositionComesFromClassAttributes) {
   }
   EXPECT_FALSE(positions[0].serverId4.empty());
   EXPECT_NE(positions[0].serverId2, positions[2].serverId2);
+}
+
+// Nodes of two simulated UltraServers, placed with --simulate-ultraserver=SERIAL:POSITION as the
+// local cluster places them: each UltraServer's nodes agree on its serial and differ from the
+// other's, and no two nodes report the same chip serial number.
+TEST(SimulatedDiscovery, UltraServerSettingPlacesNodesInTheirOwnUltraServer) {
+  std::set<std::string> chipSerials;
+  std::set<std::string> serverIds;
+  for (const char* place : {"a11ce:0", "a11ce:3", "b0b:0"}) {
+    auto dir = TempDir::create("sim-discovery");
+    config::SettingTable table("test");
+    node_source::NodeSourceOptions options;
+    node_source::addNodeSourceSettings(table, &options);
+    auto parsed =
+        table.parse({"--simulate=trn2u.48xlarge", "--simulate-dir=" + dir->path().string(),
+                     std::string("--simulate-ultraserver=") + place},
+                    [](std::string_view) { return std::nullopt; });
+    ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+    auto prepared = node_source::prepareNode(options);
+    ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+    auto found = discovery::discoverNode(prepared->roots, {});
+    ASSERT_TRUE(found.ok());
+    ASSERT_TRUE(found->node.ultraServer.has_value());
+    EXPECT_EQ(found->node.ultraServer->nodeId4, options.ultraServerPosition) << place;
+    serverIds.insert(found->node.ultraServer->serverId4);
+    for (const auto& device : found->node.devices) {
+      EXPECT_TRUE(chipSerials.insert(device.serialNumber).second) << device.serialNumber;
+    }
+  }
+  EXPECT_EQ(serverIds.size(), 2u);
+  EXPECT_TRUE(serverIds.contains("00000000000a11ce")) << *serverIds.begin();
+}
+
+// A place outside an UltraServer, or a malformed one, is refused with the reason.
+TEST(SimulatedDiscovery, UltraServerSettingRefusesWhatNoDriverWouldReport) {
+  const auto attempt = [](std::vector<std::string> args) {
+    auto dir = TempDir::create("sim-discovery");
+    config::SettingTable table("test");
+    node_source::NodeSourceOptions options;
+    node_source::addNodeSourceSettings(table, &options);
+    args.push_back("--simulate-dir=" + dir->path().string());
+    auto parsed = table.parse(args, [](std::string_view) { return std::nullopt; });
+    if (!parsed.ok()) return parsed.error().message;
+    auto prepared = node_source::prepareNode(options);
+    return prepared.ok() ? std::string() : prepared.error().message;
+  };
+  EXPECT_THAT(attempt({"--simulate=trn2.48xlarge", "--simulate-ultraserver=a11ce:1"}),
+              testing::HasSubstr("not an UltraServer node"));
+  EXPECT_THAT(attempt({"--simulate=trn2u.48xlarge", "--simulate-ultraserver=a11ce:4"}),
+              testing::HasSubstr("position must be 0, 1, 2 or 3"));
+  EXPECT_THAT(attempt({"--simulate=trn2u.48xlarge", "--simulate-ultraserver=xyz:1"}),
+              testing::HasSubstr("hex digits"));
+  EXPECT_THAT(attempt({"--simulate-ultraserver=a11ce:1"}), testing::HasSubstr("needs --simulate"));
 }
 
 // An agent restarted over its --simulate-dir (a DaemonSet pod restart) finds the node as it was,
