@@ -52,7 +52,13 @@ void DeviceRecovery::recoverWaiting() {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     metrics::processCounters().add(metrics::names::kRecoveriesTotal, {{"result", attempt.result}});
-    if (attempt.outcome) {
+    if (attempt.outcome && !attempt.untested.empty()) {
+      lastFailure_.erase(device);
+      TORUS_LOG(Warn, Health,
+                "device back in service after a reset; its memory was not tested (the agent may "
+                "not write its BAR)",
+                {"device", device}, {"seconds", seconds}, {"why", attempt.untested});
+    } else if (attempt.outcome) {
       lastFailure_.erase(device);
       TORUS_LOG(Info, Health, "device back in service after a reset and a passing self-test",
                 {"device", device}, {"seconds", seconds});
@@ -68,14 +74,19 @@ void DeviceRecovery::recoverWaiting() {
 
 DeviceRecovery::Attempt DeviceRecovery::resetAndTest(int device) {
   if (auto reset = reset::resetDevice(monitor_.roots(), device, options_.reset); !reset) {
-    return {makeError(ErrorCode::kUnavailable, "reset: " + reset.error().message), "reset_failed"};
+    return {makeError(ErrorCode::kUnavailable, "reset: " + reset.error().message), "reset_failed",
+            ""};
   }
   const health::MemoryTestResult memory =
       health::testDeviceMemory(monitor_.roots(), device, options_.selfTestBytes);
+  // Where the agent may not write the BAR (the chart's read-only /sys), the reset is all the
+  // evidence there is: the device returns, and the result and the log say what was not tested.
+  if (!memory.tested) return {okResult(), "reset_only", memory.problem};
   if (!memory.passed) {
-    return {makeError(ErrorCode::kUnavailable, "self-test: " + memory.problem), "self_test_failed"};
+    return {makeError(ErrorCode::kUnavailable, "self-test: " + memory.problem), "self_test_failed",
+            ""};
   }
-  return {okResult(), "passed"};
+  return {okResult(), "passed", ""};
 }
 
 }  // namespace torus::agent

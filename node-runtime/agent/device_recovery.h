@@ -1,5 +1,6 @@
 // DeviceRecovery: brings devices back into service once their fault has cleared, by the only
-// evidence that they work again — a reset and a passing self-test. The NodeMonitor's recovery
+// evidence that they work again — a reset and a passing self-test (the reset alone, said in the
+// log and the metric, where the agent may not write the memory BAR). The NodeMonitor's recovery
 // gate (health/recovery_gate.h) holds such devices out; this runner, woken by every change of the
 // node model and once a second, takes each waiting device that nothing uses (no container, no
 // prepared claim, no open file), resets it (reset/core_reset.h) and pattern-tests a window of its
@@ -16,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "common/base/change_notifier.h"
@@ -48,7 +50,8 @@ class DeviceRecovery {
   // An attempt's outcome (its error names the step) and its torus_device_recoveries_total result.
   struct Attempt {
     Result<void> outcome;
-    const char* result;  // passed, reset_failed, self_test_failed
+    const char* result;    // passed, reset_only, reset_failed, self_test_failed
+    std::string untested;  // reset_only: why the memory self-test could not run
   };
   Attempt resetAndTest(int device);
 

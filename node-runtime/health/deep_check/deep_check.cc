@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "common/base/strings.h"
 #include "common/base/utc_time.h"
 #include "common/contracts/neuron_names.h"
 #include "common/topology/neuronlink_graph.h"
@@ -101,20 +102,39 @@ std::map<int, std::string> DeepCheckResult::verdictByDevice() const {
 
 namespace {
 
-// Memory: every idle device at once, one thread each.
+// Memory: every idle device at once, one thread each. A device whose BAR the agent may not write
+// (the chart mounts /sys read-only) is not judged by memory: the check says so once.
 void testMemory(const discovery::DiscoveryRoots& roots, const DeepCheckOptions& options,
-                std::vector<DeviceCheck>& devices) {
-  std::vector<std::jthread> testers;
-  for (DeviceCheck& check : devices) {
-    if (check.state == CheckState::kSkipped) continue;
-    testers.emplace_back([&roots, &check, &options] {
-      const MemoryTestResult memory = testDeviceMemory(roots, check.device, options.memoryBytes);
-      check.state = memory.passed ? CheckState::kPassed : CheckState::kFailed;
-      check.detail =
-          memory.passed ? "" : "neuron" + std::to_string(check.device) + " " + memory.problem;
-      check.memoryBytes = memory.windowBytes;
-      check.memorySeconds = memory.seconds;
-    });
+                DeepCheckResult& result) {
+  std::vector<std::string> untested(result.devices.size());
+  {
+    std::vector<std::jthread> testers;
+    for (std::size_t i = 0; i < result.devices.size(); ++i) {
+      DeviceCheck& check = result.devices[i];
+      if (check.state == CheckState::kSkipped) continue;
+      testers.emplace_back([&roots, &check, &options, &why = untested[i]] {
+        const MemoryTestResult memory = testDeviceMemory(roots, check.device, options.memoryBytes);
+        if (!memory.tested) {
+          why = memory.problem;
+          return;
+        }
+        check.state = memory.passed ? CheckState::kPassed : CheckState::kFailed;
+        check.detail =
+            memory.passed ? "" : "neuron" + std::to_string(check.device) + " " + memory.problem;
+        check.memoryBytes = memory.windowBytes;
+        check.memorySeconds = memory.seconds;
+      });
+    }
+  }
+  std::vector<std::string> names;
+  std::string firstReason;
+  for (std::size_t i = 0; i < untested.size(); ++i) {
+    if (untested[i].empty()) continue;
+    names.push_back("neuron" + std::to_string(result.devices[i].device));
+    if (firstReason.empty()) firstReason = untested[i];
+  }
+  if (!names.empty()) {
+    result.notChecked.push_back({"device_memory", joinStrings(names, ", ") + ": " + firstReason});
   }
 }
 
@@ -230,7 +250,7 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     }
     result.devices.push_back(std::move(check));
   }
-  testMemory(roots, options, result.devices);
+  testMemory(roots, options, result);
 
   // Allocated while their memory was tested: their verdict stands, the later parts leave them.
   const topology::DeviceSet busyForLinks = busyNow();

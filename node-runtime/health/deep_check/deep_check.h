@@ -73,7 +73,7 @@ struct CommandCheck {
 
 // A part of the check nothing measured on this node, and why.
 struct NotChecked {
-  std::string part;  // "link_speed", "neuronlink_traffic", "host_allreduce"
+  std::string part;  // "device_memory", "link_speed", "neuronlink_traffic", "host_allreduce"
   std::string why;
 };
 

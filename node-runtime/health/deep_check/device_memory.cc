@@ -1,6 +1,7 @@
 #include "node-runtime/health/deep_check/device_memory.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -57,7 +58,11 @@ class MappedWindow {
     MappedWindow window;
     window.fd_.reset(::open(path.c_str(), openFlags | O_CLOEXEC));
     if (!window.fd_) {
-      return makeError(ErrorCode::kUnavailable, path.string() + ": " + errnoText(errno));
+      const int error = errno;
+      // Not allowed to open it this way: a property of the mount or the process, not the device.
+      const bool refused = error == EROFS || error == EACCES || error == EPERM;
+      return makeError(refused ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable,
+                       path.string() + ": " + errnoText(error));
     }
     void* address = ::mmap(nullptr, bytes, protection, MAP_SHARED, window.fd_.get(),
                            static_cast<off_t>(offset));
@@ -158,6 +163,14 @@ MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots, int de
   result.windowBytes = window;
   auto writer = MappedWindow::map(files->writeCombining, O_RDWR, PROT_READ | PROT_WRITE,
                                   result.windowOffset, window);
+  if (!writer && writer.error().code == ErrorCode::kPermissionDenied) {
+    result.tested = false;
+    result.windowBytes = 0;
+    finish("device memory not tested: " + writer.error().message +
+           " (the BAR must be writable to test it; the chart mounts /sys read-only)");
+    result.passed = false;
+    return result;
+  }
   if (!writer) return finish("device memory: " + writer.error().message);
   auto reader =
       MappedWindow::map(files->uncached, O_RDONLY, PROT_READ, result.windowOffset, window);

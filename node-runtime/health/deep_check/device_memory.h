@@ -36,6 +36,9 @@ Result<DeviceMemoryFiles> deviceMemoryFiles(const discovery::DiscoveryRoots& roo
 
 struct MemoryTestResult {
   bool passed = false;
+  // false: the test could not write the BAR at all (a read-only /sys, as the chart mounts it, or
+  // no permission): nothing is known about the memory, and `problem` says why it was not tested.
+  bool tested = true;
   std::string problem;  // names the file, window, pattern, offset and the values on failure
   std::uint64_t windowOffset = 0;
   std::uint64_t windowBytes = 0;

@@ -1,7 +1,8 @@
 // Recovery through the agent binary on a simulated trn2: a device whose fault clears returns to
 // service only after the agent has reset it and its memory self-test has passed. A corrupt memory
 // BAR (the simulator's mem-corrupt) keeps it out with the problem named, until the memory works
-// again; with --recover-with-self-test=false it returns as soon as the fault clears.
+// again; with --recover-with-self-test=false it returns as soon as the fault clears; where the
+// agent may not write the BAR, the reset alone brings it back, said as such.
 #include <filesystem>
 #include <optional>
 #include <sstream>
@@ -43,18 +44,16 @@ std::string recoveries(const std::string& result) {
 
 class DeviceRecoveryTest : public ::testing::Test {
  protected:
-  void start(const std::vector<std::string>& extra) {
+  // `prefix` runs the agent through another program (setpriv, to drop its capabilities).
+  void start(const std::vector<std::string>& extra, const std::vector<std::string>& prefix = {}) {
     auto dir = TempDir::create("device-recovery");
     ASSERT_TRUE(dir.ok());
     dir_ = std::make_unique<TempDir>(std::move(*dir));
-    std::vector<std::string> args = {binaryPath("neuron-node-agent"),
-                                     "--simulate=trn2.48xlarge",
-                                     "--simulate-dir=" + simDir().string(),
-                                     "--device-plugin=false",
-                                     "--metrics-addr=127.0.0.1:0",
-                                     "--admin-addr=127.0.0.1:0",
-                                     "--health-interval=100ms",
-                                     "--recovery-retry=300ms"};
+    std::vector<std::string> args = prefix;
+    args.insert(args.end(), {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                             "--simulate-dir=" + simDir().string(), "--device-plugin=false",
+                             "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                             "--health-interval=100ms", "--recovery-retry=300ms"});
     args.insert(args.end(), extra.begin(), extra.end());
     agent_ = std::make_unique<BackgroundProcess>(args);
     const auto log = agent_->waitForStderr("\"serving admin HTTP\"", 10s);
@@ -122,6 +121,32 @@ TEST_F(DeviceRecoveryTest, AFailingSelfTestKeepsTheDeviceOutUntilItsMemoryWorks)
   fs::create_hard_link(files->uncached, files->writeCombining);
   ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
   EXPECT_EQ(valueOf(metrics(), recoveries("passed")), 1);
+}
+
+// As the chart runs it the agent may not write the memory BAR (/sys is read-only there: EROFS).
+// Here it runs as uid 0 with the chart's capabilities only (SYS_PTRACE, DAC_READ_SEARCH, SYSLOG:
+// no DAC override),
+// and the BAR file is not writable (EACCES): the self-test cannot run, the reset alone brings the
+// device back, and the metric and the log say its memory was not tested — never a failed self-test
+// that keeps a good device out for ever.
+TEST_F(DeviceRecoveryTest, WithoutWriteAccessToTheMemoryTheResetAloneBringsItBackAndSaysSo) {
+  start({},
+        {"/usr/bin/setpriv", "--inh-caps=-all,+sys_ptrace,+syslog",
+         "--ambient-caps=+sys_ptrace,+syslog", "--bounding-set=-all,+sys_ptrace,+syslog", "--"});
+  const auto files = health::deviceMemoryFiles(discovery::DiscoveryRoots::under(simDir()), kDevice);
+  ASSERT_TRUE(files.ok()) << files.error().message;
+  fs::permissions(files->writeCombining,
+                  fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const auto resetBefore = fs::last_write_time(deviceDir() / "reset");
+  faultThenClear();
+  ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
+  EXPECT_EQ(valueOf(metrics(), recoveries("reset_only")), 1);
+  EXPECT_EQ(valueOf(metrics(), recoveries("passed")), std::nullopt);
+  EXPECT_EQ(valueOf(metrics(), recoveries("self_test_failed")), std::nullopt);
+  EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";
+  const std::string log = agent_->stderrText();
+  EXPECT_NE(log.find("its memory was not tested"), std::string::npos) << log;
+  EXPECT_NE(log.find(files->writeCombining.filename().string()), std::string::npos) << log;
 }
 
 TEST_F(DeviceRecoveryTest, WithRecoveryOffTheDeviceReturnsWhenTheFaultClears) {
