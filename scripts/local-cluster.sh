@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # A real Kubernetes on this machine, built from upstream's Go modules, with Torus installed by
-# its Helm chart on a simulated Neuron node. Everything listens on 127.0.0.1 only.
+# its Helm chart on simulated Neuron nodes. Each node is a real kubelet and containerd in its own
+# mount and network namespace, with the simulated driver's files at the real driver's paths, so
+# the agent runs from the chart's production values (docs/local-cluster.md). Everything listens
+# on 127.0.0.1 or on the bridge torus-nodes (10.87.0.0/24) that only these nodes share.
 #
 #   scripts/local-cluster.sh up [options]    build (once, cached), start, install Torus
 #   scripts/local-cluster.sh status          what runs, where its logs are
 #   scripts/local-cluster.sh down            stop every process started, unmount, remove state
 #   scripts/local-cluster.sh image           build Torus's image from the Dockerfile (podman)
-#   scripts/local-cluster.sh restart NAME    stop and start one component (kubelet, containerd, ...)
+#   scripts/local-cluster.sh restart NAME    stop and start one component (see status:
+#                                            kubelet-torus-node-1, containerd-torus-node-2, ...)
+#   scripts/local-cluster.sh stop NAME       stop one component, as when it dies (start NAME
+#                                            brings it back)
+#   scripts/local-cluster.sh shell NODE [CMD] a shell (or CMD) inside NODE's namespaces
 #
 # Options of `up`:
 #   --k8s-version=V       Kubernetes to build and run (default: scripts/cluster/versions.sh)
-#   --instance-type=T     the simulated node's instance type (default trn2.48xlarge)
-#   --lnc=N               the simulated node's logical NeuronCore config (default: the type's)
-#   --node-name=NAME      the node's name (default torus-node-1)
+#   --nodes=T:N[@US],...  the real nodes: N of type T, named torus-node-1, -2, ... in order;
+#                         @US puts trn2u nodes into the simulated UltraServer US (at most four,
+#                         positions 0-3 in order), e.g. trn2u.48xlarge:4@us0,trn2.48xlarge:2
+#                         (default trn2.48xlarge:1)
+#   --instance-type=T     shorthand for --nodes=T:1
+#   --lnc=N               the simulated nodes' logical NeuronCore config (default: the type's)
+#   --simulate-fault=F    a fault in the first node's driver files from the start (repeatable;
+#                         see neuron-ls --help)
 #   --no-torus            start the cluster only; do not build the image or install the chart
 #   --fake-nodes=T:N,...  add N fake nodes of type T (kwok), e.g. trn2.48xlarge:1000,inf2.48xlarge:200,
 #                         carrying what the node agent would publish (needs build/bin/neuron-ls)
-#   --dra                 the simulated node runs the DRA driver neuron.aws.com instead of the
+#   --dra                 the real nodes run the DRA driver neuron.aws.com instead of the
 #                         device plugin (labelled torus.dev/neuron-mode=dra; DeviceClasses
 #                         installed); fake nodes keep the device plugin's resources
 #   --dra-nodes=T:N,...   add N fake DRA nodes of type T (kwok): labelled torus.dev/neuron-mode=dra,
@@ -27,26 +39,29 @@
 #   --state-dir=DIR       where state, logs, pids and the kubeconfig live
 #                         (default ~/.cache/torus/local-cluster; tests use a fresh directory)
 #
-# Components: kube-apiserver, kube-controller-manager, kube-scheduler and kubelet at the pinned
-# version; etcd, containerd 2 and runc from their Go modules; the CNI bridge plugin from Debian.
+# Components: kube-apiserver, kube-controller-manager, kube-scheduler and a kubelet per node at
+# the pinned version; etcd, containerd 2 (one per node) and runc from their Go modules; the CNI
+# bridge plugin from Debian.
 # Torus's image is built from the Dockerfile by podman. The first `up` on a machine builds
 # Kubernetes (about 10 minutes on 2 cores) and the image (about 10 more); later runs use the cache.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 source "$REPO/scripts/cluster/versions.sh"
 source "$REPO/scripts/cluster/processes.sh"
+source "$REPO/scripts/cluster/nodes.sh"
 
 command="${1:-}"
 [[ -n "$command" ]] && shift
 RESTART_NAME=""
-if [[ "$command" == restart && $# -gt 0 && "$1" != -* ]]; then
+if [[ "$command" =~ ^(restart|stop|start|shell)$ && $# -gt 0 && "$1" != -* ]]; then
   RESTART_NAME="$1"
   shift
 fi
+SHELL_COMMAND=()
 STATE="$TORUS_CACHE/local-cluster"
-INSTANCE_TYPE="trn2.48xlarge"
+NODES="trn2.48xlarge:1"
 LNC=""
-NODE_NAME="torus-node-1"
+SIMULATE_FAULTS=()
 INSTALL_TORUS=1
 FAKE_NODES=""
 DRA_NODES=""
@@ -55,9 +70,10 @@ HELM_SETS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --k8s-version=*) K8S_VERSION="${1#*=}" ;;
-    --instance-type=*) INSTANCE_TYPE="${1#*=}" ;;
+    --nodes=*) NODES="${1#*=}" ;;
+    --instance-type=*) NODES="${1#*=}:1" ;;
     --lnc=*) LNC="${1#*=}" ;;
-    --node-name=*) NODE_NAME="${1#*=}" ;;
+    --simulate-fault=*) SIMULATE_FAULTS+=("${1#*=}") ;;
     --no-torus) INSTALL_TORUS=0 ;;
     --fake-nodes=*) FAKE_NODES="${1#*=}" ;;
     --dra-nodes=*) DRA_NODES="${1#*=}" ;;
@@ -65,8 +81,13 @@ while [[ $# -gt 0 ]]; do
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *)
+      if [[ "$command" == shell ]]; then
+        SHELL_COMMAND=("$@")
+        break
+      fi
+      echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -78,16 +99,13 @@ CONTAINERD_BIN="$TORUS_CACHE/containerd-$CONTAINERD_VERSION/bin"
 ETCD_BIN="$TORUS_CACHE/etcd-$ETCD_VERSION/bin"
 RUNC_BIN="$TORUS_CACHE/runc-$RUNC_VERSION/bin"
 PKI="$STATE/pki"
-KUBELET_ROOT="$STATE/kubelet"
-CONTAINERD_SOCKET="$STATE/containerd/containerd.sock"
 KUBECONFIG_FILE="$STATE/kubeconfig"
 HELM="$REPO/build/tools/helm"
 SERVICE_IP="10.96.0.1"
-# One cgroup per state directory, so two clusters (a test's and the demo's) never share one.
+# One cgroup per state directory (a node's under it), so two clusters never share one.
 CGROUP_NAME="torus-$(printf '%s' "$STATE" | sha256sum | cut -c1-8)"
-# The pods' bridge (pods without hostNetwork); one cluster runs at a time (see check_free).
-BRIDGE_NAME="torus-br0"
-POD_SUBNET="10.88.0.0/16"
+# The network namespace the nodes' veths come back to: this script's.
+HOST_NETNS_PID=$$
 source "$REPO/scripts/cluster/pki.sh"
 source "$REPO/scripts/cluster/config.sh"
 source "$REPO/scripts/cluster/images.sh"
@@ -97,7 +115,7 @@ kubectl_() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 check_prerequisites() {
   local missing=()
   local tool
-  for tool in ip go podman openssl python3 setsid debootstrap gcc curl; do
+  for tool in ip go podman openssl python3 setsid debootstrap gcc curl nsenter unshare; do
     command -v "$tool" > /dev/null || missing+=("$tool")
   done
   [[ -x /usr/lib/cni/bridge ]] || missing+=("/usr/lib/cni/bridge (containernetworking-plugins)")
@@ -117,11 +135,12 @@ start_etcd() {
 
 start_apiserver() {
   write_audit_policy
-  # The endpoint reconciler is off: the only address here is loopback, which a Service's
-  # endpoints may not hold. Pods reach the API through KUBERNETES_SERVICE_HOST=127.0.0.1.
+  # It listens on the nodes' bridge. Nothing here implements Services (no kube-proxy), so its
+  # endpoint reconciler is off and pods reach it through KUBERNETES_SERVICE_HOST.
   start_process kube-apiserver "$K8S_BIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+    --bind-address "$APISERVER_HOST" --advertise-address "$APISERVER_HOST" \
+    --secure-port "$APISERVER_PORT" \
     --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
     --client-ca-file "$PKI/ca.crt" \
     --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
@@ -135,7 +154,7 @@ start_apiserver() {
     --audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log" \
     --audit-log-maxsize 200 --audit-log-maxbackup 1
   wait_for kube-apiserver 90 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" \
-    --key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
+    --key "$PKI/admin.key" "https://$APISERVER_HOST:$APISERVER_PORT/readyz"
 }
 
 start_control_plane() {
@@ -146,6 +165,7 @@ start_control_plane() {
     --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" --leader-elect=false \
+    --node-monitor-grace-period 20s \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --use-service-account-credentials=true \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key"
@@ -158,64 +178,20 @@ start_control_plane() {
   wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 }
 
-start_containerd() {
-  write_containerd_config
-  start_process containerd "$CONTAINERD_BIN/containerd" --config "$STATE/containerd/config.toml"
-  wait_for containerd 30 "$CONTAINERD_BIN/ctr" --address "$CONTAINERD_SOCKET" version
-  build_pause_image
-  import_image "$PAUSE_IMAGE"
-  provide_example_base_image
-}
-
-# The kubelet puts pods under cgroupRoot but does not create it. On cgroup v1 a new cpuset
-# starts empty, so it inherits the parent's CPUs and memory nodes first.
-make_cgroups() {
-  local hierarchy
-  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
-    mkdir -p "/sys/fs/cgroup/$CGROUP_NAME"
-    return
-  fi
-  for hierarchy in /sys/fs/cgroup/*/; do
-    [[ -d "$hierarchy" && "$hierarchy" != */unified/ ]] || continue
-    mkdir -p "$hierarchy$CGROUP_NAME"
-    if [[ -f "${hierarchy}cpuset.cpus" ]]; then
-      cat "${hierarchy}cpuset.cpus" > "$hierarchy$CGROUP_NAME/cpuset.cpus"
-      cat "${hierarchy}cpuset.mems" > "$hierarchy$CGROUP_NAME/cpuset.mems"
-    fi
-  done
-}
-
-# The kubelet serves device plugins at /var/lib/kubelet/device-plugins whatever its --root-dir, so
-# only one kubelet can run on a machine: refuse to start a second.
+# One cluster at a time: the nodes' bridge and addresses are fixed.
 check_free() {
-  local socket=/var/lib/kubelet/device-plugins/kubelet.sock
-  if [[ -S "$socket" ]] && python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' "$socket" 2> /dev/null; then
-    die "a kubelet already serves $socket (another local cluster? scripts/local-cluster.sh status --state-dir=...)"
+  if ip link show "$NODES_BRIDGE" > /dev/null 2>&1; then
+    die "the bridge $NODES_BRIDGE exists: another local cluster runs (scripts/local-cluster.sh status --state-dir=...), or one was not taken down"
   fi
 }
 
-start_kubelet() {
-  [[ -d /var/lib/kubelet ]] || touch "$STATE/created-var-lib-kubelet"
-  mkdir -p /var/lib/kubelet/device-plugins
-  make_cgroups
-  write_kubelet_config
-  write_kubeconfig "$STATE/kubelet.kubeconfig" kubelet
-  start_process kubelet "$K8S_BIN/kubelet" --config "$STATE/kubelet-config.yaml" \
-    --kubeconfig "$STATE/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" \
-    --hostname-override "$NODE_NAME" --node-ip 127.0.0.1 \
-    --node-labels "node.kubernetes.io/instance-type=$INSTANCE_TYPE$( ((DRA)) && echo ,torus.dev/neuron-mode=dra)" -v 2
-  wait_for kubelet 120 node_ready
-}
-
-node_ready() {
-  [[ "$(kubectl_ get node "$NODE_NAME" \
-    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2> /dev/null)" == True ]]
-}
-
-# Values that fit a cluster whose only network is loopback; the chart's defaults fit EKS.
+# Values for this cluster, on top of the chart's production defaults: the image, where the API
+# is (no kube-proxy implements the kubernetes Service here) and so the host's network, the
+# extender and neuron-scheduler side by side on the first node. The node agent's mounts,
+# capabilities and driver paths are the production ones (tests/e2e/cluster checks the diff).
 write_local_values() {
-  local env
-  env="$(printf '[{"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"}, {"name": "KUBERNETES_SERVICE_PORT", "value": "%s"}]' "$APISERVER_PORT")"
+  local env first_node="${NODE_NAMES[0]}"
+  env="$(printf '[{"name": "KUBERNETES_SERVICE_HOST", "value": "%s"}, {"name": "KUBERNETES_SERVICE_PORT", "value": "%s"}]' "$APISERVER_HOST" "$APISERVER_PORT")"
   cat > "$STATE/values-local.yaml" <<YAML
 image:
   repository: ${TORUS_IMAGE%:*}
@@ -223,18 +199,7 @@ image:
   pullPolicy: Never
 nodeAgent:
   hostNetwork: true
-  metricsPort: $AGENT_METRICS_PORT
-  lnc: "$LNC"
   extraEnv: $env
-  hostPaths:
-    devicePlugins: /var/lib/kubelet/device-plugins
-    podResources: $KUBELET_ROOT/pod-resources
-    kubeletPlugins: $KUBELET_ROOT/plugins
-    kubeletPluginsRegistry: $KUBELET_ROOT/plugins_registry
-    cdi: $STATE/cdi
-  simulate:
-    instanceType: $INSTANCE_TYPE
-    dir: $STATE/simulated-node
 
 dra:
   enabled: $( ((DRA)) || [[ -n "$DRA_NODES" ]] && echo true || echo false)
@@ -242,13 +207,15 @@ dra:
 extender:
   hostNetwork: true
   port: $EXTENDER_PORT
-  serveState: true  # the tests and the demo read it; nothing but this machine reaches the port
+  serveState: true  # the tests and the demo read it; only this machine reaches the bridge
   extraEnv: $env
+  nodeSelector: {kubernetes.io/hostname: $first_node}
 scheduler:
   hostNetwork: true
   securePort: $NEURON_SCHEDULER_PORT
-  extenderURL: http://127.0.0.1:$EXTENDER_PORT
+  extenderURL: http://$(node_ip 1):$EXTENDER_PORT
   extraEnv: $env
+  nodeSelector: {kubernetes.io/hostname: $first_node}
   image:
     repository: $SCHEDULER_IMAGE_REPO
     tag: $K8S_VERSION
@@ -315,28 +282,35 @@ print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items
 }
 
 write_env_file() {
+  local names="${NODE_NAMES[*]}" ips="" index
+  for ((index = 1; index <= ${#NODE_NAMES[@]}; index++)); do ips+="${ips:+ }$(node_ip "$index")"; done
+  # NODE_* and the paths below name the first node; NODE_NAMES/NODE_IPS list all of them.
   cat > "$STATE/cluster.env" <<ENV
 K8S_VERSION=$K8S_VERSION
-NODE_NAME=$NODE_NAME
-INSTANCE_TYPE=$INSTANCE_TYPE
+NODE_NAME=${NODE_NAMES[0]}
+NODE_IP=$(node_ip 1)
+INSTANCE_TYPE=${NODE_TYPES[0]}
+NODE_NAMES="$names"
+NODE_IPS="$ips"
+NODES_DIR=$STATE/nodes
+APISERVER_HOST=$APISERVER_HOST
 APISERVER_PORT=$APISERVER_PORT
 ETCD_PORT=$ETCD_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
 CONTROLLER_MANAGER_PORT=$CONTROLLER_MANAGER_PORT
 SCHEDULER_PORT=$SCHEDULER_PORT
 NEURON_SCHEDULER_PORT=$NEURON_SCHEDULER_PORT
-KUBELET_PORT=$KUBELET_PORT
-KUBELET_HEALTHZ_PORT=$KUBELET_HEALTHZ_PORT
+EXTENDER_HOST=$(node_ip 1)
 EXTENDER_PORT=$EXTENDER_PORT
 AGENT_METRICS_PORT=$AGENT_METRICS_PORT
 KUBECONFIG=$KUBECONFIG_FILE
 KUBECTL=$K8S_BIN/kubectl
-KUBELET_ROOT=$KUBELET_ROOT
-CONTAINERD_SOCKET=$CONTAINERD_SOCKET
+KUBELET_ROOT=$(node_dir "${NODE_NAMES[0]}")/kubelet
+CONTAINERD_SOCKET=$(node_dir "${NODE_NAMES[0]}")/containerd/containerd.sock
 CTR=$CONTAINERD_BIN/ctr
-SIMULATED_NODE_DIR=$STATE/simulated-node
+SIMULATED_NODE_DIR=$(node_dir "${NODE_NAMES[0]}")/driver
 DRA=$DRA
-CDI_DIR=$STATE/cdi
+CDI_DIR=$(node_dir "${NODE_NAMES[0]}")/cdi
 ENV
 }
 
@@ -346,24 +320,29 @@ up() {
     die "a cluster already runs from $STATE (scripts/local-cluster.sh down first)"
   fi
   check_free
+  parse_nodes "$NODES"
   local started=$SECONDS
   "$REPO/scripts/cluster/build-components.sh" --k8s-version="$K8S_VERSION" --only=k8s,containerd,runc,etcd
   mkdir -p "$STATE/logs"
   APISERVER_PORT="$(free_port)" ETCD_PORT="$(free_port)" ETCD_PEER_PORT="$(free_port)"
   CONTROLLER_MANAGER_PORT="$(free_port)" SCHEDULER_PORT="$(free_port)"
-  NEURON_SCHEDULER_PORT="$(free_port)" KUBELET_PORT="$(free_port)"
-  KUBELET_HEALTHZ_PORT="$(free_port)" EXTENDER_PORT="$(free_port)" AGENT_METRICS_PORT="$(free_port)"
+  NEURON_SCHEDULER_PORT="$(free_port)" EXTENDER_PORT="$(free_port)"
+  AGENT_METRICS_PORT=9400  # the chart's default: each agent has its node's network to itself
   write_env_file
   make_pki
   write_kubeconfig "$KUBECONFIG_FILE" admin
-  log "starting etcd, kube-apiserver $K8S_VERSION (https://127.0.0.1:$APISERVER_PORT)"
+  # The bridge first: the API server listens on it.
+  make_nodes_bridge
+  log "starting etcd, kube-apiserver $K8S_VERSION (https://$APISERVER_HOST:$APISERVER_PORT)"
   start_etcd
   start_apiserver
-  log "starting kube-controller-manager, kube-scheduler, containerd $CONTAINERD_VERSION, kubelet"
+  log "starting kube-controller-manager, kube-scheduler; ${#NODE_NAMES[@]} node(s), each with containerd $CONTAINERD_VERSION and a kubelet"
   start_control_plane
-  start_containerd
-  start_kubelet
-  log "node $NODE_NAME is Ready ($INSTANCE_TYPE, simulated)"
+  start_nodes
+  local index
+  for ((index = 1; index <= ${#NODE_NAMES[@]}; index++)); do
+    log "node ${NODE_NAMES[$index - 1]} is Ready at $(node_ip "$index") (${NODE_TYPES[$index - 1]}, simulated${NODE_ULTRASERVERS[$index - 1]:+, UltraServer ${NODE_ULTRASERVERS[$index - 1]} position ${NODE_PLACES[$index - 1]##*:}})"
+  done
   if ((INSTALL_TORUS)); then
     install_torus
     log "Torus installed"
@@ -391,44 +370,21 @@ remove_cgroups() {
   done
 }
 
-# Containers outlive containerd (their shims are on their own), so kill them through it first.
-stop_containers() {
-  [[ -S "$CONTAINERD_SOCKET" ]] || return 0
-  local ctr=("$CONTAINERD_BIN/ctr" --address "$CONTAINERD_SOCKET" -n k8s.io)
-  local task
-  for task in $("${ctr[@]}" tasks ls -q 2> /dev/null); do
-    "${ctr[@]}" tasks kill -a -s SIGKILL "$task" > /dev/null 2>&1 || true
-  done
-  local deadline=$((SECONDS + 15))
-  while [[ -n "$("${ctr[@]}" tasks ls -q 2> /dev/null | head -1)" ]] && ((SECONDS < deadline)); do
-    for task in $("${ctr[@]}" tasks ls -q 2> /dev/null); do
-      "${ctr[@]}" tasks delete -f "$task" > /dev/null 2>&1 || true
-    done
-    sleep 0.5
-  done
-}
-
 down() {
   if [[ ! -d "$STATE/pids" ]]; then
     log "nothing runs from $STATE"
   else
-    stop_process kubelet
-    stop_containers
+    stop_nodes
     local name
     for name in $(tac "$STATE/pids/order" 2> /dev/null); do
       stop_process "$name"
     done
   fi
+  ip link delete "$NODES_BRIDGE" 2> /dev/null || true
   unmount_under "$STATE/"
   remove_cgroups
+  remove_mount_targets
   # The cache of built components stays; only this cluster's state goes.
-  ip link delete "$BRIDGE_NAME" 2> /dev/null || true
-  # The kubelet keeps its device-plugin socket at a fixed path, whatever --root-dir says.
-  if [[ -f "$STATE/created-var-lib-kubelet" ]]; then
-    rm -rf /var/lib/kubelet
-  else
-    rm -f /var/lib/kubelet/device-plugins/kubelet.sock
-  fi
   rm -rf "$STATE"
   log "stopped and removed $STATE"
 }
@@ -448,8 +404,21 @@ status() {
     printf '%-26s %-8s %s\n' "$name" "$pid" "$state"
   done
   echo
-  echo "Kubernetes $K8S_VERSION, API https://127.0.0.1:$APISERVER_PORT, node $NODE_NAME ($INSTANCE_TYPE)"
+  echo "Kubernetes $K8S_VERSION, API https://$APISERVER_HOST:$APISERVER_PORT"
+  local ips=($NODE_IPS) index=0
+  for name in $NODE_NAMES; do
+    echo "node $name at ${ips[$index]} (driver files: $NODES_DIR/$name/driver; scripts/local-cluster.sh shell $name)"
+    index=$((index + 1))
+  done
   echo "export KUBECONFIG=$KUBECONFIG_FILE"
+}
+
+# shell NODE [COMMAND...]: inside the node's mount and network namespaces, as its kubelet is.
+node_shell() {
+  [[ -n "$RESTART_NAME" ]] || die "shell needs a node name (see status)"
+  [[ -e "$(node_dir "$RESTART_NAME")/ns/mnt" ]] || die "no node $RESTART_NAME in $STATE (see status)"
+  ((${#SHELL_COMMAND[@]})) || SHELL_COMMAND=(bash)
+  node_run "$RESTART_NAME" "${SHELL_COMMAND[@]}"
 }
 
 case "$command" in
@@ -458,6 +427,17 @@ case "$command" in
     [[ -n "$RESTART_NAME" ]] || die "restart needs a component name (see status)"
     restart_process "$RESTART_NAME"
     log "restarted $RESTART_NAME (log: $STATE/logs/$RESTART_NAME.log)"
+    ;;
+  stop)
+    [[ -n "$RESTART_NAME" ]] || die "stop needs a component name (see status)"
+    [[ -f "$STATE/pids/$RESTART_NAME.cmd" ]] || die "no process named $RESTART_NAME was started from $STATE"
+    stop_process "$RESTART_NAME"
+    log "stopped $RESTART_NAME (scripts/local-cluster.sh start $RESTART_NAME brings it back)"
+    ;;
+  start)
+    [[ -n "$RESTART_NAME" ]] || die "start needs a component name (see status)"
+    start_recorded "$RESTART_NAME"
+    log "started $RESTART_NAME (log: $STATE/logs/$RESTART_NAME.log)"
     ;;
   image)
     check_prerequisites
@@ -468,6 +448,7 @@ case "$command" in
     ;;
   down) down ;;
   status) status ;;
-  -h | --help | "") sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
-  *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart)" >&2; exit 2 ;;
+  shell) node_shell ;;
+  -h | --help | "") sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart, stop, start, shell)" >&2; exit 2 ;;
 esac

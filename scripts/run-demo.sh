@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The main job: a real Kubernetes on this machine (scripts/local-cluster.sh) with Torus installed
-# by its Helm chart on a simulated trn2.48xlarge node, the example pods from deploy/examples/
-# scheduled through the chart's neuron-scheduler and the extender, and where each one landed,
-# shown by kubectl neuron. The cluster stays up until Ctrl-C, then everything is stopped.
+# by its Helm chart on three real nodes — two trn2u.48xlarge of one simulated UltraServer and a
+# trn2.48xlarge, each a kubelet in its own namespaces with the driver's files at the real paths —
+# the example pods from deploy/examples/ scheduled through the chart's neuron-scheduler and the
+# extender, and where each one landed, shown by kubectl neuron. The cluster stays up until
+# Ctrl-C, then everything is stopped.
 #
 # The first run on a machine builds Kubernetes, containerd, runc and etcd from their Go modules
 # (about 10 minutes on 2 cores) and Torus's image (about 5 more); later runs start in a minute.
 # Needs root (the kubelet and containerd). Arguments go to `local-cluster.sh up`, for example
-# --k8s-version=v1.34.4 or --set nodeAgent.simulate.faults={ecc:3}.
+# --k8s-version=v1.34.4, --nodes=trn2.48xlarge:1 or --simulate-fault=ecc:3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 state="${TORUS_DEMO_STATE:-${XDG_CACHE_HOME:-$HOME/.cache}/torus/local-cluster}"
@@ -29,8 +31,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "== local Kubernetes with Torus (scripts/local-cluster.sh up)"
-scripts/local-cluster.sh up --state-dir="$state" "$@"
+nodes=(--nodes=trn2u.48xlarge:2@us0,trn2.48xlarge:1)
+[[ " $* " == *" --nodes="* || " $* " == *" --instance-type="* ]] && nodes=()
+echo "== local Kubernetes with Torus (scripts/local-cluster.sh up ${nodes[*]} $*)"
+scripts/local-cluster.sh up --state-dir="$state" "${nodes[@]}" "$@"
 source "$state/cluster.env"
 export KUBECONFIG
 kubectl=("$KUBECTL")
@@ -59,7 +63,7 @@ fi
 
 echo "== where each pod landed (kubectl neuron pods)"
 neuron pods
-echo "== the node (kubectl neuron nodes; kubectl neuron node $NODE_NAME)"
+echo "== the nodes (kubectl neuron nodes; kubectl neuron node $NODE_NAME)"
 neuron nodes
 neuron node "$NODE_NAME"
 
@@ -69,8 +73,10 @@ The cluster keeps running until Ctrl-C. In another shell:
   export KUBECONFIG=$KUBECONFIG
   $KUBECTL get pods -A
   build/bin/kubectl-neuron nodes
-  curl -s http://127.0.0.1:$AGENT_METRICS_PORT/metrics | grep torus_     # the node agent
-  curl -s http://127.0.0.1:$EXTENDER_PORT/state                         # the extender
+  $KUBECTL logs -n kube-system -l app.kubernetes.io/component=node-agent --prefix   # every agent
+  curl -s http://$NODE_IP:$AGENT_METRICS_PORT/metrics | grep torus_     # the first node's agent
+  curl -s http://$EXTENDER_HOST:$EXTENDER_PORT/state                  # the extender
+  scripts/local-cluster.sh shell $NODE_NAME --state-dir=$state         # inside a node
 TEXT
 # `wait` returns at once when a signal arrives, so Ctrl-C or SIGTERM stop the cluster promptly.
 while true; do

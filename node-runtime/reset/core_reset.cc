@@ -1,6 +1,7 @@
 #include "node-runtime/reset/core_reset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <system_error>
 #include <thread>
@@ -26,8 +27,8 @@ std::string holdersText(const std::vector<DeviceHolder>& holders) {
 
 }  // namespace
 
-std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
-    const std::string& procRoot, const std::vector<std::string>& deviceNodes) {
+HolderScan findHoldersOfAny(const std::string& procRoot,
+                            const std::vector<std::string>& deviceNodes) {
   // A link matches the path as given or as resolved (a /dev symlink, a simulated tree).
   std::map<fs::path, std::string> wanted;
   for (const std::string& node : deviceNodes) {
@@ -35,17 +36,30 @@ std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
     wanted.emplace(fs::path(node), node);
     wanted.emplace(fs::weakly_canonical(node, canonicalError), node);
   }
-  std::map<std::string, std::vector<DeviceHolder>> holders;
+  HolderScan scan;
   std::error_code ec;
   for (const fs::directory_entry& process : fs::directory_iterator(procRoot, ec)) {
     const std::string name = process.path().filename().string();
     auto pid = parseInt(name, 1, 1 << 30);
     if (!pid || std::to_string(*pid) != name) continue;
+    const auto commandOf = [&process] {
+      auto command = readSmallFile(process.path() / "comm", 256);
+      return command ? std::string(trim(*command)) : std::string("?");
+    };
+    // Listing a process's fd directory is allowed to its uid (or CAP_DAC_READ_SEARCH); reading
+    // each link needs CAP_SYS_PTRACE over the process (the kernel's ptrace access check).
+    const auto refused = [](const std::error_code& error) {
+      return error == std::errc::permission_denied || error == std::errc::operation_not_permitted;
+    };
     std::error_code fdError;
     std::vector<std::string> held;  // by this process, each once
-    for (const fs::directory_entry& fd : fs::directory_iterator(process.path() / "fd", fdError)) {
+    fs::directory_iterator fds(process.path() / "fd", fdError);
+    bool unreadable = refused(fdError);
+    for (const fs::directory_entry& fd : fds) {
+      if (unreadable) break;
       std::error_code linkError;
       const fs::path link = fs::read_symlink(fd.path(), linkError);
+      if (refused(linkError)) unreadable = true;
       if (linkError) continue;
       const auto found = wanted.find(link);
       if (found != wanted.end() &&
@@ -53,13 +67,30 @@ std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
         held.push_back(found->second);
       }
     }
+    if (unreadable) {
+      scan.unseen.push_back({*pid, commandOf()});
+      continue;
+    }
     if (held.empty()) continue;
-    auto command = readSmallFile(process.path() / "comm", 256);
+    const std::string command = commandOf();
     for (const std::string& node : held) {
-      holders[node].push_back({*pid, command ? std::string(trim(*command)) : "?"});
+      scan.holders[node].push_back({*pid, command});
     }
   }
-  return holders;
+  return scan;
+}
+
+std::string unseenText(const HolderScan& scan) {
+  if (scan.unseen.empty()) return "";
+  const DeviceHolder& first = scan.unseen.front();
+  std::string text =
+      "the open files of pid " + std::to_string(first.pid) + " (" + first.command + ")";
+  if (scan.unseen.size() > 1) {
+    text += " and " + std::to_string(scan.unseen.size() - 1) + " more processes";
+  }
+  return text +
+         " are unreadable (reading another process's /proc/PID/fd needs CAP_SYS_PTRACE, "
+         "which the chart grants the agent)";
 }
 
 topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
@@ -67,10 +98,19 @@ topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const to
   std::vector<std::string> nodes;
   for (const topology::Device& device : node.devices)
     nodes.push_back(roots.deviceNode(device.index).string());
-  const auto holders = findHoldersOfAny(procRoot, nodes);
+  const HolderScan scan = findHoldersOfAny(procRoot, nodes);
   topology::DeviceSet open;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (holders.contains(nodes[i])) open.insert(node.devices[i].index);
+    if (!scan.unseen.empty() || scan.holders.contains(nodes[i])) {
+      open.insert(node.devices[i].index);
+    }
+  }
+  static std::atomic<bool> warned{false};
+  if (!scan.unseen.empty() && !warned.exchange(true)) {
+    TORUS_LOG(Warn, Runtime,
+              "cannot see which processes hold Neuron devices; every device counts as in use for "
+              "recovery and the deep check",
+              {"why", unseenText(scan)});
   }
   return open;
 }
@@ -117,11 +157,18 @@ Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
     std::vector<std::string> nodes;
     for (const int device : pending)
       nodes.push_back(roots.deviceNode(device).string());
-    const auto holders = findHoldersOfAny(policy.procRoot, nodes);
+    const HolderScan scan = findHoldersOfAny(policy.procRoot, nodes);
+    if (!scan.unseen.empty()) {
+      return makeError(ErrorCode::kPermissionDenied,
+                       "resetting neuron" + std::to_string(pending.front()) +
+                           ": cannot tell whether a process holds it: " + unseenText(scan) +
+                           "; the driver ignores a reset while the device is open, so none was "
+                           "written");
+    }
     std::vector<int> stillHeld;
     for (std::size_t i = 0; i < pending.size(); ++i) {
-      const auto held = holders.find(nodes[i]);
-      if (held == holders.end()) {
+      const auto held = scan.holders.find(nodes[i]);
+      if (held == scan.holders.end()) {
         if (auto reset = writeResetAndWait(roots, pending[i], policy); !reset) return reset;
         continue;
       }

@@ -3,6 +3,8 @@
 // the reset itself runs asynchronously (reset reads 0 while it runs, then 1 READY or 2 INVALID).
 // So: find who holds the device (/proc/*/fd), retry a bounded number of times while someone does,
 // write, then wait for READY — and fail with an error naming the holder, the device or the state.
+// A scan that cannot read every process's open files refuses the reset: a write the driver
+// ignores would hand a device with the last tenant's state to the next.
 #pragma once
 
 #include <chrono>
@@ -28,12 +30,26 @@ struct DeviceHolder {
   std::string command;
 };
 
-// Processes that have these device nodes open, in one pass over /proc (which costs about a
-// millisecond on a busy node), by device node; nodes nobody holds are absent.
-std::map<std::string, std::vector<DeviceHolder>> findHoldersOfAny(
-    const std::string& procRoot, const std::vector<std::string>& deviceNodes);
+struct HolderScan {
+  // By device node; nodes nobody was seen holding are absent.
+  std::map<std::string, std::vector<DeviceHolder>> holders;
+  // Processes whose open files could not be read (another process's /proc/PID/fd needs
+  // CAP_SYS_PTRACE over it, and CAP_DAC_READ_SEARCH when it runs as another user): any of them
+  // may hold any of the devices, so nothing can be called free while this is not empty.
+  std::vector<DeviceHolder> unseen;
+};
 
-// The devices of `node` some process has open, in one pass over /proc.
+// Processes that have these device nodes open, in one pass over /proc (which costs about a
+// millisecond on a busy node). Processes that exit during the scan are skipped.
+HolderScan findHoldersOfAny(const std::string& procRoot,
+                            const std::vector<std::string>& deviceNodes);
+
+// What `scan.unseen` means, for errors and logs: "the open files of pid 12 (python) and 3 more
+// processes are unreadable (...)".
+std::string unseenText(const HolderScan& scan);
+
+// The devices of `node` some process has open, in one pass over /proc; every device when some
+// process's open files could not be read (said once in the log).
 topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
                                 const std::string& procRoot = "/proc");
 

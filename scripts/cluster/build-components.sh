@@ -57,6 +57,29 @@ check_built_version() {
 # build_module NAME MODULE VERSION TAGS LDFLAGS BINARY=PACKAGE...: builds the main PACKAGEs of
 # MODULE@VERSION into $TORUS_CACHE/NAME-VERSION/bin/BINARY, once. MODULE_REPLACES (an array, may
 # be empty) holds replace directives for the tools module.
+# with_progress LABEL COMMAND...: runs COMMAND, saying every 30 s how long LABEL has taken, so a
+# first build (minutes of Go compiling) never looks stuck.
+with_progress() {
+  local label="$1" started=$SECONDS pid status
+  shift
+  "$@" &
+  pid=$!
+  while ! wait_briefly "$pid" 30; do
+    log "$label: still building ($((SECONDS - started)) s so far)"
+  done
+  wait "$pid" && status=0 || status=$?
+  return "$status"
+}
+
+# wait_briefly PID SECONDS: true once PID has exited, false if it still runs after SECONDS.
+wait_briefly() {
+  local pid="$1" deadline=$((SECONDS + $2))
+  while kill -0 "$pid" 2> /dev/null; do
+    ((SECONDS < deadline)) || return 1
+    sleep 1
+  done
+}
+
 build_module() {
   local name="$1" module="$2" version="$3" tags="$4" ldflags="$5"
   shift 5
@@ -69,13 +92,14 @@ build_module() {
     log "$name $version: resolving dependencies"
     local target packages=()
     for target in "$@"; do packages+=("${target#*=}@$version"); done
-    go get "${packages[@]}" > /dev/null
+    with_progress "$name $version: dependencies" go get "${packages[@]}" > /dev/null
     mkdir -p "$out/bin"
     local i=0
     for target in "$@"; do
       i=$((i + 1))
       log "$name $version: building ${target%%=*} ($i/$#)"
-      go build -tags "$tags" -ldflags "$ldflags" -o "$out/bin/${target%%=*}" "${target#*=}"
+      with_progress "$name $version: ${target%%=*}" \
+        go build -tags "$tags" -ldflags "$ldflags" -o "$out/bin/${target%%=*}" "${target#*=}"
     done
   )
   check_built_version "$src" "$module" "$version"

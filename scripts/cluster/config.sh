@@ -1,32 +1,35 @@
 # Configuration files of the local cluster's daemons (sourced by local-cluster.sh).
 
+# write_containerd_config NODE_DIR POD_SUBNET: the node's containerd and its pod network.
 write_containerd_config() {
-  mkdir -p "$STATE/containerd" "$STATE/cni/net.d" "$STATE/cdi"
-  # Pods without hostNetwork get an address on a bridge of their own (containerd wants an IP
-  # for every sandbox); nothing routes off this machine. Torus's own pods use the host's network.
-  cat > "$STATE/cni/net.d/10-torus-local.conflist" <<CNI
+  local dir="$1" subnet="$2"
+  mkdir -p "$dir/containerd" "$dir/cni/net.d"
+  # Pods without hostNetwork get an address on the node's own bridge (inside its network
+  # namespace), routed to the other nodes' pods and to the API server through the node.
+  cat > "$dir/cni/net.d/10-torus-local.conflist" <<CNI
 {
   "cniVersion": "1.0.0",
   "name": "torus-local",
   "plugins": [
-    {"type": "bridge", "bridge": "$BRIDGE_NAME", "isGateway": true, "ipMasq": false,
-     "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam",
-              "ranges": [[{"subnet": "$POD_SUBNET"}]], "routes": [{"dst": "$POD_SUBNET"}]}},
+    {"type": "bridge", "bridge": "torus-br0", "isGateway": true, "ipMasq": false,
+     "ipam": {"type": "host-local", "dataDir": "$dir/cni/ipam",
+              "ranges": [[{"subnet": "$subnet"}]],
+              "routes": [{"dst": "$POD_PREFIX.0.0/16"}, {"dst": "$NODES_PREFIX.0/24"}]}},
     {"type": "loopback"}
   ]
 }
 CNI
-  cat > "$STATE/containerd/config.toml" <<TOML
+  cat > "$dir/containerd/config.toml" <<TOML
 version = 3
-root = "$STATE/containerd/root"
-state = "$STATE/containerd/state"
+root = "$dir/containerd/root"
+state = "$dir/containerd/state"
 disabled_plugins = ["io.containerd.nri.v1.nri"]
 
 [grpc]
-  address = "$CONTAINERD_SOCKET"
+  address = "$dir/containerd/containerd.sock"
 
 [ttrpc]
-  address = "$CONTAINERD_SOCKET.ttrpc"
+  address = "$dir/containerd/containerd.sock.ttrpc"
 
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
@@ -38,7 +41,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
   # (-998 for every sandbox); containers get at least containerd's own instead.
   restrict_oom_score_adj = true
   enable_cdi = true
-  cdi_spec_dirs = ["$STATE/cdi"]
+  # The node's own /var/run/cdi (a directory of its mount namespace), where the DRA driver
+  # writes its specs as on any node.
+  cdi_spec_dirs = ["/var/run/cdi"]
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -48,7 +53,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$STATE/cni/net.d"
+    conf_dir = "$dir/cni/net.d"
 
 [plugins.'io.containerd.grpc.v1.cri']
   stream_server_address = "127.0.0.1"
@@ -56,30 +61,32 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 TOML
 }
 
+# write_kubelet_config NODE_DIR NODE_IP NODE_NAME: the kubelet of one node. It runs in the node's
+# namespaces, so it has the standard ports and /var/lib/kubelet to itself.
 write_kubelet_config() {
-  mkdir -p "$KUBELET_ROOT"
-  cat > "$STATE/kubelet-config.yaml" <<YAML
+  local dir="$1" ip="$2" name="$3"
+  cat > "$dir/kubelet-config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
-port: $KUBELET_PORT
+address: $ip
+port: 10250
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: $KUBELET_HEALTHZ_PORT
-tlsCertFile: $PKI/kubelet-serving.crt
-tlsPrivateKeyFile: $PKI/kubelet-serving.key
+healthzPort: 10248
+tlsCertFile: $PKI/kubelet-serving-$name.crt
+tlsPrivateKeyFile: $PKI/kubelet-serving-$name.key
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: $PKI/ca.crt}
 authorization:
   mode: Webhook
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCKET
+containerRuntimeEndpoint: unix://$dir/containerd/containerd.sock
 # This machine may run cgroup v1, which kubelets since 1.35 refuse unless told otherwise.
 failCgroupV1: false
 cgroupDriver: cgroupfs
 # Everything the kubelet creates lives under one cgroup that 'down' removes.
-cgroupRoot: /$CGROUP_NAME
+cgroupRoot: /$CGROUP_NAME/$name
 failSwapOn: false
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local

@@ -103,17 +103,22 @@ build_torus_image() {
   log "image $image: built in $((SECONDS - started)) s"
 }
 
-# import_image IMAGE: podman's copy into containerd's k8s.io namespace (what the kubelet sees).
+# import_image IMAGE: podman's copy into every node's containerd (k8s.io namespace: what the
+# kubelet sees), saved once.
 import_image() {
-  local image="$1" archive
-  if "$CONTAINERD_BIN/ctr" --address "$CONTAINERD_SOCKET" -n k8s.io images ls -q | grep -qxF "$image"; then
-    return
-  fi
-  archive="$(mktemp --suffix=.tar)"
-  podman save --quiet --format docker-archive -o "$archive" "$image"
-  "$CONTAINERD_BIN/ctr" --address "$CONTAINERD_SOCKET" -n k8s.io images import "$archive" \
-    > /dev/null 2>&1
-  rm -f "$archive"
+  local image="$1" archive="" name socket
+  for name in "${NODE_NAMES[@]}"; do
+    socket="$(node_dir "$name")/containerd/containerd.sock"
+    if "$CONTAINERD_BIN/ctr" --address "$socket" -n k8s.io images ls -q 2> /dev/null | grep -qxF "$image"; then
+      continue
+    fi
+    if [[ -z "$archive" ]]; then
+      archive="$(mktemp --suffix=.tar)"
+      podman save --quiet --format docker-archive -o "$archive" "$image"
+    fi
+    "$CONTAINERD_BIN/ctr" --address "$socket" -n k8s.io images import "$archive" > /dev/null 2>&1
+  done
+  [[ -z "$archive" ]] || rm -f "$archive"
 }
 
 # deploy/examples run public.ecr.aws/docker/library/debian:bookworm-slim; no registry is reachable

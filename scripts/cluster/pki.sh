@@ -1,7 +1,8 @@
 # Certificates and kubeconfigs of the local cluster (sourced by local-cluster.sh).
-# One CA signs everything: the API server's serving certificate (127.0.0.1, localhost and the
-# in-cluster names) and one client certificate per identity, with the user and group names that
-# the API server's RBAC and Node authorizers expect.
+# One CA signs everything: the API server's serving certificate (its address on the nodes'
+# bridge, 127.0.0.1 and the in-cluster names), one client certificate per identity, with the
+# user and group names that the API server's RBAC and Node authorizers expect, and each
+# kubelet's serving certificate for its node's address.
 
 # make_client_cert NAME CN [O]: $PKI/NAME.{key,crt}, signed by the cluster CA.
 make_client_cert() {
@@ -25,7 +26,7 @@ make_pki() {
     -out "$PKI/apiserver.csr" 2> /dev/null
   openssl x509 -req -in "$PKI/apiserver.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
     -days 365 -out "$PKI/apiserver.crt" -extfile <(
-      printf 'subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' "$SERVICE_IP"
+      printf 'subjectAltName=IP:127.0.0.1,IP:%s,IP:%s,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\n' "$APISERVER_HOST" "$SERVICE_IP"
       printf 'extendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n'
     ) 2> /dev/null
   rm -f "$PKI/apiserver.csr"
@@ -35,19 +36,28 @@ make_pki() {
   make_client_cert admin kubernetes-admin system:masters
   make_client_cert controller-manager system:kube-controller-manager
   make_client_cert scheduler system:kube-scheduler
-  make_client_cert kubelet "system:node:$NODE_NAME" system:nodes
   make_client_cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
-  # The kubelet serves its API with a certificate of its own for 127.0.0.1.
-  openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI/kubelet-serving.key" \
-    -subj "/O=system:nodes/CN=system:node:$NODE_NAME" -out "$PKI/kubelet-serving.csr" 2> /dev/null
-  openssl x509 -req -in "$PKI/kubelet-serving.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
-    -CAcreateserial -days 365 -out "$PKI/kubelet-serving.crt" -extfile <(
-      printf 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:%s\nextendedKeyUsage=serverAuth\n' "$NODE_NAME"
-    ) 2> /dev/null
-  rm -f "$PKI/kubelet-serving.csr"
+  local index
+  for ((index = 1; index <= ${#NODE_NAMES[@]}; index++)); do
+    make_node_certs "${NODE_NAMES[$index - 1]}" "$(node_ip "$index")"
+  done
 }
 
-# write_kubeconfig FILE CERT_NAME: a kubeconfig for the API server on loopback.
+# make_node_certs NAME IP: the kubelet's client identity (system:node:NAME, what the Node
+# authorizer expects) and its serving certificate for the node's address.
+make_node_certs() {
+  local name="$1" ip="$2"
+  make_client_cert "kubelet-$name" "system:node:$name" system:nodes
+  openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI/kubelet-serving-$name.key" \
+    -subj "/O=system:nodes/CN=system:node:$name" -out "$PKI/kubelet-serving-$name.csr" 2> /dev/null
+  openssl x509 -req -in "$PKI/kubelet-serving-$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+    -CAcreateserial -days 365 -out "$PKI/kubelet-serving-$name.crt" -extfile <(
+      printf 'subjectAltName=IP:%s,DNS:%s\nextendedKeyUsage=serverAuth\n' "$ip" "$name"
+    ) 2> /dev/null
+  rm -f "$PKI/kubelet-serving-$name.csr"
+}
+
+# write_kubeconfig FILE CERT_NAME: a kubeconfig for the API server on the nodes' bridge.
 write_kubeconfig() {
   local file="$1" name="$2"
   cat > "$file" <<KUBECONFIG
@@ -56,7 +66,7 @@ kind: Config
 clusters:
   - name: torus-local
     cluster:
-      server: https://127.0.0.1:$APISERVER_PORT
+      server: https://$APISERVER_HOST:$APISERVER_PORT
       certificate-authority: $PKI/ca.crt
 users:
   - name: $name

@@ -21,13 +21,20 @@ start_process() {
   grep -qx "$name" "$STATE/pids/order" 2> /dev/null || echo "$name" >> "$STATE/pids/order"
 }
 
-# restart_process NAME: stops NAME and starts it again with the command line it had.
-restart_process() {
+# start_recorded NAME: starts NAME again with the command line it had (after stop_process).
+start_recorded() {
   local name="$1" command
   [[ -f "$STATE/pids/$name.cmd" ]] || die "no process named $name was started from $STATE"
+  process_alive "$name" && die "$name runs already"
   command="$(cat "$STATE/pids/$name.cmd")"
-  stop_process "$name"
   eval "start_process $name $command"
+}
+
+# restart_process NAME: stops NAME and starts it again with the command line it had.
+restart_process() {
+  [[ -f "$STATE/pids/$1.cmd" ]] || die "no process named $1 was started from $STATE"
+  stop_process "$1"
+  start_recorded "$1"
 }
 
 process_alive() {

@@ -21,7 +21,7 @@ started=$SECONDS
 echo "== local cluster in DRA mode on Kubernetes $K8S_134 (state: $STATE_DIR)"
 cluster up --dra --k8s-version="$K8S_134"
 source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT NODE_IP
 echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
 
 CORES_PER_DEVICE=4
@@ -85,10 +85,10 @@ check "the agent said why (taints dropped)" said_taints_dropped
 dra_pod dra-nine chip-nine
 sleep 8
 check "a claim for chip 9 stays Pending while it is out" phase_is dra-nine Pending
-recoveries_before="$(recoveries_passed)"
+recoveries_before="$(recoveries_reset_only)"
 echo 0 > "$ECC"
 check "fault cleared: chip 9 is back in the pool" eventually 30 in_pool neurondevice9 yes
-check "... once the agent had reset it and its self-test passed" \
+check "... once the agent had reset it (memory not tested: /sys is read-only)" \
   recoveries_at_least $((recoveries_before + 1))
 check "the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
 saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }

@@ -12,7 +12,7 @@ agent_ready() {
     -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" == True ]]
 }
 
-allocations() { curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations"; }
+allocations() { curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/allocations"; }
 
 claims_prepared() {
   local count
@@ -21,7 +21,7 @@ claims_prepared() {
 }
 
 metric() {
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
     awk -v series="$1" '$1 == series { print $2; found = 1 } END { if (!found) print 0 }'
 }
 
@@ -70,7 +70,8 @@ apply_example_template() {
 
 # The agent's log as kubelet keeps it (`kubectl logs` needs a kubelet address, and a kubelet on
 # loopback only publishes none).
-agent_log() { cat /var/log/pods/kube-system_"$(agent_pod)"_*/node-agent/*.log; }
+# Every container of the agent pod so far, from the node's /var/log/pods.
+agent_log() { cat "$NODES_DIR/$NODE_NAME"/pod-logs/kube-system_"$(agent_pod)"_*/node-agent/*.log; }
 
 plugin_registered() { agent_log | grep -q "kubelet registered the DRA plugin"; }
 
@@ -86,12 +87,18 @@ no_cdi_specs() {
   [[ "$left" == 0 ]] || { echo "$left CDI specs left in $CDI_DIR"; return 1; }
 }
 
-recoveries_passed() { metric 'torus_device_recoveries_total{result="passed"}' | cut -d. -f1; }
+# Recoveries the agent counted as the reset alone: on a node installed from the chart, /sys is
+# read-only, so the memory self-test cannot write the BAR and is not run (docs/security.md).
+recoveries_reset_only() {
+  local have
+  have="$(metric 'torus_device_recoveries_total{result="reset_only"}' | cut -d. -f1)"
+  echo "${have:-0}"
+}
 
 recoveries_at_least() {
   local have
-  have="$(recoveries_passed)"
-  ((have >= $1)) || { echo "torus_device_recoveries_total{result=\"passed\"} is $have, want >= $1"; return 1; }
+  have="$(recoveries_reset_only)"
+  ((have >= $1)) || { echo "torus_device_recoveries_total{result=\"reset_only\"} is $have, want >= $1 (all: $(curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" | grep '^torus_device_recoveries_total' | tr '\n' ' '))"; return 1; }
 }
 
 phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }

@@ -22,7 +22,7 @@ echo "== local cluster in DRA mode (state: $STATE_DIR)"
 # the slices the driver publishes for a trn2: a mixed cluster.
 cluster up --dra --fake-nodes=trn2.48xlarge:1 --dra-nodes=trn2.48xlarge:1
 source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT NODE_IP
 echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
 
 # trn2.48xlarge: 16 chips of 8 physical cores; LNC 2 makes 4 logical cores per chip.
@@ -178,10 +178,10 @@ k delete pod -n e2e dra-nine-held --wait=true > /dev/null
 dra_pod dra-nine chip-nine
 sleep 8
 check "a new claim for chip 9 stays Pending while it is tainted" phase_is dra-nine Pending
-recoveries_before="$(recoveries_passed)"
+recoveries_before="$(recoveries_reset_only)"
 echo 0 > "$ECC"
 check "fault cleared: the taint is gone" eventually 15 taint_on neurondevice9 ""
-check "... once the agent had reset chip 9 and its self-test passed" \
+check "... once the agent had reset chip 9 (memory not tested: /sys is read-only)" \
   recoveries_at_least $((recoveries_before + 1))
 check "fault cleared: the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
 saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
@@ -203,7 +203,7 @@ check "its claim is prepared" eventually 30 claims_prepared 1
 # The claim's cores carry the pod kubelet's pod-resources lists for it (dynamic resources).
 claim_cores_name_the_pod() {
   local claim_cores
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" > "$STATE_DIR/metrics.txt" || return 1
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" > "$STATE_DIR/metrics.txt" || return 1
   claim_cores="$(allocations | python3 -c '
 import json, sys
 print(" ".join(str(c) for claim in json.load(sys.stdin)["claims"] for c in claim["cores"]))')"
@@ -238,7 +238,7 @@ disjoint_from_held() {
   python3 -c 'import json, sys; held = set(json.loads(sys.argv[1])); got = {int(d[6:]) for d in sys.argv[2].split()}; assert len(got) == 4 and not held & got' "$held" "$got"
 }
 check "it did not get the held pod's chips" disjoint_from_held
-cluster restart kubelet > /dev/null
+cluster restart "kubelet-$NODE_NAME" > /dev/null
 node_ready() {
   [[ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
 }

@@ -17,8 +17,8 @@ cluster_test_setup() {
 
 cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
 
-# Pod logs are read from kubelet's files: `kubectl logs` needs a kubelet address, and a kubelet on
-# loopback only publishes none.
+# Pod logs are read from each node's /var/log/pods (kubelet's files), which keep the containers
+# that already exited too.
 print_logs() {
   echo "--- component logs (last lines) ---"
   local log
@@ -31,7 +31,7 @@ print_logs() {
   local pod
   for pod in $(k get pods -n kube-system -o name 2> /dev/null); do
     echo "=== logs of $pod"
-    tail -n 40 /var/log/pods/kube-system_"${pod#pod/}"_*/*/*.log 2> /dev/null || true
+    tail -n 40 "$STATE_DIR"/nodes/*/pod-logs/kube-system_"${pod#pod/}"_*/*/*.log 2> /dev/null || true
   done
 }
 
@@ -195,7 +195,7 @@ pod_running() { [[ "$(pod_phase "$1")" == Running ]]; }
 # cores_held_by POD: the cores kubelet gave the pod's containers, as the agent reports them
 # (from kubelet's pod-resources), one per line.
 cores_held_by() {
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations" | python3 -c '
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/allocations" | python3 -c '
 import json, sys
 pod = sys.argv[1]
 for holder in json.load(sys.stdin)["holders"]:

@@ -19,7 +19,7 @@ started=$SECONDS
 echo "== local cluster (state: $STATE_DIR)"
 cluster up
 source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT EXTENDER_PORT
+export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT EXTENDER_PORT EXTENDER_HOST NODE_IP
 echo "cluster with Torus up in $((SECONDS - started)) s"
 
 node_is_ready() {
@@ -145,8 +145,8 @@ echo "== per-pod metrics: each core's series names the pod kubelet says holds it
 # metrics_name_holders [GONE...]: every holder in /allocations (kubelet's pod-resources) has its
 # cores in torus_allocation_info and its name on those cores' series; the GONE pods appear nowhere.
 metrics_name_holders() {
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" > "$STATE_DIR/metrics.txt" || return 1
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/allocations" > "$STATE_DIR/allocations.json" || return 1
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" > "$STATE_DIR/metrics.txt" || return 1
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/allocations" > "$STATE_DIR/allocations.json" || return 1
   python3 - "$STATE_DIR/metrics.txt" "$STATE_DIR/allocations.json" "$@" <<'PY'
 import json, re, sys
 text = open(sys.argv[1]).read()
@@ -176,7 +176,7 @@ PY
 }
 check "/metrics names all 16 pods on exactly the cores kubelet lists for them" eventually 10 metrics_name_holders
 promtool_passes() {
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" | promtool check metrics
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" | promtool check metrics
 }
 check "...and passes promtool check metrics" promtool_passes
 deleted_pods=("$(pod_on_device 0)" "$(pod_on_device 1)")
@@ -260,7 +260,7 @@ preempting_event() {
 }
 check "...with a NeuronPreempting event on the pod" preempting_event
 preemptions_counted() {
-  curl -sf "http://127.0.0.1:$EXTENDER_PORT/metrics" |
+  curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" |
     grep -q '^torus_extender_cross_resource_evictions_total{result="evicted"} 4$'
 }
 check "...counted in the extender's /metrics" preemptions_counted
@@ -275,9 +275,9 @@ done
 held_before="$( (cores_held_by hold-1; cores_held_by hold-2) | sort -n | tr '\n' ' ')"
 check "the agent reports what hold-1 and hold-2 hold" test "$(wc -w <<< "$held_before")" = 8
 
-kubelet_log="$STATE_DIR/logs/kubelet.log"
+kubelet_log="$STATE_DIR/logs/kubelet-$NODE_NAME.log"
 lines_before="$(wc -l < "$kubelet_log")"
-cluster restart kubelet > /dev/null
+cluster restart "kubelet-$NODE_NAME" > /dev/null
 registered_again() {
   local log registered
   log="$(tail -n +"$((lines_before + 1))" "$kubelet_log")"
@@ -325,10 +325,10 @@ check "...on cores no running pod holds" disjoint_from_running
 
 k delete pod -n kube-system -l app.kubernetes.io/component=scheduler-extender --wait=false > /dev/null
 state_matches_pods() {
-  python3 - "$EXTENDER_PORT" "$KUBECTL" "$KUBECONFIG" <<'PY'
+  python3 - "$EXTENDER_HOST:$EXTENDER_PORT" "$KUBECTL" "$KUBECONFIG" <<'PY'
 import json, subprocess, sys, urllib.request
-port, kubectl, kubeconfig = sys.argv[1:4]
-state = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/state", timeout=5))
+extender, kubectl, kubeconfig = sys.argv[1:4]
+state = json.load(urllib.request.urlopen(f"http://{extender}/state", timeout=5))
 held = {a["pod"]: a["ids"] for a in state["allocations"]}
 pods = json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json"]))
 def ranges(text):
@@ -353,7 +353,7 @@ PY
 check "a restarted extender rebuilds /state equal to the pods' AWS_NEURON_IDS" eventually 90 state_matches_pods
 
 resets_counted() {
-  curl -sf "http://127.0.0.1:$AGENT_METRICS_PORT/metrics" |
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
     grep -q '^torus_device_release_resets_total{result="ok"} [1-9]'
 }
 k delete pod -n e2e hold-1 hold-2 --wait=false > /dev/null
@@ -378,16 +378,15 @@ sys.exit(0 if shown["ids"] == want and shown["phase"] == "Running" and shown["al
 }
 check "kubectl neuron nodes, node and pods show what the pod holds" eventually 30 shows_pod
 
-# kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place.
-# The kubelet here runs on loopback, so its pods get no IP and the API server will not proxy to
-# them: top reads the agent at 127.0.0.1 (--agent-host).
+# kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place,
+# read from the agent at its node's address as on any cluster (no --agent-host).
 pod_manifest shown-too neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
 check "a second pod for kubectl neuron top runs" eventually 90 pod_running shown-too
 TMUX_SERVER="torus-e2e-top-$$"
 top_shows_both_pods_and_refreshes() {
   local screen first second clock1 clock2 cores
   tmux -L "$TMUX_SERVER" new-session -d -s top -x 200 -y 50 \
-    "KUBECONFIG='$KUBECONFIG' '$REPO/build/bin/kubectl-neuron' top --interval=1s --agent-host=127.0.0.1" ||
+    "KUBECONFIG='$KUBECONFIG' '$REPO/build/bin/kubectl-neuron' top --interval=1s" ||
     return 1
   local deadline=$((SECONDS + 30))
   while ((SECONDS < deadline)); do
@@ -422,7 +421,7 @@ print(",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs))')"
 }
 check "kubectl neuron top shows both pods' cores and refreshes (tmux)" top_shows_both_pods_and_refreshes
 top_once_json_names_the_pods() {
-  neuron_cli top "$NODE_NAME" --json --agent-host=127.0.0.1 | python3 -c '
+  neuron_cli top "$NODE_NAME" --json | python3 -c '
 import json, sys
 node = json.load(sys.stdin)["nodes"][0]
 pods = {p["pod"]: p for p in node["pods"]}
@@ -488,7 +487,7 @@ as_agent() {
   local token="$1" want="$2" type="$3" path="$4" body="$5" message="${6:-}" code
   code="$(curl -s -o "$STATE_DIR/patch-reply.json" -w '%{http_code}' --max-time 10 \
     --cacert "$CA_FILE" -H "Authorization: Bearer $token" -X PATCH \
-    -H "Content-Type: application/$type-patch+json" "https://127.0.0.1:$APISERVER_PORT$path" -d "$body")"
+    -H "Content-Type: application/$type-patch+json" "https://$APISERVER_HOST:$APISERVER_PORT$path" -d "$body")"
   cat "$STATE_DIR/patch-reply.json"
   [[ "$code" == "$want" ]] || { echo "HTTP $code, want $want"; return 1; }
   [[ -z "$message" ]] || grep -q "$message" "$STATE_DIR/patch-reply.json"

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# End-to-end on several real nodes: scripts/local-cluster.sh brings up three kubelets, each in its
+# own mount and network namespace — two trn2u.48xlarge nodes of one simulated UltraServer and a
+# trn2.48xlarge — with the simulated driver's files at the real driver's paths, and installs Torus
+# from the chart's production values. Checked: each node is seen as its own (devices, UltraServer
+# place, address: logs, exec and top), the agent's pod is the production one (args, mounts,
+# capabilities: rendered and diffed) and a write production forbids fails, pods land where they
+# are sent, an AllReduce runs between pods on different nodes over libfabric tcp, and one node's
+# loss leaves the others' pods alone and heals when it returns.
+#
+# Usage: tests/e2e/cluster/multinode_test.sh [--keep]   (--keep leaves the cluster running)
+# Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Bounded: every wait has
+# a deadline.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
+source "$REPO/tests/e2e/cluster/lib.sh"
+
+cluster_test_setup torus-multinode "${1:-}"
+
+started=$SECONDS
+echo "== three real nodes (state: $STATE_DIR)"
+cluster up --nodes=trn2u.48xlarge:2@us0,trn2.48xlarge:1
+source "$STATE_DIR/cluster.env"
+export KUBECONFIG KUBECTL
+read -r -a names <<< "$NODE_NAMES"
+read -r -a ips <<< "$NODE_IPS"
+echo "cluster with Torus up in $((SECONDS - started)) s"
+k create namespace e2e > /dev/null
+neuron_cli() { "$REPO/build/bin/kubectl-neuron" "$@"; }
+agent_pod_on() {
+  k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
+    --field-selector "spec.nodeName=$1" -o 'jsonpath={.items[0].metadata.name}'
+}
+
+echo "== every node is its own"
+nodes_ready() {
+  local name
+  for name in "${names[@]}"; do
+    [[ "$(k get node "$name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]] ||
+      { echo "$name is not Ready"; return 1; }
+  done
+}
+check "three real nodes are Ready" eventually 60 nodes_ready
+each_node_has_its_address() {
+  local index
+  for index in 0 1 2; do
+    local address
+    address="$(k get node "${names[$index]}" -o 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')"
+    [[ "$address" == "${ips[$index]}" ]] || { echo "${names[$index]}: InternalIP '$address', want ${ips[$index]}"; return 1; }
+  done
+}
+check "each node has its own address" each_node_has_its_address
+nodes_listed() {
+  local listed
+  listed="$(neuron_cli nodes)"
+  echo "$listed"
+  grep -qE "${names[0]} .*trn2u.48xlarge.* 0/64 .*16/16" <<< "$listed" &&
+    grep -qE "${names[1]} .*trn2u.48xlarge.* 0/64 .*16/16" <<< "$listed" &&
+    grep -qE "${names[2]} .*trn2.48xlarge .* 0/64 .*16/16" <<< "$listed"
+}
+check "kubectl neuron nodes lists the three with their own devices" eventually 90 nodes_listed
+ultraserver_places() {
+  k get nodes -o json | python3 -c '
+import json, sys
+labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in json.load(sys.stdin)["items"]}
+names = sys.argv[1:]
+key = "neuron.amazonaws.com/ultraserver-"
+us = [labels[n].get(key + "server-id-4") for n in names[:2]]
+positions = [labels[n].get(key + "node-id-4") for n in names[:2]]
+print(us, positions, {k: v for k, v in labels[names[2]].items() if k.startswith(key)})
+assert us[0] and us[0] == us[1], "the UltraServer nodes name different UltraServers"
+assert positions == ["0", "1"], "positions are not 0 and 1"
+assert not any(k.startswith(key + "server-id") for k in labels[names[2]]), "trn2 claims an UltraServer"
+' "${names[@]}"
+}
+check "the trn2u nodes share one UltraServer at positions 0 and 1; the trn2 is in none" eventually 30 ultraserver_places
+
+echo "== the node agent is the production one"
+no_simulate_argument() {
+  local args
+  args="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent -o jsonpath='{..args}')"
+  echo "$args"
+  [[ -n "$args" && "$args" != *simulate* ]]
+}
+check "no agent runs with a simulate argument" no_simulate_argument
+agent_pod_matches_production() {
+  local helm="$REPO/build/tools/helm"
+  # Production: the chart's defaults, in the same mode (device plugin or DRA) as here.
+  "$helm" template torus "$REPO/helm/torus" -n kube-system --set "dra.enabled=$( ((DRA)) && echo true || echo false)" \
+    > "$STATE_DIR/production.yaml"
+  "$helm" template torus "$REPO/helm/torus" -n kube-system -f "$STATE_DIR/values-local.yaml" \
+    > "$STATE_DIR/local.yaml"
+  python3 "$REPO/tests/e2e/cluster/agent_pod_diff.py" "$STATE_DIR/production.yaml" "$STATE_DIR/local.yaml"
+}
+check "the agent's pod differs from production only in image, API address and host network" \
+  agent_pod_matches_production
+forbidden_writes_fail() {
+  local pod output
+  pod="$(agent_pod_on "${names[0]}")"
+  # sysfs outside the driver's devices is read-only to the agent, as on a real node...
+  output="$(k exec -n kube-system "$pod" -- sh -c \
+    'echo 1 > /sys/bus/pci/drivers/neuron/0000:10:1e.0/resource4_wc' 2>&1)" &&
+    { echo "a write to the memory BAR succeeded"; return 1; }
+  echo "resource4_wc: $output"
+  grep -q "Read-only file system" <<< "$output" || return 1
+  # ...and so is /dev; the one writable file is neuronN/reset.
+  output="$(k exec -n kube-system "$pod" -- sh -c 'touch /dev/neuron-test' 2>&1)" &&
+    { echo "a file was created in /dev"; return 1; }
+  echo "/dev: $output"
+  k exec -n kube-system "$pod" -- sh -c 'echo 1 > /sys/class/neuron_device/neuron0/reset'
+}
+check "kubectl exec: the agent may write neuronN/reset, not the memory BAR or /dev" forbidden_writes_fail
+logs_of_every_agent() {
+  local name
+  for name in "${names[@]}"; do
+    k logs -n kube-system "$(agent_pod_on "$name")" --tail=200 | grep -q '"setting" name=node-name value='"$name" ||
+      { echo "no log of $name's agent"; return 1; }
+  done
+}
+check "kubectl logs reads every node's agent" logs_of_every_agent
+top_reads_every_node() {
+  neuron_cli top --json | python3 -c '
+import json, sys
+nodes = {n["node"]: n for n in json.load(sys.stdin)["nodes"]}
+print({name: len(node["devices"]) for name, node in nodes.items()})
+assert all(len(nodes[name]["devices"]) == 16 for name in sys.argv[1:]), nodes.keys()' "${names[@]}"
+}
+check "kubectl neuron top reads every node's agent at its address" eventually 30 top_reads_every_node
+
+echo "== pods land where they are sent and get their node's devices"
+# pinned_pod NAME NODE [SECONDS]: four devices (a trn2 shape) through neuron-scheduler, on NODE.
+pinned_pod() {
+  local name="$1" node="$2"
+  pod_manifest "$name" neuron 4 neuron-scheduler "${3:-0}" |
+    sed "s|^spec:|spec:\n  nodeSelector: {kubernetes.io/hostname: $node}|"
+}
+for index in 0 1 2; do
+  pinned_pod "on-$index" "${names[$index]}" | k apply -f - > /dev/null
+done
+ran_where_sent() {
+  local index
+  for index in 0 1 2; do
+    pod_succeeded "on-$index" || return 1
+    [[ "$(k get pod -n e2e "on-$index" -o jsonpath='{.spec.nodeName}')" == "${names[$index]}" ]] || return 1
+    pod_report "on-$index" | grep -qE 'DEVICES=(neuron[0-9]+ ){4}$' ||
+      { echo "on-$index: $(pod_report "on-$index")"; return 1; }
+  done
+}
+check "a pod on each node runs there with 4 devices" eventually 120 ran_where_sent
+k delete pods -n e2e --all --wait=true > /dev/null
+
+echo "== an AllReduce between pods on different nodes (libfabric tcp)"
+secret="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+rank_pod() {
+  local rank="$1" node="$2"
+  cat <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: rank-$rank, namespace: e2e, labels: {e2e: allreduce}}
+spec:
+  schedulerName: neuron-scheduler
+  nodeSelector: {kubernetes.io/hostname: $node}
+  hostNetwork: true
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: ranks
+      image: $(k get ds -n kube-system -l app.kubernetes.io/component=node-agent -o 'jsonpath={.items[0].spec.template.spec.containers[0].image}')
+      command: [sh, -c]
+      args:
+        - >-
+          echo "rank $rank on \$(hostname) cores \$NEURON_RT_VISIBLE_CORES" &&
+          exec neuron-cc-bench --op allreduce --world-size 3 --ranks 1 --first-rank $rank
+          --root-address ${ips[0]}:29500 --min-bytes 8 --max-bytes 4M --iters 3 --warmup 1
+          --check --timeout 60s
+      env:
+        - {name: FI_PROVIDER, value: "tcp;ofi_rxm"}
+        - {name: FI_TCP_IFACE, value: eth0}
+        - {name: TORUS_COLL_JOB_SECRET, value: "$secret"}
+      resources:
+        limits:
+          aws.amazon.com/neuroncore: 1
+YAML
+}
+for index in 0 1 2; do
+  rank_pod "$index" "${names[$index]}" | k apply -f - > /dev/null
+done
+allreduce_passed() {
+  local index
+  for index in 0 1 2; do pod_succeeded "rank-$index" || return 1; done
+  k logs -n e2e rank-0 | tee "$STATE_DIR/allreduce.log" | tail -4
+  grep -q "check=ok\|check ok\|ok" "$STATE_DIR/allreduce.log"
+}
+check "3 ranks on 3 nodes: AllReduce passes its data check" eventually 180 allreduce_passed
+busbw_printed() { k logs -n e2e rank-0 | grep -E '^ +4194304 '; }
+check "...and prints its bus bandwidth for 4 MiB" busbw_printed
+echo "      $(head -3 "$STATE_DIR/allreduce.log" | tail -1)"
+echo "      $(busbw_printed || true)"
+k delete pods -n e2e --all --wait=true > /dev/null
+
+echo "== one node lost and back"
+for index in 0 1; do
+  pinned_pod "stay-$index" "${names[$index]}" 600 | k apply -f - > /dev/null
+done
+both_running() { pod_running stay-0 && pod_running stay-1; }
+check "a pod runs on each of the first two nodes" eventually 90 both_running
+lost="${names[2]}"
+cluster stop "kubelet-$lost" > /dev/null
+cluster stop "containerd-$lost" > /dev/null
+node_not_ready() {
+  [[ "$(k get node "$lost" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" != True ]]
+}
+check "$lost goes NotReady once its kubelet and containerd stop" eventually 60 node_not_ready
+pinned_pod lost-pod "$lost" | k apply -f - > /dev/null
+sleep 5
+not_placed() { [[ -z "$(k get pod -n e2e lost-pod -o jsonpath='{.spec.nodeName}')" ]]; }
+check "nothing is placed on the lost node" not_placed
+check "the other nodes' pods keep running" both_running
+kubelet_log="$STATE_DIR/logs/kubelet-$lost.log"
+lines_before="$(wc -l < "$kubelet_log")"
+cluster start "containerd-$lost" > /dev/null
+cluster start "kubelet-$lost" > /dev/null
+node_ready_again() {
+  [[ "$(k get node "$lost" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+check "$lost is Ready again once they start" eventually 90 node_ready_again
+registered_within_10s() {
+  local log socket_at last_at resource
+  log="$(tail -n +"$((lines_before + 1))" "$kubelet_log")"
+  for resource in neuroncore neuron; do
+    grep -q "Got registration request from device plugin with resource.*aws.amazon.com/$resource\"" <<< "$log" ||
+      { echo "$resource not registered yet"; return 1; }
+  done
+  socket_at="$(klog_seconds "$(grep -m1 'Creating device plugin registration server' <<< "$log")")"
+  last_at="$(klog_seconds "$(grep 'Got registration request from device plugin' <<< "$log" | tail -1)")"
+  python3 -c "import sys; d = $last_at - $socket_at; print(f'registered {d:.2f} s after the kubelet made its socket'); sys.exit(d > 10)"
+}
+check "its agent registers both resources within 10 s of the kubelet's socket" eventually 60 registered_within_10s
+echo "      $(registered_within_10s | tail -1)"
+check "the pod sent there runs now" eventually 120 pod_succeeded lost-pod
+check "the other nodes' pods ran on throughout" both_running
+
+echo
+echo "$PASSED passed, $FAILED failed ($((SECONDS - started)) s)"
+((FAILED == 0))
