@@ -66,31 +66,37 @@ ClaimPreparer::~ClaimPreparer() {
   }
 }
 
-void ClaimPreparer::reset(const topology::DeviceSet& chips, const topology::CoreSet& inUse) {
+Result<void> ClaimPreparer::reset(const topology::DeviceSet& chips,
+                                  const topology::CoreSet& inUse) {
   const topology::Node node = node_.snapshot().node;
-  const Result<void> done = node_.prepareCores(node.coresOfDevices(chips), inUse);
+  Result<void> done = node_.prepareCores(node.coresOfDevices(chips), inUse);
   metrics::processCounters().add(metrics::names::kReleaseResetsTotal,
                                  {{"result", done ? "ok" : "failed"}});
   if (!done) {
-    // The chip's health reports the failed reset (and taints it); holding it back forever
-    // would not make it cleaner.
-    TORUS_LOG(Error, Dra, "reset of chips a claim gave back failed",
+    // The chip stays pending: no claim gets it until a reset succeeds (its health reports the
+    // failure too, and taints it).
+    TORUS_LOG(Error, Dra, "reset of chips a claim gave back failed; they are not handed out",
               {"chips", chips.toRangeString()}, {"error", done.error().message});
   }
+  return done;
 }
 
 void ClaimPreparer::resetInBackground(std::stop_token stop) {
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
-    changed_.wait(lock, stop, [this] { return !state_.pendingReset.empty(); });
+    changed_.wait(lock, stop, [this] { return !(state_.pendingReset - failedResets_).empty(); });
     if (stop.stop_requested()) break;
-    const topology::DeviceSet batch = state_.pendingReset;
+    const topology::DeviceSet batch = state_.pendingReset - failedResets_;
     const topology::CoreSet inUse = heldCoresExcept("");
     resetting_ = batch;
     lock.unlock();
-    reset(batch, inUse);
+    const Result<void> done = reset(batch, inUse);
     lock.lock();
-    state_.pendingReset -= batch;
+    if (done) {
+      state_.pendingReset -= batch;
+    } else {
+      failedResets_ |= batch;
+    }
     resetting_ = {};
     // Not synced: lost in a crash, these resets are only done once more.
     if (auto saved = saveCheckpoint(options_.checkpointFile, state_, Durability::kAtomicOnly);
@@ -165,8 +171,17 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   // Given back so recently that the worker has not reset it yet: reset it now, before anyone
   // gets it.
   if (const topology::DeviceSet dirty = resolved->chips & state_.pendingReset; !dirty.empty()) {
-    reset(dirty, heldCoresExcept(""));
+    if (auto done = reset(dirty, heldCoresExcept("")); !done) {
+      failedResets_ |= dirty;
+      return makeError(ErrorCode::kUnavailable,
+                       "claim " + ref.nameSpace + "/" + ref.name + ": chips " +
+                           dirty.toRangeString() +
+                           " were given back by their last claim and resetting them failed (" +
+                           done.error().message +
+                           "); the claim is prepared once a reset succeeds (kubelet retries)");
+    }
     state_.pendingReset -= dirty;
+    failedResets_ -= dirty;
   }
   TORUS_RETURN_IF_ERROR(
       writeCdiSpec(options_.cdiRoot, ref.uid, cdiSpec(*resolved, snapshot.node, snapshot.devRoot)),
@@ -221,8 +236,9 @@ topology::DeviceSet ClaimPreparer::pendingResets() const {
 
 bool ClaimPreparer::waitForResets(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout,
-                           [this] { return state_.pendingReset.empty() && resetting_.empty(); });
+  return changed_.wait_for(lock, timeout, [this] {
+    return (state_.pendingReset - failedResets_).empty() && resetting_.empty();
+  });
 }
 
 topology::CoreSet ClaimPreparer::heldCores() const {

@@ -4,9 +4,10 @@
 // the spec, forgets the claim and queues its chips for a reset, which a background worker does
 // (a reset first looks through /proc for holders: a millisecond or more that kubelet's pod
 // teardown need not wait for). A chip is never handed to a new claim before its reset: prepare
-// resets a still-pending chip itself. Both calls are idempotent, as kubelet retries them, and the
-// checkpoint (claims and pending resets) lets a restarted driver lose nothing and prepare nothing
-// twice.
+// resets a still-pending chip itself, and fails (kubelet retries) while that reset fails; a chip
+// whose background reset failed waits for such a prepare. Both calls are idempotent, as kubelet
+// retries them, and the checkpoint (claims and pending resets) lets a restarted driver lose nothing
+// and prepare nothing twice.
 #pragma once
 
 #include <chrono>
@@ -63,9 +64,9 @@ class ClaimPreparer {
 
   PreparedClaims prepared() const;
   topology::CoreSet heldCores() const;
-  // Chips given back and not reset yet.
+  // Chips given back and not reset yet (those whose reset failed too).
   topology::DeviceSet pendingResets() const;
-  // Waits until every queued reset is done (tests, benchmarks); false on timeout.
+  // Waits until the worker has tried every queued reset (tests, benchmarks); false on timeout.
   bool waitForResets(std::chrono::milliseconds timeout) const;
 
  private:
@@ -73,9 +74,9 @@ class ClaimPreparer {
   // Writes the claim's CDI spec when it is missing (a reboot emptied the tmpfs).
   Result<void> ensureSpec(const ResolvedClaim& claim) const;
   topology::CoreSet heldCoresExcept(const std::string& uid) const;  // caller holds mutex_
-  // Resets `chips` (not under `inUse`) and counts the result; caller holds mutex_ or is the
-  // worker between its two critical sections.
-  void reset(const topology::DeviceSet& chips, const topology::CoreSet& inUse);
+  // Resets `chips` (not under `inUse`), counts and logs the result; caller holds mutex_ or is
+  // the worker between its two critical sections.
+  Result<void> reset(const topology::DeviceSet& chips, const topology::CoreSet& inUse);
   void resetInBackground(std::stop_token stop);
 
   PreparerOptions options_;
@@ -85,6 +86,9 @@ class ClaimPreparer {
   mutable std::condition_variable_any changed_;
   DriverState state_;
   topology::DeviceSet resetting_;  // taken by the worker, reset in progress
+  // Pending chips whose reset by the worker failed: it leaves them to the next prepare that
+  // wants them (which tries again and fails while the reset does), instead of retrying in a loop.
+  topology::DeviceSet failedResets_;
   std::jthread resetWorker_;
 };
 

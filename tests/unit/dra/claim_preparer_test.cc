@@ -1,5 +1,6 @@
 #include "dra-driver/claim_preparer.h"
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 
@@ -22,11 +23,16 @@ class FakeNode : public plugin::NodeView {
   }
   Result<void> prepareCores(const topology::CoreSet& cores,
                             const topology::CoreSet& inUseElsewhere) override {
+    if (failResets) {
+      return makeError(ErrorCode::kInternal,
+                       "resetting neuron0: the driver reports state INVALID (2)");
+    }
     std::lock_guard lock(mutex_);
     resets_.push_back(snapshot_.node.devicesOfCores(cores) -
                       snapshot_.node.devicesOfCores(inUseElsewhere));
     return okResult();
   }
+  std::atomic<bool> failResets{false};       // every reset fails, as a driver's INVALID state
   std::vector<std::string> resets() const {  // reset chips, one range text per reset
     std::lock_guard lock(mutex_);
     std::vector<std::string> texts;
@@ -135,6 +141,32 @@ TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
   ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
   EXPECT_EQ(node_.resets().size(), 1u);
   EXPECT_TRUE(preparer->heldCores().empty());
+}
+
+// A chip whose reset failed is never handed out: the worker leaves it pending, a prepare that
+// wants it tries the reset again and fails with the reason while it fails (kubelet retries), and
+// the first reset that succeeds lets the claim through.
+TEST_F(ClaimPreparerTest, AChipWhoseResetFailsIsNotHandedOut) {
+  auto preparer = makePreparer();
+  const ClaimRef first = add("first", {"neurondevice0"});
+  ASSERT_TRUE(preparer->prepare(first).ok());
+  node_.failResets = true;
+  ASSERT_TRUE(preparer->unprepare(first).ok());
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_EQ(preparer->pendingResets().toRangeString(), "0") << "a failed reset leaves it pending";
+  const ClaimRef next = add("next", {"neurondevice0"});
+  auto refused = preparer->prepare(next);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("chips 0 were given back by their last claim and "
+                                         "resetting them failed"),
+            std::string::npos)
+      << refused.error().message;
+  EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, next.uid)));
+  EXPECT_TRUE(preparer->heldCores().empty());
+  node_.failResets = false;
+  ASSERT_TRUE(preparer->prepare(next).ok());
+  EXPECT_EQ(node_.resets(), std::vector<std::string>{"0"});
+  EXPECT_TRUE(preparer->pendingResets().empty());
 }
 
 TEST_F(ClaimPreparerTest, ARestartedDriverKnowsWhatIsPrepared) {
