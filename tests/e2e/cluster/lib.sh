@@ -79,8 +79,8 @@ k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
 # pod_manifest NAME RESOURCE COUNT [SCHEDULER [SECONDS [PRIORITY_CLASS]]]: a pod that reports what
 # Neuron gave it, stays SECONDS (default 0) and exits.
-# It reports in its termination message, which the API serves: `kubectl logs` needs the kubelet's
-# address, and a kubelet since 1.35 publishes none for a node on loopback only.
+# It reports in its termination message, which the API keeps with the pod's status (its logs go
+# with the node's /var/log/pods).
 pod_manifest() {
   local name="$1" resource="$2" count="$3" scheduler="${4:-default-scheduler}" stay="${5:-0}"
   local priority_class="${6:+priorityClassName: $6}"
