@@ -68,6 +68,12 @@ DRA_NODES=""
 DRA=0
 HELM_SETS=()
 while [[ $# -gt 0 ]]; do
+  # shell NODE COMMAND...: once the command began, every argument is its (but --state-dir).
+  if ((${#SHELL_COMMAND[@]})) && [[ "$1" != --state-dir=* ]]; then
+    SHELL_COMMAND+=("$1")
+    shift
+    continue
+  fi
   case "$1" in
     --k8s-version=*) K8S_VERSION="${1#*=}" ;;
     --nodes=*) NODES="${1#*=}" ;;
@@ -84,8 +90,9 @@ while [[ $# -gt 0 ]]; do
     -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)
       if [[ "$command" == shell ]]; then
-        SHELL_COMMAND=("$@")
-        break
+        SHELL_COMMAND=("$1")
+        shift
+        continue
       fi
       echo "local-cluster: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac

@@ -104,9 +104,9 @@ build_torus_image() {
 }
 
 # import_image IMAGE: podman's copy into every node's containerd (k8s.io namespace: what the
-# kubelet sees), saved once.
+# kubelet sees), saved once and imported into the nodes side by side.
 import_image() {
-  local image="$1" archive="" name socket
+  local image="$1" archive="" name socket pids=() pid failed=0
   for name in "${NODE_NAMES[@]}"; do
     socket="$(node_dir "$name")/containerd/containerd.sock"
     if "$CONTAINERD_BIN/ctr" --address "$socket" -n k8s.io images ls -q 2> /dev/null | grep -qxF "$image"; then
@@ -116,9 +116,12 @@ import_image() {
       archive="$(mktemp --suffix=.tar)"
       podman save --quiet --format docker-archive -o "$archive" "$image"
     fi
-    "$CONTAINERD_BIN/ctr" --address "$socket" -n k8s.io images import "$archive" > /dev/null 2>&1
+    "$CONTAINERD_BIN/ctr" --address "$socket" -n k8s.io images import "$archive" > /dev/null 2>&1 &
+    pids+=($!)
   done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   [[ -z "$archive" ]] || rm -f "$archive"
+  ((failed == 0)) || die "importing $image into the nodes' containerd failed"
 }
 
 # deploy/examples run public.ecr.aws/docker/library/debian:bookworm-slim; no registry is reachable

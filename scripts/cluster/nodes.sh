@@ -328,8 +328,9 @@ stop_nodes() {
     [[ -d "$dir" ]] || continue
     stop_node_containers "${dir%/}"
     stop_process "containerd-$(basename "$dir")"
-    # Its init last: whatever of the node still runs goes with it.
-    stop_process "node-$(basename "$dir")"
+    # Its init last, killed: it ignores SIGTERM (as PID 1 does), and whatever of the node still
+    # runs goes with it.
+    stop_process "node-$(basename "$dir")" KILL
   done
   ip link delete "$NODES_BRIDGE" 2> /dev/null || true
 }

@@ -61,13 +61,13 @@ wait_for() {
   done
 }
 
-# stop_process NAME: SIGTERM to its session, SIGKILL after 10 s.
+# stop_process NAME [SIGNAL]: SIGNAL (default TERM) to its session, SIGKILL after 10 s.
 stop_process() {
-  local pid_file="$STATE/pids/$1.pid" pid
+  local pid_file="$STATE/pids/$1.pid" pid signal="${2:-TERM}"
   [[ -f "$pid_file" ]] || return 0
   pid="$(cat "$pid_file")"
   if kill -0 "$pid" 2> /dev/null; then
-    kill -TERM -- "-$pid" 2> /dev/null || kill -TERM "$pid" 2> /dev/null || true
+    kill "-$signal" -- "-$pid" 2> /dev/null || kill "-$signal" "$pid" 2> /dev/null || true
     local waited=0
     while kill -0 "$pid" 2> /dev/null && ((waited < 100)); do
       sleep 0.1

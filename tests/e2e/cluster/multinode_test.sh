@@ -151,8 +151,11 @@ k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== an AllReduce between pods on different nodes (libfabric tcp)"
 secret="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+# rank_pod RANK NODE [SIZES]: one rank of a 3-rank AllReduce, on NODE (SIZES: neuron-cc-bench's
+# size and iteration flags).
 rank_pod() {
   local rank="$1" node="$2"
+  local sizes="${3:---min-bytes 8 --max-bytes 4M --iters 3 --warmup 1}"
   cat <<YAML
 apiVersion: v1
 kind: Pod
@@ -171,7 +174,7 @@ spec:
         - >-
           echo "rank $rank on \$(hostname) cores \$NEURON_RT_VISIBLE_CORES" &&
           exec neuron-cc-bench --op allreduce --world-size 3 --ranks 1 --first-rank $rank
-          --root-address ${ips[0]}:29500 --min-bytes 8 --max-bytes 4M --iters 3 --warmup 1
+          --root-address ${ips[0]}:29500 $sizes
           --check --timeout 60s
       env:
         - {name: FI_PROVIDER, value: "tcp;ofi_rxm"}
@@ -196,6 +199,33 @@ busbw_printed() { k logs -n e2e rank-0 | grep -E '^ +4194304 '; }
 check "...and prints its bus bandwidth for 4 MiB" busbw_printed
 echo "      $(head -3 "$STATE_DIR/allreduce.log" | tail -1)"
 echo "      $(busbw_printed || true)"
+k delete pods -n e2e --all --wait=true > /dev/null
+
+echo "== a rank dies: the others stop at once and name it"
+for index in 0 1 2; do
+  rank_pod "$index" "${names[$index]}" "--min-bytes 8 --max-bytes 256M --iters 50 --warmup 1" |
+    k apply -f - > /dev/null
+done
+# The first row needs every rank: the job is running across the three nodes.
+running_together() { k logs -n e2e rank-0 2> /dev/null | grep -qE '^ +8 '; }
+check "a long AllReduce runs across the three nodes" eventually 120 running_together
+killed_at="$(date +%s.%N)"
+cluster shell "${names[2]}" pkill -KILL -f neuron-cc-bench > /dev/null
+# finishedAt has whole seconds: it is at most the true end, so "< 2" is the bound it can show.
+others_stopped_naming_rank_2() {
+  local rank finished
+  for rank in 0 1; do
+    [[ "$(pod_phase "rank-$rank")" == Failed ]] || { echo "rank-$rank: $(pod_phase "rank-$rank")"; return 1; }
+    k logs -n e2e "rank-$rank" | grep -q "rank 2" ||
+      { echo "rank-$rank's log does not name rank 2:"; k logs -n e2e "rank-$rank" | tail -3; return 1; }
+    finished="$(k get pod -n e2e "rank-$rank" -o jsonpath='{.status.containerStatuses[0].state.terminated.finishedAt}')"
+    python3 -c "import sys, datetime as d; f = d.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp(); s = f - float(sys.argv[2]); print(f'rank-{sys.argv[3]} finished {s:.0f} s (whole seconds) after rank 2 was killed'); sys.exit(s >= 2)" \
+      "$finished" "$killed_at" "$rank" || return 1
+  done
+}
+check "the other ranks fail within 2 s of rank 2's death, naming it" eventually 60 others_stopped_naming_rank_2
+others_stopped_naming_rank_2 2>&1 | grep finished | sed 's/^/      /' || true
+k logs -n e2e rank-0 | grep "rank 2" | tail -1 | sed 's/^/      /'
 k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== one node lost and back"
