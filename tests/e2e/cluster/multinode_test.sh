@@ -110,14 +110,17 @@ forbidden_writes_fail() {
   k exec -n kube-system "$pod" -- sh -c 'echo 1 > /sys/class/neuron_device/neuron0/reset'
 }
 check "kubectl exec: the agent may write neuronN/reset, not the memory BAR or /dev" forbidden_writes_fail
+# The whole log, then the search: grep -q would close the pipe early and, with pipefail, fail
+# the kubectl still writing.
 logs_of_every_agent() {
-  local name
+  local name log
   for name in "${names[@]}"; do
-    k logs -n kube-system "$(agent_pod_on "$name")" --tail=200 | grep -q '"setting" name=node-name value='"$name" ||
-      { echo "no log of $name's agent"; return 1; }
+    log="$(k logs -n kube-system "$(agent_pod_on "$name")")" || return 1
+    grep -q '"setting" name=node-name value='"$name" <<< "$log" ||
+      { echo "no log of $name's agent ($(wc -l <<< "$log") lines)"; return 1; }
   done
 }
-check "kubectl logs reads every node's agent" logs_of_every_agent
+check "kubectl logs reads every node's agent" eventually 30 logs_of_every_agent
 top_reads_every_node() {
   neuron_cli top --json | python3 -c '
 import json, sys
@@ -207,7 +210,10 @@ for index in 0 1 2; do
     k apply -f - > /dev/null
 done
 # The first row needs every rank: the job is running across the three nodes.
-running_together() { k logs -n e2e rank-0 2> /dev/null | grep -qE '^ +8 '; }
+running_together() {
+  local log
+  log="$(k logs -n e2e rank-0 2> /dev/null)" && grep -qE '^ +8 ' <<< "$log"
+}
 check "a long AllReduce runs across the three nodes" eventually 120 running_together
 killed_at="$(date +%s.%N)"
 cluster shell "${names[2]}" pkill -KILL -f neuron-cc-bench > /dev/null
@@ -216,7 +222,7 @@ others_stopped_naming_rank_2() {
   local rank finished
   for rank in 0 1; do
     [[ "$(pod_phase "rank-$rank")" == Failed ]] || { echo "rank-$rank: $(pod_phase "rank-$rank")"; return 1; }
-    k logs -n e2e "rank-$rank" | grep -q "rank 2" ||
+    grep -q "rank 2" <<< "$(k logs -n e2e "rank-$rank")" ||
       { echo "rank-$rank's log does not name rank 2:"; k logs -n e2e "rank-$rank" | tail -3; return 1; }
     finished="$(k get pod -n e2e "rank-$rank" -o jsonpath='{.status.containerStatuses[0].state.terminated.finishedAt}')"
     python3 -c "import sys, datetime as d; f = d.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp(); s = f - float(sys.argv[2]); print(f'rank-{sys.argv[3]} finished {s:.0f} s (whole seconds) after rank 2 was killed'); sys.exit(s >= 2)" \
