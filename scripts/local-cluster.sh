@@ -444,6 +444,11 @@ case "$command" in
   start)
     [[ -n "$RESTART_NAME" ]] || die "start needs a component name (see status)"
     start_recorded "$RESTART_NAME"
+    # A kubelet started next must find the runtime serving: it exits if it does not.
+    if [[ "$RESTART_NAME" == containerd-* ]]; then
+      wait_for "$RESTART_NAME" 30 "$TORUS_CACHE/containerd-$CONTAINERD_VERSION/bin/ctr" \
+        --address "$(node_dir "${RESTART_NAME#containerd-}")/containerd/containerd.sock" version
+    fi
     log "started $RESTART_NAME (log: $STATE/logs/$RESTART_NAME.log)"
     ;;
   image)
