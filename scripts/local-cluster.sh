@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A real Kubernetes on this machine, built from upstream's Go modules, with Torus installed by
 # its Helm chart on simulated Neuron nodes. Each node is a real kubelet and containerd in its own
-# mount and network namespace, with the simulated driver's files at the real driver's paths, so
-# the agent runs from the chart's production values (docs/local-cluster.md). Everything listens
+# mount, network, UTS and PID namespaces, with the simulated driver's files at the driver's paths,
+# so the agent runs from the chart's production values (docs/local-cluster.md). Everything listens
 # on 127.0.0.1 or on the bridge torus-nodes (10.87.0.0/24) that only these nodes share.
 #
 #   scripts/local-cluster.sh up [options]    build (once, cached), start, install Torus
@@ -35,7 +35,7 @@
 #                         no device-plugin resources, and the ResourceSlices the driver publishes
 #                         for the type (DeviceClasses installed); with --fake-nodes, a mixed cluster
 #   --set key=value       passed to `helm install` (repeatable)
-# Options of all three:
+# Options of every command:
 #   --state-dir=DIR       where state, logs, pids and the kubeconfig live
 #                         (default ~/.cache/torus/local-cluster; tests use a fresh directory)
 #
