@@ -87,9 +87,7 @@ Result<void> DevicePluginManager::start() {
   poller_ = std::make_unique<PodResourcesPoller>(
       options_.podResourcesSocket, options_.podResourcesInterval, node_, tracker_, [this] {
         resetter_->kubeletAnswered();
-        if (handoff_) {
-          handoff_->kubeletHolds(tracker_.current().holders);
-        }
+        return handoff_ != nullptr && handoff_->kubeletHolds(tracker_.current().holders);
       });
   std::error_code ec;
   if (std::filesystem::is_directory(options_.pluginDir, ec)) {

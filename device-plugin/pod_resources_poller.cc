@@ -98,7 +98,7 @@ Result<std::vector<ClaimHolder>> PodResourcesClient::listClaimHolders(
 
 PodResourcesPoller::PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,
                                        NodeView& node, AssignmentTracker& tracker,
-                                       std::function<void()> answered)
+                                       std::function<bool()> answered)
     : client_(std::move(socket)),
       interval_(interval),
       node_(node),
@@ -128,6 +128,7 @@ void PodResourcesPoller::pokeNow() {
 void PodResourcesPoller::run(std::stop_token stop) {
   bool reachable = true;
   while (!stop.stop_requested()) {
+    bool soon = false;
     auto listed = client_.list(node_.snapshot().node, std::chrono::seconds(5));
     if (listed) {
       if (!reachable) {
@@ -135,7 +136,7 @@ void PodResourcesPoller::run(std::stop_token stop) {
       }
       reachable = true;
       tracker_.replaceFromKubelet(std::move(*listed));
-      if (answered_) answered_();
+      if (answered_) soon = answered_();
     } else if (reachable) {
       reachable = false;
       TORUS_LOG(Warn, Plugin,
@@ -145,7 +146,7 @@ void PodResourcesPoller::run(std::stop_token stop) {
                 {"retry_ms", static_cast<int>(interval_.count())});
     }
     std::unique_lock lock(mutex_);
-    const auto wait = std::chrono::steady_clock::now() < fastUntil_
+    const auto wait = soon || std::chrono::steady_clock::now() < fastUntil_
                           ? std::min(interval_, kAfterPodEndInterval)
                           : interval_;
     if (wake_.wait_for(lock, stop, wait, [&] { return poked_; })) {

@@ -49,9 +49,10 @@ class PodResourcesClient {
 
 class PodResourcesPoller {
  public:
-  // `answered` runs after every successful List, once the tracker holds its answer.
+  // `answered` runs after every successful List, once the tracker holds its answer; true asks
+  // for the next List soon (a pod that ended is still being torn down).
   PodResourcesPoller(std::string socket, std::chrono::milliseconds interval, NodeView& node,
-                     AssignmentTracker& tracker, std::function<void()> answered = {});
+                     AssignmentTracker& tracker, std::function<bool()> answered = {});
   ~PodResourcesPoller();
   PodResourcesPoller(const PodResourcesPoller&) = delete;
   PodResourcesPoller& operator=(const PodResourcesPoller&) = delete;
@@ -69,7 +70,7 @@ class PodResourcesPoller {
   const std::chrono::milliseconds interval_;
   NodeView& node_;
   AssignmentTracker& tracker_;
-  std::function<void()> answered_;
+  std::function<bool()> answered_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool poked_ = false;

@@ -51,8 +51,13 @@ class SchedulerHandoff {
   // What kubelet's pod-resources says each pod really holds (after every List). kubelet never
   // says which pod a GetPreferredAllocation is for, so a pod can end up with another pod's
   // promise; the hand-off is then corrected to what the pod holds, so that whoever accounts from
-  // AWS_NEURON_IDS (the extender) sees the truth.
-  virtual void kubeletHolds(const std::vector<Holder>& holders) { (void)holders; }
+  // AWS_NEURON_IDS (the extender) sees the truth. Returns whether a pod the API already shows
+  // ended is still among them: kubelet is tearing it down, and the caller asks again soon, so its
+  // ids go back into service as soon as kubelet lets them go rather than at the next poll.
+  virtual bool kubeletHolds(const std::vector<Holder>& holders) {
+    (void)holders;
+    return false;
+  }
 };
 
 }  // namespace torus::plugin

@@ -20,6 +20,9 @@ using nlohmann::json;
 using kube::annotationOf;
 
 constexpr int kPatchAttempts = 5;
+// How long after its end a pod still listed by kubelet keeps the pod-resources reads frequent:
+// kubelet's teardown of a pod takes seconds at most; past this, the ordinary poll takes over.
+constexpr auto kTeardownWatch = std::chrono::seconds(30);
 
 }  // namespace
 
@@ -52,7 +55,12 @@ PodAnnotationHandoff::PodAnnotationHandoff(const kube::KubeConfig& config,
                                            kube::InformerOptions options)
     : config_(config),
       nodeName_(nodeName),
-      podsPath_("/api/v1/pods?fieldSelector=spec.nodeName%3D" + nodeName) {
+      // Only pods that have not ended: finished pods stay in the API until someone deletes them
+      // (hundreds after a burst of short jobs), and a list of them all on every cache miss cost
+      // tens of MiB in a container limited to 128 MiB. A pod that finishes leaves the selection,
+      // so the watch reports it DELETED: that is the end this class signals.
+      podsPath_("/api/v1/pods?fieldSelector=spec.nodeName%3D" + nodeName +
+                "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed") {
   patcher_ = std::jthread([this](std::stop_token stop) { patchLoop(stop); });
   informer_ = std::make_unique<kube::Informer>(
       config, podsPath_,
@@ -143,6 +151,11 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
   const bool ended = event.type == "DELETED" || phase == "Succeeded" || phase == "Failed";
   {
     std::lock_guard lock(mutex_);
+    if (ended) {
+      endedPods_.emplace(kube::stringField(*event.object, "metadata", "namespace") + "/" +
+                             kube::stringField(*event.object, "metadata", "name"),
+                         std::chrono::steady_clock::now());
+    }
     if (event.type == "DELETED") {
       const std::string uid = kube::stringField(*event.object, "metadata", "uid");
       promises_.erase(uid);
@@ -236,13 +249,19 @@ void PodAnnotationHandoff::queueLocked(const std::string& uid, json annotations,
   wake_.notify_all();
 }
 
-void PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holders) {
+bool PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holders) {
   // A pod's ids of one kind, over all its containers (AWS_NEURON_IDS is per pod).
   std::map<std::pair<std::string, bool>, topology::CoreSet> held;
+  std::set<std::string> listed;
   for (const plugin::Holder& holder : holders) {
     held[{holder.pod, plugin::countsDevices(holder.kind)}] |= holder.ids;
+    listed.insert(holder.pod);
   }
   std::lock_guard lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(endedPods_, [&](const auto& ended) {
+    return listed.count(ended.first) == 0 || now - ended.second > kTeardownWatch;
+  });
   for (auto& [uid, promise] : promises_) {
     const auto actual = held.find({promise.key, plugin::countsDevices(promise.kind)});
     if (actual == held.end()) continue;
@@ -268,6 +287,7 @@ void PodAnnotationHandoff::kubeletHolds(const std::vector<plugin::Holder>& holde
                  {contracts::kAllocatedAnnotation, "true"}},
                 "corrected the hand-off to the ids the pod holds");
   }
+  return !endedPods_.empty();
 }
 
 void PodAnnotationHandoff::refused(plugin::ResourceKind kind, const topology::CoreSet& ids,

@@ -1,12 +1,15 @@
 // PodAnnotationHandoff: the device plugin's view of what the scheduler extender decided. It
-// watches the pods bound to this node (fieldSelector spec.nodeName) and keeps their promises
-// (AWS_NEURON_IDS, NEURON_ALLOC_TIME, NEURON_RESOURCE_TYPE, NEURON_ALLOCATED); after kubelet
+// watches the pods bound to this node that have not ended (fieldSelector on spec.nodeName and
+// status.phase) and keeps their promises (AWS_NEURON_IDS, NEURON_ALLOC_TIME,
+// NEURON_RESOURCE_TYPE, NEURON_ALLOCATED); after kubelet
 // allocates promised ids it sets NEURON_ALLOCATED=true on that pod — one merge-patch of that key
 // alone, pinned to the pod's UID, sent from a background thread so Allocate never waits on the
 // API server. It also tells when a pod on the node ends (finished or deleted), so the device
-// plugin re-reads kubelet's assignments at once instead of at its next poll.
+// plugin re-reads kubelet's assignments at once instead of at its next poll, and keeps re-reading
+// them often while kubelet still lists the ended pod (its teardown).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -40,7 +43,7 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
                                                const topology::CoreSet& available,
                                                const topology::CoreSet& mustInclude) override;
   void allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) override;
-  void kubeletHolds(const std::vector<plugin::Holder>& holders) override;
+  bool kubeletHolds(const std::vector<plugin::Holder>& holders) override;
   void refused(plugin::ResourceKind kind, const topology::CoreSet& ids,
                const std::string& why) override;
 
@@ -82,6 +85,8 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   std::deque<Patch> patches_;
   ChangeNotifier podEnded_;
   std::map<std::string, std::string> neuronPods_;  // UID -> namespace/name, asking for Neuron
+  // namespace/name -> when the API showed it ended; kept while kubelet still lists the pod.
+  std::map<std::string, std::chrono::steady_clock::time_point> endedPods_;
   std::jthread patcher_;
   std::unique_ptr<kube::Informer> informer_;  // last: its thread calls into the rest
 };

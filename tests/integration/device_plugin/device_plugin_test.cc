@@ -810,6 +810,29 @@ TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) 
                                                                       << agent.stderrText();
     EXPECT_EQ(kubelet.devices(kCores).at("8").health, "Healthy") << "kubelet was told first";
     EXPECT_FALSE(tainted());
+    // The other order, as under load: the API shows the pod ended while kubelet, still tearing
+    // it down, lists it for seconds more. Its ids come back as soon as kubelet lets them go, not
+    // at the next poll (60 s here).
+    nlohmann::json slow = makePod("ml", "slow", kDevices, 1);
+    slow["spec"]["nodeName"] = "node-a";
+    slow["status"]["phase"] = "Running";
+    api.put("pods", slow);
+    kubelet.setPodAssignments({{"ml", "slow", kDevices, {"5"}}});
+    {
+      v1beta1::AllocateRequest request;
+      request.add_container_requests()->add_devices_ids("5");
+      v1beta1::AllocateResponse response;
+      grpc::ClientContext context;
+      ASSERT_TRUE(kubelet.pluginClient(kDevices)->Allocate(&context, request, &response).ok());
+    }
+    ASSERT_TRUE(eventually([&] { return annotation() != free; }, 10s)) << agent.stderrText();
+    slow = api.get("pods", "ml/slow").value();
+    slow["status"]["phase"] = "Succeeded";
+    api.put("pods", slow);
+    std::this_thread::sleep_for(3s);  // kubelet's teardown, longer than the agent's fast reads
+    kubelet.setPodAssignments({});
+    EXPECT_TRUE(eventually([&] { return annotation() == free; }, 2s)) << annotation() << "\n"
+                                                                      << agent.stderrText();
     // A pod bound here that kubelet has not admitted yet: the agent stops only once it has been
     // (pod-resources lists it), so kubelet still counts the ids it asks for.
     nlohmann::json late = makePod("ml", "late", kCores, 4);

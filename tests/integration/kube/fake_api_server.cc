@@ -4,7 +4,10 @@
 // and tests read it as the contract the real API server keeps.
 #include "tests/integration/kube/fake_api_server.h"
 
+#include <algorithm>
 #include <fstream>
+#include <set>
+#include <variant>
 
 namespace torus::testing {
 namespace {
@@ -17,11 +20,57 @@ std::string keyOf(const std::string& collection, const json& object) {
   return collection == "pods" ? metadata.value("namespace", "default") + "/" + name : name;
 }
 
-// fieldSelector=spec.nodeName=NAME, the one selector Torus uses; empty matches everything.
-bool onNode(const json& object, const std::string& nodeName) {
-  if (nodeName.empty()) return true;
-  const auto spec = object.find("spec");
-  return spec != object.end() && spec->value("nodeName", "") == nodeName;
+// A field selector as the API server reads one for pods and nodes: comma-separated terms
+// FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, all of which must hold; empty matches everything.
+struct FieldTerm {
+  std::string field;
+  bool equal = true;
+  std::string value;
+};
+
+std::string fieldOf(const json& object, const std::string& field) {
+  const auto dot = field.find('.');
+  const auto outer = object.find(field.substr(0, dot));
+  if (dot == std::string::npos || outer == object.end() || !outer->is_object()) return "";
+  return outer->value(field.substr(dot + 1), "");
+}
+
+// The terms, or the API server's message for a selector it refuses.
+std::variant<std::vector<FieldTerm>, std::string> parseFieldSelector(const std::string& text) {
+  static const std::set<std::string> kSupported = {"metadata.name", "metadata.namespace",
+                                                   "spec.nodeName", "status.phase"};
+  std::vector<FieldTerm> terms;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string term = text.substr(start, end - start);
+    start = end + 1;
+    FieldTerm parsed;
+    std::size_t at = term.find("!=");
+    std::size_t width = 2;
+    if (at != std::string::npos) {
+      parsed.equal = false;
+    } else if ((at = term.find("==")) == std::string::npos) {
+      at = term.find('=');
+      width = 1;
+    }
+    if (at == std::string::npos)
+      return "invalid selector: '" + text + "'; can't understand '" + term + "'";
+    parsed.field = term.substr(0, at);
+    parsed.value = term.substr(at + width);
+    if (kSupported.count(parsed.field) == 0) {
+      return "field label not supported: " + parsed.field;
+    }
+    terms.push_back(std::move(parsed));
+  }
+  return terms;
+}
+
+bool matches(const json& object, const std::vector<FieldTerm>& terms) {
+  return std::ranges::all_of(terms, [&](const FieldTerm& term) {
+    return (fieldOf(object, term.field) == term.value) == term.equal;
+  });
 }
 
 void status(httplib::Response& response, int code, const std::string& reason,
@@ -125,12 +174,17 @@ void FakeApiServer::changeLocked(const std::string& collection, const std::strin
   ++version_;
   object["metadata"]["resourceVersion"] = std::to_string(version_);
   const std::string key = keyOf(collection, object);
+  json previous;
+  if (const auto stored = objects_[collection].find(key); stored != objects_[collection].end()) {
+    previous = stored->second;
+  }
   if (type == "DELETED") {
+    if (previous.is_null()) previous = object;
     objects_[collection].erase(key);
   } else {
     objects_[collection][key] = object;
   }
-  history_.push_back({version_, collection, type, std::move(object)});
+  history_.push_back({version_, collection, type, std::move(object), std::move(previous)});
   changed_.notify_all();
 }
 
@@ -233,15 +287,12 @@ int FakeApiServer::openWatches() const {
 void FakeApiServer::handleList(const std::string& collection, const httplib::Request& request,
                                httplib::Response& response) {
   if (injectedFailure(request, response)) return;
-  std::string nodeName;
-  if (const std::string selector = request.get_param_value("fieldSelector"); !selector.empty()) {
-    constexpr std::string_view kNodeField = "spec.nodeName=";
-    if (selector.rfind(kNodeField, 0) != 0) {
-      status(response, 400, "BadRequest", "unsupported field selector " + selector);
-      return;
-    }
-    nodeName = selector.substr(kNodeField.size());
+  auto selector = parseFieldSelector(request.get_param_value("fieldSelector"));
+  if (const auto* refused = std::get_if<std::string>(&selector)) {
+    status(response, 400, "BadRequest", *refused);
+    return;
   }
+  std::vector<FieldTerm> terms = std::get<std::vector<FieldTerm>>(std::move(selector));
   if (request.get_param_value("watch") == "1") {
     std::uint64_t from = 0;
     try {
@@ -250,14 +301,15 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
       status(response, 400, "BadRequest", "resourceVersion must be a number");
       return;
     }
-    handleWatch(collection, from, nodeName, response);
+    handleWatch(
+        collection, from, [terms](const json& object) { return matches(object, terms); }, response);
     return;
   }
   std::lock_guard lock(mutex_);
   ++lists_[collection];
   json items = json::array();
   for (const auto& [key, object] : objects_[collection]) {
-    if (onNode(object, nodeName)) items.push_back(object);
+    if (matches(object, terms)) items.push_back(object);
   }
   const json list = {{"kind", collection == "pods" ? "PodList" : "NodeList"},
                      {"apiVersion", "v1"},
@@ -267,7 +319,8 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
 }
 
 void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t from,
-                                const std::string& nodeName, httplib::Response& response) {
+                                std::function<bool(const json&)> selects,
+                                httplib::Response& response) {
   std::uint64_t expiry = 0;
   {
     std::lock_guard lock(mutex_);
@@ -287,8 +340,8 @@ void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t fro
   };
   response.set_chunked_content_provider(
       "application/json",
-      [this, collection, nodeName, cursor = from, expiry, gone](std::size_t,
-                                                                httplib::DataSink& sink) mutable {
+      [this, collection, selects = std::move(selects), cursor = from, expiry, gone](
+          std::size_t, httplib::DataSink& sink) mutable {
         std::unique_lock lock(mutex_);
         if (cursor < compactedBefore_ - (compactedBefore_ > 0 ? 1 : 0) || expiry != expiry_) {
           const std::string line = gone(cursor);
@@ -310,8 +363,20 @@ void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t fro
         if (expiry != expiry_) return true;  // answered with 410 on the next call
         for (const Change& change : history_) {
           if (change.version <= cursor || change.collection != collection) continue;
-          if (!onNode(change.object, nodeName)) continue;
-          lines += json{{"type", change.type}, {"object", change.object}}.dump() + "\n";
+          // As the API server's watch cache does: an object that stops matching the selector
+          // arrives DELETED, as it was before the change; one that starts matching, ADDED.
+          const bool nowMatches = change.type != "DELETED" && selects(change.object);
+          const bool matchedBefore = !change.previous.is_null() && selects(change.previous);
+          if (nowMatches) {
+            lines += json{{"type", matchedBefore ? change.type : std::string("ADDED")},
+                          {"object", change.object}}
+                         .dump() +
+                     "\n";
+          } else if (matchedBefore) {
+            json last = change.previous;
+            last["metadata"]["resourceVersion"] = std::to_string(change.version);
+            lines += json{{"type", "DELETED"}, {"object", std::move(last)}}.dump() + "\n";
+          }
         }
         if (!history_.empty()) cursor = std::max(cursor, history_.back().version);
         lock.unlock();

@@ -1,12 +1,15 @@
 // A stand-in for the Kubernetes API server, over real HTTP on loopback, speaking its wire format
 // for what Torus uses: list and watch of nodes and pods (resourceVersions, bookmarks-free event
-// streams, 410 Gone for a compacted history, fieldSelector spec.nodeName=NAME), GET of one object,
-// JSON merge-patch (with the UID and resourceVersion preconditions), pods/binding and events.
-// Tests change objects through it, inject failures, and read back every write the client made.
+// streams, 410 Gone for a compacted history, fieldSelector on metadata.name/namespace,
+// spec.nodeName and status.phase with =, == and !=; a watched object leaving the selection arrives
+// DELETED), GET of one object, JSON merge-patch (with the UID and resourceVersion preconditions),
+// pods/binding and events. Tests change objects through it, inject failures, and read back every
+// write the client made.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -63,12 +66,13 @@ class FakeApiServer {
     std::string collection;
     std::string type;
     nlohmann::json object;
+    nlohmann::json previous;  // the object before the change; null when it is new
   };
 
   void handleList(const std::string& collection, const httplib::Request& request,
                   httplib::Response& response);
-  void handleWatch(const std::string& collection, std::uint64_t from, const std::string& nodeName,
-                   httplib::Response& response);
+  void handleWatch(const std::string& collection, std::uint64_t from,
+                   std::function<bool(const nlohmann::json&)> selects, httplib::Response& response);
   void handlePatch(const std::string& collection, const std::string& key,
                    const httplib::Request& request, httplib::Response& response);
   void handleStatusPatch(const std::string& node, const httplib::Request& request,

@@ -93,6 +93,46 @@ TEST(Informer, GoneMeansListAgainAndMissedDeletionsHeal) {
   EXPECT_TRUE(eventually([&] { return cache.has("p3"); }));
 }
 
+// The node agent's selection: the pods of one node that have not ended. A pod that finishes
+// leaves it, and the watch says so with DELETED, as the API server's watch cache does.
+TEST(Informer, APodLeavingAFieldSelectionArrivesDeleted) {
+  FakeApiServer api;
+  json running = testing::makePod("ns", "running", "aws.amazon.com/neuron", 1);
+  running["spec"]["nodeName"] = "node-a";
+  running["status"]["phase"] = "Running";
+  json done = running;
+  done["metadata"]["name"] = "done";
+  done["status"]["phase"] = "Succeeded";
+  json elsewhere = running;
+  elsewhere["metadata"]["name"] = "elsewhere";
+  elsewhere["spec"]["nodeName"] = "node-b";
+  for (const json& pod : {running, done, elsewhere})
+    api.put("pods", pod);
+  Cache cache;
+  Informer informer(configOf(api),
+                    "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a%2C"
+                    "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                    cache.handlers());
+  ASSERT_TRUE(eventually([&] { return informer.hasSynced(); }));
+  EXPECT_TRUE(cache.has("running"));
+  EXPECT_EQ(cache.size(), 1U) << "a finished pod and another node's pod are not listed";
+  running = api.get("pods", "ns/running").value();
+  running["status"]["phase"] = "Succeeded";
+  api.put("pods", running);
+  EXPECT_TRUE(eventually([&] { return !cache.has("running"); }));
+  EXPECT_EQ(informer.lists(), 1U) << "seen through the watch, not a re-list";
+}
+
+TEST(Informer, AnUnsupportedFieldSelectorIsRefusedByName) {
+  FakeApiServer api;
+  KubeClient client(configOf(api), 2s);
+  auto list = client.get("/api/v1/pods?fieldSelector=spec.nosuchfield%3Dx");
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.error().message.find("field label not supported: spec.nosuchfield"),
+            std::string::npos)
+      << list.error().message;
+}
+
 TEST(Informer, ListFailuresBackOffAndRecover) {
   FakeApiServer api;
   api.failNext("GET", "/api/v1/nodes", 500);
