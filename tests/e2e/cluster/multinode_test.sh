@@ -248,9 +248,15 @@ node_not_ready() {
 }
 check "$lost goes NotReady once its kubelet and containerd stop" eventually 60 node_not_ready
 pinned_pod lost-pod "$lost" | k apply -f - > /dev/null
-sleep 5
-not_placed() { [[ -z "$(k get pod -n e2e lost-pod -o jsonpath='{.spec.nodeName}')" ]]; }
-check "nothing is placed on the lost node" not_placed
+# The scheduler has looked at the pod and found no node for it (the lost node's not-ready taint):
+# from then on the pod waits, unbound, until the node is back.
+not_placed() {
+  [[ "$(k get pod -n e2e lost-pod -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')" == Unschedulable ]] ||
+    { echo "lost-pod not marked Unschedulable yet"; return 1; }
+  [[ -z "$(k get pod -n e2e lost-pod -o jsonpath='{.spec.nodeName}')" ]] ||
+    { echo "lost-pod bound to $(k get pod -n e2e lost-pod -o jsonpath='{.spec.nodeName}')"; return 1; }
+}
+check "nothing is placed on the lost node: the scheduler keeps the pod waiting" eventually 30 not_placed
 check "the other nodes' pods keep running" both_running
 kubelet_log="$STATE_DIR/logs/kubelet-$lost.log"
 lines_before="$(wc -l < "$kubelet_log")"

@@ -110,6 +110,16 @@ check "no pod placed by neuron-scheduler fails admission (1, 4 cores; 1, 4, 16 d
   neuroncore:1,neuroncore:4,neuron:1,neuron:4,neuron:16
 stress_summary stress-extender
 check "the node agent still serves kubelet after the churn" eventually 90 agent_serving
+# Its container ran the whole churn: a restart here was once its memory limit (OOMKilled).
+agent_never_restarted() {
+  local restarts reason
+  restarts="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
+    -o jsonpath='{.items[0].status.containerStatuses[0].restartCount}')"
+  reason="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
+    -o jsonpath='{.items[0].status.containerStatuses[0].lastState.terminated.reason}')"
+  [[ "$restarts" == 0 ]] || { echo "restarted $restarts times (last: ${reason:-unknown})"; return 1; }
+}
+check "the node agent's container was never restarted during the churn" agent_never_restarted
 # Not run here yet: the same with the agent restarted twice mid-run (--restart-agent-after
 # 70,140). Through neuron-scheduler the last runs lost 1 and 6 of 200 pods, 16-device pods bound
 # around the second restart; through the default scheduler (neuroncore:4) 25 of 200. The
