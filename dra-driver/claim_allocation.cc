@@ -137,29 +137,42 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
                        at + ": device \"" + name + "\" is not one this node publishes");
     }
     const std::string request = stringMember(result, "request");
+    const json* admin = member(result, "adminAccess");
+    const bool adminAccess = admin != nullptr && admin->is_boolean() && admin->get<bool>();
     auto existing =
         std::find_if(resolved.devices.begin(), resolved.devices.end(),
                      [&](const AllocatedDevice& device) { return device.name == name; });
     if (existing != resolved.devices.end()) {
       existing->requests.push_back(request);  // one device, two requests (admin access)
+      existing->adminAccess = existing->adminAccess && adminAccess;
       continue;
     }
-    resolved.devices.push_back({{request}, name, *what});
+    resolved.devices.push_back({{request}, name, *what, adminAccess});
   }
   if (resolved.devices.empty()) {
     return makeError(ErrorCode::kFailedPrecondition,
                      where + ": no device of " + std::string(kDriverName) + " is allocated to it");
   }
 
+  // What the containers see (every device) and what the claim owns (devices without admin
+  // access): only owned chips and cores are exclusive and reset after the claim.
   resolved.wholeChips = true;
+  topology::DeviceSet seenChips;
+  topology::CoreSet seenCores;
   for (const AllocatedDevice& device : resolved.devices) {
     const topology::DeviceSet chips = chipsOfDevice(device.what, node);
-    resolved.chips |= chips;
+    topology::CoreSet cores;
     if (device.what.kind == NamedDevice::Kind::kCore) {
       resolved.wholeChips = false;
-      resolved.cores.insert(device.what.index);
+      cores.insert(device.what.index);
     } else {
-      resolved.cores |= node.coresOfDevices(chips);
+      cores = node.coresOfDevices(chips);
+    }
+    seenChips |= chips;
+    seenCores |= cores;
+    if (!device.adminAccess) {
+      resolved.chips |= chips;
+      resolved.cores |= cores;
     }
   }
 
@@ -206,10 +219,10 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
     }
   }
   if (resolved.lnc == node.lnc) {
-    resolved.visibleCores = resolved.cores.ids();
+    resolved.visibleCores = seenCores.ids();
   } else {
     const int perChip = node.physicalCoresPerDevice / resolved.lnc;
-    for (const int chip : resolved.chips.ids()) {
+    for (const int chip : seenChips.ids()) {
       for (int k = 0; k < perChip; ++k)
         resolved.visibleCores.push_back(chip * perChip + k);
     }

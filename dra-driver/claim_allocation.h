@@ -21,6 +21,9 @@ struct AllocatedDevice {
   std::vector<std::string> requests;  // the claim's request names this device answers
   std::string name;                   // "neurondevice3"
   NamedDevice what;
+  // Every result for it has adminAccess (a monitor's view): the claim gets the device node but
+  // does not own the chip, so it neither blocks nor resets another claim's workload there.
+  bool adminAccess = false;
 };
 
 struct ClaimRef {
@@ -33,8 +36,8 @@ struct ResolvedClaim {
   ClaimRef ref;
   std::string pool;
   std::vector<AllocatedDevice> devices;
-  topology::DeviceSet chips;  // every chip the claim touches
-  topology::CoreSet cores;    // held cores in the node's LNC numbering
+  topology::DeviceSet chips;  // the chips the claim owns (not those it has admin access to)
+  topology::CoreSet cores;    // owned cores in the node's LNC numbering
   bool wholeChips = false;    // true when every device is a chip or the node
   int lnc = 1;                // the claim's LNC (NeuronConfig or the node's)
   // NEURON_RT_VISIBLE_CORES in the claim's own LNC numbering.

@@ -32,6 +32,13 @@ Result<ClaimRef> refOf(const Claim& claim) {
   return ClaimRef{claim.uid(), claim.namespace_(), claim.name()};
 }
 
+// A result of a prioritized-list request names "request/subrequest"; kubelet matches a
+// container's claim reference against the bare request name, so that is what it is told, as
+// upstream's kubelet-plugin helper does (resourceclaim.BaseRequestRef).
+std::string baseRequestName(const std::string& name) {
+  return name.substr(0, name.find('/'));
+}
+
 void count(const char* family, bool ok) {
   metrics::processCounters().add(family, {{"result", ok ? "ok" : "error"}});
 }
@@ -58,7 +65,7 @@ grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Respons
     for (const PreparedDevice& device : *devices) {
       auto* out = answer.add_devices();
       for (const std::string& name : device.requests)
-        out->add_request_names(name);
+        out->add_request_names(baseRequestName(name));
       out->set_pool_name(device.pool);
       out->set_device_name(device.device);
       for (const std::string& id : device.cdiIds)

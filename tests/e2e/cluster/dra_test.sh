@@ -96,6 +96,125 @@ check "unprepare removed every CDI spec" no_cdi_specs
 # Counted per batch: releases close together may share one.
 check "unprepare reset the chips (in the background)" eventually 15 resets_at_least 4
 
+echo "== a prioritized list: each container gets the chip of the request it names"
+# The first subrequest (17 chips) cannot be met, so "first" is allocated as "first/one". Kubelet
+# gives a container the devices whose request names include the request it names: the driver
+# must answer "first", not "first/one", or container a starts with no /dev/neuron at all.
+k apply -n e2e -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: listed}
+spec:
+  spec:
+    devices:
+      requests:
+        - name: first
+          firstAvailable:
+            - {name: seventeen, deviceClassName: chip.neuron.aws.com, allocationMode: ExactCount, count: 17}
+            - {name: one, deviceClassName: chip.neuron.aws.com}
+        - name: second
+          exactly: {deviceClassName: chip.neuron.aws.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: dra-listed}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: a
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, 'echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr "\n" " ")"']
+      resources: {claims: [{name: neurons, request: first}]}
+    - name: b
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, 'echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr "\n" " ")"']
+      resources: {claims: [{name: neurons, request: second}]}
+  resourceClaims:
+    - {name: neurons, resourceClaimTemplateName: listed}
+YAML
+check "a pod with a firstAvailable request and two containers succeeds" eventually 120 pod_succeeded dra-listed
+containers_saw_one_chip_each() {
+  local a b
+  a="$(k logs -n e2e dra-listed -c a | sed -n 's/^DEVICES=//p' | xargs)"
+  b="$(k logs -n e2e dra-listed -c b | sed -n 's/^DEVICES=//p' | xargs)"
+  echo "container a: ${a:-no device}, container b: ${b:-no device}"
+  [[ "$a" =~ ^neuron[0-9]+$ && "$b" =~ ^neuron[0-9]+$ && "$a" != "$b" ]]
+}
+check "each container saw exactly the chip of its own request" containers_saw_one_chip_each
+k delete pod -n e2e dra-listed --wait=false > /dev/null
+
+echo "== admin access: a monitor sees every chip beside the workloads, owning none"
+# adminAccess needs a namespace labelled for it. The monitor's claim takes all 16 chips first:
+# kube-scheduler checks a chip's counters even for an admin-access request, so with core devices
+# on it cannot give a monitor a chip a workload already holds (docs/dra.md). A workload then gets
+# one of the monitor's chips, and the monitor going away resets nothing under it.
+k apply -f - > /dev/null <<'YAML'
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: e2e-admin
+  labels: {resource.kubernetes.io/admin-access: "true"}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: monitor-all, namespace: e2e-admin}
+spec:
+  devices:
+    requests:
+      - name: chips
+        exactly: {deviceClassName: chip.neuron.aws.com, allocationMode: All, adminAccess: true}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: monitor, namespace: e2e-admin}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: monitor
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, 'echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; sleep 600']
+      resources: {claims: [{name: chips}]}
+  resourceClaims:
+    - {name: chips, resourceClaimName: monitor-all}
+YAML
+monitor_running() {
+  [[ "$(k get pod -n e2e-admin monitor -o jsonpath='{.status.phase}')" == Running ]] || {
+    k get pod -n e2e-admin monitor -o jsonpath='{.status.conditions[*].message}'; echo; return 1; }
+}
+check "an admin-access monitor of all 16 chips runs" eventually 120 monitor_running
+monitor_saw_sixteen() {
+  local seen
+  seen="$(k logs -n e2e-admin monitor | sed -n 's/^DEVICES=//p' | wc -w)"
+  [[ "$seen" == 16 ]] || { echo "the monitor saw $seen device nodes"; return 1; }
+}
+check "... and sees all 16 chips" eventually 15 monitor_saw_sixteen
+monitor_owns_nothing() {
+  allocations | python3 -c '
+import json, sys
+claims = {c["claim"]: c for c in json.load(sys.stdin)["claims"]}
+monitor = claims.get("e2e-admin/monitor-all")
+assert monitor, "no prepared claim e2e-admin/monitor-all: %s" % sorted(claims)
+print("monitor: %d devices, owns chips %s" % (len(monitor["deviceNames"]), monitor["devices"]))
+assert len(monitor["deviceNames"]) == 16 and monitor["devices"] == [] and monitor["cores"] == []'
+}
+check "the agent counts the monitor's claim as owning no chip" monitor_owns_nothing
+dra_pod dra-work one-chip 600
+check "a workload on one of the monitor's chips runs (prepared beside it)" eventually 120 phase_is dra-work Running
+k delete pod -n e2e-admin monitor --wait=true > /dev/null
+check "the workload still runs after the monitor is gone" phase_is dra-work Running
+workload_still_prepared() {
+  allocations | python3 -c '
+import json, sys
+claims = json.load(sys.stdin)["claims"]
+assert len(claims) == 1 and len(claims[0]["devices"]) == 1, claims'
+}
+check "... its claim alone is prepared, its chip still its own" eventually 30 workload_still_prepared
+k delete namespace e2e-admin --wait=false > /dev/null
+k delete pod -n e2e dra-work --wait=true > /dev/null
+check "every claim is unprepared afterwards" eventually 60 claims_prepared 0
+
 echo "== what cannot be given stays Pending or fails with a reason"
 k apply -n e2e -f - > /dev/null <<'YAML'
 apiVersion: resource.k8s.io/v1

@@ -51,10 +51,11 @@ class FakeNode : public plugin::NodeView {
   ChangeNotifier notifier_;
 };
 
-json claimObject(const std::string& uid, const std::vector<std::string>& devices) {
+json claimObject(const std::string& uid, const std::vector<std::string>& devices,
+                 const std::string& request = "neurons") {
   json results = json::array();
   for (const std::string& device : devices) {
-    results.push_back({{"request", "neurons"},
+    results.push_back({{"request", request},
                        {"driver", "neuron.aws.com"},
                        {"pool", "node-a"},
                        {"device", device}});
@@ -74,6 +75,9 @@ class KubeletPluginTest : public ::testing::Test {
     objects_["ns/four"] = claimObject(
         "uid-four", {"neurondevice4", "neurondevice5", "neurondevice6", "neurondevice7"});
     objects_["ns/clash"] = claimObject("uid-clash", {"neuroncore1"});
+    // Allocated from a prioritized list (firstAvailable): the result names the subrequest.
+    objects_["ns/listed"] =
+        claimObject("uid-listed", {"neurondevice8", "neurondevice9"}, "neurons/two-chips");
     PreparerOptions options;
     options.pool = "node-a";
     options.cdiRoot = dir_->path() / "cdi";
@@ -133,6 +137,24 @@ TEST_F(KubeletPluginTest, RegistrationNamesTheDriverEndpointAndServices) {
   pluginregistration::RegistrationStatusResponse empty;
   ASSERT_TRUE(registration->NotifyRegistrationStatus(&notify, status, &empty).ok());
   EXPECT_TRUE(plugin_->registered());
+}
+
+// Kubelet gives a container the devices whose request names include the request the container
+// names, and containers name requests, never subrequests: the answer carries the bare name.
+TEST_F(KubeletPluginTest, APrioritizedListResultIsAnsweredUnderItsRequestName) {
+  auto v1 = drav1::DRAPlugin::NewStub(channel(plugin_->draSocket()));
+  drav1::NodePrepareResourcesRequest request;
+  addClaim(request, "uid-listed", "listed");
+  drav1::NodePrepareResourcesResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(v1->NodePrepareResources(&context, request, &response).ok());
+  const auto& listed = response.claims().at("uid-listed");
+  ASSERT_EQ(listed.error(), "");
+  ASSERT_EQ(listed.devices_size(), 2);
+  for (const auto& device : listed.devices()) {
+    ASSERT_EQ(device.request_names_size(), 1) << device.device_name();
+    EXPECT_EQ(device.request_names(0), "neurons") << device.device_name();
+  }
 }
 
 TEST_F(KubeletPluginTest, PrepareAndUnprepareInBothVersions) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 
 namespace torus::dra {
@@ -120,6 +121,37 @@ TEST_F(ClaimPreparerTest, AChipIsNeverPreparedForTwoClaims) {
   EXPECT_NE(core.error().message.find("held by prepared claim ns/chip"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, "uid-core")));
   EXPECT_TRUE(preparer->prepare(add("other", {"neuroncore16"})).ok());  // chip 4 is free
+}
+
+// adminAccess (a monitoring pod's claim) sees a chip without owning it: the scheduler allocates
+// it beside a workload's claim on the same chip, both prepare in either order, and giving the
+// admin claim back resets nothing under the workload.
+TEST_F(ClaimPreparerTest, AnAdminAccessClaimSharesTheChipAndNeverResetsIt) {
+  auto preparer = makePreparer();
+  const auto admin = [&](const std::string& name, const std::string& device) {
+    const ClaimRef ref = add(name, {device});
+    objects_["ns/" + name]["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = true;
+    return ref;
+  };
+  const ClaimRef monitor = admin("monitor", "neurondevice3");
+  ASSERT_TRUE(preparer->prepare(monitor).ok());
+  const ClaimRef workload = add("workload", {"neurondevice3"});
+  auto prepared = preparer->prepare(workload);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+  const ClaimRef later = admin("later", "neuroncore13");  // a core of the workload's chip
+  ASSERT_TRUE(preparer->prepare(later).ok());
+  EXPECT_EQ(preparer->heldCores().toRangeString(), "12-15") << "only the workload owns cores";
+  const auto spec = readSmallFile(cdiSpecPath(options_.cdiRoot, monitor.uid));
+  ASSERT_TRUE(spec.ok());
+  EXPECT_NE(spec->find("/dev/neuron3"), std::string::npos) << "the monitor gets the device node";
+  EXPECT_NE(spec->find("NEURON_RT_VISIBLE_CORES=12-15"), std::string::npos) << *spec;
+  ASSERT_TRUE(preparer->unprepare(monitor).ok());
+  ASSERT_TRUE(preparer->unprepare(later).ok());
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_TRUE(node_.resets().empty()) << "an admin claim's end reset the workload's chip";
+  ASSERT_TRUE(preparer->unprepare(workload).ok());
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  EXPECT_EQ(node_.resets(), std::vector<std::string>{"3"});
 }
 
 TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
