@@ -98,6 +98,15 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
+# Each node mounts its own /dev and /sys (and /proc) over the host's: state under them is hidden
+# from the node (its kubelet then cannot find its own directories). Only `up` refuses: `down`
+# still cleans up a cluster someone started there.
+[[ "$command" == up ]] && case "$(realpath -m "$STATE")/" in
+  /dev/* | /sys/* | /proc/*)
+    echo "local-cluster: --state-dir=$STATE is under /dev, /sys or /proc, which each node" \
+      "replaces with its own; choose a directory elsewhere (for example under /var/tmp)" >&2
+    exit 2 ;;
+esac
 mkdir -p "$STATE"
 STATE="$(cd "$STATE" && pwd)"
 

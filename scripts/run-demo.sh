@@ -12,6 +12,24 @@
 # --k8s-version=v1.34.4, --nodes=trn2.48xlarge:1 or --simulate-fault=ecc:3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ " $* " == *" --help "* || " $* " == *" -h "* ]]; then
+  cat <<'HELP'
+scripts/run-demo.sh [options of local-cluster.sh up]
+
+Brings up a real Kubernetes on this machine with Torus installed by its Helm chart on three real
+nodes (two trn2u.48xlarge of one simulated UltraServer and a trn2.48xlarge), runs the example
+pods of deploy/examples/ through the chart's neuron-scheduler and the extender, and shows where
+each landed (kubectl neuron). The cluster stays up until Ctrl-C, then everything is stopped.
+
+The first run builds Kubernetes, containerd, runc and etcd from their Go modules (about 10 minutes
+on 2 cores) and Torus's image (about 5 more); later runs start in a minute. Needs root.
+
+Options are passed to `scripts/local-cluster.sh up`, for example --nodes=trn2.48xlarge:1,
+--k8s-version=v1.34.4 or --simulate-fault=ecc:3 (scripts/local-cluster.sh --help lists them).
+TORUS_DEMO_STATE sets the state directory (default ~/.cache/torus/local-cluster).
+HELP
+  exit 0
+fi
 state="${TORUS_DEMO_STATE:-${XDG_CACHE_HOME:-$HOME/.cache}/torus/local-cluster}"
 
 echo "== building kubectl-neuron and neuron-ls"
