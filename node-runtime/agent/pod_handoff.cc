@@ -24,6 +24,12 @@ constexpr int kPatchAttempts = 5;
 // kubelet's teardown of a pod takes seconds at most; past this, the ordinary poll takes over.
 constexpr auto kTeardownWatch = std::chrono::seconds(30);
 
+// "namespace/name", as pod-resources and the logs name a pod.
+std::string podKey(const json& pod) {
+  return kube::stringField(pod, "metadata", "namespace") + "/" +
+         kube::stringField(pod, "metadata", "name");
+}
+
 }  // namespace
 
 std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
@@ -32,8 +38,7 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
   if (phase == "Succeeded" || phase == "Failed") return std::nullopt;
   plugin::PromisedPod promise;
   promise.uid = kube::stringField(pod, "metadata", "uid");
-  promise.key = kube::stringField(pod, "metadata", "namespace") + "/" +
-                kube::stringField(pod, "metadata", "name");
+  promise.key = podKey(pod);
   auto handoff = contracts::handoffOf(pod);
   if (handoff && !*handoff) return std::nullopt;  // no hand-off on this pod
   if (!handoff || promise.uid.empty()) {
@@ -105,8 +110,7 @@ void PodAnnotationHandoff::keepLocked(const json& pod) {
   auto promise = promiseOfPod(pod);
   const std::string uid = kube::stringField(pod, "metadata", "uid");
   if (asksForNeuron(pod)) {
-    neuronPods_[uid] = kube::stringField(pod, "metadata", "namespace") + "/" +
-                       kube::stringField(pod, "metadata", "name");
+    neuronPods_[uid] = podKey(pod);
   } else {
     neuronPods_.erase(uid);
   }
@@ -152,9 +156,7 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
   {
     std::lock_guard lock(mutex_);
     if (ended) {
-      endedPods_.emplace(kube::stringField(*event.object, "metadata", "namespace") + "/" +
-                             kube::stringField(*event.object, "metadata", "name"),
-                         std::chrono::steady_clock::now());
+      endedPods_.emplace(podKey(*event.object), std::chrono::steady_clock::now());
     }
     if (event.type == "DELETED") {
       const std::string uid = kube::stringField(*event.object, "metadata", "uid");

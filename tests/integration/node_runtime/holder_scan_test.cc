@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <filesystem>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -25,17 +27,26 @@
 namespace torus::testing {
 namespace {
 
+// A pipe whose ends close themselves; both invalid when it cannot be made.
+struct Pipe {
+  UniqueFd read;
+  UniqueFd write;
+};
+Pipe openPipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
 // Runs `body` in a child process (still uid 0, as the agent runs) that keeps only the
 // capabilities `keep` (CAP_* numbers below 32), and returns what it printed.
 template <typename Body>
 std::string runWithCapabilities(std::initializer_list<int> keep, Body body) {
-  int pipeFds[2];
-  if (::pipe2(pipeFds, O_CLOEXEC) != 0) return "pipe: " + std::to_string(errno);
-  UniqueFd readEnd(pipeFds[0]);
-  UniqueFd writeEnd(pipeFds[1]);
+  Pipe output = openPipe();
+  if (!output.read) return "pipe: " + std::to_string(errno);
   const pid_t child = ::fork();
   if (child == 0) {
-    readEnd.reset();
+    output.read.reset();
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct sets[_LINUX_CAPABILITY_U32S_3] = {};
     for (const int capability : keep) {
@@ -43,13 +54,13 @@ std::string runWithCapabilities(std::initializer_list<int> keep, Body body) {
       sets[0].permitted |= 1U << capability;
     }
     std::string out = ::syscall(SYS_capset, &header, sets) == 0 ? body() : "capset failed";
-    const ssize_t written = ::write(writeEnd.get(), out.data(), out.size());
+    const ssize_t written = ::write(output.write.get(), out.data(), out.size());
     ::_exit(written == static_cast<ssize_t>(out.size()) ? 0 : 1);
   }
-  writeEnd.reset();
+  output.write.reset();
   std::string out;
   char buffer[4096];
-  for (ssize_t got; (got = ::read(readEnd.get(), buffer, sizeof(buffer))) > 0;)
+  for (ssize_t got; (got = ::read(output.read.get(), buffer, sizeof(buffer))) > 0;)
     out.append(buffer, got);
   int status = 0;
   ::waitpid(child, &status, 0);
@@ -59,48 +70,56 @@ std::string runWithCapabilities(std::initializer_list<int> keep, Body body) {
 // A workload process as on a node: it opened `node`, then runs as user 65532 (not the agent's
 // uid) and stays dumpable, until the returned pipe end is closed. Its pid is in `pid`.
 UniqueFd startHolderAsAnotherUser(const std::string& node, pid_t* pid) {
-  int ready[2];
-  int release[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) return UniqueFd();
-  if (::pipe2(release, O_CLOEXEC) != 0) {
-    ::close(ready[0]);
-    ::close(ready[1]);
-    return UniqueFd();
-  }
-  UniqueFd readyRead(ready[0]), readyWrite(ready[1]);
-  UniqueFd releaseRead(release[0]), releaseWrite(release[1]);
+  Pipe ready = openPipe();
+  Pipe release = openPipe();
+  if (!ready.read || !release.read) return UniqueFd();
   *pid = ::fork();
   if (*pid == 0) {
-    readyRead.reset();
-    releaseWrite.reset();
+    ready.read.reset();
+    release.write.reset();
     const int fd = ::open(node.c_str(), O_RDONLY);
     const bool dropped = fd >= 0 && ::setresgid(65532, 65532, 65532) == 0 &&
                          ::setresuid(65532, 65532, 65532) == 0 &&
                          ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0;
     const char answer = dropped ? 'y' : 'n';
-    if (::write(readyWrite.get(), &answer, 1) != 1) ::_exit(1);
+    if (::write(ready.write.get(), &answer, 1) != 1) ::_exit(1);
     char ignored = 0;
-    while (::read(releaseRead.get(), &ignored, 1) > 0) {
+    while (::read(release.read.get(), &ignored, 1) > 0) {
     }
     ::_exit(0);
   }
-  readyWrite.reset();
-  releaseRead.reset();
+  ready.write.reset();
+  release.read.reset();
   char answer = 0;
-  if (*pid < 0 || ::read(readyRead.get(), &answer, 1) != 1 || answer != 'y') return UniqueFd();
-  return releaseWrite;
+  if (*pid < 0 || ::read(ready.read.get(), &answer, 1) != 1 || answer != 'y') return UniqueFd();
+  return std::move(release.write);
 }
 
-TEST(HolderScan, AProcessWhoseOpenFilesCannotBeReadIsUnseenAndBlocksTheReset) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: the agent's uid, with capabilities to drop";
-  auto dir = TempDir::create("holder-scan");
-  ASSERT_TRUE(dir.ok());
-  simulator::SimulationSpec spec;
-  spec.instanceType = "inf2.xlarge";
-  auto tree = simulator::writeSimulatedTree(spec, dir->path());
-  ASSERT_TRUE(tree.ok()) << tree.error().message;
-  const std::string node = tree->roots().deviceNode(0).string();
-  const auto resetFile = tree->roots().neuronClass() / "neuron0" / "reset";
+// An inf2.xlarge's driver files; the tests run as root, the agent's uid, and drop capabilities or
+// change users from there.
+class HolderScan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: the agent's uid, and to switch users";
+    auto dir = TempDir::create("holder-scan");
+    ASSERT_TRUE(dir.ok());
+    dir_ = std::make_unique<TempDir>(std::move(*dir));
+    simulator::SimulationSpec spec;
+    spec.instanceType = "inf2.xlarge";
+    auto tree = simulator::writeSimulatedTree(spec, dir_->path());
+    ASSERT_TRUE(tree.ok()) << tree.error().message;
+    roots_ = tree->roots();
+    node_ = roots_.deviceNode(0).string();
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  discovery::DiscoveryRoots roots_;
+  std::string node_;  // /dev/neuron0 of the tree
+};
+
+TEST_F(HolderScan, AProcessWhoseOpenFilesCannotBeReadIsUnseenAndBlocksTheReset) {
+  const std::string& node = node_;
+  const auto resetFile = roots_.neuronClass() / "neuron0" / "reset";
   ASSERT_TRUE(writeFile(resetFile, "1\n").ok());
   const auto resetBefore = std::filesystem::last_write_time(resetFile);
 
@@ -124,7 +143,7 @@ TEST(HolderScan, AProcessWhoseOpenFilesCannotBeReadIsUnseenAndBlocksTheReset) {
                       " holder_unseen=" + (holderUnseen ? "yes" : "no") + "\n";
     reset::ResetPolicy policy;
     policy.attempts = 1;
-    const auto result = reset::resetDevice(tree->roots(), 0, policy);
+    const auto result = reset::resetDevice(roots_, 0, policy);
     out += result ? std::string("reset=ok") : "reset=" + result.error().message;
     return out;
   });
@@ -136,24 +155,11 @@ TEST(HolderScan, AProcessWhoseOpenFilesCannotBeReadIsUnseenAndBlocksTheReset) {
   EXPECT_EQ(std::filesystem::last_write_time(resetFile), resetBefore) << "a reset was written";
 }
 
-}  // namespace
-}  // namespace torus::testing
-
-namespace torus::testing {
-namespace {
-
 // Why the chart grants both CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: a workload running as
 // another user has a /proc/PID/fd that only its user may list, and links that only a tracer may
 // read. With either capability alone its device stays unseen, with both it is found.
-TEST(HolderScan, AnotherUsersProcessIsSeenOnlyWithBothCapabilities) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: to run a holder as another user";
-  auto dir = TempDir::create("holder-scan-user");
-  ASSERT_TRUE(dir.ok());
-  simulator::SimulationSpec spec;
-  spec.instanceType = "inf2.xlarge";
-  auto tree = simulator::writeSimulatedTree(spec, dir->path());
-  ASSERT_TRUE(tree.ok()) << tree.error().message;
-  const std::string node = tree->roots().deviceNode(0).string();
+TEST_F(HolderScan, AnotherUsersProcessIsSeenOnlyWithBothCapabilities) {
+  const std::string& node = node_;
   pid_t holder = 0;
   UniqueFd release = startHolderAsAnotherUser(node, &holder);
   ASSERT_TRUE(release) << "could not start the holder as uid 65532";
