@@ -25,6 +25,8 @@
 #   --lnc=N               the simulated nodes' logical NeuronCore config (default: the type's)
 #   --simulate-fault=F    a fault in the first node's driver files from the start (repeatable;
 #                         see neuron-ls --help)
+#   --reset-time=D        how long a simulated device reset takes (default 300ms; the nodes'
+#                         neuron-sim-driver)
 #   --no-torus            start the cluster only; do not build the image or install the chart
 #   --fake-nodes=T:N,...  add N fake nodes of type T (kwok), e.g. trn2.48xlarge:1000,inf2.48xlarge:200,
 #                         carrying what the node agent would publish (needs build/bin/neuron-ls)
@@ -62,6 +64,7 @@ STATE="$TORUS_CACHE/local-cluster"
 NODES="trn2.48xlarge:1"
 LNC=""
 SIMULATE_FAULTS=()
+RESET_TIME="300ms"
 INSTALL_TORUS=1
 FAKE_NODES=""
 DRA_NODES=""
@@ -80,6 +83,7 @@ while [[ $# -gt 0 ]]; do
     --instance-type=*) NODES="${1#*=}:1" ;;
     --lnc=*) LNC="${1#*=}" ;;
     --simulate-fault=*) SIMULATE_FAULTS+=("${1#*=}") ;;
+    --reset-time=*) RESET_TIME="${1#*=}" ;;
     --no-torus) INSTALL_TORUS=0 ;;
     --fake-nodes=*) FAKE_NODES="${1#*=}" ;;
     --dra-nodes=*) DRA_NODES="${1#*=}" ;;
@@ -87,7 +91,7 @@ while [[ $# -gt 0 ]]; do
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)
       if [[ "$command" == shell ]]; then
         SHELL_COMMAND=("$1")

@@ -35,7 +35,7 @@ state="${TORUS_DEMO_STATE:-${XDG_CACHE_HOME:-$HOME/.cache}/torus/local-cluster}"
 echo "== building kubectl-neuron and neuron-ls"
 scripts/get-helm.sh > /dev/null
 cmake -S . -B build -G Ninja > /dev/null
-cmake --build build -j "$(nproc)" --target kubectl-neuron neuron-ls
+cmake --build build -j "$(nproc)" --target kubectl-neuron neuron-ls neuron-sim-driver
 
 if [[ -f "$state/pids/order" ]]; then
   echo "== a local cluster already runs from $state; stopping it first"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Torus and runs every test (unit, integration, e2e) with CTest, then the end-to-end tests
 # on a real Kubernetes (tests/e2e/cluster/real_cluster_test.sh for the device plugin and extender,
-# multinode_test.sh for three real nodes, dra_test.sh for the DRA driver, dra_134_test.sh for its
+# multinode_test.sh for five real nodes, dra_test.sh for the DRA driver, dra_134_test.sh for its
 # fallbacks on Kubernetes 1.34: build upstream's components once per version, need root).
 #
 #   scripts/test.sh                               build/ (RelWithDebInfo, warnings as errors)

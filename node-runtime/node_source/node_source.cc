@@ -54,8 +54,9 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
                   &options->simulateDir);
   table.add({"simulate-fault", "TORUS_SIMULATE_FAULTS", "simulateFaults", "FAULT", "",
              "inject a fault into the simulated tree: device-node-missing:N, garble:N:ATTR, "
-             "ecc:N[:COUNT], link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N (repeatable; "
-             "comma list in env/config)",
+             "ecc:N[:COUNT], link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N, "
+             "reset-slow:N[:MS], reset-fail:N[:MS] (the last two where neuron-sim-driver serves "
+             "the tree; repeatable; comma list in env/config)",
              [options](std::string_view value) -> Result<void> {
                for (std::string_view item : splitAndTrim(value, ',')) {
                  if (item.empty()) continue;

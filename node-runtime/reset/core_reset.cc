@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -117,28 +118,58 @@ topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const to
 
 namespace {
 
-// Writes the reset and waits for the driver to report the device ready again.
-Result<void> writeResetAndWait(const discovery::DiscoveryRoots& roots, int device,
-                               const ResetPolicy& policy) {
-  const std::string name = "neuron" + std::to_string(device);
-  const fs::path resetFile = roots.neuronClass() / name / "reset";
-  TORUS_RETURN_IF_ERROR(discovery::writeAttribute(resetFile, "1\n"), "resetting " + name);
-  const auto deadline = std::chrono::steady_clock::now() + policy.readyTimeout;
-  while (true) {
-    auto state = discovery::readParsed(resetFile, "reset", discovery::parseResetState);
-    if (!state) return std::move(state).error().withContext("resetting " + name);
-    if (*state == 1) return okResult();
-    if (*state == 2) {
-      return makeError(ErrorCode::kInternal,
-                       "resetting " + name + ": the driver reports state INVALID (2)");
+// Starts the resets of `devices` together, then waits for the driver to report each ready again:
+// a reset takes the driver a while (seconds on some devices), and a 16-device container should
+// wait for one, not sixteen in a row. Every reset started is waited for, so a failure names every
+// device that failed and none is left mid-reset by an early return.
+Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vector<int>& devices,
+                          const ResetPolicy& policy) {
+  const auto resetFile = [&roots](int device) {
+    return roots.neuronClass() / ("neuron" + std::to_string(device)) / "reset";
+  };
+  std::vector<int> started;
+  std::optional<Error> firstError;
+  for (const int device : devices) {
+    if (auto written = discovery::writeAttribute(resetFile(device), "1\n"); !written) {
+      firstError =
+          std::move(written).error().withContext("resetting neuron" + std::to_string(device));
+      break;
     }
+    started.push_back(device);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + policy.readyTimeout;
+  std::vector<std::string> invalid;
+  std::vector<int> pending = started;
+  while (!pending.empty()) {
+    std::vector<int> stillResetting;
+    for (const int device : pending) {
+      const std::string name = "neuron" + std::to_string(device);
+      auto state = discovery::readParsed(resetFile(device), "reset", discovery::parseResetState);
+      if (!state) {
+        if (!firstError) firstError = std::move(state).error().withContext("resetting " + name);
+        continue;
+      }
+      if (*state == 2) invalid.push_back(name);
+      if (*state == 0) stillResetting.push_back(device);
+    }
+    pending = std::move(stillResetting);
+    if (pending.empty()) break;
     if (std::chrono::steady_clock::now() > deadline) {
+      std::vector<std::string> names;
+      for (const int device : pending)
+        names.push_back("neuron" + std::to_string(device));
       return makeError(ErrorCode::kDeadlineExceeded,
-                       "resetting " + name + ": still in reset after " +
+                       "resetting " + joinStrings(names, ", ") + ": still in reset after " +
                            std::to_string(policy.readyTimeout.count()) + " ms");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (!invalid.empty()) {
+    return makeError(ErrorCode::kInternal, "resetting " + joinStrings(invalid, ", ") +
+                                               ": the driver reports state INVALID (2)");
+  }
+  if (firstError) return std::move(*firstError);
+  return okResult();
 }
 
 }  // namespace
@@ -166,10 +197,11 @@ Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
                            "written");
     }
     std::vector<int> stillHeld;
+    std::vector<int> free;
     for (std::size_t i = 0; i < pending.size(); ++i) {
       const auto held = scan.holders.find(nodes[i]);
       if (held == scan.holders.end()) {
-        if (auto reset = writeResetAndWait(roots, pending[i], policy); !reset) return reset;
+        free.push_back(pending[i]);
         continue;
       }
       const std::string name = "neuron" + std::to_string(pending[i]);
@@ -183,6 +215,7 @@ Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
                 {"holders", holdersText(held->second)}, {"attempt", attempt});
       stillHeld.push_back(pending[i]);
     }
+    if (auto reset = resetAndWait(roots, free, policy); !reset) return reset;
     pending = std::move(stillHeld);
     if (!pending.empty()) std::this_thread::sleep_for(policy.retryDelay);
   }

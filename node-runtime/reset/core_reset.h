@@ -56,7 +56,8 @@ topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const to
 Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
                          const ResetPolicy& policy);
 // Resets the devices, looking for holders of all of them in one pass; a held device is retried
-// as resetDevice does. The first failure stops and is returned.
+// as resetDevice does. The resets of the free devices run together (one reset's time, not one
+// per device); a failure names every device whose reset failed.
 Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
                           const topology::DeviceSet& devices, const ResetPolicy& policy);
 

@@ -9,17 +9,21 @@
 #include "node-runtime/discovery/discovery_roots.h"
 #include "node-runtime/discovery/neuronlink_attributes.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
+#include "node-runtime/simulator/sim_reset.h"
 
 namespace torus::simulator {
 namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int kSlowResetMillis = 3000;
+
 Error badFault(std::string_view text, std::string_view why) {
   return makeError(ErrorCode::kInvalidArgument,
                    "fault " + quoteJsonString(text) + ": " + std::string(why) +
                        " (known: device-node-missing:N, garble:N:ATTR, ecc:N[:COUNT], "
-                       "link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N)");
+                       "link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N, reset-slow:N[:MS], "
+                       "reset-fail:N[:MS])");
 }
 
 fs::path deviceDir(const fs::path& root, int device) {
@@ -125,6 +129,15 @@ Result<Fault> parseFault(std::string_view text) {
     fault.attribute = std::string(parts[2]);
   } else if (kind == "mem-corrupt" && parts.size() == 2) {
     fault.kind = FaultKind::kMemoryCorrupt;
+  } else if ((kind == "reset-slow" || kind == "reset-fail") &&
+             (parts.size() == 2 || parts.size() == 3)) {
+    fault.kind = kind == "reset-slow" ? FaultKind::kResetSlow : FaultKind::kResetFail;
+    if (kind == "reset-slow") fault.resetMillis = kSlowResetMillis;
+    if (parts.size() == 3) {
+      auto millis = parseInt(parts[2], 0, 600'000);
+      if (!millis) return badFault(text, "expected a reset time MS in [0, 600000]");
+      fault.resetMillis = *millis;
+    }
   } else if (kind == "ecc" && (parts.size() == 2 || parts.size() == 3)) {
     fault.kind = FaultKind::kEccUncorrected;
     if (parts.size() == 3) {
@@ -156,6 +169,10 @@ std::string describeFault(const Fault& fault) {
              " speed";
     case FaultKind::kMemoryCorrupt:
       return device + " memory corrupt";
+    case FaultKind::kResetSlow:
+      return device + " resets take " + std::to_string(fault.resetMillis) + " ms";
+    case FaultKind::kResetFail:
+      return device + " resets end INVALID";
   }
   return "unknown fault";
 }
@@ -190,6 +207,12 @@ Result<void> applyFault(const fs::path& root, const Fault& fault) {
     case FaultKind::kMemoryCorrupt:
       TORUS_RETURN_IF_ERROR(corruptMemory(root, fault.device), describeFault(fault));
       return okResult();
+    case FaultKind::kResetSlow:
+    case FaultKind::kResetFail: {
+      std::string behaviour = fault.kind == FaultKind::kResetFail ? "fail" : "slow";
+      if (fault.resetMillis >= 0) behaviour += " " + std::to_string(fault.resetMillis);
+      return writeFile(resetBehaviourFile(root, fault.device), behaviour + "\n");
+    }
     case FaultKind::kSlowLink:
     case FaultKind::kLinkCut: {
       const fs::path other = deviceDir(root, fault.otherDevice);

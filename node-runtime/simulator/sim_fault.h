@@ -13,6 +13,11 @@
 //   mem-corrupt:N           neuronN's memory BAR no longer holds what is written through its
 //                           write-combining view (resource4_wc stops aliasing resource4), as a
 //                           device whose memory lost its contents -> the deep check names neuronN
+//   reset-slow:N[:MS]       neuronN's resets take MS (default 3000) -> callers wait or time out
+//   reset-fail:N[:MS]       neuronN's resets end INVALID (after MS) -> the chip is not handed out
+// The two reset faults act where neuron-sim-driver serves the tree (the local cluster's nodes):
+// a plain directory's reset file cannot take time. Removing the file sim_reset.h names undoes
+// them.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,8 @@ enum class FaultKind {
   kLinkCut,
   kSlowLink,
   kMemoryCorrupt,
+  kResetSlow,
+  kResetFail,
 };
 
 struct Fault {
@@ -40,6 +47,7 @@ struct Fault {
   std::string attribute;    // garble: path relative to neuronN, e.g. "core_count"
   std::uint64_t count = 1;  // ecc
   int slowdown = 4;         // slow-link: the link trains at 1/slowdown of its maximum speed
+  int resetMillis = -1;     // reset-slow, reset-fail: how long a reset takes (-1: the default)
 };
 
 Result<Fault> parseFault(std::string_view text);

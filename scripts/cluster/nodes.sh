@@ -141,8 +141,8 @@ for part in class module bus/pci/drivers devices/virtual devices/pci0000:00; do
   mount -t overlay overlay -o "lowerdir=${driver//:/\\:}/sys/${at//:/\\:}:/sys/${at//:/\\:}" "/sys/$at"
   merged+=("$at")
 done
-# The one writable part of the driver files, as on a real node: neuronN/reset.
-mount --bind "$driver/sys/devices/virtual/neuron_device" /sys/devices/virtual/neuron_device
+# /sys/devices/virtual/neuron_device itself is served by neuron-sim-driver (create_node), as the
+# driver serves it: read-only attributes, and neuronN/reset, the one writable file.
 # /dev: its own mounts first, then the whole tree.
 while read -r target; do
   mount --bind "$target" "$driver$target"
@@ -174,6 +174,12 @@ create_node() {
   node_run "$name" hostname "$name"
   node_run "$name" bash -c "$NODE_MOUNTS_SCRIPT" node-mounts "$dir" ||
     die "cannot set up $name's mounts"
+  # The driver's devices as the driver serves them: attributes read-only even to root, a reset
+  # that takes time, can fail (reset-fail, reset-slow faults) and is ignored while a process of
+  # the node holds the device; a plain directory would be kinder than a real node.
+  start_process "driver-$name" $(node_enter "$name") "$REPO/build/bin/neuron-sim-driver" \
+    --tree="$dir/driver" --mountpoint=/sys/devices/virtual/neuron_device --reset-time="$RESET_TIME"
+  wait_for "driver-$name" 10 node_run "$name" findmnt -n -t fuse /sys/devices/virtual/neuron_device
   # Its address: a veth whose far end joins the bridge (interface names hold 15 characters).
   local outside="torus-v$index"
   node_net "$name" ip link add eth0 type veth peer name "$outside" netns "$HOST_NETNS_PID"
@@ -277,6 +283,10 @@ start_nodes() {
   local index name
   [[ -x "$REPO/build/bin/neuron-ls" ]] ||
     die "the simulated nodes need $REPO/build/bin/neuron-ls (cmake --build build --target neuron-ls)"
+  [[ -x "$REPO/build/bin/neuron-sim-driver" ]] ||
+    die "the simulated nodes need $REPO/build/bin/neuron-sim-driver, built where libfuse3 is" \
+      "(scripts/install-deps.sh, then cmake -S . -B build && cmake --build build --target" \
+      "neuron-sim-driver)"
   make_mount_targets
   for ((index = 1; index <= ${#NODE_NAMES[@]}; index++)); do
     create_node "$index"
@@ -328,6 +338,7 @@ stop_nodes() {
     [[ -d "$dir" ]] || continue
     stop_node_containers "${dir%/}"
     stop_process "containerd-$(basename "$dir")"
+    stop_process "driver-$(basename "$dir")"
     # Its init last, killed: it ignores SIGTERM (as PID 1 does), and whatever of the node still
     # runs goes with it.
     stop_process "node-$(basename "$dir")" KILL

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# End-to-end on several real nodes: scripts/local-cluster.sh brings up three kubelets, each in its
-# own mount and network namespace — two trn2u.48xlarge nodes of one simulated UltraServer and a
-# trn2.48xlarge — with the simulated driver's files at the real driver's paths, and installs Torus
-# from the chart's production values. Checked: each node is seen as its own (devices, UltraServer
-# place, address: logs, exec and top), the agent's pod is the production one (args, mounts,
-# capabilities: rendered and diffed) and a write production forbids fails, pods land where they
-# are sent, an AllReduce runs between pods on different nodes over libfabric tcp, and one node's
-# loss leaves the others' pods alone and heals when it returns.
+# End-to-end on several real nodes: scripts/local-cluster.sh brings up five kubelets, each in its
+# own mount and network namespace — the four trn2u.48xlarge nodes of one simulated UltraServer and
+# a trn2.48xlarge — with the simulated driver's files at the real driver's paths (its devices
+# served by neuron-sim-driver as the driver serves them), and installs Torus from the chart's
+# production values. Checked: each node is seen as its own (devices, UltraServer place, address:
+# logs, exec and top), the agent's pod is the production one (args, mounts, capabilities:
+# rendered and diffed) and a write production forbids fails, pods land where they are sent, an
+# AllReduce runs between pods on the UltraServer's four nodes over libfabric tcp and a dead rank
+# stops the others, a chip whose reset fails holds its pod back until a reset succeeds, and one
+# node's loss leaves the others' pods alone and heals when it returns.
 #
 # Usage: tests/e2e/cluster/multinode_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Bounded: every wait has
@@ -18,13 +20,15 @@ source "$REPO/tests/e2e/cluster/lib.sh"
 cluster_test_setup torus-multinode "${1:-}"
 
 started=$SECONDS
-echo "== three real nodes (state: $STATE_DIR)"
-cluster up --nodes=trn2u.48xlarge:2@us0,trn2.48xlarge:1
+echo "== five real nodes: an UltraServer of four trn2u and a trn2 (state: $STATE_DIR)"
+cluster up --nodes=trn2u.48xlarge:4@us0,trn2.48xlarge:1
 source "$STATE_DIR/cluster.env"
 export KUBECONFIG KUBECTL
 read -r -a names <<< "$NODE_NAMES"
 read -r -a ips <<< "$NODE_IPS"
 echo "cluster with Torus up in $((SECONDS - started)) s"
+ULTRASERVER=(0 1 2 3)  # indices of the UltraServer's nodes in names; the trn2 is index 4
+TRN2=4
 k create namespace e2e > /dev/null
 neuron_cli() { "$REPO/build/bin/kubectl-neuron" "$@"; }
 agent_pod_on() {
@@ -40,10 +44,10 @@ nodes_ready() {
       { echo "$name is not Ready"; return 1; }
   done
 }
-check "three real nodes are Ready" eventually 60 nodes_ready
+check "five real nodes are Ready" eventually 60 nodes_ready
 each_node_has_its_address() {
   local index
-  for index in 0 1 2; do
+  for index in "${!names[@]}"; do
     local address
     address="$(k get node "${names[$index]}" -o 'jsonpath={.status.addresses[?(@.type=="InternalIP")].address}')"
     [[ "$address" == "${ips[$index]}" ]] || { echo "${names[$index]}: InternalIP '$address', want ${ips[$index]}"; return 1; }
@@ -54,26 +58,28 @@ nodes_listed() {
   local listed
   listed="$(neuron_cli nodes)"
   echo "$listed"
-  grep -qE "${names[0]} .*trn2u.48xlarge.* 0/64 .*16/16" <<< "$listed" &&
-    grep -qE "${names[1]} .*trn2u.48xlarge.* 0/64 .*16/16" <<< "$listed" &&
-    grep -qE "${names[2]} .*trn2.48xlarge .* 0/64 .*16/16" <<< "$listed"
+  local index
+  for index in "${ULTRASERVER[@]}"; do
+    grep -qE "${names[$index]} .*trn2u.48xlarge.* 0/64 .*16/16" <<< "$listed" || return 1
+  done
+  grep -qE "${names[$TRN2]} .*trn2.48xlarge .* 0/64 .*16/16" <<< "$listed"
 }
-check "kubectl neuron nodes lists the three with their own devices" eventually 90 nodes_listed
+check "kubectl neuron nodes lists the five with their own devices" eventually 90 nodes_listed
 ultraserver_places() {
   k get nodes -o json | python3 -c '
 import json, sys
 labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in json.load(sys.stdin)["items"]}
 names = sys.argv[1:]
 key = "neuron.amazonaws.com/ultraserver-"
-us = [labels[n].get(key + "server-id-4") for n in names[:2]]
-positions = [labels[n].get(key + "node-id-4") for n in names[:2]]
-print(us, positions, {k: v for k, v in labels[names[2]].items() if k.startswith(key)})
-assert us[0] and us[0] == us[1], "the UltraServer nodes name different UltraServers"
-assert positions == ["0", "1"], "positions are not 0 and 1"
-assert not any(k.startswith(key + "server-id") for k in labels[names[2]]), "trn2 claims an UltraServer"
+us = [labels[n].get(key + "server-id-4") for n in names[:4]]
+positions = [labels[n].get(key + "node-id-4") for n in names[:4]]
+print(us, positions, {k: v for k, v in labels[names[4]].items() if k.startswith(key)})
+assert us[0] and len(set(us)) == 1, "the UltraServer nodes name different UltraServers"
+assert positions == ["0", "1", "2", "3"], "positions are not 0 to 3"
+assert not any(k.startswith(key + "server-id") for k in labels[names[4]]), "trn2 claims an UltraServer"
 ' "${names[@]}"
 }
-check "the trn2u nodes share one UltraServer at positions 0 and 1; the trn2 is in none" eventually 30 ultraserver_places
+check "the trn2u nodes share one UltraServer at positions 0-3; the trn2 is in none" eventually 30 ultraserver_places
 
 echo "== the node agent is the production one"
 no_simulate_argument() {
@@ -103,13 +109,20 @@ forbidden_writes_fail() {
     { echo "a write to the memory BAR succeeded"; return 1; }
   echo "resource4_wc: $output"
   grep -q "Read-only file system" <<< "$output" || return 1
-  # ...and so is /dev; the one writable file is neuronN/reset.
+  # ...and so is /dev...
   output="$(k exec -n kube-system "$pod" -- sh -c 'touch /dev/neuron-test' 2>&1)" &&
     { echo "a file was created in /dev"; return 1; }
   echo "/dev: $output"
+  # ...and every attribute of the driver's devices, as kernfs refuses them even to root; the one
+  # writable file is neuronN/reset.
+  output="$(k exec -n kube-system "$pod" -- sh -c 'echo 4 > /sys/class/neuron_device/neuron0/core_count' 2>&1)" &&
+    { echo "a write to neuron0/core_count succeeded"; return 1; }
+  echo "core_count: $output"
+  grep -q "Permission denied" <<< "$output" || return 1
   k exec -n kube-system "$pod" -- sh -c 'echo 1 > /sys/class/neuron_device/neuron0/reset'
 }
-check "kubectl exec: the agent may write neuronN/reset, not the memory BAR or /dev" forbidden_writes_fail
+check "kubectl exec: the agent may write neuronN/reset, not an attribute, the memory BAR or /dev" \
+  forbidden_writes_fail
 # The whole log, then the search: grep -q would close the pipe early and, with pipefail, fail
 # the kubectl still writing.
 logs_of_every_agent() {
@@ -137,12 +150,12 @@ pinned_pod() {
   pod_manifest "$name" neuron 4 neuron-scheduler "${3:-0}" |
     sed "s|^spec:|spec:\n  nodeSelector: {kubernetes.io/hostname: $node}|"
 }
-for index in 0 1 2; do
+for index in "${!names[@]}"; do
   pinned_pod "on-$index" "${names[$index]}" | k apply -f - > /dev/null
 done
 ran_where_sent() {
   local index
-  for index in 0 1 2; do
+  for index in "${!names[@]}"; do
     pod_succeeded "on-$index" || return 1
     [[ "$(k get pod -n e2e "on-$index" -o jsonpath='{.spec.nodeName}')" == "${names[$index]}" ]] || return 1
     pod_report "on-$index" | grep -qE 'DEVICES=(neuron[0-9]+ ){4}$' ||
@@ -152,9 +165,10 @@ ran_where_sent() {
 check "a pod on each node runs there with 4 devices" eventually 120 ran_where_sent
 k delete pods -n e2e --all --wait=true > /dev/null
 
-echo "== an AllReduce between pods on different nodes (libfabric tcp)"
+echo "== an AllReduce between pods on the UltraServer's four nodes (libfabric tcp)"
 secret="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-# rank_pod RANK NODE [SIZES]: one rank of a 3-rank AllReduce, on NODE (SIZES: neuron-cc-bench's
+RANKS=${#ULTRASERVER[@]}
+# rank_pod RANK NODE [SIZES]: one rank of a RANKS-rank AllReduce, on NODE (SIZES: neuron-cc-bench's
 # size and iteration flags).
 rank_pod() {
   local rank="$1" node="$2"
@@ -176,7 +190,7 @@ spec:
       args:
         - >-
           echo "rank $rank on \$(hostname) cores \$NEURON_RT_VISIBLE_CORES" &&
-          exec neuron-cc-bench --op allreduce --world-size 3 --ranks 1 --first-rank $rank
+          exec neuron-cc-bench --op allreduce --world-size $RANKS --ranks 1 --first-rank $rank
           --root-address ${ips[0]}:29500 $sizes
           --check --timeout 60s
       env:
@@ -188,16 +202,16 @@ spec:
           aws.amazon.com/neuroncore: 1
 YAML
 }
-for index in 0 1 2; do
+for index in "${ULTRASERVER[@]}"; do
   rank_pod "$index" "${names[$index]}" | k apply -f - > /dev/null
 done
 allreduce_passed() {
   local index
-  for index in 0 1 2; do pod_succeeded "rank-$index" || return 1; done
+  for index in "${ULTRASERVER[@]}"; do pod_succeeded "rank-$index" || return 1; done
   k logs -n e2e rank-0 | tee "$STATE_DIR/allreduce.log" | tail -4
   grep -q "check=ok\|check ok\|ok" "$STATE_DIR/allreduce.log"
 }
-check "3 ranks on 3 nodes: AllReduce passes its data check" eventually 180 allreduce_passed
+check "4 ranks on the UltraServer's 4 nodes: AllReduce passes its data check" eventually 180 allreduce_passed
 busbw_printed() { k logs -n e2e rank-0 | grep -E '^ +4194304 '; }
 check "...and prints its bus bandwidth for 4 MiB" busbw_printed
 echo "      $(head -3 "$STATE_DIR/allreduce.log" | tail -1)"
@@ -205,7 +219,7 @@ echo "      $(busbw_printed || true)"
 k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== a rank dies: the others stop at once and name it"
-for index in 0 1 2; do
+for index in "${ULTRASERVER[@]}"; do
   rank_pod "$index" "${names[$index]}" "--min-bytes 8 --max-bytes 256M --iters 50 --warmup 1" |
     k apply -f - > /dev/null
 done
@@ -214,24 +228,46 @@ running_together() {
   local log
   log="$(k logs -n e2e rank-0 2> /dev/null)" && grep -qE '^ +8 ' <<< "$log"
 }
-check "a long AllReduce runs across the three nodes" eventually 120 running_together
+check "a long AllReduce runs across the four nodes" eventually 120 running_together
 killed_at="$(date +%s.%N)"
-cluster shell "${names[2]}" pkill -KILL -f neuron-cc-bench > /dev/null
+cluster shell "${names[3]}" pkill -KILL -f neuron-cc-bench > /dev/null
 # finishedAt has whole seconds: it is at most the true end, so "< 2" is the bound it can show.
-others_stopped_naming_rank_2() {
+others_stopped_naming_rank_3() {
   local rank finished
-  for rank in 0 1; do
+  for rank in 0 1 2; do
     [[ "$(pod_phase "rank-$rank")" == Failed ]] || { echo "rank-$rank: $(pod_phase "rank-$rank")"; return 1; }
-    grep -q "rank 2" <<< "$(k logs -n e2e "rank-$rank")" ||
-      { echo "rank-$rank's log does not name rank 2:"; k logs -n e2e "rank-$rank" | tail -3; return 1; }
+    grep -q "rank 3" <<< "$(k logs -n e2e "rank-$rank")" ||
+      { echo "rank-$rank's log does not name rank 3:"; k logs -n e2e "rank-$rank" | tail -3; return 1; }
     finished="$(k get pod -n e2e "rank-$rank" -o jsonpath='{.status.containerStatuses[0].state.terminated.finishedAt}')"
-    python3 -c "import sys, datetime as d; f = d.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp(); s = f - float(sys.argv[2]); print(f'rank-{sys.argv[3]} finished {s:.0f} s (whole seconds) after rank 2 was killed'); sys.exit(s >= 2)" \
+    python3 -c "import sys, datetime as d; f = d.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp(); s = f - float(sys.argv[2]); print(f'rank-{sys.argv[3]} finished {s:.0f} s (whole seconds) after rank 3 was killed'); sys.exit(s >= 2)" \
       "$finished" "$killed_at" "$rank" || return 1
   done
 }
-check "the other ranks fail within 2 s of rank 2's death, naming it" eventually 60 others_stopped_naming_rank_2
-others_stopped_naming_rank_2 2>&1 | grep finished | sed 's/^/      /' || true
-k logs -n e2e rank-0 | grep "rank 2" | tail -1 | sed 's/^/      /'
+check "the other ranks fail within 2 s of rank 3's death, naming it" eventually 60 others_stopped_naming_rank_3
+others_stopped_naming_rank_3 2>&1 | grep finished | sed 's/^/      /' || true
+k logs -n e2e rank-0 | grep "rank 3" | tail -1 | sed 's/^/      /'
+k delete pods -n e2e --all --wait=true > /dev/null
+
+echo "== a chip whose reset fails is not handed out: its pod waits until a reset succeeds"
+# The trn2's driver (neuron-sim-driver) ends every reset of chip 5 INVALID from now on; a pod of
+# all 16 chips there must not start on it, and must start once the chip resets again.
+trn2_driver="$STATE_DIR/nodes/${names[$TRN2]}/driver"
+"$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --simulate-dir="$trn2_driver" \
+  --simulate-fault=reset-fail:5 > /dev/null
+pinned_pod reset-held "${names[$TRN2]}" | sed 's/neuron: 4$/neuron: 16/' | k apply -f - > /dev/null
+held_back_naming_the_chip() {
+  local events
+  [[ "$(pod_phase reset-held)" == Pending ]] || { echo "phase $(pod_phase reset-held)"; return 1; }
+  events="$(k get events -n e2e --field-selector involvedObject.name=reset-held -o jsonpath='{.items[*].message}')"
+  grep -q "neuron5: the driver reports state INVALID" <<< "$events" ||
+    { echo "no event names chip 5's failed reset yet: $events" | cut -c1-300; return 1; }
+}
+check "the pod does not start on a chip whose reset failed; its events name the chip" \
+  eventually 90 held_back_naming_the_chip
+rm "$trn2_driver/simulated-driver/neuron5/reset"
+check "...and runs once chip 5 resets again (kubelet retries)" eventually 120 pod_succeeded reset-held
+saw_all_16_chips() { pod_report reset-held | grep -qE 'DEVICES=(neuron[0-9]+ ){16}$'; }
+check "...with all 16 chips" saw_all_16_chips
 k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== one node lost and back"
