@@ -32,10 +32,11 @@ test_packages=(
 # the CNI bridge plugin for containerd, libseccomp for the runc built from its Go module, podman
 # and debootstrap to build the image from the Dockerfile without a Docker engine or a registry,
 # tmux for terminal tests, python3-yaml to read rendered charts, libfuse3 for the nodes' simulated
-# driver (neuron-sim-driver); Go builds the rest from modules.
+# driver (neuron-sim-driver), envsubst (gettext-base) for the examples; Go builds the rest from
+# modules.
 cluster_packages=(
   containernetworking-plugins podman buildah debootstrap libseccomp-dev
-  iptables conntrack ethtool socat python3 python3-yaml tmux libfuse3-dev
+  iptables conntrack ethtool socat python3 python3-yaml tmux libfuse3-dev gettext-base
 )
 # libfabric1 is opened at run time by the collectives (dlopen), so ldd does not list it: keep it.
 runtime_packages=(

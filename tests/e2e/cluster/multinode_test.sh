@@ -166,53 +166,31 @@ check "a pod on each node runs there with 4 devices" eventually 120 ran_where_se
 k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== an AllReduce between pods on the UltraServer's four nodes (libfabric tcp)"
-secret="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+# The pods are deploy/examples/allreduce-hostnetwork.yaml's, filled in as its header says: the
+# example for clusters without DNS runs here as users would run it.
+k create secret generic neuron-allreduce-hostnetwork -n e2e \
+  --from-literal=job-secret="$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" > /dev/null
 RANKS=${#ULTRASERVER[@]}
-# rank_pod RANK NODE [SIZES]: one rank of a RANKS-rank AllReduce, on NODE (SIZES: neuron-cc-bench's
-# size and iteration flags).
+agent_image="$(k get ds -n kube-system -l app.kubernetes.io/component=node-agent -o 'jsonpath={.items[0].spec.template.spec.containers[0].image}')"
+# rank_pod RANK NODE [MAX_BYTES ITERS]: the example's pod for one rank of RANKS, on NODE.
 rank_pod() {
-  local rank="$1" node="$2"
-  local sizes="${3:---min-bytes 8 --max-bytes 4M --iters 3 --warmup 1}"
-  cat <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: rank-$rank, namespace: e2e, labels: {e2e: allreduce}}
-spec:
-  schedulerName: neuron-scheduler
-  nodeSelector: {kubernetes.io/hostname: $node}
-  hostNetwork: true
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: ranks
-      image: $(k get ds -n kube-system -l app.kubernetes.io/component=node-agent -o 'jsonpath={.items[0].spec.template.spec.containers[0].image}')
-      command: [sh, -c]
-      args:
-        - >-
-          echo "rank $rank on \$(hostname) cores \$NEURON_RT_VISIBLE_CORES" &&
-          exec neuron-cc-bench --op allreduce --world-size $RANKS --ranks 1 --first-rank $rank
-          --root-address ${ips[0]}:29500 $sizes
-          --check --timeout 60s
-      env:
-        - {name: FI_PROVIDER, value: "tcp;ofi_rxm"}
-        - {name: FI_TCP_IFACE, value: eth0}
-        - {name: TORUS_COLL_JOB_SECRET, value: "$secret"}
-      resources:
-        limits:
-          aws.amazon.com/neuroncore: 1
-YAML
+  RANK="$1" NODE="$2" WORLD_SIZE="$RANKS" ROOT_ADDRESS="${ips[0]}:29500" IMAGE="$agent_image" \
+    IFACE=eth0 MAX_BYTES="${3:-}" ITERS="${4:-}" \
+    envsubst '$RANK $NODE $WORLD_SIZE $ROOT_ADDRESS $IMAGE $IFACE $MAX_BYTES $ITERS' \
+    < "$REPO/deploy/examples/allreduce-hostnetwork.yaml"
 }
+rank() { echo "neuron-allreduce-rank-$1"; }
 for index in "${ULTRASERVER[@]}"; do
-  rank_pod "$index" "${names[$index]}" | k apply -f - > /dev/null
+  rank_pod "$index" "${names[$index]}" | k apply -n e2e -f - > /dev/null
 done
 allreduce_passed() {
   local index
-  for index in "${ULTRASERVER[@]}"; do pod_succeeded "rank-$index" || return 1; done
-  k logs -n e2e rank-0 | tee "$STATE_DIR/allreduce.log" | tail -4
+  for index in "${ULTRASERVER[@]}"; do pod_succeeded "$(rank "$index")" || return 1; done
+  k logs -n e2e "$(rank 0)" | tee "$STATE_DIR/allreduce.log" | tail -4
   grep -q "check=ok\|check ok\|ok" "$STATE_DIR/allreduce.log"
 }
 check "4 ranks on the UltraServer's 4 nodes: AllReduce passes its data check" eventually 180 allreduce_passed
-busbw_printed() { k logs -n e2e rank-0 | grep -E '^ +4194304 '; }
+busbw_printed() { k logs -n e2e "$(rank 0)" | grep -E '^ +4194304 '; }
 check "...and prints its bus bandwidth for 4 MiB" busbw_printed
 echo "      $(head -3 "$STATE_DIR/allreduce.log" | tail -1)"
 echo "      $(busbw_printed || true)"
@@ -220,13 +198,12 @@ k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== a rank dies: the others stop at once and name it"
 for index in "${ULTRASERVER[@]}"; do
-  rank_pod "$index" "${names[$index]}" "--min-bytes 8 --max-bytes 256M --iters 50 --warmup 1" |
-    k apply -f - > /dev/null
+  rank_pod "$index" "${names[$index]}" 256M 50 | k apply -n e2e -f - > /dev/null
 done
-# The first row needs every rank: the job is running across the three nodes.
+# The first row needs every rank: the job is running across the four nodes.
 running_together() {
   local log
-  log="$(k logs -n e2e rank-0 2> /dev/null)" && grep -qE '^ +8 ' <<< "$log"
+  log="$(k logs -n e2e "$(rank 0)" 2> /dev/null)" && grep -qE '^ +8 ' <<< "$log"
 }
 check "a long AllReduce runs across the four nodes" eventually 120 running_together
 killed_at="$(date +%s.%N)"
@@ -235,17 +212,17 @@ cluster shell "${names[3]}" pkill -KILL -f neuron-cc-bench > /dev/null
 others_stopped_naming_rank_3() {
   local rank finished
   for rank in 0 1 2; do
-    [[ "$(pod_phase "rank-$rank")" == Failed ]] || { echo "rank-$rank: $(pod_phase "rank-$rank")"; return 1; }
-    grep -q "rank 3" <<< "$(k logs -n e2e "rank-$rank")" ||
-      { echo "rank-$rank's log does not name rank 3:"; k logs -n e2e "rank-$rank" | tail -3; return 1; }
-    finished="$(k get pod -n e2e "rank-$rank" -o jsonpath='{.status.containerStatuses[0].state.terminated.finishedAt}')"
-    python3 -c "import sys, datetime as d; f = d.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp(); s = f - float(sys.argv[2]); print(f'rank-{sys.argv[3]} finished {s:.0f} s (whole seconds) after rank 3 was killed'); sys.exit(s >= 2)" \
+    [[ "$(pod_phase "$(rank "$rank")")" == Failed ]] || { echo "rank $rank: $(pod_phase "$(rank "$rank")")"; return 1; }
+    grep -q "rank 3" <<< "$(k logs -n e2e "$(rank "$rank")")" ||
+      { echo "rank $rank's log does not name rank 3:"; k logs -n e2e "$(rank "$rank")" | tail -3; return 1; }
+    finished="$(k get pod -n e2e "$(rank "$rank")" -o jsonpath='{.status.containerStatuses[0].state.terminated.finishedAt}')"
+    python3 -c "import sys, datetime as d; f = d.datetime.fromisoformat(sys.argv[1].replace('Z', '+00:00')).timestamp(); s = f - float(sys.argv[2]); print(f'rank {sys.argv[3]} finished {s:.0f} s (whole seconds) after rank 3 was killed'); sys.exit(s >= 2)" \
       "$finished" "$killed_at" "$rank" || return 1
   done
 }
 check "the other ranks fail within 2 s of rank 3's death, naming it" eventually 60 others_stopped_naming_rank_3
 others_stopped_naming_rank_3 2>&1 | grep finished | sed 's/^/      /' || true
-k logs -n e2e rank-0 | grep "rank 3" | tail -1 | sed 's/^/      /'
+k logs -n e2e "$(rank 0)" | grep "rank 3" | tail -1 | sed 's/^/      /'
 k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== a chip whose reset fails is not handed out: its pod waits until a reset succeeds"
