@@ -13,6 +13,7 @@
 #   driver/        the simulator's tree: sys/, dev/, opt/ (what tests write faults into)
 #   kubelet/ pod-logs/ container-logs/ cdi/ netns/ run-containerd/   what the node sees at the
 #                  fixed paths (run-containerd: the runtime shims' sockets)
+#   sim-driver/    where neuron-sim-driver serves the devices' directory, in the node only
 #   containerd/ cni/                                  its runtime's config and state
 
 NODES_BRIDGE="torus-nodes"
@@ -141,8 +142,7 @@ for part in class module bus/pci/drivers devices/virtual devices/pci0000:00; do
   mount -t overlay overlay -o "lowerdir=${driver//:/\\:}/sys/${at//:/\\:}:/sys/${at//:/\\:}" "/sys/$at"
   merged+=("$at")
 done
-# /sys/devices/virtual/neuron_device itself is served by neuron-sim-driver (create_node), as the
-# driver serves it: read-only attributes, and neuronN/reset, the one writable file.
+# neuronN/reset, the one writable file, comes from neuron-sim-driver (create_node binds it over).
 # /dev: its own mounts first, then the whole tree.
 while read -r target; do
   mount --bind "$target" "$driver$target"
@@ -158,7 +158,7 @@ create_node() {
   local index="$1" name="${NODE_NAMES[$1 - 1]}" dir ip
   dir="$(node_dir "$name")"
   ip="$(node_ip "$index")"
-  mkdir -p "$dir"/{ns,driver,kubelet,pod-logs,container-logs,cdi,netns,run-containerd,containerd,cni}
+  mkdir -p "$dir"/{ns,driver,sim-driver,kubelet,pod-logs,container-logs,cdi,netns,run-containerd,containerd,cni}
   # sysfs lives in memory, and so do its stand-in's ~13,000 files: on this disk they take seconds.
   mount -t tmpfs -o mode=0755,size=256m "torus-$name-driver" "$dir/driver"
   write_driver_tree "$index"
@@ -174,12 +174,18 @@ create_node() {
   node_run "$name" hostname "$name"
   node_run "$name" bash -c "$NODE_MOUNTS_SCRIPT" node-mounts "$dir" ||
     die "cannot set up $name's mounts"
-  # The driver's devices as the driver serves them: attributes read-only even to root, a reset
-  # that takes time, can fail (reset-fail, reset-slow faults) and is ignored while a process of
-  # the node holds the device; a plain directory would be kinder than a real node.
+  # Each neuronN/reset as the driver serves it: a reset that takes time, can fail (reset-fail,
+  # reset-slow faults) and is ignored while a process of the node holds the device; a plain file
+  # would be kinder than a real node. neuron-sim-driver serves the devices' directory in the
+  # node's namespace only, and each reset file is bound from there over the read-only overlay; the
+  # other attributes stay on the overlay, where reading thousands of counters per scrape is as
+  # fast as sysfs (through FUSE it took seconds).
   start_process "driver-$name" $(node_enter "$name") "$REPO/build/bin/neuron-sim-driver" \
-    --tree="$dir/driver" --mountpoint=/sys/devices/virtual/neuron_device --reset-time="$RESET_TIME"
-  wait_for "driver-$name" 10 node_run "$name" findmnt -n -t fuse /sys/devices/virtual/neuron_device
+    --tree="$dir/driver" --mountpoint="$dir/sim-driver" --reset-time="$RESET_TIME"
+  wait_for "driver-$name" 10 node_run "$name" findmnt -n -t fuse "$dir/sim-driver"
+  node_run "$name" sh -c "for device in $dir/sim-driver/neuron*; do
+    mount --bind \"\$device/reset\" \"/sys/devices/virtual/neuron_device/\${device##*/}/reset\"
+  done" || die "cannot bind $name's reset files"
   # Its address: a veth whose far end joins the bridge (interface names hold 15 characters).
   local outside="torus-v$index"
   node_net "$name" ip link add eth0 type veth peer name "$outside" netns "$HOST_NETNS_PID"
