@@ -41,6 +41,7 @@ metadata:
   labels: {{e2e: neuron, stress: {run}}}
 spec:
   schedulerName: {scheduler}
+  {node_selector}
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
   containers:
@@ -76,7 +77,9 @@ def parse_args():
     parser.add_argument("--node-dir", required=True, help="the simulated node's tree (sys/...)")
     parser.add_argument("--cores-per-device", type=int, required=True)
     parser.add_argument("--timeout", type=int, default=900, help="seconds for all pods to end")
-    parser.add_argument("--node", default="", help="the node whose agent's report to time")
+    parser.add_argument("--node", default="",
+                        help="the node the pods run on (nodeSelector), whose agent's report to "
+                        "time (--node-dir is its tree)")
     parser.add_argument("--placement-as-findings", action="store_true",
                         help="report disconnected sets and shared cores without failing")
     args = parser.parse_args()
@@ -194,13 +197,16 @@ def submit(kube, args, rng):
             documents.append(POD_TEMPLATE.format(
                 name=f"{args.run}-{made:03d}-{resource}-{count}", namespace=NAMESPACE, run=args.run,
                 scheduler=args.scheduler, stay=f"{rng.uniform(0, 3):.1f}", resource=resource,
-                count=count))
+                count=count,
+                node_selector=("nodeSelector: {kubernetes.io/hostname: %s}" % args.node
+                               if args.node else "")))
             made += 1
             if made in args.restart_agent_after:
                 kube.run("apply", "-f", "-", stdin="---\n".join(documents))
                 documents = []
+                on_node = ["--field-selector", f"spec.nodeName={args.node}"] if args.node else []
                 kube.run("delete", "pod", "-n", "kube-system", "-l",
-                         "app.kubernetes.io/component=node-agent", "--wait=false")
+                         "app.kubernetes.io/component=node-agent", *on_node, "--wait=false")
                 restarts += 1
                 print(f"  [{time.monotonic() - started:5.1f} s] {made} pods created; "
                       f"node agent restarted ({restarts})", flush=True)

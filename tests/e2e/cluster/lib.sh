@@ -78,12 +78,13 @@ eventually() {
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
 # pod_manifest NAME RESOURCE COUNT [SCHEDULER [SECONDS [PRIORITY_CLASS]]]: a pod that reports what
-# Neuron gave it, stays SECONDS (default 0) and exits.
+# Neuron gave it, stays SECONDS (default 0) and exits; on PIN_NODE when that is set.
 # It reports in its termination message, which the API keeps with the pod's status (its logs go
 # with the node's /var/log/pods).
 pod_manifest() {
   local name="$1" resource="$2" count="$3" scheduler="${4:-default-scheduler}" stay="${5:-0}"
-  local priority_class="${6:+priorityClassName: $6}"
+  local priority_class="${6:+priorityClassName: $6}" pin=""
+  [[ -z "${PIN_NODE:-}" ]] || pin="nodeSelector: {kubernetes.io/hostname: $PIN_NODE}"
   cat <<YAML
 apiVersion: v1
 kind: Pod
@@ -94,6 +95,7 @@ metadata:
 spec:
   schedulerName: $scheduler
   $priority_class
+  $pin
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
   containers:

@@ -16,11 +16,21 @@ source "$REPO/tests/e2e/cluster/lib.sh"
 cluster_test_setup torus-e2e "${1:-}"
 
 started=$SECONDS
-echo "== local cluster (state: $STATE_DIR)"
-cluster up
+# Three real nodes, as a cluster has: the trn2 the checks below count on (torus-node-1, NODE_NAME),
+# a trn2u of a simulated UltraServer and an inf2.xlarge, each with its own agent. The pods here are
+# pinned to the first node (PIN_NODE), since what they check is per node (ids, counts, kubelet's
+# view); the others run beside it all along (multinode_test.sh checks what happens between nodes).
+echo "== local cluster: trn2, trn2u and inf2 nodes (state: $STATE_DIR)"
+cluster up --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1
 source "$STATE_DIR/cluster.env"
 export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT EXTENDER_PORT EXTENDER_HOST NODE_IP
+PIN_NODE="$NODE_NAME"
 echo "cluster with Torus up in $((SECONDS - started)) s"
+# The node agent's pod on NODE_NAME.
+agent_pods() {
+  k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
+    --field-selector "spec.nodeName=$NODE_NAME" "$@"
+}
 
 node_is_ready() {
   [[ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
@@ -39,8 +49,7 @@ allocatable_is() {
 # The agent serves kubelet: its pod is Ready, the restarting taint is gone and kubelet counts every
 # id of both resources.
 agent_serving() {
-  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
-    -o jsonpath='{.items[*].status.containerStatuses[0].ready}')" == true ]] || return 1
+  [[ "$(agent_pods -o jsonpath='{.items[*].status.containerStatuses[0].ready}')" == true ]] || return 1
   ! k get node "$NODE_NAME" -o jsonpath='{.spec.taints[*].key}' | grep -q device-plugin-restarting ||
     { echo "the node still carries the restarting taint"; return 1; }
   allocatable_is neuroncore 64 && allocatable_is neuron 16
@@ -113,10 +122,8 @@ check "the node agent still serves kubelet after the churn" eventually 90 agent_
 # Its container ran the whole churn: a restart here was once its memory limit (OOMKilled).
 agent_never_restarted() {
   local restarts reason
-  restarts="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
-    -o jsonpath='{.items[0].status.containerStatuses[0].restartCount}')"
-  reason="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
-    -o jsonpath='{.items[0].status.containerStatuses[0].lastState.terminated.reason}')"
+  restarts="$(agent_pods -o jsonpath='{.items[0].status.containerStatuses[0].restartCount}')"
+  reason="$(agent_pods -o jsonpath='{.items[0].status.containerStatuses[0].lastState.terminated.reason}')"
   [[ "$restarts" == 0 ]] || { echo "restarted $restarts times (last: ${reason:-unknown})"; return 1; }
 }
 check "the node agent's container was never restarted during the churn" agent_never_restarted
@@ -306,10 +313,9 @@ registration_delay() {
 check "...within 2 s of the kubelet's plugin socket appearing" registration_delay
 check "the node is Ready again" eventually 60 node_is_ready
 
-k delete pod -n kube-system -l app.kubernetes.io/component=node-agent --wait=false > /dev/null
+k delete pod -n kube-system "$(agent_pods -o jsonpath='{.items[0].metadata.name}')" --wait=false > /dev/null
 agent_ready() {
-  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent \
-    -o jsonpath='{.items[*].status.containerStatuses[0].ready}')" == true ]]
+  [[ "$(agent_pods -o jsonpath='{.items[*].status.containerStatuses[0].ready}')" == true ]]
 }
 check "a deleted agent pod is replaced and Ready" eventually 90 agent_ready
 held_again() {
@@ -469,23 +475,14 @@ PY
 check "no 403 for the chart's ServiceAccounts in the audit log" refusals
 
 echo "== the node agent writes only its own Node and the pods bound to it"
-# A Node with no kubelet and a pod bound to it stand for "node B". The agent's token is one bound
-# to its pod, as kubelet mounts it, so the API server names the agent's node in it.
-k apply -f - > /dev/null <<'YAML'
-apiVersion: v1
-kind: Node
-metadata: {name: e2e-node-b}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: on-node-b, namespace: e2e}
-spec:
-  nodeName: e2e-node-b
-  containers: [{name: app, image: public.ecr.aws/docker/library/debian:bookworm-slim}]
-YAML
+# Node B is the second real node, with a pod of its own. The agent's token is one bound to its
+# pod, as kubelet mounts it, so the API server names the agent's node in it.
+read -r -a node_names <<< "$NODE_NAMES"
+node_b="${node_names[1]}"
 pod_manifest on-node-a neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
-check "a pod on the agent's node runs" eventually 90 pod_running on-node-a
-agent_pod="$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent -o jsonpath='{.items[0].metadata.name}')"
+PIN_NODE="$node_b" pod_manifest on-node-b neuroncore 1 neuron-scheduler 600 | k apply -f - > /dev/null
+check "a pod on the agent's node and one on node B run" eventually 90 all_running on-node-a on-node-b
+agent_pod="$(agent_pods -o jsonpath='{.items[0].metadata.name}')"
 agent_sa="$(k get pod -n kube-system "$agent_pod" -o jsonpath='{.spec.serviceAccountName}')"
 agent_token="$(k create token -n kube-system "$agent_sa" --duration 10m --bound-object-kind Pod \
   --bound-object-name "$agent_pod" \
@@ -506,8 +503,8 @@ check "the agent of node A may label its own Node (torus.dev/*)" as_agent "$agen
   "/api/v1/nodes/$NODE_NAME" '{"metadata":{"labels":{"torus.dev/e2e-probe":"a"}}}'
 check "...and mark a pod on node A allocated" as_agent "$agent_token" 200 merge \
   /api/v1/namespaces/e2e/pods/on-node-a '{"metadata":{"annotations":{"NEURON_ALLOCATED":"true"}}}'
-check "...is refused a patch of node B" as_agent "$agent_token" 403 merge /api/v1/nodes/e2e-node-b \
-  '{"metadata":{"labels":{"torus.dev/lnc":"1"}}}' "may change only its own Node, not e2e-node-b"
+check "...is refused a patch of node B" as_agent "$agent_token" 403 merge "/api/v1/nodes/$node_b" \
+  '{"metadata":{"labels":{"torus.dev/lnc":"1"}}}' "may change only its own Node, not $node_b"
 check "...and of a pod on node B" as_agent "$agent_token" 403 merge \
   /api/v1/namespaces/e2e/pods/on-node-b '{"metadata":{"annotations":{"AWS_NEURON_IDS":"0"}}}' \
   "may change only pods bound to its node"
@@ -538,7 +535,6 @@ check "a token of the agent's account not bound to its pod may write nothing" as
   '{"metadata":{"labels":{"torus.dev/e2e-probe":"b"}}}' "token names no node"
 k label node "$NODE_NAME" torus.dev/e2e-probe- > /dev/null
 k delete pod -n e2e on-node-a on-node-b --wait=false > /dev/null
-k delete node e2e-node-b > /dev/null
 
 echo "== AWS's health condition from the kernel log; HyperPod's label untouched"
 k label node "$NODE_NAME" sagemaker.amazonaws.com/node-health-status=Schedulable --overwrite > /dev/null
