@@ -2,15 +2,20 @@
 # 1.34): the agent, its metrics, the pool as the API holds it, claim pods and their examples.
 # Sourced after lib.sh, with cluster.env loaded.
 
-agent_pod() {
+# The DRA agent's pod on NODE_NAME, the node the checks are about (a cluster may have more).
+agent_pods() {
   k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
-    -o jsonpath='{.items[0].metadata.name}'
+    --field-selector "spec.nodeName=$NODE_NAME" "$@"
 }
 
+agent_pod() { agent_pods -o jsonpath='{.items[0].metadata.name}'; }
+
 agent_ready() {
-  [[ "$(k get pods -n kube-system -l app.kubernetes.io/component=node-agent-dra \
-    -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" == True ]]
+  [[ "$(agent_pods -o jsonpath='{.items[0].status.conditions[?(@.type=="Ready")].status}')" == True ]]
 }
+
+# pinned: a manifest on stdin with every Pod in it pinned to NODE_NAME (nodeSelector).
+pinned() { sed "/^kind: Pod\$/,/^spec:/ s|^spec:\$|spec:\n  nodeSelector: {kubernetes.io/hostname: $NODE_NAME}|"; }
 
 allocations() { curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/allocations"; }
 
@@ -38,10 +43,11 @@ for s in json.load(sys.stdin)["items"]:
 json.dump(devices, sys.stdout)' "$NODE_NAME"
 }
 
-# dra_pod NAME TEMPLATE [STAY]: a pod with one claim from TEMPLATE that reports what it got.
+# dra_pod NAME TEMPLATE [STAY]: a pod on NODE_NAME with one claim from TEMPLATE that reports
+# what it got.
 dra_pod() {
   local name="$1" template="$2" stay="${3:-0}"
-  k apply -f - > /dev/null <<YAML
+  pinned <<YAML | k apply -f - > /dev/null
 apiVersion: v1
 kind: Pod
 metadata:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end of the DRA driver neuron.aws.com on a real Kubernetes: scripts/local-cluster.sh --dra
-# brings up upstream's API server, scheduler, controller manager and kubelet with containerd (CDI
-# on) and a simulated trn2.48xlarge node labelled for DRA, and installs Torus with dra.enabled.
+# brings up upstream's API server, scheduler, controller manager and a kubelet with containerd (CDI
+# on) on each of three simulated nodes labelled for DRA (a trn2.48xlarge the checks are about, a
+# trn2u.48xlarge of an UltraServer and an inf2.xlarge beside it), and installs Torus with
+# dra.enabled.
 # This script checks what Kubernetes and the containers see: ResourceSlices with AWS's attributes,
 # claims for 1, 4 connected and all chips, 4 cores of one chip and LNC 1 (the examples in
 # deploy/examples/dra), an unsatisfiable claim, a bad opaque config, a health taint that comes and
@@ -18,11 +20,16 @@ cluster_test_setup torus-dra "${1:-}"
 
 started=$SECONDS
 echo "== local cluster in DRA mode (state: $STATE_DIR)"
-# Plus two kwok nodes, one that advertises the device plugin's resources and one in DRA mode with
-# the slices the driver publishes for a trn2: a mixed cluster.
-cluster up --dra --fake-nodes=trn2.48xlarge:1 --dra-nodes=trn2.48xlarge:1
+# Three real DRA nodes; the pods below run on the first (NODE_NAME), whose driver they check. Plus
+# two kwok nodes, one that advertises the device plugin's resources and one in DRA mode with the
+# slices the driver publishes for a trn2: a mixed cluster.
+cluster up --dra --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1 \
+  --fake-nodes=trn2.48xlarge:1 --dra-nodes=trn2.48xlarge:1
 source "$STATE_DIR/cluster.env"
 export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT NODE_IP
+PIN_NODE="$NODE_NAME"  # pod_manifest's pods too
+read -r -a node_names <<< "$NODE_NAMES"
+TRN2U_NODE="${node_names[1]}"
 echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
 
 # trn2.48xlarge: 16 chips of 8 physical cores; LNC 2 makes 4 logical cores per chip.
@@ -100,7 +107,7 @@ echo "== a prioritized list: each container gets the chip of the request it name
 # The first subrequest (17 chips) cannot be met, so "first" is allocated as "first/one". Kubelet
 # gives a container the devices whose request names include the request it names: the driver
 # must answer "first", not "first/one", or container a starts with no /dev/neuron at all.
-k apply -n e2e -f - > /dev/null <<'YAML'
+pinned <<'YAML' | k apply -n e2e -f - > /dev/null
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: listed}
@@ -149,7 +156,7 @@ echo "== admin access: a monitor sees every chip beside the workloads, owning no
 # kube-scheduler checks a chip's counters even for an admin-access request, so with core devices
 # on it cannot give a monitor a chip a workload already holds (docs/dra.md). A workload then gets
 # one of the monitor's chips, and the monitor going away resets nothing under it.
-k apply -f - > /dev/null <<'YAML'
+pinned <<'YAML' | k apply -f - > /dev/null
 apiVersion: v1
 kind: Namespace
 metadata:
@@ -315,6 +322,43 @@ pod_manifest dra-extended-cores neuroncore 2 | k apply -f - > /dev/null
 check "aws.amazon.com/neuroncore: 2 runs on the DRA node" eventually 120 pod_succeeded dra-extended-cores
 check "... with 2 cores" saw_any dra-extended-cores neuroncore 2
 
+echo "== the UltraServer node device on the trn2u: the runtime's UltraServer environment"
+# deploy/examples/dra/2-node-inference-us.yaml's claim (the whole node, UltraServerConfig mode 2)
+# on the trn2u node: its container gets the pair's mode (X2V, 3), server id and node id, the ones
+# the node's own labels publish.
+apply_example_template 2-node-inference-us.yaml
+NODE_NAME="$TRN2U_NODE" pinned <<'YAML' | k apply -f - > /dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: dra-us-node, namespace: e2e}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: public.ecr.aws/docker/library/debian:bookworm-slim
+      command: [sh, -c, 'env | grep "^NEURON_RT_ULTRASERVER_" | sort | tee /dev/termination-log']
+      resources: {claims: [{name: neurons}]}
+  resourceClaims:
+    - {name: neurons, resourceClaimTemplateName: ultraserver-node-pair}
+YAML
+check "a claim for the trn2u's UltraServer node device runs there" eventually 120 pod_succeeded dra-us-node
+ultraserver_environment() {
+  local report labels
+  report="$(pod_report dra-us-node)"
+  labels="$(k get node "$TRN2U_NODE" -o json | python3 -c '
+import json, sys
+l = json.load(sys.stdin)["metadata"]["labels"]
+p = "neuron.amazonaws.com/ultraserver-"
+print("NEURON_RT_ULTRASERVER_MODE=3 NEURON_RT_ULTRASERVER_NODE_ID=%s NEURON_RT_ULTRASERVER_SERVER_ID=%s"
+      % (l.get(p + "node-id-2"), l.get(p + "server-id-2")))')"
+  echo "container: $(echo $report)"
+  echo "labels:    $labels"
+  [[ "$(echo $report)" == "$labels" ]]
+}
+check "... with the pair's mode and the server and node ids its node's labels publish" ultraserver_environment
+k delete pod -n e2e dra-us-node --wait=false > /dev/null
+
 echo "== restarts keep every prepared claim"
 dra_pod dra-held four-connected-chips 3600
 check "a long-running claim pod runs" eventually 120 phase_is dra-held Running
@@ -402,26 +446,26 @@ spec:
 YAML
 }
 node_of() { k get pod -n e2e "$1" -o jsonpath='{.spec.nodeName}'; }
-whole_node_pod mixed-a
-whole_node_pod mixed-b
-whole_node_pod mixed-c
+# Four nodes have 16 chips: the kwok device-plugin node, the kwok DRA node, and the real trn2 and
+# trn2u (the inf2.xlarge has one).
+MIXED=(mixed-a mixed-b mixed-c mixed-d)
+for pod in "${MIXED[@]}"; do whole_node_pod "$pod"; done
 one_per_node() {
-  local a b c
-  a="$(node_of mixed-a)"
-  b="$(node_of mixed-b)"
-  c="$(node_of mixed-c)"
-  echo "mixed-a on '${a}', mixed-b on '${b}', mixed-c on '${c}'"
-  [[ "$(printf '%s\n' "$a" "$b" "$c" | sort | tr '\n' ' ')" == \
-    "$(printf '%s\n' "$FAKE_DRA_NODE" "$FAKE_NODE" "$NODE_NAME" | sort | tr '\n' ' ')" ]]
+  local pod placed=()
+  for pod in "${MIXED[@]}"; do placed+=("$(node_of "$pod")"); done
+  echo "placed on: ${placed[*]}"
+  [[ "$(printf '%s\n' "${placed[@]}" | sort | tr '\n' ' ')" == \
+    "$(printf '%s\n' "$FAKE_DRA_NODE" "$FAKE_NODE" "$NODE_NAME" "$TRN2U_NODE" | sort | tr '\n' ' ')" ]]
 }
-check "aws.amazon.com/neuron: 16 three times: one pod on each of the device-plugin node, the DRA node and the fake DRA node" \
+check "aws.amazon.com/neuron: 16 four times: one pod on each of the device-plugin node, the two real DRA nodes and the fake DRA node" \
   eventually 120 one_per_node
 pod_on() {
   local pod
-  for pod in mixed-a mixed-b mixed-c; do [[ "$(node_of "$pod")" == "$1" ]] && echo "$pod"; done
+  for pod in "${MIXED[@]}"; do [[ "$(node_of "$pod")" == "$1" ]] && echo "$pod"; done
 }
 on_dra_node="$(pod_on "$NODE_NAME")"
 check "the pod on the DRA node runs with all 16 chips" eventually 120 phase_is "$on_dra_node" Running
+check "... and the one on the trn2u DRA node too" eventually 120 phase_is "$(pod_on "$TRN2U_NODE")" Running
 # kube-scheduler's DRA allocator made the fake DRA node's pod a claim for all 16 of its chips.
 fake_node_claim() {
   local pod chips
@@ -438,11 +482,15 @@ for claim in json.load(sys.stdin)["items"]:
   [[ "$chips" == *neurondevice15* && "$(grep -o neurondevice <<< "$chips" | wc -l)" == 16 ]]
 }
 check "... and the fake DRA node's pod holds a claim for its 16 chips" eventually 60 fake_node_claim
-whole_node_pod mixed-d
-unplaced() { [[ -z "$(node_of "$1")" ]] || { echo "$1 was placed on $(node_of "$1")"; return 1; }; }
-sleep 10
-check "a fourth such pod stays Pending: every node is full" unplaced mixed-d
-k delete pod -n e2e mixed-a mixed-b mixed-c mixed-d --wait=true > /dev/null
+whole_node_pod mixed-e
+# The scheduler has looked at it and found no node: from then on it waits, unbound.
+unplaced() {
+  [[ "$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')" == Unschedulable ]] ||
+    { echo "$1 not marked Unschedulable yet"; return 1; }
+  [[ -z "$(node_of "$1")" ]] || { echo "$1 was placed on $(node_of "$1")"; return 1; }
+}
+check "a fifth such pod stays Pending: every node is full" eventually 60 unplaced mixed-e
+k delete pod -n e2e "${MIXED[@]}" mixed-e --wait=true > /dev/null
 check "the DRA node's claim is unprepared after the mixed pods" eventually 60 claims_prepared 0
 
 uninstall_and_report
