@@ -245,6 +245,11 @@ int main(int argc, char** argv) {
   for (std::string& arg : fuseArgs)
     fuseArgv.push_back(arg.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(fuseArgv.size()), fuseArgv.data());
+  // fuse_new copies the arguments it adds into memory of its own, freed with them.
+  const struct FreeArgs {
+    fuse_args* args;
+    ~FreeArgs() { fuse_opt_free_args(args); }
+  } freeArgs{&args};
   const std::unique_ptr<fuse, decltype(&fuse_destroy)> filesystem(
       fuse_new(&args, &operations, sizeof(operations), &state), &fuse_destroy);
   if (filesystem == nullptr) {
