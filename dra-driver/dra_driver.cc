@@ -37,6 +37,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   PublisherOptions publisher;
   publisher.nodeName = options.nodeName;
   publisher.slices.coreDevices = options.coreDevices;
+  publisher.slices.taintEffect = options.taintEffect;
   publisher.resync = options.resync;
   driver->publisher_ = std::make_unique<SlicePublisher>(kube, node, publisher);
   driver->publisher_->start();

@@ -23,6 +23,7 @@ struct DraOptions {
   // Empty: <plugins-dir>/neuron.aws.com/checkpoint.json.
   std::filesystem::path checkpointFile;
   bool coreDevices = true;
+  std::string taintEffect = "NoSchedule";  // of the health taint (kTaintEffects)
   std::chrono::milliseconds resync = std::chrono::seconds(60);
 };
 

@@ -14,6 +14,13 @@ std::string chipCounterName(int device) {
   return "device" + std::to_string(device);
 }
 
+bool isTaintEffect(std::string_view effect) {
+  for (const std::string_view known : kTaintEffects) {
+    if (effect == known) return true;
+  }
+  return false;
+}
+
 namespace {
 
 // The decimal index after `prefix`, without sign, leading zeros or trailing text.

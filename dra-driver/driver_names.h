@@ -25,6 +25,10 @@ inline constexpr std::string_view kTypeCore = "neuron_core";      // one logical
 
 // A device's health taint; the value says which kind of fault (a label-style word).
 inline constexpr std::string_view kHealthTaintKey = "neuron.aws.com/unhealthy";
+// The effects a device taint may have (resource.k8s.io/v1): NoSchedule keeps new claims off the
+// device, NoExecute also evicts the pods using it, None only says so (Kubernetes >= 1.37).
+inline constexpr std::string_view kTaintEffects[] = {"NoSchedule", "NoExecute", "None"};
+bool isTaintEffect(std::string_view effect);
 
 // The one counter set that makes a chip, its cores and the whole node mutually exclusive.
 inline constexpr std::string_view kCounterSetName = "neuron-chips";

@@ -127,7 +127,7 @@ json healthTaint(const SliceInputs& in, int device) {
   const topology::Device& facts = in.node.devices[static_cast<std::size_t>(device)];
   json taint = {{"key", std::string(kHealthTaintKey)},
                 {"value", faultKind(facts.health.reason)},
-                {"effect", "NoSchedule"}};
+                {"effect", in.options.taintEffect}};
   const auto since = in.unhealthySince.find(device);
   if (since != in.unhealthySince.end() && !since->second.empty()) {
     taint["timeAdded"] = since->second;

@@ -12,8 +12,9 @@
 //  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it.
 // With core devices on, a counter set gives each chip as many units as it has logical cores: a
 // chip takes them all, a core one, the node device every chip's, so the scheduler can never
-// allocate a chip together with one of its cores. Unhealthy devices carry a NoSchedule taint;
-// when the API does not keep taints they are left out of the pool instead.
+// allocate a chip together with one of its cores. Unhealthy devices carry a taint (NoSchedule by
+// default; SliceOptions::taintEffect); when the API does not keep taints they are left out of
+// the pool instead.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,7 @@ namespace torus::dra {
 struct SliceOptions {
   bool coreDevices = true;  // publish core partitions and the counters that guard them
   bool taints = true;       // false: leave unhealthy devices out instead of tainting them
+  std::string taintEffect = "NoSchedule";  // of the health taint: one of kTaintEffects
 };
 
 struct SliceInputs {

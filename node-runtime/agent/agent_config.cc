@@ -1,6 +1,8 @@
 #include "node-runtime/agent/agent_config.h"
 
+#include "common/base/strings.h"
 #include "common/config/log_settings.h"
+#include "dra-driver/driver_names.h"
 
 namespace torus::agent {
 
@@ -38,6 +40,18 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   "publish single NeuronCores as partitions of their chip (needs the "
                   "DRAPartitionableDevices feature; switched off on its own when the API drops it)",
                   &config->draCoreDevices);
+  table.add({"dra-taint-effect", "TORUS_DRA_TAINT_EFFECT", "draTaintEffect", "EFFECT", "NoSchedule",
+             "effect of the taint on an unhealthy device: NoSchedule (new claims stay off it), "
+             "NoExecute (its pods are evicted too) or None (only reported; Kubernetes >= 1.37)",
+             [config](std::string_view value) -> Result<void> {
+               if (!dra::isTaintEffect(value)) {
+                 return makeError(
+                     ErrorCode::kInvalidArgument,
+                     "expected NoSchedule, NoExecute or None, got " + quoteJsonString(value));
+               }
+               config->draTaintEffect = std::string(value);
+               return okResult();
+             }});
   table.addDurationMillis("dra-resync", "TORUS_DRA_RESYNC", "draResync",
                           "how often ResourceSlices are checked against the API when nothing "
                           "changed",

@@ -27,6 +27,7 @@ struct AgentConfig {
   std::string draRegistryDir = "/var/lib/kubelet/plugins_registry";
   std::string cdiRoot = "/var/run/cdi";
   bool draCoreDevices = true;
+  std::string draTaintEffect = "NoSchedule";
   std::int64_t draResyncMs = 60'000;
   std::int64_t healthIntervalMs = 500;
   // How often kubelet's pod-resources is read besides after each Allocate and each pod's end.

@@ -267,6 +267,7 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   options.kubelet.registryDir = config.draRegistryDir;
   options.cdiRoot = config.cdiRoot;
   options.coreDevices = config.draCoreDevices;
+  options.taintEffect = config.draTaintEffect;
   options.resync = std::chrono::milliseconds(config.draResyncMs);
   auto driver = dra::DraDriver::start(options, *kube, *view_);
   if (!driver) return std::move(driver).error();

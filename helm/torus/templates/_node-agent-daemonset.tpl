@@ -82,6 +82,7 @@ spec:
             - --dra-registry-dir={{ $root.Values.nodeAgent.hostPaths.kubeletPluginsRegistry }}
             - --cdi-root={{ $root.Values.nodeAgent.hostPaths.cdi }}
             - --dra-core-devices={{ $root.Values.dra.coreDevices }}
+            - --dra-taint-effect={{ $root.Values.dra.taintEffect }}
             {{- else }}
             - --device-plugin-dir={{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
             - --resources={{ join "," $root.Values.nodeAgent.resources }}

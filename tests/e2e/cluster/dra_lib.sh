@@ -107,6 +107,16 @@ recoveries_at_least() {
   ((have >= $1)) || { echo "torus_device_recoveries_total{result=\"reset_only\"} is $have, want >= $1 (all: $(curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" | grep '^torus_device_recoveries_total' | tr '\n' ' '))"; return 1; }
 }
 
+# The scheduler has looked at POD and found no node for it (PodScheduled: Unschedulable), and it
+# is unbound: from then on it waits.
+unschedulable() {
+  local reason node
+  reason="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')"
+  node="$(k get pod -n e2e "$1" -o jsonpath='{.spec.nodeName}')"
+  [[ "$reason" == Unschedulable ]] || { echo "$1 not marked Unschedulable yet (${reason:-no reason})"; return 1; }
+  [[ -z "$node" ]] || { echo "$1 was placed on $node"; return 1; }
+}
+
 phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }
 
 # The simulated node's uncorrected-ECC counter of chip N: writing it injects (or clears) a fault.

@@ -302,8 +302,8 @@ check "... and not on its neighbour" taint_on neurondevice8 ""
 check "the running pod's status shows chip 9 Unhealthy" eventually 30 resource_health_is dra-nine-held Unhealthy
 k delete pod -n e2e dra-nine-held --wait=true > /dev/null
 dra_pod dra-nine chip-nine
-sleep 8
-check "a new claim for chip 9 stays Pending while it is tainted" phase_is dra-nine Pending
+check "a new claim for chip 9 stays Pending while it is tainted (Unschedulable)" \
+  eventually 60 unschedulable dra-nine
 recoveries_before="$(recoveries_reset_only)"
 echo 0 > "$ECC"
 check "fault cleared: the taint is gone" eventually 15 taint_on neurondevice9 ""
@@ -413,6 +413,30 @@ check "deleting the held pod unprepares its claim" eventually 60 claims_prepared
 check "... and resets its chips" eventually 15 resets_at_least $((resets_before + 1))
 check "... and removes its CDI spec" no_cdi_specs
 
+echo "== dra.taintEffect=NoExecute: a fault evicts the pod using the chip"
+check "helm upgrade with dra.taintEffect=NoExecute" "$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" \
+  upgrade torus "$REPO/helm/torus" -n kube-system --reuse-values --set dra.taintEffect=NoExecute \
+  --wait --timeout 3m
+check "the DRA agent runs again" eventually 120 agent_ready
+dra_pod dra-evicted chip-nine 3600
+check "a pod holding chip 9 runs" eventually 120 phase_is dra-evicted Running
+echo 2 > "$ECC"
+check "uncorrected ECC on chip 9: a NoExecute taint on it" eventually 30 taint_on neurondevice9 \
+  "neuron.aws.com/unhealthy=UncorrectedECC:NoExecute"
+# kube-controller-manager's device taint eviction marks the pod and deletes it; its event stays.
+evicted_by_device_taint() {
+  local reasons
+  reasons="$(k get events -n e2e --field-selector involvedObject.name=dra-evicted -o jsonpath='{.items[*].reason}')"
+  grep -qw DeviceTaintManagerEviction <<< "$reasons" ||
+    { echo "no DeviceTaintManagerEviction event yet (events: $reasons)"; return 1; }
+  [[ -z "$(k get pod -n e2e dra-evicted -o name 2> /dev/null)" ]] ||
+    [[ -n "$(k get pod -n e2e dra-evicted -o jsonpath='{.metadata.deletionTimestamp}')" ]] ||
+    { echo "dra-evicted is not being deleted"; return 1; }
+}
+check "the device taint eviction deletes the pod using chip 9" eventually 60 evicted_by_device_taint
+echo 0 > "$ECC"
+check "fault cleared: the taint is gone" eventually 30 taint_on neurondevice9 ""
+
 echo "== a mixed cluster: device-plugin and DRA nodes schedule the same old pod spec"
 FAKE_NODE="$(k get nodes -l type=kwok,'!torus.dev/neuron-mode' -o jsonpath='{.items[0].metadata.name}')"
 FAKE_DRA_NODE="$(k get nodes -l type=kwok,torus.dev/neuron-mode=dra -o jsonpath='{.items[0].metadata.name}')"
@@ -483,13 +507,7 @@ for claim in json.load(sys.stdin)["items"]:
 }
 check "... and the fake DRA node's pod holds a claim for its 16 chips" eventually 60 fake_node_claim
 whole_node_pod mixed-e
-# The scheduler has looked at it and found no node: from then on it waits, unbound.
-unplaced() {
-  [[ "$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')" == Unschedulable ]] ||
-    { echo "$1 not marked Unschedulable yet"; return 1; }
-  [[ -z "$(node_of "$1")" ]] || { echo "$1 was placed on $(node_of "$1")"; return 1; }
-}
-check "a fifth such pod stays Pending: every node is full" eventually 60 unplaced mixed-e
+check "a fifth such pod stays Pending: every node is full" eventually 60 unschedulable mixed-e
 k delete pod -n e2e "${MIXED[@]}" mixed-e --wait=true > /dev/null
 check "the DRA node's claim is unprepared after the mixed pods" eventually 60 claims_prepared 0
 

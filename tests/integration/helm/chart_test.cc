@@ -35,8 +35,9 @@ const std::vector<Variant> kVariants = {
     {"no cross-resource preemption", {"extender.crossResourcePreemption=false"}},
     {"DRA on nodes labelled for it, scraped",
      {"dra.enabled=true", "nodeAgent.podMonitor.enabled=true"}},
-    {"DRA on every node, whole chips only",
-     {"dra.enabled=true", "dra.allNodes=true", "dra.coreDevices=false"}},
+    {"DRA on every node, whole chips only, faulty chips evicted",
+     {"dra.enabled=true", "dra.allNodes=true", "dra.coreDevices=false",
+      "dra.taintEffect=NoExecute"}},
 };
 
 std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
@@ -67,6 +68,9 @@ TEST(HelmChart, LintsStrictlyForEveryVariant) {
   const ProcessResult bad =
       runProcess({TORUS_HELM, "lint", "--strict", kChart, "--set", "nodeAgent.resources={gpu}"});
   EXPECT_NE(bad.exitCode, 0) << "the schema must refuse unknown resources";
+  const ProcessResult badEffect = runProcess(
+      {TORUS_HELM, "lint", "--strict", kChart, "--set", "dra.taintEffect=PreferNoSchedule"});
+  EXPECT_NE(badEffect.exitCode, 0) << "the schema must refuse a node taint's effect for devices";
 }
 
 TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
@@ -253,6 +257,9 @@ TEST(HelmChart, DraModeSplitsNodesByLabelAndInstallsItsClasses) {
   EXPECT_EQ(modeRule(everywhere.at("torus-torus-node-agent-dra")), "");
   EXPECT_EQ(argsOf(everywhere.at("torus-torus-node-agent-dra")).count("--dra-core-devices=false"),
             1U);
+  EXPECT_EQ(
+      argsOf(everywhere.at("torus-torus-node-agent-dra")).count("--dra-taint-effect=NoExecute"),
+      1U);
 }
 
 TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {

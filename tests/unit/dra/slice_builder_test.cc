@@ -183,6 +183,16 @@ TEST(SliceBuilder, UnhealthyChipIsTaintedWithItsCores) {
   EXPECT_FALSE(devices.at("neuroncore16").contains("taints"));
   EXPECT_FALSE(devices.at("neurondevice4").contains("taints"));
 
+  for (const char* effect : {"NoExecute", "None"}) {  // dra.taintEffect
+    inputs.options.taintEffect = effect;
+    const auto withEffect = devicesByName(buildSlices(inputs, 1));
+    EXPECT_EQ(withEffect.at("neurondevice3")["taints"][0]["effect"], effect);
+    EXPECT_EQ(withEffect.at("neuroncore12")["taints"][0]["effect"], effect);
+  }
+  EXPECT_TRUE(isTaintEffect("NoExecute"));
+  EXPECT_FALSE(isTaintEffect("PreferNoSchedule"));  // a node taint's effect, not a device's
+  EXPECT_FALSE(isTaintEffect("noexecute"));
+
   inputs.options.taints = false;  // an API without device taints: leave the chip out
   const auto hidden = devicesByName(buildSlices(inputs, 1));
   EXPECT_FALSE(hidden.contains("neurondevice3"));
