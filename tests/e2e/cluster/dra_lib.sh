@@ -44,7 +44,7 @@ json.dump(devices, sys.stdout)' "$NODE_NAME"
 }
 
 # dra_pod NAME TEMPLATE [STAY]: a pod on NODE_NAME with one claim from TEMPLATE that reports
-# what it got.
+# what it got (cores, LNC, device nodes, and the UltraServer variables when it has them).
 dra_pod() {
   local name="$1" template="$2" stay="${3:-0}"
   pinned <<YAML | k apply -f - > /dev/null
@@ -59,7 +59,7 @@ spec:
   containers:
     - name: app
       image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log; sleep $stay']
+      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; env | grep "^NEURON_RT_ULTRASERVER_" | sort; } | tee /dev/termination-log; sleep $stay']
       resources:
         claims:
           - name: neurons

@@ -327,25 +327,11 @@ echo "== the UltraServer node device on the trn2u: the runtime's UltraServer env
 # on the trn2u node: its container gets the pair's mode (X2V, 3), server id and node id, the ones
 # the node's own labels publish.
 apply_example_template 2-node-inference-us.yaml
-NODE_NAME="$TRN2U_NODE" pinned <<'YAML' | k apply -f - > /dev/null
-apiVersion: v1
-kind: Pod
-metadata: {name: dra-us-node, namespace: e2e}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, 'env | grep "^NEURON_RT_ULTRASERVER_" | sort | tee /dev/termination-log']
-      resources: {claims: [{name: neurons}]}
-  resourceClaims:
-    - {name: neurons, resourceClaimTemplateName: ultraserver-node-pair}
-YAML
+NODE_NAME="$TRN2U_NODE" dra_pod dra-us-node ultraserver-node-pair
 check "a claim for the trn2u's UltraServer node device runs there" eventually 120 pod_succeeded dra-us-node
 ultraserver_environment() {
   local report labels
-  report="$(pod_report dra-us-node)"
+  report="$(pod_report dra-us-node | grep '^NEURON_RT_ULTRASERVER_')"
   labels="$(k get node "$TRN2U_NODE" -o json | python3 -c '
 import json, sys
 l = json.load(sys.stdin)["metadata"]["labels"]
