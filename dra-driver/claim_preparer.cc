@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/contracts/neuron_names.h"
+#include "common/kube/object_fields.h"
 #include "common/metrics/event_counters.h"
 
 namespace torus::dra {
@@ -125,6 +127,21 @@ topology::CoreSet ClaimPreparer::heldCoresExcept(const std::string& uid) const {
   return held;
 }
 
+void ClaimPreparer::setReservation(bool known, std::string workloadRef) {
+  std::lock_guard lock(mutex_);
+  if (known && (reservedFor_ != workloadRef || !reservationKnown_)) {
+    TORUS_LOG(Info, Dra, "UltraServer reservation of this node",
+              {"workload", workloadRef.empty() ? std::string("none") : workloadRef});
+  }
+  reservationKnown_ = known;
+  reservedFor_ = std::move(workloadRef);
+}
+
+std::string ClaimPreparer::reservedFor() const {
+  std::lock_guard lock(mutex_);
+  return reservedFor_;
+}
+
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) {
   {
     std::lock_guard lock(mutex_);
@@ -158,6 +175,26 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
                        "claim " + ref.nameSpace + "/" + ref.name + ": cores " +
                            overlap.toRangeString() + " are held by prepared claim " +
                            other.ref.nameSpace + "/" + other.ref.name + " (" + uid + ")");
+    }
+  }
+  if (!resolved->chips.empty()) {
+    const std::string claimName = ref.nameSpace + "/" + ref.name;
+    if (!reservationKnown_) {
+      return makeError(ErrorCode::kUnavailable,
+                       "claim " + claimName +
+                           ": the driver has not read this node's UltraServer reservations yet "
+                           "(NeuronUltraServer objects); kubelet retries");
+    }
+    const std::string workload = kube::annotationOf(*object, contracts::kWorkloadAnnotation);
+    if (!reservedFor_.empty() && workload != reservedFor_) {
+      return makeError(ErrorCode::kFailedPrecondition,
+                       "claim " + claimName + ": node " + options_.pool +
+                           " is reserved for NeuronUltraServerWorkload " + reservedFor_ +
+                           (workload.empty() ? "; this claim belongs to no workload"
+                                             : "; this claim belongs to workload " + workload) +
+                           " (claims made from a workload's ResourceClaimTemplate carry the "
+                           "annotation " +
+                           contracts::kWorkloadAnnotation + ")");
     }
   }
   resolved->chips.forEach([&](int chip) {

@@ -60,9 +60,14 @@ class ClaimPreparer {
   ClaimPreparer& operator=(const ClaimPreparer&) = delete;
 
   Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim);
+  // The NeuronUltraServerWorkload ("namespace/name") this node is reserved for, "" for none.
+  // Until `known`, prepare refuses (kubelet retries): a driver that has not read the
+  // reservations yet cannot tell a workload's claim from anyone else's.
+  void setReservation(bool known, std::string workloadRef);
   Result<void> unprepare(const ClaimRef& claim);
 
   PreparedClaims prepared() const;
+  std::string reservedFor() const;
   topology::CoreSet heldCores() const;
   // Chips given back and not reset yet (those whose reset failed too).
   topology::DeviceSet pendingResets() const;
@@ -85,6 +90,8 @@ class ClaimPreparer {
   mutable std::mutex mutex_;
   mutable std::condition_variable_any changed_;
   DriverState state_;
+  bool reservationKnown_ = true;  // false from setReservation(false, ...) until it is read
+  std::string reservedFor_;
   topology::DeviceSet resetting_;  // taken by the worker, reset in progress
   // Pending chips whose reset by the worker failed: it leaves them to the next prepare that
   // wants them (which tries again and fails while the reset does), instead of retrying in a loop.

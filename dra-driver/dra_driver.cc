@@ -40,6 +40,21 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   publisher.slices.taintEffect = options.taintEffect;
   publisher.resync = options.resync;
   driver->publisher_ = std::make_unique<SlicePublisher>(kube, node, publisher);
+  if (options.ultraServerReservations) {
+    if (options.reservationNamespace.empty()) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "UltraServer reservations need the namespace of the NeuronUltraServer "
+                       "objects (POD_NAMESPACE)");
+    }
+    driver->preparer_->setReservation(false, "");
+    driver->reservation_ = std::make_unique<UltraServerReservation>(
+        kube, options.reservationNamespace, options.nodeName,
+        [preparer = driver->preparer_.get(), slices = driver->publisher_.get()](
+            bool known, const std::string& workload) {
+          preparer->setReservation(known, workload);
+          slices->setWorkloadId(workload);
+        });
+  }
   driver->publisher_->start();
 
   auto plugin = KubeletPlugin::start(options.kubelet, *driver->preparer_, node, options.nodeName);
@@ -53,6 +68,7 @@ DraDriver::~DraDriver() {
 }
 
 void DraDriver::stop() {
+  reservation_.reset();
   if (plugin_) plugin_->stop();
   if (publisher_) publisher_->stop();
 }

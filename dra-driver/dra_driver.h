@@ -13,6 +13,7 @@
 #include "dra-driver/claim_preparer.h"
 #include "dra-driver/kubelet_plugin.h"
 #include "dra-driver/slice_publisher.h"
+#include "dra-driver/ultraserver_reservation.h"
 
 namespace torus::dra {
 
@@ -25,6 +26,10 @@ struct DraOptions {
   bool coreDevices = true;
   std::string taintEffect = "NoSchedule";  // of the health taint (kTaintEffects)
   std::chrono::milliseconds resync = std::chrono::seconds(60);
+  // Read NeuronUltraServer objects in this namespace (neuron-ultraserver-operator's) and honour
+  // their reservations: tag this node's devices, refuse them to other workloads' claims.
+  bool ultraServerReservations = false;
+  std::string reservationNamespace;
 };
 
 class DraDriver {
@@ -45,6 +50,7 @@ class DraDriver {
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<KubeletPlugin> plugin_;
   std::unique_ptr<SlicePublisher> publisher_;
+  std::unique_ptr<UltraServerReservation> reservation_;  // first to go: it calls the two above
 };
 
 }  // namespace torus::dra

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/base/version.h"
+#include "common/contracts/neuron_names.h"
 #include "common/topology/allowed_shapes.h"
 #include "common/topology/neuronlink_graph.h"
 #include "dra-driver/driver_names.h"
@@ -297,6 +298,13 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
         devices.push_back(std::move(device));
       }
     }
+  }
+
+  // A node reserved for an UltraServer workload says so on every device: the workload's claim
+  // template selects on it, and anyone may see whose the devices are.
+  if (!in.workloadId.empty()) {
+    for (json& device : devices)
+      device["attributes"][contracts::kWorkloadIdAttribute] = stringAttribute(in.workloadId);
   }
 
   const bool advanced =

@@ -10,6 +10,7 @@
 //  - `neuroncore<C>` (neuron_core, ours), one logical core, with its chip's attributes, when
 //    core devices are on;
 //  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it.
+// A node the UltraServer operator reserved for a workload tags every device with workloadId.
 // With core devices on, a counter set gives each chip as many units as it has logical cores: a
 // chip takes them all, a core one, the node device every chip's, so the scheduler can never
 // allocate a chip together with one of its cores. Unhealthy devices carry a taint (NoSchedule by
@@ -42,6 +43,9 @@ struct SliceInputs {
   std::map<std::string, std::string> nodeLabels;
   // When each currently unhealthy device was first seen so (RFC 3339), for the taint's timeAdded.
   std::map<int, std::string> unhealthySince;
+  // "namespace/name" of the NeuronUltraServerWorkload this node is reserved for ("" for none):
+  // every device then carries it as the attribute workloadId.
+  std::string workloadId;
   SliceOptions options;
 };
 

@@ -75,6 +75,14 @@ void SlicePublisher::stop() {
   }
 }
 
+void SlicePublisher::setWorkloadId(std::string workloadId) {
+  std::lock_guard lock(mutex_);
+  if (workloadId_ == workloadId) return;
+  workloadId_ = std::move(workloadId);
+  changed_ = true;
+  wake_.notify_all();
+}
+
 SliceOptions SlicePublisher::effectiveOptions() const {
   std::lock_guard lock(mutex_);
   return options_.slices;
@@ -152,10 +160,12 @@ Result<void> SlicePublisher::refreshNode() {
 
 Result<void> SlicePublisher::publishOnce() {
   bool rewrite = false;
+  std::string workloadId;
   {
     std::lock_guard lock(mutex_);
     changed_ = false;
     rewrite = std::exchange(rewrite_, false);
+    workloadId = workloadId_;
   }
   // Labels and the owner uid change rarely; a failed read keeps the last ones.
   if (auto refreshed = refreshNode(); !refreshed && nodeUid_.empty()) {
@@ -174,6 +184,7 @@ Result<void> SlicePublisher::publishOnce() {
     }
   }
   inputs.unhealthySince = unhealthySince_;
+  inputs.workloadId = std::move(workloadId);
   inputs.options = effectiveOptions();
 
   if (!generationKnown_) {

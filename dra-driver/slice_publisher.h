@@ -45,6 +45,8 @@ class SlicePublisher {
 
   void start();
   void stop();
+  // The workload this node is reserved for ("" for none): republished on every device at once.
+  void setWorkloadId(std::string workloadId);
 
  private:
   void run(std::stop_token stop);
@@ -71,6 +73,7 @@ class SlicePublisher {
   std::map<std::string, std::string> labels_;
   std::string nodeUid_;
   std::map<int, std::string> unhealthySince_;
+  std::string workloadId_;  // guarded by mutex_
   ChangeNotifier::Subscription subscription_;
   std::jthread worker_;
   std::jthread watcher_;

@@ -18,8 +18,8 @@ std::atomic<int> configuredLevel{static_cast<int>(Level::kInfo)};
 namespace {
 
 constexpr std::array<std::string_view, static_cast<int>(Component::kCount)> kComponentNames = {
-    "discovery", "plugin", "runtime", "health",    "extender", "kube", "config",
-    "coll",      "ofi",    "tuning",  "simulator", "agent",    "http", "dra",
+    "discovery", "plugin", "runtime",   "health", "extender", "kube", "config",      "coll",
+    "ofi",       "tuning", "simulator", "agent",  "http",     "dra",  "ultraserver",
 };
 
 struct SinkState {

@@ -38,6 +38,7 @@ enum class Component : int {
   kAgent,
   kHttp,
   kDra,
+  kUltraServer,
   kCount,
 };
 

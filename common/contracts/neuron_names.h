@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string_view>
 
 namespace torus::contracts {
@@ -52,5 +53,17 @@ inline constexpr const char* kBetaInstanceTypeLabel = "beta.kubernetes.io/instan
 
 // ---- Dynamic Resource Allocation (dra-driver/driver_names.h has the rest) ----
 inline constexpr std::string_view kDraDriverName = "neuron.aws.com";
+
+// ---- UltraServer workloads (neuron-ultraserver-operator <-> the DRA driver) ----
+// The device attribute that tags every device of a node reserved for a NeuronUltraServerWorkload
+// with its "namespace/name" (AWS's attribute name), and the annotation the operator's
+// ResourceClaimTemplate gives each claim made from it, which the driver compares at prepare.
+inline constexpr const char* kWorkloadIdAttribute = "workloadId";
+inline constexpr const char* kWorkloadAnnotation = "neuron.aws.com/workload";
+// A DRA string attribute holds at most 64 characters, so "namespace/name" must fit in them.
+inline constexpr std::size_t kMaxWorkloadIdLength = 64;
+// An allocation the driver acts on: the operator has reserved every UltraServer of the workload.
+inline constexpr const char* kAllocationBound = "Bound";
+inline constexpr const char* kAllocationPending = "Pending";
 
 }  // namespace torus::contracts

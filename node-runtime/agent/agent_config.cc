@@ -52,6 +52,12 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                config->draTaintEffect = std::string(value);
                return okResult();
              }});
+  table.addString("ultraserver-reservations", "TORUS_ULTRASERVER_RESERVATIONS",
+                  "ultraserverReservations", "NAMESPACE",
+                  "honour neuron-ultraserver-operator's reservations (its NeuronUltraServer "
+                  "objects in NAMESPACE): tag a reserved node's devices with the workload "
+                  "(attribute workloadId) and refuse them at prepare to other claims (with --dra)",
+                  &config->ultraServerReservations);
   table.addDurationMillis("dra-resync", "TORUS_DRA_RESYNC", "draResync",
                           "how often ResourceSlices are checked against the API when nothing "
                           "changed",

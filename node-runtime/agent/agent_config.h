@@ -28,6 +28,8 @@ struct AgentConfig {
   std::string cdiRoot = "/var/run/cdi";
   bool draCoreDevices = true;
   std::string draTaintEffect = "NoSchedule";
+  // Namespace of neuron-ultraserver-operator's NeuronUltraServer objects; "" = no reservations.
+  std::string ultraServerReservations;
   std::int64_t draResyncMs = 60'000;
   std::int64_t healthIntervalMs = 500;
   // How often kubelet's pod-resources is read besides after each Allocate and each pod's end.

@@ -269,6 +269,8 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   options.coreDevices = config.draCoreDevices;
   options.taintEffect = config.draTaintEffect;
   options.resync = std::chrono::milliseconds(config.draResyncMs);
+  options.ultraServerReservations = !config.ultraServerReservations.empty();
+  options.reservationNamespace = config.ultraServerReservations;
   auto driver = dra::DraDriver::start(options, *kube, *view_);
   if (!driver) return std::move(driver).error();
   dra_ = std::move(*driver);

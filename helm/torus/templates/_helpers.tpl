@@ -18,6 +18,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{ include "torus.fullname" . }}-extender
 {{- end -}}
 
+{{- define "torus.ultraserverOperator" -}}
+{{ include "torus.fullname" . }}-ultraserver-operator
+{{- end -}}
+
 {{- /* hostNetwork for a component's pod spec; its DNS still resolves cluster names. */ -}}
 {{- define "torus.hostNetwork" -}}
 {{- if .hostNetwork }}
@@ -113,4 +117,43 @@ variables:
   messageExpression: >-
     'the node agent may not change the annotations ' + variables.foreignAnnotations.join(', ')
   reason: Forbidden
+{{- end -}}
+
+{{- /* The status.conditions schema of the UltraServer CRDs: upstream metav1.Condition. */ -}}
+{{- define "torus.conditionsSchema" -}}
+type: array
+description: The latest observations of the object's state, one per condition type.
+items:
+  type: object
+  description: One aspect of the object's state at one time.
+  required: [lastTransitionTime, message, reason, status, type]
+  properties:
+    lastTransitionTime:
+      type: string
+      format: date-time
+      description: When the status last changed.
+    message:
+      type: string
+      maxLength: 32768
+      description: Details of the transition, for people.
+    observedGeneration:
+      type: integer
+      format: int64
+      minimum: 0
+      description: The object's metadata.generation the condition was set from.
+    reason:
+      type: string
+      minLength: 1
+      maxLength: 1024
+      pattern: ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$
+      description: Why the status last changed, as a CamelCase word for programs.
+    status:
+      type: string
+      enum: ["True", "False", Unknown]
+      description: Whether the condition holds.
+    type:
+      type: string
+      maxLength: 316
+      pattern: ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$
+      description: The condition's name, in CamelCase.
 {{- end -}}

@@ -83,6 +83,11 @@ spec:
             - --cdi-root={{ $root.Values.nodeAgent.hostPaths.cdi }}
             - --dra-core-devices={{ $root.Values.dra.coreDevices }}
             - --dra-taint-effect={{ $root.Values.dra.taintEffect }}
+            {{- if $root.Values.ultraserverOperator.enabled }}
+            # Keep this node's devices for the workload its NeuronUltraServer (in this namespace)
+            # reserves it for.
+            - --ultraserver-reservations={{ $root.Release.Namespace }}
+            {{- end }}
             {{- else }}
             - --device-plugin-dir={{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
             - --resources={{ join "," $root.Values.nodeAgent.resources }}

@@ -35,6 +35,7 @@ const std::vector<Variant> kVariants = {
     {"no cross-resource preemption", {"extender.crossResourcePreemption=false"}},
     {"DRA on nodes labelled for it, scraped",
      {"dra.enabled=true", "nodeAgent.podMonitor.enabled=true"}},
+    {"the UltraServer operator", {"dra.enabled=true", "ultraserverOperator.enabled=true"}},
     {"DRA on every node, whole chips only, faulty chips evicted",
      {"dra.enabled=true", "dra.allNodes=true", "dra.coreDevices=false",
       "dra.taintEffect=NoExecute"}},
@@ -75,8 +76,8 @@ TEST(HelmChart, LintsStrictlyForEveryVariant) {
 
 TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
   const std::set<std::string> namespaced = {"ServiceAccount", "DaemonSet", "Deployment",
-                                            "Service",        "ConfigMap", "RoleBinding",
-                                            "PodMonitor"};
+                                            "Service",        "ConfigMap", "Role",
+                                            "RoleBinding",    "PodMonitor"};
   for (const Variant& variant : kVariants) {
     SCOPED_TRACE(variant.description);
     const auto objects = render(variant);
@@ -260,6 +261,105 @@ TEST(HelmChart, DraModeSplitsNodesByLabelAndInstallsItsClasses) {
   EXPECT_EQ(
       argsOf(everywhere.at("torus-torus-node-agent-dra")).count("--dra-taint-effect=NoExecute"),
       1U);
+}
+
+// The UltraServer operator serves AWS's neuron.aws.com/v1beta1 API (off by default): both CRDs,
+// namespaced; its Deployment; the DRA agent's reservations flag and its read of the
+// NeuronUltraServers in the release's namespace.
+TEST(HelmChart, UltraServerOperatorInstallsAwsApiAndTellsTheDraAgent) {
+  const auto crdsOf = [](const std::vector<YAML::Node>& objects) {
+    std::map<std::string, YAML::Node> found;  // kind -> CustomResourceDefinition
+    for (const YAML::Node& object : objects) {
+      if (object["kind"].as<std::string>() == "CustomResourceDefinition") {
+        found[object["spec"]["names"]["kind"].as<std::string>()] = object;
+      }
+    }
+    return found;
+  };
+  const auto argsOf = [](const YAML::Node& workload) {
+    std::set<std::string> args;
+    for (const YAML::Node& arg : workload["spec"]["template"]["spec"]["containers"][0]["args"]) {
+      args.insert(arg.as<std::string>());
+    }
+    return args;
+  };
+
+  EXPECT_EQ(crdsOf(render(kVariants[0])).count("NeuronUltraServer"), 0U);
+
+  const std::vector<YAML::Node> objects = render(
+      {"the UltraServer operator", {"dra.enabled=true", "ultraserverOperator.enabled=true"}});
+  const auto crds = crdsOf(objects);
+  ASSERT_EQ(crds.size(), 2U);
+  for (const char* kind : {"NeuronUltraServer", "NeuronUltraServerWorkload"}) {
+    ASSERT_EQ(crds.count(kind), 1U) << kind;
+    const YAML::Node& crd = crds.at(kind);
+    EXPECT_EQ(crd["spec"]["group"].as<std::string>(), "neuron.aws.com") << kind;
+    EXPECT_EQ(crd["spec"]["scope"].as<std::string>(), "Namespaced") << kind;
+    EXPECT_EQ(crd["spec"]["versions"][0]["name"].as<std::string>(), "v1beta1") << kind;
+    EXPECT_TRUE(crd["spec"]["versions"][0]["served"].as<bool>()) << kind;
+    EXPECT_TRUE(crd["spec"]["versions"][0]["storage"].as<bool>()) << kind;
+    // Uninstalling the chart must not delete users' workloads with their CRD.
+    EXPECT_EQ(crd["metadata"]["annotations"]["helm.sh/resource-policy"].as<std::string>(""), "keep")
+        << kind;
+  }
+
+  std::map<std::string, YAML::Node> workloads;                 // name -> Deployment or DaemonSet
+  std::map<std::string, std::set<std::string>> roleResources;  // Role name -> resources
+  std::map<std::string, std::string> roleBindings;             // Role name -> ServiceAccount
+  for (const YAML::Node& object : objects) {
+    const std::string kind = object["kind"].as<std::string>();
+    const std::string name = object["metadata"]["name"].as<std::string>();
+    if (kind == "Deployment" || kind == "DaemonSet") workloads[name] = object;
+    if (kind == "Role") {
+      EXPECT_EQ(object["metadata"]["namespace"].as<std::string>(), "kube-system") << name;
+      for (const YAML::Node& rule : object["rules"]) {
+        for (const YAML::Node& resource : rule["resources"]) {
+          roleResources[name].insert(resource.as<std::string>());
+        }
+      }
+    }
+    if (kind == "RoleBinding") {
+      roleBindings[object["roleRef"]["name"].as<std::string>()] =
+          object["subjects"][0]["name"].as<std::string>();
+    }
+  }
+
+  ASSERT_EQ(workloads.count("torus-torus-ultraserver-operator"), 1U);
+  const YAML::Node operatorPod =
+      workloads.at("torus-torus-ultraserver-operator")["spec"]["template"];
+  const YAML::Node container = operatorPod["spec"]["containers"][0];
+  ASSERT_EQ(container["command"].size(), 1U);
+  EXPECT_EQ(container["command"][0].as<std::string>(),
+            "/usr/local/bin/neuron-ultraserver-operator");
+  const auto operatorArgs = argsOf(workloads.at("torus-torus-ultraserver-operator"));
+  EXPECT_EQ(operatorArgs.count("--leader-elect=true"), 1U);
+  EXPECT_EQ(operatorArgs.count("--health-probe-bind-address=:8081"), 1U);
+  EXPECT_EQ(container["env"][0]["name"].as<std::string>(), "POD_NAMESPACE");
+
+  ASSERT_EQ(workloads.count("torus-torus-node-agent-dra"), 1U);
+  EXPECT_EQ(argsOf(workloads.at("torus-torus-node-agent-dra"))
+                .count("--ultraserver-reservations=kube-system"),
+            1U);
+  ASSERT_EQ(workloads.count("torus-torus-node-agent"), 1U);  // the device plugin's nodes
+  for (const std::string& arg : argsOf(workloads.at("torus-torus-node-agent"))) {
+    EXPECT_EQ(arg.find("--ultraserver-reservations"), std::string::npos) << arg;
+  }
+
+  EXPECT_EQ(roleResources["torus-torus-ultraserver-operator"].count("neuronultraservers"), 1U);
+  EXPECT_EQ(roleResources["torus-torus-ultraserver-operator"].count("leases"), 1U);
+  EXPECT_EQ(roleBindings["torus-torus-ultraserver-operator"], "torus-torus-ultraserver-operator");
+  EXPECT_EQ(roleResources["torus-torus-node-agent-ultraservers"],
+            (std::set<std::string>{"neuronultraservers"}));
+  EXPECT_EQ(roleBindings["torus-torus-node-agent-ultraservers"], "torus-torus-node-agent");
+}
+
+// Its workloads get their nodes through DRA claims: without the DRA driver the chart refuses.
+TEST(HelmChart, UltraServerOperatorNeedsDra) {
+  const ProcessResult result =
+      runProcess(helmArgs({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system"},
+                          {"the operator without DRA", {"ultraserverOperator.enabled=true"}}));
+  EXPECT_NE(result.exitCode, 0) << "the operator must not render without dra.enabled";
+  EXPECT_NE(result.err.find("dra.enabled"), std::string::npos) << result.err;
 }
 
 TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {

@@ -154,6 +154,42 @@ TEST_F(ClaimPreparerTest, AnAdminAccessClaimSharesTheChipAndNeverResetsIt) {
   EXPECT_EQ(node_.resets(), std::vector<std::string>{"3"});
 }
 
+// A node neuron-ultraserver-operator reserved for a workload serves only claims made from that
+// workload's template (they carry its annotation); others are refused with its name, and until
+// the reservations are read nothing is prepared at all.
+TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
+  auto preparer = makePreparer();
+  preparer->setReservation(false, "");
+  const ClaimRef early = add("early", {"neurondevice0"});
+  auto unknown = preparer->prepare(early);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, ErrorCode::kUnavailable);
+  EXPECT_NE(unknown.error().message.find("has not read this node's UltraServer reservations"),
+            std::string::npos);
+
+  preparer->setReservation(true, "ml/train");
+  auto stranger = preparer->prepare(add("stranger", {"neurondevice1"}));
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_EQ(stranger.error().message,
+            "claim ns/stranger: node node-a is reserved for NeuronUltraServerWorkload ml/train; "
+            "this claim belongs to no workload (claims made from a workload's "
+            "ResourceClaimTemplate carry the annotation neuron.aws.com/workload)");
+  const ClaimRef other = add("other", {"neurondevice1"});
+  objects_["ns/other"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/serve";
+  auto otherWorkload = preparer->prepare(other);
+  ASSERT_FALSE(otherWorkload.ok());
+  EXPECT_NE(otherWorkload.error().message.find("this claim belongs to workload ml/serve"),
+            std::string::npos);
+
+  const ClaimRef own = add("own", {"neurondevice2"});
+  objects_["ns/own"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
+  auto prepared = preparer->prepare(own);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+
+  preparer->setReservation(true, "");  // released: anyone may use the node again
+  EXPECT_TRUE(preparer->prepare(add("later", {"neurondevice3"})).ok());
+}
+
 TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
   auto preparer = makePreparer();
   const ClaimRef a = add("a", {"neuroncore0", "neuroncore1"});

@@ -222,6 +222,19 @@ TEST(SliceBuilder, UltraServerNodeDeviceTakesEveryChip) {
   EXPECT_FALSE(devices.at("neurondevice0")["attributes"].contains("topology_x"));
 }
 
+TEST(SliceBuilder, AReservedNodeTagsEveryDeviceWithTheWorkload) {
+  SliceInputs inputs = inputsFor("trn2u.48xlarge");
+  inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
+  EXPECT_FALSE(
+      devicesByName(buildSlices(inputs, 1)).at("neuronnode")["attributes"].contains("workloadId"));
+  inputs.workloadId = "ml/train";
+  const auto devices = devicesByName(buildSlices(inputs, 1));
+  EXPECT_EQ(devices.size(), 16u + 64u + 1u);
+  for (const auto& [name, device] : devices) {
+    EXPECT_EQ(device["attributes"]["workloadId"], json({{"string", "ml/train"}})) << name;
+  }
+}
+
 TEST(SliceBuilder, DriverVersionIsPublishedAsSemver) {
   SliceInputs inputs = inputsFor("trn1.32xlarge");
   inputs.node.driverVersion = "2.24.7.0";

@@ -1,0 +1,40 @@
+// UltraServerReservation: which NeuronUltraServerWorkload this node is reserved for, read from
+// the NeuronUltraServer objects neuron-ultraserver-operator keeps (their status.allocations, phase
+// Bound). The driver tags every device of a reserved node with the workload (attribute
+// workloadId) and refuses them at prepare to claims of anyone else, as AWS's driver does.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/kube/informer.h"
+
+namespace torus::dra {
+
+// The workload ("namespace/name") a Bound allocation of `ultraServer` gives `nodeName`, or "".
+std::string boundWorkloadOf(const nlohmann::json& ultraServer, const std::string& nodeName);
+
+class UltraServerReservation {
+ public:
+  // `onChange(known, workloadRef)` is called after every list and event (on the informer's
+  // thread); `known` turns true at the first list.
+  using Listener = std::function<void(bool known, const std::string& workloadRef)>;
+  UltraServerReservation(kube::KubeConfig kube, const std::string& nameSpace, std::string nodeName,
+                         Listener listener);
+
+ private:
+  void publish();
+
+  std::string nodeName_;
+  Listener listener_;
+  std::mutex mutex_;
+  std::map<std::string, std::string> byServer_;  // NeuronUltraServer name -> workload for us
+  std::unique_ptr<kube::Informer> informer_;     // last: stops before the members it uses
+};
+
+}  // namespace torus::dra

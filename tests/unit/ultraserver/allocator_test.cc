@@ -1,0 +1,305 @@
+// The UltraServer operator's allocator and model: nodes grouped from the agents' labels, workload
+// specs read strictly, and the allocation rules (whole, all or nothing, best fit, oldest first,
+// the two-phase record, the three failure strategies).
+#include "ultraserver-operator/model/allocator.h"
+
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/contracts/neuron_names.h"
+
+namespace torus::ultraserver {
+namespace {
+
+using nlohmann::json;
+
+json nodeObject(const std::string& name, const std::string& serverId, int nodeId,
+                bool ready = true) {
+  const std::string prefix = contracts::kUltraServerLabelPrefix;
+  return {
+      {"metadata",
+       {{"name", name},
+        {"labels",
+         {{prefix + "server-id-4", serverId},
+          {prefix + "node-id-4", std::to_string(nodeId)},
+          {prefix + "server-id-2", serverId + (nodeId < 2 ? "a" : "b")},
+          {"node.kubernetes.io/instance-type", "trn2u.48xlarge"}}}}},
+      {"status",
+       {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+}
+
+// `count` UltraServers of four trn2u nodes: us<k> holds nodes n<k>-0 .. n<k>-3.
+std::vector<UltraServer> cluster(int count, const std::set<std::string>& notReady = {}) {
+  std::vector<MemberNode> members;
+  for (int k = 0; k < count; ++k) {
+    for (int id = 0; id < 4; ++id) {
+      const std::string name = "n" + std::to_string(k) + "-" + std::to_string(id);
+      auto member = memberOf(nodeObject(name, "AB" + std::to_string(k), id, !notReady.count(name)));
+      members.push_back(*member);
+    }
+  }
+  return groupUltraServers(members);
+}
+
+Workload workload(const std::string& name, int size, int servers, const std::string& created,
+                  FailureStrategy strategy = FailureStrategy::kNoOp) {
+  Workload w;
+  w.nameSpace = "ml";
+  w.name = name;
+  w.uid = "uid-" + name;
+  w.createdAt = created;
+  w.instanceType = "trn2u.48xlarge";
+  w.topologySize = size;
+  w.serverCount = servers;
+  w.strategy = strategy;
+  w.claimTemplate = name;
+  return w;
+}
+
+std::vector<Allocation> of(const AllocationPlan& plan, const std::string& ref) {
+  std::vector<Allocation> mine;
+  for (const Allocation& allocation : plan.allocations) {
+    if (allocation.workloadRef == ref) mine.push_back(allocation);
+  }
+  return mine;
+}
+
+// Runs passes until nothing changes (the controller's passes), returning the last plan.
+AllocationPlan settle(const std::vector<UltraServer>& servers,
+                      const std::vector<Workload>& workloads, std::vector<Allocation> current) {
+  AllocationPlan plan;
+  for (int pass = 0; pass < 4; ++pass) {
+    plan = planAllocations(servers, workloads, current, "2026-11-27T10:00:00Z");
+    current = plan.allocations;
+  }
+  return plan;
+}
+
+TEST(UltraServerModel, NodesGroupByServerIdInNodeOrder) {
+  std::vector<MemberNode> members;
+  for (const int id : {3, 1, 0, 2})
+    members.push_back(*memberOf(nodeObject("node-" + std::to_string(id), "00F0A1", id)));
+  members.push_back(*memberOf(nodeObject("other", "00F0B2", 0)));
+  const auto servers = groupUltraServers(members);
+  ASSERT_EQ(servers.size(), 2U);
+  EXPECT_EQ(servers[0].name, "us-00f0a1");
+  EXPECT_EQ(servers[0].instanceType, "trn2u.48xlarge");
+  ASSERT_EQ(servers[0].nodes.size(), 4U);
+  for (int id = 0; id < 4; ++id)
+    EXPECT_EQ(servers[0].nodes[static_cast<std::size_t>(id)].nodeId, id);
+  EXPECT_EQ(servers[1].nodes.size(), 1U);
+}
+
+TEST(UltraServerModel, NodesOutsideAnUltraServerAreNotMembers) {
+  EXPECT_FALSE(memberOf(json{{"metadata", {{"name", "trn2"}}}}));
+  json badId = nodeObject("x", "AB", 0);
+  badId["metadata"]["labels"]["neuron.amazonaws.com/ultraserver-node-id-4"] = "7";
+  EXPECT_FALSE(memberOf(badId));
+  json cordoned = nodeObject("x", "AB", 0);
+  cordoned["spec"]["unschedulable"] = true;
+  EXPECT_FALSE(memberOf(cordoned)->healthy());
+  EXPECT_FALSE(memberOf(nodeObject("x", "AB", 0, false))->healthy());
+}
+
+TEST(UltraServerModel, WorkloadSpecsAreReadStrictly) {
+  json object = {{"metadata", {{"namespace", "ml"}, {"name", "train"}, {"uid", "u1"}}},
+                 {"spec",
+                  {{"instanceType", "trn2u.48xlarge"},
+                   {"topologySize", 4},
+                   {"serverCount", 2},
+                   {"allocationPolicy", {{"failureStrategy", "ReplaceAffected"}}},
+                   {"config", {{"logicalNeuronCore", 1}}}}}};
+  Workload parsed = parseWorkload(object);
+  EXPECT_EQ(parsed.invalid, "");
+  EXPECT_EQ(parsed.strategy, FailureStrategy::kMigrateAffected) << "AWS's documented alias";
+  EXPECT_EQ(parsed.claimTemplate, "train") << "defaults to the workload's name";
+  EXPECT_EQ(parsed.logicalNeuronCore, 1);
+
+  object["spec"]["topologySize"] = 3;
+  EXPECT_EQ(parseWorkload(object).invalid,
+            "spec.topologySize 3 is not an UltraServer configuration: 1, 2 or 4 nodes");
+  object["spec"]["topologySize"] = 4;
+  object["spec"]["allocationPolicy"]["failureStrategy"] = "Retry";
+  EXPECT_NE(parseWorkload(object).invalid.find("failureStrategy \"Retry\""), std::string::npos);
+  object["spec"]["allocationPolicy"]["failureStrategy"] = "NoOp";
+  object["spec"]["serverCount"] = "2";
+  EXPECT_EQ(parseWorkload(object).invalid, "spec.serverCount is not an integer");
+  object["spec"]["serverCount"] = 2;
+  object["metadata"]["name"] = std::string(70, 'w');
+  EXPECT_NE(parseWorkload(object).invalid.find("64 characters"), std::string::npos);
+}
+
+TEST(Allocator, AFourNodeWorkloadTakesAWholeUltraServerInTwoPhases) {
+  const auto servers = cluster(1);
+  const std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  AllocationPlan first = planAllocations(servers, workloads, {}, "now");
+  ASSERT_EQ(first.allocations.size(), 1U);
+  EXPECT_EQ(first.allocations[0].phase, contracts::kAllocationPending);
+  EXPECT_EQ(first.allocations[0].nodes, (std::vector<std::string>{"n0-0", "n0-1", "n0-2", "n0-3"}));
+  EXPECT_EQ(first.allocations[0].leader(), "n0-0");
+  EXPECT_EQ(first.outcomes["ml/train"].state, "Allocating");
+
+  AllocationPlan second = planAllocations(servers, workloads, first.allocations, "later");
+  ASSERT_EQ(second.allocations.size(), 1U);
+  EXPECT_EQ(second.allocations[0].phase, contracts::kAllocationBound);
+  EXPECT_EQ(second.allocations[0].allocatedAt, "now") << "confirming keeps the time";
+  EXPECT_EQ(second.outcomes["ml/train"].state, "Allocated");
+  EXPECT_EQ(second.outcomes["ml/train"].allocatedUltraServers, std::vector<std::string>{"us-ab0"});
+}
+
+TEST(Allocator, ASecondWorkloadWaitsWholeAndSaysWhy) {
+  const auto servers = cluster(1);
+  const std::vector<Workload> workloads = {workload("first", 4, 1, "t1"),
+                                           workload("second", 4, 1, "t2")};
+  const AllocationPlan plan = settle(servers, workloads, {});
+  EXPECT_EQ(of(plan, "ml/first").size(), 1U);
+  EXPECT_TRUE(of(plan, "ml/second").empty()) << "holds nothing while it waits";
+  const WorkloadOutcome& waiting = plan.outcomes.at("ml/second");
+  EXPECT_EQ(waiting.state, "Pending");
+  EXPECT_EQ(waiting.message,
+            "waiting for 1 UltraServer of trn2u.48xlarge with 4 free, Ready nodes (us-ab0: 0 of "
+            "4 free, held by ml/first)");
+
+  // The first is deleted (its pods gone): the second gets the UltraServer.
+  const AllocationPlan after = settle(servers, {workloads[1]}, plan.allocations);
+  EXPECT_EQ(after.outcomes.at("ml/second").state, "Allocated");
+}
+
+TEST(Allocator, AllOrNothingAcrossUltraServers) {
+  const auto servers = cluster(2);
+  // Two UltraServers asked for, one free: nothing is held.
+  const std::vector<Workload> workloads = {workload("small", 1, 1, "t1"),
+                                           workload("big", 4, 2, "t2")};
+  const AllocationPlan plan = settle(servers, workloads, {});
+  EXPECT_EQ(of(plan, "ml/small").size(), 1U);
+  EXPECT_TRUE(of(plan, "ml/big").empty());
+  EXPECT_EQ(plan.outcomes.at("ml/big").state, "Pending");
+}
+
+TEST(Allocator, BestFitKeepsWholeUltraServersWholeAndPairsTogether) {
+  const auto servers = cluster(2);
+  const std::vector<Workload> workloads = {workload("a", 1, 1, "t1"), workload("b", 1, 1, "t2"),
+                                           workload("pair", 2, 1, "t3"),
+                                           workload("whole", 4, 1, "t4")};
+  const AllocationPlan plan = settle(servers, workloads, {});
+  // a and b share one NeuronLink pair; the pair takes the other pair of the same UltraServer;
+  // the 4-node workload still finds the second UltraServer whole.
+  EXPECT_EQ(of(plan, "ml/a")[0].nodes, std::vector<std::string>{"n0-0"});
+  EXPECT_EQ(of(plan, "ml/b")[0].nodes, std::vector<std::string>{"n0-1"});
+  EXPECT_EQ(of(plan, "ml/pair")[0].nodes, (std::vector<std::string>{"n0-2", "n0-3"}));
+  EXPECT_EQ(of(plan, "ml/whole")[0].ultraServer, "us-ab1");
+  for (const auto& [ref, outcome] : plan.outcomes)
+    EXPECT_EQ(outcome.state, "Allocated") << ref;
+}
+
+TEST(Allocator, AHalfWrittenRecordStartsAgain) {
+  const auto servers = cluster(2);
+  const std::vector<Workload> workloads = {workload("big", 4, 2, "t1")};
+  AllocationPlan first = planAllocations(servers, workloads, {}, "now");
+  ASSERT_EQ(first.allocations.size(), 2U);
+  // Only one of the two Pending records reached the API before the writer died.
+  const std::vector<Allocation> partial = {first.allocations[0]};
+  const AllocationPlan next = planAllocations(servers, workloads, partial, "later");
+  ASSERT_EQ(next.allocations.size(), 2U);
+  for (const Allocation& allocation : next.allocations)
+    EXPECT_EQ(allocation.phase, contracts::kAllocationPending) << "placed afresh, not confirmed";
+  EXPECT_FALSE(next.outcomes.at("ml/big").restartAllPods) << "nothing was Bound: no pod ran";
+}
+
+TEST(Allocator, NoOpReportsAFailedNodeAndKeepsEverything) {
+  const std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  const AllocationPlan plan = settle(cluster(1, {"n0-2"}), workloads, running.allocations);
+  EXPECT_EQ(plan.allocations, running.allocations);
+  const WorkloadOutcome& outcome = plan.outcomes.at("ml/train");
+  EXPECT_EQ(outcome.state, "Allocated");
+  EXPECT_TRUE(outcome.degraded);
+  EXPECT_EQ(outcome.degradedReason, "NodeNotReady");
+  EXPECT_FALSE(outcome.restartAllPods);
+  EXPECT_TRUE(outcome.restartPodsOn.empty());
+}
+
+TEST(Allocator, RestartAllReleasesEverythingAndTakesItBackWhole) {
+  const std::vector<Workload> workloads = {
+      workload("train", 4, 1, "t1", FailureStrategy::kRestartAll)};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  const AllocationPlan failed =
+      planAllocations(cluster(1, {"n0-2"}), workloads, running.allocations, "t9");
+  EXPECT_TRUE(failed.allocations.empty());
+  EXPECT_TRUE(failed.outcomes.at("ml/train").restartAllPods);
+  EXPECT_EQ(failed.outcomes.at("ml/train").state, "Pending");
+  // The node comes back: the UltraServer is whole again and the workload takes it.
+  const AllocationPlan back = settle(cluster(1), workloads, failed.allocations);
+  EXPECT_EQ(back.outcomes.at("ml/train").state, "Allocated");
+  EXPECT_FALSE(back.outcomes.at("ml/train").restartAllPods) << "pods restart once, not again";
+}
+
+TEST(Allocator, MigrateAffectedMovesOnlyTheFailedGroup) {
+  const std::vector<Workload> workloads = {
+      workload("serve", 1, 2, "t1", FailureStrategy::kMigrateAffected)};
+  const auto servers = cluster(2);
+  const AllocationPlan running = settle(servers, workloads, {});
+  ASSERT_EQ(running.allocations.size(), 2U);
+  const std::string failedNode = running.allocations[1].nodes[0];
+  const std::string keptNode = running.allocations[0].nodes[0];
+  const AllocationPlan moved = settle(cluster(2, {failedNode}), workloads, running.allocations);
+  const auto mine = of(moved, "ml/serve");
+  ASSERT_EQ(mine.size(), 2U);
+  EXPECT_EQ(mine[0].nodes[0], keptNode) << "the healthy allocation stays";
+  EXPECT_NE(mine[1].nodes[0], failedNode);
+  EXPECT_EQ(mine[1].ultraServerIndex, 1) << "the replacement takes the moved one's index";
+  EXPECT_EQ(moved.outcomes.at("ml/serve").state, "Allocated");
+
+  const AllocationPlan firstPass =
+      planAllocations(cluster(2, {failedNode}), workloads, running.allocations, "t9");
+  EXPECT_EQ(firstPass.outcomes.at("ml/serve").restartPodsOn, std::vector<std::string>{failedNode});
+  EXPECT_FALSE(firstPass.outcomes.at("ml/serve").restartAllPods);
+}
+
+TEST(Allocator, MigrateAffectedWithNowhereToGoKeepsTheRestAndWaits) {
+  const std::vector<Workload> workloads = {
+      workload("train", 4, 1, "t1", FailureStrategy::kMigrateAffected)};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  const AllocationPlan plan = settle(cluster(1, {"n0-1"}), workloads, running.allocations);
+  EXPECT_TRUE(plan.allocations.empty());
+  EXPECT_EQ(plan.outcomes.at("ml/train").state, "Pending");
+}
+
+TEST(Allocator, DeletingHoldsUntilPodsAreGone) {
+  std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  workloads[0].deleting = true;
+  workloads[0].podsRemain = true;
+  AllocationPlan plan = planAllocations(cluster(1), workloads, running.allocations, "t9");
+  EXPECT_EQ(plan.allocations.size(), 1U);
+  EXPECT_EQ(plan.outcomes.at("ml/train").state, "Deallocating");
+  EXPECT_TRUE(plan.outcomes.at("ml/train").restartAllPods);
+  workloads[0].podsRemain = false;
+  plan = planAllocations(cluster(1), workloads, running.allocations, "t9");
+  EXPECT_TRUE(plan.allocations.empty());
+}
+
+TEST(Allocator, AnInvalidWorkloadHoldsNothing) {
+  std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  workloads[0].invalid = "spec.topologySize 3 is not an UltraServer configuration";
+  const AllocationPlan plan = settle(cluster(1), workloads, {});
+  EXPECT_TRUE(plan.allocations.empty());
+  EXPECT_EQ(plan.outcomes.at("ml/train").state, "Failed");
+  EXPECT_EQ(plan.outcomes.at("ml/train").message, workloads[0].invalid);
+}
+
+TEST(Allocator, OldestFirstButASmallerOneMayFitBehindABigOne) {
+  const auto servers = cluster(1, {"n0-3"});
+  const std::vector<Workload> workloads = {workload("big", 4, 1, "t1"),
+                                           workload("small", 2, 1, "t2")};
+  const AllocationPlan plan = settle(servers, workloads, {});
+  EXPECT_EQ(plan.outcomes.at("ml/big").state, "Pending");
+  EXPECT_NE(plan.outcomes.at("ml/big").message.find("1 not Ready"), std::string::npos)
+      << plan.outcomes.at("ml/big").message;
+  EXPECT_EQ(plan.outcomes.at("ml/small").state, "Allocated");
+}
+
+}  // namespace
+}  // namespace torus::ultraserver

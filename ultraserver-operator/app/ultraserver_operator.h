@@ -1,0 +1,92 @@
+// UltraServerOperator: the controller behind neuron-ultraserver-operator. It watches Nodes,
+// NeuronUltraServerWorkloads (every namespace) and the NeuronUltraServer objects (its own
+// namespace), and, while it holds the lease, reconciles them: one NeuronUltraServer per
+// UltraServer the agents' node labels describe, the allocations model/allocator.h decides
+// recorded in their statuses, each workload's ResourceClaimTemplate and status, and the pods the
+// failure strategies restart. A workload carries the finalizer neuron.aws.com/ultraserver-operator
+// until its pods are gone and its UltraServers released.
+//
+// Every pass starts from the API's objects, so a pass that fails half-way (a write refused, the
+// lease lost) is finished by the next one; a pass runs on every change (debounced) and every
+// --resync.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/base/result.h"
+#include "common/http/http_server.h"
+#include "common/kube/informer.h"
+#include "common/kube/kube_client.h"
+#include "common/kube/leader_lease.h"
+#include "ultraserver-operator/app/operator_config.h"
+#include "ultraserver-operator/model/allocator.h"
+
+namespace torus::ultraserver {
+
+inline constexpr const char* kFinalizer = "neuron.aws.com/ultraserver-operator";
+
+class UltraServerOperator {
+ public:
+  static Result<std::unique_ptr<UltraServerOperator>> start(const OperatorConfig& config);
+  UltraServerOperator(const OperatorConfig& config, kube::KubeConfig kube);
+  ~UltraServerOperator();
+  UltraServerOperator(const UltraServerOperator&) = delete;
+  UltraServerOperator& operator=(const UltraServerOperator&) = delete;
+
+  void stop();
+  // True once the lease was lost: the process should exit so that it starts again as a
+  // candidate with fresh caches.
+  bool lostLease() const { return lostLease_.load(); }
+
+ private:
+  using Cache = std::map<std::string, std::shared_ptr<const nlohmann::json>>;
+  static kube::InformerHandlers cacheHandlers(UltraServerOperator* self, Cache* cache);
+  void markDirty();
+  bool synced() const;
+  void run(std::stop_token stop);
+  Result<void> reconcileOnce();
+  Result<std::vector<nlohmann::json>> podsOf(const Workload& workload);
+  Result<void> deletePods(const Workload& workload, const WorkloadOutcome& outcome);
+  Result<void> writeUltraServers(const std::vector<UltraServer>& servers,
+                                 const std::vector<Allocation>& allocations, const Cache& stored);
+  Result<void> ensureClaimTemplate(const Workload& workload, WorkloadOutcome& outcome);
+  Result<void> writeWorkload(const Workload& workload, const WorkloadOutcome& outcome,
+                             const nlohmann::json& stored, bool allocationsReleased);
+  std::string metricsText() const;
+
+  OperatorConfig config_;
+  kube::KubeClient client_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool dirty_ = true;
+  Cache nodes_;
+  Cache workloads_;
+  Cache ultraServers_;
+  std::map<std::string, nlohmann::json> ensuredTemplates_;  // by workload ref (reconcile thread)
+
+  std::atomic<std::uint64_t> passes_{0};
+  std::atomic<std::uint64_t> failedPasses_{0};
+  std::atomic<std::uint64_t> podsDeleted_{0};
+  std::atomic<int> workloadsAllocated_{0};
+  std::atomic<int> workloadsWaiting_{0};
+  std::atomic<bool> lostLease_{false};
+
+  std::unique_ptr<kube::LeaderLease> lease_;
+  std::unique_ptr<kube::Informer> nodeInformer_;
+  std::unique_ptr<kube::Informer> workloadInformer_;
+  std::unique_ptr<kube::Informer> ultraServerInformer_;
+  std::unique_ptr<http::HttpServer> health_;
+  std::unique_ptr<http::HttpServer> metrics_;
+  std::jthread worker_;
+};
+
+}  // namespace torus::ultraserver

@@ -1,0 +1,191 @@
+#include "ultraserver-operator/kube/operator_objects.h"
+
+#include "common/contracts/neuron_names.h"
+#include "common/kube/object_fields.h"
+
+namespace torus::ultraserver {
+namespace {
+
+using json = nlohmann::json;
+
+// A metav1.Condition; its lastTransitionTime is the stored one while the status holds.
+json condition(const char* type, bool status, const std::string& reason, const std::string& message,
+               std::int64_t generation, const json& previous, const std::string& now) {
+  const std::string statusText = status ? "True" : "False";
+  std::string since = now;
+  const json& stored = kube::fieldAt(previous, {"conditions"});
+  if (stored.is_array()) {
+    for (const json& item : stored) {
+      if (item.is_object() && item.value("type", json()) == type &&
+          item.value("status", json()) == statusText &&
+          item.value("lastTransitionTime", json()).is_string()) {
+        since = item["lastTransitionTime"].get<std::string>();
+      }
+    }
+  }
+  json result = {{"type", type},
+                 {"status", statusText},
+                 {"reason", reason.empty() ? std::string("None") : reason},
+                 {"message", message},
+                 {"lastTransitionTime", since}};
+  if (generation > 0) result["observedGeneration"] = generation;
+  return result;
+}
+
+}  // namespace
+
+std::string ultraServersPath(const std::string& nameSpace) {
+  return std::string("/apis/") + kApiVersion + "/namespaces/" + nameSpace + "/neuronultraservers";
+}
+std::string workloadsPath() {
+  return std::string("/apis/") + kApiVersion + "/neuronultraserverworkloads";
+}
+std::string workloadPath(const std::string& nameSpace, const std::string& name) {
+  return std::string("/apis/") + kApiVersion + "/namespaces/" + nameSpace +
+         "/neuronultraserverworkloads/" + name;
+}
+std::string claimTemplatePath(const std::string& nameSpace, const std::string& name) {
+  return "/apis/resource.k8s.io/v1/namespaces/" + nameSpace + "/resourceclaimtemplates" +
+         (name.empty() ? "" : "/" + name);
+}
+
+json ultraServerSpec(const UltraServer& server) {
+  json topology = json::array();
+  for (const MemberNode& node : server.nodes) {
+    const char* link = node.ready ? "up" : "down";
+    topology.push_back({{"nodeId", node.nodeId},
+                        {"nodeName", node.name},
+                        {"linkStatusHorizontal", link},
+                        {"linkStatusVertical", link}});
+  }
+  return {
+      {"instanceType", server.instanceType.empty() ? std::string("unknown") : server.instanceType},
+      {"topology", topology}};
+}
+
+json ultraServerObject(const UltraServer& server, const std::string& nameSpace) {
+  return {
+      {"apiVersion", kApiVersion},
+      {"kind", "NeuronUltraServer"},
+      {"metadata",
+       {{"name", server.name},
+        {"namespace", nameSpace},
+        {"labels",
+         {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"},
+          {std::string(contracts::kUltraServerLabelPrefix) + "server-id-4", server.serverId}}}}},
+      {"spec", ultraServerSpec(server)}};
+}
+
+json ultraServerStatus(const UltraServer& server, const std::vector<Allocation>& allocations,
+                       const json& previous, const std::string& now) {
+  int notReady = 0;
+  std::string down;
+  for (const MemberNode& node : server.nodes) {
+    if (!node.healthy()) {
+      ++notReady;
+      down += (down.empty() ? "" : ", ") + node.name;
+    }
+  }
+  json items = json::array();
+  int held = 0;
+  std::string holders;
+  for (const Allocation& allocation : allocations) {
+    if (allocation.ultraServer != server.name) continue;
+    held += static_cast<int>(allocation.nodes.size());
+    holders += (holders.empty() ? "" : ", ") + allocation.workloadRef;
+    items.push_back({{"workloadRef", allocation.workloadRef},
+                     {"ultraserverIndex", allocation.ultraServerIndex},
+                     {"allocatedNodes", allocation.nodes},
+                     {"nodeCount", static_cast<int>(allocation.nodes.size())},
+                     {"leaderNodeName", allocation.leader()},
+                     {"phase", allocation.phase},
+                     {"allocatedAt", allocation.allocatedAt}});
+  }
+  const bool ready = notReady == 0 && server.nodes.size() == 4;
+  std::string readyMessage =
+      ready ? "all 4 nodes Ready"
+            : std::to_string(server.nodes.size() - static_cast<std::size_t>(notReady)) + " of " +
+                  std::to_string(server.nodes.size()) + " nodes in the cluster are Ready" +
+                  (down.empty() ? "" : " (not: " + down + ")");
+  return {{"state", ready ? "Ready" : "Degraded"},
+          {"allocations", items},
+          {"conditions",
+           json::array({condition("Ready", ready, ready ? "AllNodesReady" : "NodesNotReady",
+                                  readyMessage, 0, previous, now),
+                        condition("Allocated", held > 0, held > 0 ? "WorkloadsHoldNodes" : "Free",
+                                  held > 0 ? std::to_string(held) + " node(s) held by " + holders
+                                           : "no workload holds a node",
+                                  0, previous, now)})}};
+}
+
+json workloadStatus(const Workload& workload, const WorkloadOutcome& outcome, const json& previous,
+                    const std::string& now) {
+  const bool allocated = outcome.state == "Allocated";
+  const bool progressing = outcome.state == "Allocating" || outcome.state == "Deallocating";
+  const bool degraded = outcome.degraded || outcome.state == "PartiallyAllocated";
+  json status = {
+      {"state", outcome.state},
+      {"allocatedUltraServers", outcome.allocatedUltraServers},
+      {"observedGeneration", workload.generation},
+      {"conditions",
+       json::array(
+           {condition("Ready", allocated, outcome.reason, outcome.message, workload.generation,
+                      previous, now),
+            condition("Progressing", progressing, progressing ? outcome.reason : "Idle",
+                      progressing ? outcome.message : "", workload.generation, previous, now),
+            condition(
+                "Degraded", degraded,
+                outcome.degraded ? outcome.degradedReason : (degraded ? outcome.reason : "Healthy"),
+                outcome.degraded ? outcome.degradedMessage : (degraded ? outcome.message : ""),
+                workload.generation, previous, now)})}};
+  if (!outcome.allocatedAt.empty()) status["allocatedAt"] = outcome.allocatedAt;
+  return status;
+}
+
+json claimTemplate(const Workload& workload) {
+  const std::string domain = contracts::kDraDriverName.data();
+  const std::string attributes = "device.attributes[\"" + domain + "\"]";
+  const std::string selector = attributes + ".resourceType == \"neuron_node\" && \"" +
+                               contracts::kWorkloadIdAttribute + "\" in " + attributes + " && " +
+                               attributes + "." + contracts::kWorkloadIdAttribute + " == \"" +
+                               workload.ref() + "\"";
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaimTemplate"},
+          {"metadata",
+           {{"name", workload.claimTemplate},
+            {"namespace", workload.nameSpace},
+            {"labels", {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"}}},
+            {"ownerReferences", json::array({{{"apiVersion", kApiVersion},
+                                              {"kind", "NeuronUltraServerWorkload"},
+                                              {"name", workload.name},
+                                              {"uid", workload.uid},
+                                              {"controller", true},
+                                              {"blockOwnerDeletion", true}}})}}},
+          {"spec",
+           {{"metadata", {{"annotations", {{contracts::kWorkloadAnnotation, workload.ref()}}}}},
+            {"spec",
+             {{"devices",
+               {{"requests",
+                 json::array(
+                     {{{"name", "neurons"},
+                       {"exactly",
+                        {{"deviceClassName", domain},
+                         {"selectors", json::array({{{"cel", {{"expression", selector}}}}})}}}}})},
+                {"config",
+                 json::array({{{"requests", json::array({"neurons"})},
+                               {"opaque",
+                                {{"driver", domain},
+                                 {"parameters",
+                                  {{"apiVersion", "neuron.aws.com/v1"},
+                                   {"kind", "UltraServerConfig"},
+                                   {"ultraserverMode", workload.topologySize}}}}}},
+                              {{"requests", json::array({"neurons"})},
+                               {"opaque",
+                                {{"driver", domain},
+                                 {"parameters",
+                                  {{"apiVersion", "neuron.aws.com/v1"},
+                                   {"kind", "NeuronConfig"},
+                                   {"logicalNeuronCore", workload.logicalNeuronCore}}}}}}})}}}}}}}};
+}
+
+}  // namespace torus::ultraserver

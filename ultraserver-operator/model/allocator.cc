@@ -1,0 +1,380 @@
+#include "ultraserver-operator/model/allocator.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "common/contracts/neuron_names.h"
+
+namespace torus::ultraserver {
+namespace {
+
+using contracts::kAllocationBound;
+using contracts::kAllocationPending;
+
+struct NodeState {
+  const UltraServer* server = nullptr;
+  const MemberNode* member = nullptr;
+  std::string heldBy;  // workload ref
+};
+
+class Planner {
+ public:
+  Planner(const std::vector<UltraServer>& servers, const std::string& now) : now_(now) {
+    for (const UltraServer& server : servers) {
+      servers_.push_back(&server);
+      for (const MemberNode& member : server.nodes)
+        nodes_[member.name] = {&server, &member, ""};
+    }
+  }
+
+  bool healthy(const std::string& node) const {
+    const auto found = nodes_.find(node);
+    return found != nodes_.end() && found->second.member->healthy();
+  }
+  bool free(const MemberNode& member) const {
+    return member.healthy() && nodes_.at(member.name).heldBy.empty();
+  }
+  void hold(const Allocation& allocation) {
+    for (const std::string& node : allocation.nodes) {
+      if (auto found = nodes_.find(node); found != nodes_.end())
+        found->second.heldBy = allocation.workloadRef;
+    }
+  }
+  void release(const Allocation& allocation) {
+    for (const std::string& node : allocation.nodes) {
+      if (auto found = nodes_.find(node);
+          found != nodes_.end() && found->second.heldBy == allocation.workloadRef) {
+        found->second.heldBy.clear();
+      }
+    }
+  }
+
+  // The nodes of `server` an allocation of `size` would take, or nullopt when none fits.
+  std::optional<std::vector<const MemberNode*>> fit(const UltraServer& server, int size) const {
+    std::vector<const MemberNode*> freeNodes;
+    for (const MemberNode& member : server.nodes) {
+      if (free(member)) freeNodes.push_back(&member);
+    }
+    if (size == 4) {
+      if (server.nodes.size() != 4 || freeNodes.size() != 4) return std::nullopt;
+      return freeNodes;
+    }
+    // Pairs: the nodes sharing server-id-2 (node ids 0-1 and 2-3 when the label is missing).
+    std::map<std::string, std::vector<const MemberNode*>> pairs;
+    std::map<std::string, int> freeInPair;
+    for (const MemberNode& member : server.nodes) {
+      const std::string pair =
+          member.pairId.empty() ? std::to_string(member.nodeId / 2) : member.pairId;
+      pairs[pair].push_back(&member);
+      if (free(member)) ++freeInPair[pair];
+    }
+    if (size == 2) {
+      std::optional<std::vector<const MemberNode*>> best;
+      for (const auto& [pair, members] : pairs) {
+        if (members.size() != 2 || freeInPair[pair] != 2) continue;
+        if (!best || members.front()->nodeId < best->front()->nodeId) best = members;
+      }
+      return best;
+    }
+    // One node: the one whose pair partner is taken, so whole pairs stay whole.
+    const MemberNode* best = nullptr;
+    int bestFreeInPair = 3;
+    for (const MemberNode* member : freeNodes) {
+      const std::string pair =
+          member->pairId.empty() ? std::to_string(member->nodeId / 2) : member->pairId;
+      if (freeInPair[pair] < bestFreeInPair) {
+        best = member;
+        bestFreeInPair = freeInPair[pair];
+      }
+    }
+    if (best == nullptr) return std::nullopt;
+    return std::vector<const MemberNode*>{best};
+  }
+
+  int freeCount(const UltraServer& server) const {
+    return static_cast<int>(std::count_if(server.nodes.begin(), server.nodes.end(),
+                                          [&](const MemberNode& m) { return free(m); }));
+  }
+
+  // Up to `count` new allocations for `workload`, on UltraServers not in `exclude`, best fit
+  // first. Returns fewer when fewer fit (the caller decides whether a partial set may be kept).
+  std::vector<Allocation> place(const Workload& workload, int count,
+                                const std::set<std::string>& exclude) const {
+    struct Candidate {
+      const UltraServer* server;
+      std::vector<const MemberNode*> nodes;
+      int freeAfter;
+    };
+    std::vector<Candidate> candidates;
+    for (const UltraServer* server : servers_) {
+      if (server->instanceType != workload.instanceType || exclude.count(server->name)) continue;
+      if (auto nodes = fit(*server, workload.topologySize)) {
+        candidates.push_back(
+            {server, *nodes, freeCount(*server) - static_cast<int>(nodes->size())});
+      }
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.freeAfter != b.freeAfter ? a.freeAfter < b.freeAfter
+                                        : a.server->name < b.server->name;
+    });
+    std::vector<Allocation> placed;
+    for (const Candidate& candidate : candidates) {
+      if (static_cast<int>(placed.size()) == count) break;
+      Allocation allocation;
+      allocation.workloadRef = workload.ref();
+      allocation.ultraServer = candidate.server->name;
+      for (const MemberNode* node : candidate.nodes)
+        allocation.nodes.push_back(node->name);
+      allocation.phase = kAllocationPending;
+      allocation.allocatedAt = now_;
+      placed.push_back(std::move(allocation));
+    }
+    return placed;
+  }
+
+  // What a workload that does not fit waits for, for its status.
+  std::string waitingFor(const Workload& workload, int count) const {
+    std::string message = "waiting for " + std::to_string(count) + " UltraServer" +
+                          (count == 1 ? "" : "s") + " of " + workload.instanceType + " with " +
+                          std::to_string(workload.topologySize) + " free, Ready node" +
+                          (workload.topologySize == 1 ? "" : "s") +
+                          (workload.topologySize == 2 ? " forming a NeuronLink pair" : "");
+    std::string seen;
+    int listed = 0;
+    int ofType = 0;
+    for (const UltraServer* server : servers_) {
+      if (server->instanceType != workload.instanceType) continue;
+      ++ofType;
+      if (listed == 6) continue;
+      ++listed;
+      std::set<std::string> holders;
+      int notReady = 0;
+      for (const MemberNode& member : server->nodes) {
+        if (!member.healthy()) ++notReady;
+        const std::string& holder = nodes_.at(member.name).heldBy;
+        if (!holder.empty()) holders.insert(holder);
+      }
+      seen += (seen.empty() ? "" : "; ") + server->name + ": " +
+              std::to_string(freeCount(*server)) + " of " + std::to_string(server->nodes.size()) +
+              " free";
+      if (notReady > 0) seen += ", " + std::to_string(notReady) + " not Ready";
+      for (const std::string& holder : holders)
+        seen += ", held by " + holder;
+    }
+    if (ofType == 0) return message + "; the cluster has no UltraServer of that type";
+    if (ofType > listed) seen += "; ...";
+    return message + " (" + seen + ")";
+  }
+
+ private:
+  std::string now_;
+  std::vector<const UltraServer*> servers_;
+  std::map<std::string, NodeState> nodes_;
+};
+
+std::string joinNodes(const std::vector<std::string>& nodes) {
+  std::string text;
+  for (const std::string& node : nodes)
+    text += (text.empty() ? "" : ", ") + node;
+  return text;
+}
+
+void setIndices(std::vector<Allocation>& allocations) {
+  std::sort(allocations.begin(), allocations.end(), [](const Allocation& a, const Allocation& b) {
+    return a.ultraServerIndex != b.ultraServerIndex ? a.ultraServerIndex < b.ultraServerIndex
+                                                    : a.ultraServer < b.ultraServer;
+  });
+}
+
+}  // namespace
+
+AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
+                               const std::vector<Workload>& workloads,
+                               const std::vector<Allocation>& current, const std::string& now) {
+  Planner planner(servers, now);
+  AllocationPlan plan;
+
+  std::vector<const Workload*> queue;
+  std::map<std::string, const Workload*> byRef;
+  for (const Workload& workload : workloads) {
+    queue.push_back(&workload);
+    byRef[workload.ref()] = &workload;
+  }
+  std::sort(queue.begin(), queue.end(), [](const Workload* a, const Workload* b) {
+    return a->createdAt != b->createdAt ? a->createdAt < b->createdAt : a->ref() < b->ref();
+  });
+
+  // The recorded allocations, by workload; those of workloads that are gone are released.
+  std::map<std::string, std::vector<Allocation>> held;
+  for (const Allocation& allocation : current) {
+    if (byRef.count(allocation.workloadRef)) held[allocation.workloadRef].push_back(allocation);
+  }
+
+  // Pass 1: settle what is recorded (complete, confirm, release) and react to failed nodes, so
+  // that pass 2 sees every node that stays held.
+  std::map<std::string, std::vector<Allocation>> kept;
+  for (const Workload* workload : queue) {
+    WorkloadOutcome& outcome = plan.outcomes[workload->ref()];
+    std::vector<Allocation> mine = held[workload->ref()];
+    if (!workload->invalid.empty()) {
+      outcome.state = "Failed";
+      outcome.reason = "InvalidSpec";
+      outcome.message = workload->invalid;
+      outcome.restartAllPods = !mine.empty();
+      continue;
+    }
+    if (workload->deleting) {
+      // Held until its pods are gone, so nobody else's pod can land on a chip still in use.
+      if (workload->podsRemain) {
+        for (Allocation& allocation : mine)
+          planner.hold(allocation);
+        kept[workload->ref()] = mine;
+        outcome.state = "Deallocating";
+        outcome.reason = "PodsTerminating";
+        outcome.message = "releasing its UltraServers once its pods are gone";
+        outcome.restartAllPods = true;
+      } else {
+        outcome.state = "Deallocating";
+        outcome.reason = "Released";
+        outcome.message = "its UltraServers are released";
+      }
+      continue;
+    }
+    if (mine.empty()) continue;
+
+    // A set that does not match the spec (changed since, or half-written): start again.
+    bool matches = static_cast<int>(mine.size()) == workload->serverCount;
+    bool anyBound = false;
+    for (const Allocation& allocation : mine) {
+      matches = matches && static_cast<int>(allocation.nodes.size()) == workload->topologySize;
+      anyBound = anyBound || allocation.phase == kAllocationBound;
+    }
+    const bool migrating = anyBound && workload->strategy == FailureStrategy::kMigrateAffected &&
+                           static_cast<int>(mine.size()) < workload->serverCount;
+    if (!matches && !migrating) {
+      outcome.restartAllPods = anyBound;
+      continue;  // pass 2 allocates it afresh
+    }
+    for (Allocation& allocation : mine)
+      allocation.phase = kAllocationBound;
+
+    std::vector<std::string> failed;
+    std::vector<Allocation> healthy;
+    std::vector<Allocation> affected;
+    for (const Allocation& allocation : mine) {
+      bool ok = true;
+      for (const std::string& node : allocation.nodes) {
+        if (!planner.healthy(node)) {
+          failed.push_back(node);
+          ok = false;
+        }
+      }
+      (ok ? healthy : affected).push_back(allocation);
+    }
+    if (!failed.empty() && workload->strategy == FailureStrategy::kRestartAll) {
+      outcome.restartAllPods = true;
+      outcome.degraded = true;
+      outcome.degradedReason = "RestartAll";
+      outcome.degradedMessage = "node " + joinNodes(failed) +
+                                " is not Ready: every allocation released, all pods restart "
+                                "once the workload fits whole again";
+      continue;
+    }
+    if (!failed.empty() && workload->strategy == FailureStrategy::kMigrateAffected) {
+      for (const Allocation& allocation : affected) {
+        for (const std::string& node : allocation.nodes)
+          outcome.restartPodsOn.push_back(node);
+      }
+      outcome.degraded = true;
+      outcome.degradedReason = "MigrateAffected";
+      outcome.degradedMessage = "node " + joinNodes(failed) +
+                                " is not Ready: its UltraServer allocation moves, the other " +
+                                std::to_string(healthy.size()) + " stay";
+      mine = healthy;
+    } else if (!failed.empty()) {
+      outcome.degraded = true;
+      outcome.degradedReason = "NodeNotReady";
+      outcome.degradedMessage =
+          "node " + joinNodes(failed) + " is not Ready; failureStrategy NoOp: nothing is moved";
+    }
+    for (const Allocation& allocation : mine)
+      planner.hold(allocation);
+    kept[workload->ref()] = mine;
+  }
+
+  // Pass 2: allocate, oldest first.
+  for (const Workload* workload : queue) {
+    WorkloadOutcome& outcome = plan.outcomes[workload->ref()];
+    if (!workload->invalid.empty() || workload->deleting) continue;
+    std::vector<Allocation>& mine = kept[workload->ref()];
+    const int missing = workload->serverCount - static_cast<int>(mine.size());
+    if (missing > 0) {
+      std::set<std::string> used;
+      std::set<int> indices;
+      for (const Allocation& allocation : mine) {
+        used.insert(allocation.ultraServer);
+        indices.insert(allocation.ultraServerIndex);
+      }
+      std::vector<Allocation> placed = planner.place(*workload, missing, used);
+      // A fresh workload takes all or nothing; one that keeps some (migrating) takes what fits.
+      if (static_cast<int>(placed.size()) == missing || !mine.empty()) {
+        int next = 0;
+        for (Allocation& allocation : placed) {
+          while (indices.count(next))
+            ++next;
+          allocation.ultraServerIndex = next;
+          indices.insert(next);
+          planner.hold(allocation);
+          mine.push_back(std::move(allocation));
+        }
+      }
+      setIndices(mine);
+    }
+    const int have = static_cast<int>(mine.size());
+    const bool pendingPhase = std::any_of(mine.begin(), mine.end(), [](const Allocation& a) {
+      return a.phase == kAllocationPending;
+    });
+    for (const Allocation& allocation : mine) {
+      outcome.allocatedUltraServers.push_back(allocation.ultraServer);
+      outcome.allocatedAt = std::max(outcome.allocatedAt, allocation.allocatedAt);
+    }
+    if (have == 0) {
+      outcome.state = "Pending";
+      outcome.reason = "InsufficientUltraServers";
+      outcome.message = planner.waitingFor(*workload, workload->serverCount);
+    } else if (have < workload->serverCount) {
+      outcome.state = "PartiallyAllocated";
+      outcome.reason = "InsufficientUltraServers";
+      outcome.message = "holds " + std::to_string(have) + " of " +
+                        std::to_string(workload->serverCount) + " UltraServers; " +
+                        planner.waitingFor(*workload, workload->serverCount - have);
+    } else if (pendingPhase) {
+      outcome.state = "Allocating";
+      outcome.reason = "Reserving";
+      outcome.message =
+          "reserving " + std::to_string(have) + " UltraServer" + (have == 1 ? "" : "s");
+    } else {
+      outcome.state = "Allocated";
+      outcome.reason = "Allocated";
+      std::string nodes;
+      for (const Allocation& allocation : mine)
+        nodes += (nodes.empty() ? "" : "; ") + allocation.ultraServer + ": " +
+                 joinNodes(allocation.nodes);
+      outcome.message = "holds " + nodes;
+    }
+  }
+
+  for (auto& [ref, allocations] : kept) {
+    for (Allocation& allocation : allocations)
+      plan.allocations.push_back(std::move(allocation));
+  }
+  std::sort(plan.allocations.begin(), plan.allocations.end(),
+            [](const Allocation& a, const Allocation& b) {
+              return a.ultraServer != b.ultraServer ? a.ultraServer < b.ultraServer
+                                                    : a.nodes < b.nodes;
+            });
+  return plan;
+}
+
+}  // namespace torus::ultraserver

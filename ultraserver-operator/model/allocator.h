@@ -1,0 +1,62 @@
+// The allocator: which nodes each NeuronUltraServerWorkload holds, decided from the UltraServers
+// as they are now, the workloads, and the allocations already recorded in the NeuronUltraServer
+// objects (the operator keeps no state of its own, so a restarted or new leader carries on).
+//
+// Rules:
+//  - A workload holds `serverCount` allocations, each `topologySize` nodes of one UltraServer of
+//    its instance type: all four nodes, a NeuronLink pair (the nodes sharing server-id-2), or one
+//    node. Only Ready, schedulable nodes that no other workload holds are taken.
+//  - All or nothing: a workload gets all its UltraServers in one pass or none, so no device is
+//    held for a job that cannot start whole. New allocations are recorded Pending and confirmed
+//    Bound on the next pass once every one is recorded; the driver acts only on Bound ones, and a
+//    pass that finds a workload's allocations incomplete (a writer that died half-way) drops the
+//    Pending ones and starts again.
+//  - Oldest workload first (creation time, then name). A workload that does not fit does not
+//    stop a smaller one behind it from fitting (no head-of-line blocking; a large workload can
+//    wait long on a busy cluster; the Pending message says what it waits for).
+//  - Best fit: among UltraServers that can host an allocation, the one left with the fewest free
+//    nodes, so whole UltraServers stay whole for 4-node workloads.
+//  - A node of a held allocation that is no longer Ready (or gone, or cordoned):
+//      NoOp            keep everything; the workload is reported Degraded;
+//      RestartAll      release every allocation and restart all the workload's pods; it is
+//                      allocated again, whole, when UltraServers allow;
+//      MigrateAffected move only the allocations with a failed node (the NeuronLink group is the
+//                      unit that can move) to free nodes, restarting only their pods; until a
+//                      place is free the workload is PartiallyAllocated and keeps the rest.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ultraserver-operator/model/ultraserver_model.h"
+
+namespace torus::ultraserver {
+
+struct WorkloadOutcome {
+  // Pending, Allocating, Allocated, PartiallyAllocated, Failed or Deallocating (AWS's states).
+  std::string state;
+  std::string reason;   // CamelCase, for the conditions
+  std::string message;  // for people: what it holds or waits for
+  bool degraded = false;
+  std::string degradedReason;
+  std::string degradedMessage;
+  std::vector<std::string> allocatedUltraServers;  // by ultraserverIndex
+  std::string allocatedAt;
+  // The pods of this workload on these nodes must be deleted (their controllers make new ones,
+  // which the scheduler places on the workload's nodes as they are now).
+  std::vector<std::string> restartPodsOn;
+  bool restartAllPods = false;
+};
+
+struct AllocationPlan {
+  std::vector<Allocation> allocations;              // every allocation, every UltraServer
+  std::map<std::string, WorkloadOutcome> outcomes;  // by workload ref
+};
+
+// `now` (RFC 3339) stamps new allocations.
+AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
+                               const std::vector<Workload>& workloads,
+                               const std::vector<Allocation>& current, const std::string& now);
+
+}  // namespace torus::ultraserver
