@@ -224,6 +224,9 @@ nodeAgent:
 dra:
   enabled: $( ((DRA)) || [[ -n "$DRA_NODES" ]] && echo true || echo false)
 
+ultraserverOperator:  # used when a test or --set enables it
+  extraEnv: $env
+
 extender:
   hostNetwork: true
   port: $EXTENDER_PORT

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Torus and runs every test (unit, integration, e2e) with CTest, then the end-to-end tests
 # on a real Kubernetes (tests/e2e/cluster/real_cluster_test.sh for the device plugin and extender,
-# multinode_test.sh for five real nodes, dra_test.sh for the DRA driver, dra_134_test.sh for its
-# fallbacks on Kubernetes 1.34: build upstream's components once per version, need root).
+# multinode_test.sh for five real nodes, ultraserver_test.sh for UltraServer workloads on four,
+# dra_test.sh for the DRA driver, dra_134_test.sh for its fallbacks on Kubernetes 1.34: build
+# upstream's components once per version, need root).
 #
 #   scripts/test.sh                               build/ (RelWithDebInfo, warnings as errors)
 #   scripts/test.sh --sanitize=address,undefined  build-asan/ with ASan+UBSan, by clang (CTest only;
@@ -79,6 +80,7 @@ if ((cluster)); then
   fi
   tests/e2e/cluster/real_cluster_test.sh
   tests/e2e/cluster/multinode_test.sh
+  tests/e2e/cluster/ultraserver_test.sh
   tests/e2e/cluster/dra_test.sh
   tests/e2e/cluster/dra_134_test.sh
 fi

@@ -232,12 +232,14 @@ Result<void> UltraServerOperator::writeUltraServers(const std::vector<UltraServe
                                                     const Cache& stored) {
   const std::string now = utcNowRfc3339();
   for (const UltraServer& server : servers) {
-    const auto found = stored.find(server.name);
+    const auto found = stored.find(config_.nameSpace + "/" + server.name);
     json object;
     if (found == stored.end()) {
       auto created = client_.create(ultraServersPath(config_.nameSpace),
                                     ultraServerObject(server, config_.nameSpace));
-      if (!created && created.error().code != ErrorCode::kAlreadyExists) {
+      // 409 (Aborted here) is "already exists": another writer, or our watch is behind.
+      if (!created && created.error().code != ErrorCode::kAlreadyExists &&
+          created.error().code != ErrorCode::kAborted) {
         return std::move(created).error().withContext("creating NeuronUltraServer " + server.name);
       }
       if (!created) continue;  // another writer made it: the next pass sees it
@@ -299,7 +301,8 @@ Result<void> UltraServerOperator::ensureClaimTemplate(const Workload& workload,
     return std::move(existing).error();
   }
   auto created = client_.create(claimTemplatePath(workload.nameSpace, ""), wanted);
-  if (!created && created.error().code != ErrorCode::kAlreadyExists) {
+  if (!created && created.error().code != ErrorCode::kAlreadyExists &&
+      created.error().code != ErrorCode::kAborted) {
     return std::move(created).error().withContext(
         "creating ResourceClaimTemplate " + workload.nameSpace + "/" + workload.claimTemplate);
   }
