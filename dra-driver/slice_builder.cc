@@ -302,9 +302,18 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
 
   // A node reserved for an UltraServer workload says so on every device: the workload's claim
   // template selects on it, and anyone may see whose the devices are.
+  // Where the API keeps device taints, a NoSchedule taint that only the workload's template
+  // tolerates keeps everyone else's claims off them (they wait unscheduled instead of being
+  // refused at prepare).
   if (!in.workloadId.empty()) {
-    for (json& device : devices)
+    for (json& device : devices) {
       device["attributes"][contracts::kWorkloadIdAttribute] = stringAttribute(in.workloadId);
+      if (in.options.taints) {
+        if (!device.contains("taints")) device["taints"] = json::array();
+        device["taints"].push_back(
+            {{"key", contracts::kReservedTaintKey}, {"effect", "NoSchedule"}});
+      }
+    }
   }
 
   const bool advanced =

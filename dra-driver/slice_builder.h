@@ -10,7 +10,8 @@
 //  - `neuroncore<C>` (neuron_core, ours), one logical core, with its chip's attributes, when
 //    core devices are on;
 //  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it.
-// A node the UltraServer operator reserved for a workload tags every device with workloadId.
+// A node the UltraServer operator reserved for a workload tags every device with workloadId and,
+// where taints are kept, the NoSchedule taint neuron.aws.com/reserved.
 // With core devices on, a counter set gives each chip as many units as it has logical cores: a
 // chip takes them all, a core one, the node device every chip's, so the scheduler can never
 // allocate a chip together with one of its cores. Unhealthy devices carry a taint (NoSchedule by

@@ -60,6 +60,9 @@ inline constexpr std::string_view kDraDriverName = "neuron.aws.com";
 // ResourceClaimTemplate gives each claim made from it, which the driver compares at prepare.
 inline constexpr const char* kWorkloadIdAttribute = "workloadId";
 inline constexpr const char* kWorkloadAnnotation = "neuron.aws.com/workload";
+// A NoSchedule device taint on those devices, which only the workload's template tolerates, so
+// that the scheduler gives them to nobody else (where the cluster keeps device taints).
+inline constexpr const char* kReservedTaintKey = "neuron.aws.com/reserved";
 // A DRA string attribute holds at most 64 characters, so "namespace/name" must fit in them.
 inline constexpr std::size_t kMaxWorkloadIdLength = 64;
 // An allocation the driver acts on: the operator has reserved every UltraServer of the workload.

@@ -149,43 +149,36 @@ json claimTemplate(const Workload& workload) {
                                contracts::kWorkloadIdAttribute + "\" in " + attributes + " && " +
                                attributes + "." + contracts::kWorkloadIdAttribute + " == \"" +
                                workload.ref() + "\"";
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceClaimTemplate"},
-          {"metadata",
-           {{"name", workload.claimTemplate},
-            {"namespace", workload.nameSpace},
-            {"labels", {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"}}},
-            {"ownerReferences", json::array({{{"apiVersion", kApiVersion},
-                                              {"kind", "NeuronUltraServerWorkload"},
-                                              {"name", workload.name},
-                                              {"uid", workload.uid},
-                                              {"controller", true},
-                                              {"blockOwnerDeletion", true}}})}}},
-          {"spec",
-           {{"metadata", {{"annotations", {{contracts::kWorkloadAnnotation, workload.ref()}}}}},
-            {"spec",
-             {{"devices",
-               {{"requests",
-                 json::array(
-                     {{{"name", "neurons"},
-                       {"exactly",
-                        {{"deviceClassName", domain},
-                         {"selectors", json::array({{{"cel", {{"expression", selector}}}}})}}}}})},
-                {"config",
-                 json::array({{{"requests", json::array({"neurons"})},
-                               {"opaque",
-                                {{"driver", domain},
-                                 {"parameters",
-                                  {{"apiVersion", "neuron.aws.com/v1"},
-                                   {"kind", "UltraServerConfig"},
-                                   {"ultraserverMode", workload.topologySize}}}}}},
-                              {{"requests", json::array({"neurons"})},
-                               {"opaque",
-                                {{"driver", domain},
-                                 {"parameters",
-                                  {{"apiVersion", "neuron.aws.com/v1"},
-                                   {"kind", "NeuronConfig"},
-                                   {"logicalNeuronCore", workload.logicalNeuronCore}}}}}}})}}}}}}}};
+  const auto opaque = [&](json parameters) {
+    parameters["apiVersion"] = "neuron.aws.com/v1";
+    return json{{"requests", json::array({"neurons"})},
+                {"opaque", {{"driver", domain}, {"parameters", std::move(parameters)}}}};
+  };
+  json request = {{"name", "neurons"}};
+  request["exactly"]["deviceClassName"] = domain;
+  request["exactly"]["selectors"] = json::array({{{"cel", {{"expression", selector}}}}});
+  request["exactly"]["tolerations"] = json::array(
+      {{{"key", contracts::kReservedTaintKey}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  json devices;
+  devices["requests"] = json::array({request});
+  devices["config"] = json::array(
+      {opaque({{"kind", "UltraServerConfig"}, {"ultraserverMode", workload.topologySize}}),
+       opaque({{"kind", "NeuronConfig"}, {"logicalNeuronCore", workload.logicalNeuronCore}})});
+
+  json object = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaimTemplate"}};
+  object["metadata"] = {
+      {"name", workload.claimTemplate},
+      {"namespace", workload.nameSpace},
+      {"labels", {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"}}},
+      {"ownerReferences", json::array({{{"apiVersion", kApiVersion},
+                                        {"kind", "NeuronUltraServerWorkload"},
+                                        {"name", workload.name},
+                                        {"uid", workload.uid},
+                                        {"controller", true},
+                                        {"blockOwnerDeletion", true}}})}};
+  object["spec"]["metadata"]["annotations"][contracts::kWorkloadAnnotation] = workload.ref();
+  object["spec"]["spec"]["devices"] = std::move(devices);
+  return object;
 }
 
 }  // namespace torus::ultraserver

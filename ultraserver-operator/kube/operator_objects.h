@@ -39,7 +39,8 @@ nlohmann::json workloadStatus(const Workload& workload, const WorkloadOutcome& o
                               const nlohmann::json& previous, const std::string& now);
 
 // The ResourceClaimTemplate: one request for this node's `neuronnode` device (the whole
-// UltraServer node) among the devices tagged with the workload's id, the UltraServer mode and
+// UltraServer node) among the devices tagged with the workload's id, tolerating their
+// neuron.aws.com/reserved taint, the UltraServer mode and
 // LNC as opaque config, the claims annotated with the workload, owned by the workload so that
 // deleting it deletes the template.
 nlohmann::json claimTemplate(const Workload& workload);

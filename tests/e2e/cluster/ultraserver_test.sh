@@ -6,8 +6,9 @@
 # workload reserved whole, its devices tagged, its ResourceClaimTemplate written, and
 # deploy/examples/ultraserver-workload.yaml's AllReduce across the four nodes with the
 # UltraServer environment as rank; a second workload waiting with a status naming why and holding
-# no device, then running once the first is deleted; a claim of nobody's workload on a reserved
-# chip refused at prepare naming the workload; and the failure strategies when a node's kubelet
+# no device, then running once the first is deleted; a claim of nobody's workload kept off the
+# reserved chips by their taint, and refused at prepare naming the workload when it tolerates the
+# taint; and the failure strategies when a node's kubelet
 # stops: RestartAll (all pods restart once the UltraServer is whole again), MigrateAffected (only
 # the affected pod moves) and NoOp (reported, nothing moved); leader election between two
 # replicas; and no 403 for Torus's identities in the API server's audit log.
@@ -188,11 +189,17 @@ print(sum(1 for c in json.load(sys.stdin)["items"]
 }
 check "...and holds no device: no claim of it allocated, no device tagged for it" holds_nothing
 
-echo "== a claim of no workload on a reserved chip is refused at prepare"
-k apply -n e2e -f - > /dev/null <<YAML
+echo "== a claim of no workload on a reserved chip waits unscheduled; one that forces its way is refused at prepare"
+# chip_claim NAME [TOLERATE]: a template for chip 3 of any node; with TOLERATE it also tolerates
+# the reservation's taint, as a claim written to get past the scheduler would.
+chip_claim() {
+  local tolerations=""
+  [[ -n "${2:-}" ]] && tolerations="
+            tolerations: [{key: neuron.aws.com/reserved, operator: Exists, effect: NoSchedule}]"
+  k apply -n e2e -f - > /dev/null <<YAML
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
-metadata: {name: chip-three}
+metadata: {name: $1}
 spec:
   spec:
     devices:
@@ -201,17 +208,31 @@ spec:
           exactly:
             deviceClassName: neuron.aws.com
             selectors:
-              - cel: {expression: 'device.attributes["neuron.aws.com"].resourceType == "neuron_device" && device.attributes["neuron.aws.com"].deviceId == 3'}
+              - cel: {expression: 'device.attributes["neuron.aws.com"].resourceType == "neuron_device" && device.attributes["neuron.aws.com"].deviceId == 3'}$tolerations
 YAML
+}
+chip_claim chip-three
 pod_with_claim stranger chip-three
+reserved_tainted() {
+  k get resourceslices -o json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["items"]:
+    for d in s["spec"].get("devices", []):
+        keys = [t["key"] for t in d.get("taints", [])]
+        assert "neuron.aws.com/reserved" in keys, (s["spec"]["nodeName"], d["name"], keys)'
+}
+check "every reserved device carries the NoSchedule taint neuron.aws.com/reserved" reserved_tainted
+check "the stranger waits unscheduled: the scheduler gives it no reserved chip" eventually 60 unplaced stranger
+chip_claim chip-three-forced tolerate
+pod_with_claim forced chip-three-forced
 refused_naming_workload() {
-  k get events -n e2e --field-selector involvedObject.name=stranger -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+  k get events -n e2e --field-selector involvedObject.name=forced -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
     grep -m1 "is reserved for NeuronUltraServerWorkload e2e/$first"
 }
-check "the stranger's prepare fails with a message naming e2e/$first" eventually 90 refused_naming_workload
-not_running() { [[ "$(pod_phase stranger)" == Pending ]]; }
-check "...and the stranger does not run" not_running
-k delete pod -n e2e stranger --wait=false > /dev/null
+check "a claim that tolerates the taint is refused at prepare, naming e2e/$first" eventually 90 refused_naming_workload
+not_running() { [[ "$(pod_phase forced)" == Pending ]]; }
+check "...and does not run" not_running
+k delete pod -n e2e stranger forced --wait=false > /dev/null
 
 echo "== deleting the first workload releases the UltraServer to the second"
 k delete nusw -n e2e "$first" --wait=false > /dev/null

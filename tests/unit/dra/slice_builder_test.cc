@@ -232,6 +232,16 @@ TEST(SliceBuilder, AReservedNodeTagsEveryDeviceWithTheWorkload) {
   EXPECT_EQ(devices.size(), 16u + 64u + 1u);
   for (const auto& [name, device] : devices) {
     EXPECT_EQ(device["attributes"]["workloadId"], json({{"string", "ml/train"}})) << name;
+    EXPECT_EQ(device["taints"].back(),
+              (json{{"key", "neuron.aws.com/reserved"}, {"effect", "NoSchedule"}}))
+        << name;
+  }
+  // Where the API drops taints the tag stays and the driver's check at prepare is what guards.
+  inputs.options.taints = false;
+  const auto untainted = devicesByName(buildSlices(inputs, 1));
+  for (const auto& [name, device] : untainted) {
+    EXPECT_TRUE(device["attributes"].contains("workloadId")) << name;
+    EXPECT_FALSE(device.contains("taints")) << name;
   }
 }
 

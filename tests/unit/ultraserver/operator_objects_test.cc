@@ -71,6 +71,9 @@ TEST(OperatorObjects, ClaimTemplateSelectsTheWorkloadsWholeNodes) {
             "device.attributes[\"neuron.aws.com\"].resourceType == \"neuron_node\" && "
             "\"workloadId\" in device.attributes[\"neuron.aws.com\"] && "
             "device.attributes[\"neuron.aws.com\"].workloadId == \"ml/train\"");
+  EXPECT_EQ(
+      request["exactly"]["tolerations"][0],
+      (json{{"key", "neuron.aws.com/reserved"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}));
   const json& configs = rct["spec"]["spec"]["devices"]["config"];
   EXPECT_EQ(configs[0]["opaque"]["parameters"]["kind"], "UltraServerConfig");
   EXPECT_EQ(configs[0]["opaque"]["parameters"]["ultraserverMode"], 4);
