@@ -15,6 +15,13 @@ namespace torus::coll {
 
 Error Communicator::fail(Error error) {
   if (broken_) return error;
+  // A transport error (a send to a rank that died because another did) names the messenger;
+  // the rank whose bootstrap connection closed first is the cause, and a user reading the error
+  // should see it.
+  if (auto trouble = remoteTrouble();
+      trouble && error.message.find(*trouble) == std::string::npos) {
+    error.message += " (" + *trouble + ")";
+  }
   broken_ = error;
   if (status_) {
     std::lock_guard lock(status_->mutex);
