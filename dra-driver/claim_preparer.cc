@@ -137,11 +137,6 @@ void ClaimPreparer::setReservation(bool known, std::string workloadRef) {
   reservedFor_ = std::move(workloadRef);
 }
 
-std::string ClaimPreparer::reservedFor() const {
-  std::lock_guard lock(mutex_);
-  return reservedFor_;
-}
-
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) {
   {
     std::lock_guard lock(mutex_);

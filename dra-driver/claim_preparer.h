@@ -67,7 +67,6 @@ class ClaimPreparer {
   Result<void> unprepare(const ClaimRef& claim);
 
   PreparedClaims prepared() const;
-  std::string reservedFor() const;
   topology::CoreSet heldCores() const;
   // Chips given back and not reset yet (those whose reset failed too).
   topology::DeviceSet pendingResets() const;

@@ -44,10 +44,7 @@ int main(int argc, char** argv) {
   torus::log::configure(config.log);
   TORUS_LOG(Info, Extender, "starting neuron-scheduler-extender",
             {"version", torus::versionString()});
-  for (const auto& setting : table.effective()) {
-    TORUS_LOG(Info, Config, "setting", {"name", setting.flag}, {"value", setting.value},
-              {"source", torus::config::sourceName(setting.source)});
-  }
+  torus::config::logEffectiveSettings(table);
   if (auto valid = torus::extender::normalizeExtenderConfig(config); !valid) {
     TORUS_LOG(Error, Extender, "bad settings", {"error", valid.error().message});
     return 2;

@@ -18,6 +18,18 @@ std::string utcNowRfc3339() {
   return utcRfc3339(std::chrono::system_clock::now());
 }
 
+std::string utcNowRfc3339Micro() {
+  const auto now = std::chrono::system_clock::now();
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                          now - std::chrono::floor<std::chrono::seconds>(now))
+                          .count();
+  std::string text = utcRfc3339(now);
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%06d", static_cast<int>(micros));
+  text.insert(text.size() - 1, fraction);  // before the "Z"
+  return text;
+}
+
 std::optional<std::chrono::system_clock::time_point> parseUtcRfc3339(std::string_view text) {
   if (text.size() != 20) return std::nullopt;
   const std::string copy(text);

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/base/log.h"
 #include "common/base/version.h"
 
 namespace torus::config {
@@ -34,6 +35,13 @@ std::optional<int> parseCommandLine(SettingTable& table, const CommandInfo& info
     return 2;
   }
   return std::nullopt;
+}
+
+void logEffectiveSettings(const SettingTable& table) {
+  for (const auto& setting : table.effective()) {
+    TORUS_LOG(Info, Config, "setting", {"name", setting.flag}, {"value", setting.value},
+              {"source", sourceName(setting.source)});
+  }
 }
 
 }  // namespace torus::config

@@ -25,4 +25,8 @@ struct CommandInfo {
 std::optional<int> parseCommandLine(SettingTable& table, const CommandInfo& info, int argc,
                                     char** argv, std::vector<std::string>* positional = nullptr);
 
+// Logs every setting not at its default with where its value came from (after log::configure),
+// so a program's log says how it was configured.
+void logEffectiveSettings(const SettingTable& table);
+
 }  // namespace torus::config

@@ -3,12 +3,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <random>
 
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/base/utc_time.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::kube {
@@ -16,22 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-// A Lease's times are MicroTime: RFC 3339 with six fractional digits.
-std::string microTimeNow() {
-  const auto now = std::chrono::system_clock::now();
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                          now.time_since_epoch() - std::chrono::seconds(seconds))
-                          .count();
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[96];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", utc.tm_year + 1900,
-                utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                static_cast<long long>(micros));
-  return text;
-}
 
 }  // namespace
 
@@ -63,7 +47,7 @@ std::string LeaderLease::path() const {
 }
 
 json LeaderLease::record(const json& previous, bool takingOver) const {
-  const std::string now = microTimeNow();
+  const std::string now = utcNowRfc3339Micro();
   json spec = {{"holderIdentity", options_.identity},
                {"leaseDurationSeconds",
                 std::chrono::duration_cast<std::chrono::seconds>(options_.leaseDuration).count()},
@@ -176,7 +160,7 @@ void LeaderLease::release() {
   if (!current || stringAt(*current, {"spec", "holderIdentity"}) != options_.identity) return;
   json lease = *current;
   lease["spec"]["holderIdentity"] = "";
-  lease["spec"]["renewTime"] = microTimeNow();
+  lease["spec"]["renewTime"] = utcNowRfc3339Micro();
   if (auto written = client_.replace(path(), lease); !written) {
     TORUS_LOG(Warn, Kube, "lease: cannot release it", {"lease", options_.name},
               {"error", written.error().message});

@@ -62,10 +62,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   TORUS_LOG(Info, Agent, "starting neuron-node-agent", {"version", torus::versionString()});
-  for (const auto& setting : table.effective()) {
-    TORUS_LOG(Info, Config, "setting", {"name", setting.flag}, {"value", setting.value},
-              {"source", torus::config::sourceName(setting.source)});
-  }
+  torus::config::logEffectiveSettings(table);
 
   auto agent = torus::agent::NodeAgent::start(config);
   if (!agent) {

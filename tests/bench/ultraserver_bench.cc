@@ -103,9 +103,8 @@ struct Outcome {
   std::vector<double> partlyUsed;  // UltraServers with some but not all nodes in use, per step
   int lastStep = 0;
   bool deadlocked = false;
-  std::vector<double> timeline;      // nodes running started jobs, per step
-  std::vector<double> heldTimeline;  // nodes held by jobs not started, per step
-  std::vector<double> passMicros;    // operator only
+  std::vector<double> timeline;    // nodes running started jobs, per step
+  std::vector<double> passMicros;  // operator only
 };
 
 std::string timestamp(int step, int id) {
@@ -199,7 +198,6 @@ Outcome runOperator(const std::vector<Job>& jobs, const std::vector<UltraServer>
     const double busy = static_cast<double>(std::count(nodeUse.begin(), nodeUse.end(), 1));
     out.busyNodeSteps += busy;
     out.timeline.push_back(busy);
-    out.heldTimeline.push_back(0);
     out.partlyUsed.push_back(partlyUsed(nodeUse));
   }
   return out;
@@ -280,7 +278,6 @@ Outcome runPodByPod(const std::vector<Job>& jobs, std::mt19937 random) {
     out.busyNodeSteps += busy;
     out.heldIdleNodeSteps += held;
     out.timeline.push_back(busy);
-    out.heldTimeline.push_back(held);
     out.partlyUsed.push_back(partlyUsed(nodeUse));
     // Nothing runs, nothing can be placed, jobs wait holding nodes: no job can ever finish.
     const bool running = std::any_of(started.begin(), started.end(), [&](const auto& entry) {

@@ -204,12 +204,10 @@ Result<std::vector<json>> UltraServerOperator::podsOf(const Workload& workload) 
 }
 
 Result<void> UltraServerOperator::deletePods(const Workload& workload,
-                                             const WorkloadOutcome& outcome) {
-  if (!outcome.restartAllPods && outcome.restartPodsOn.empty()) return {};
-  auto pods = podsOf(workload);
-  if (!pods) return std::move(pods).error();
+                                             const WorkloadOutcome& outcome,
+                                             const std::vector<json>& pods) {
   const std::set<std::string> nodes(outcome.restartPodsOn.begin(), outcome.restartPodsOn.end());
-  for (const json& pod : *pods) {
+  for (const json& pod : pods) {
     const std::string node = stringAt(pod, {"spec", "nodeName"});
     if (!outcome.restartAllPods && !nodes.count(node)) continue;
     if (!stringAt(pod, {"metadata", "deletionTimestamp"}).empty()) continue;
@@ -402,6 +400,7 @@ Result<void> UltraServerOperator::reconcileOnce() {
   const std::vector<UltraServer> servers = groupUltraServers(std::move(members));
 
   std::vector<Workload> workloads;
+  std::map<std::string, std::vector<json>> listedPods;  // by workload ref, listed once a pass
   for (const auto& [key, object] : workloadObjects) {
     Workload workload = parseWorkload(*object);
     if (workload.deleting && !hasFinalizer(*object)) continue;  // not ours to hold back
@@ -409,6 +408,7 @@ Result<void> UltraServerOperator::reconcileOnce() {
       auto pods = podsOf(workload);
       if (!pods) return std::move(pods).error();
       workload.podsRemain = !pods->empty();
+      listedPods[workload.ref()] = std::move(*pods);
     }
     workloads.push_back(std::move(workload));
   }
@@ -422,8 +422,17 @@ Result<void> UltraServerOperator::reconcileOnce() {
 
   // Pods first: a pod that must move is gone before its nodes are handed to anyone else.
   for (const Workload& workload : workloads) {
-    if (auto done = deletePods(workload, plan.outcomes[workload.ref()]); !done)
+    const WorkloadOutcome& outcome = plan.outcomes[workload.ref()];
+    if (!outcome.restartAllPods && outcome.restartPodsOn.empty()) continue;
+    auto listed = listedPods.find(workload.ref());
+    if (listed == listedPods.end()) {
+      auto pods = podsOf(workload);
+      if (!pods) return std::move(pods).error();
+      listed = listedPods.emplace(workload.ref(), std::move(*pods)).first;
+    }
+    if (auto done = deletePods(workload, outcome, listed->second); !done) {
       return std::move(done).error();
+    }
   }
   if (auto done = writeUltraServers(servers, plan.allocations, stored); !done)
     return std::move(done).error();

@@ -54,7 +54,9 @@ class UltraServerOperator {
   void run(std::stop_token stop);
   Result<void> reconcileOnce();
   Result<std::vector<nlohmann::json>> podsOf(const Workload& workload);
-  Result<void> deletePods(const Workload& workload, const WorkloadOutcome& outcome);
+  // Deletes those of `pods` (the workload's, from podsOf) that the outcome restarts.
+  Result<void> deletePods(const Workload& workload, const WorkloadOutcome& outcome,
+                          const std::vector<nlohmann::json>& pods);
   Result<void> writeUltraServers(const std::vector<UltraServer>& servers,
                                  const std::vector<Allocation>& allocations, const Cache& stored);
   Result<void> ensureClaimTemplate(const Workload& workload, WorkloadOutcome& outcome);

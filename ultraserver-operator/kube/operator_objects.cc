@@ -1,5 +1,6 @@
 #include "ultraserver-operator/kube/operator_objects.h"
 
+#include "common/base/strings.h"
 #include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 
@@ -78,21 +79,17 @@ json ultraServerObject(const UltraServer& server, const std::string& nameSpace) 
 
 json ultraServerStatus(const UltraServer& server, const std::vector<Allocation>& allocations,
                        const json& previous, const std::string& now) {
-  int notReady = 0;
-  std::string down;
+  std::vector<std::string> down;
   for (const MemberNode& node : server.nodes) {
-    if (!node.healthy()) {
-      ++notReady;
-      down += (down.empty() ? "" : ", ") + node.name;
-    }
+    if (!node.healthy()) down.push_back(node.name);
   }
   json items = json::array();
   int held = 0;
-  std::string holders;
+  std::vector<std::string> holders;
   for (const Allocation& allocation : allocations) {
     if (allocation.ultraServer != server.name) continue;
     held += static_cast<int>(allocation.nodes.size());
-    holders += (holders.empty() ? "" : ", ") + allocation.workloadRef;
+    holders.push_back(allocation.workloadRef);
     items.push_back({{"workloadRef", allocation.workloadRef},
                      {"ultraserverIndex", allocation.ultraServerIndex},
                      {"allocatedNodes", allocation.nodes},
@@ -101,19 +98,20 @@ json ultraServerStatus(const UltraServer& server, const std::vector<Allocation>&
                      {"phase", allocation.phase},
                      {"allocatedAt", allocation.allocatedAt}});
   }
-  const bool ready = notReady == 0 && server.nodes.size() == 4;
+  const bool ready = down.empty() && server.nodes.size() == 4;
   std::string readyMessage =
       ready ? "all 4 nodes Ready"
-            : std::to_string(server.nodes.size() - static_cast<std::size_t>(notReady)) + " of " +
+            : std::to_string(server.nodes.size() - down.size()) + " of " +
                   std::to_string(server.nodes.size()) + " nodes in the cluster are Ready" +
-                  (down.empty() ? "" : " (not: " + down + ")");
+                  (down.empty() ? "" : " (not: " + joinStrings(down, ", ") + ")");
   return {{"state", ready ? "Ready" : "Degraded"},
           {"allocations", items},
           {"conditions",
            json::array({condition("Ready", ready, ready ? "AllNodesReady" : "NodesNotReady",
                                   readyMessage, 0, previous, now),
                         condition("Allocated", held > 0, held > 0 ? "WorkloadsHoldNodes" : "Free",
-                                  held > 0 ? std::to_string(held) + " node(s) held by " + holders
+                                  held > 0 ? std::to_string(held) + " node(s) held by " +
+                                                 joinStrings(holders, ", ")
                                            : "no workload holds a node",
                                   0, previous, now)})}};
 }

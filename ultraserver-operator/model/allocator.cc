@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "common/base/strings.h"
 #include "common/contracts/neuron_names.h"
 
 namespace torus::ultraserver {
@@ -173,13 +174,6 @@ class Planner {
   std::map<std::string, NodeState> nodes_;
 };
 
-std::string joinNodes(const std::vector<std::string>& nodes) {
-  std::string text;
-  for (const std::string& node : nodes)
-    text += (text.empty() ? "" : ", ") + node;
-  return text;
-}
-
 void setIndices(std::vector<Allocation>& allocations) {
   std::sort(allocations.begin(), allocations.end(), [](const Allocation& a, const Allocation& b) {
     return a.ultraServerIndex != b.ultraServerIndex ? a.ultraServerIndex < b.ultraServerIndex
@@ -276,7 +270,7 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
       outcome.restartAllPods = true;
       outcome.degraded = true;
       outcome.degradedReason = "RestartAll";
-      outcome.degradedMessage = "node " + joinNodes(failed) +
+      outcome.degradedMessage = "node " + joinStrings(failed, ", ") +
                                 " is not Ready: every allocation released, all pods restart "
                                 "once the workload fits whole again";
       continue;
@@ -288,15 +282,15 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
       }
       outcome.degraded = true;
       outcome.degradedReason = "MigrateAffected";
-      outcome.degradedMessage = "node " + joinNodes(failed) +
+      outcome.degradedMessage = "node " + joinStrings(failed, ", ") +
                                 " is not Ready: its UltraServer allocation moves, the other " +
                                 std::to_string(healthy.size()) + " stay";
       mine = healthy;
     } else if (!failed.empty()) {
       outcome.degraded = true;
       outcome.degradedReason = "NodeNotReady";
-      outcome.degradedMessage =
-          "node " + joinNodes(failed) + " is not Ready; failureStrategy NoOp: nothing is moved";
+      outcome.degradedMessage = "node " + joinStrings(failed, ", ") +
+                                " is not Ready; failureStrategy NoOp: nothing is moved";
     }
     for (const Allocation& allocation : mine)
       planner.hold(allocation);
@@ -360,7 +354,7 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
       std::string nodes;
       for (const Allocation& allocation : mine)
         nodes += (nodes.empty() ? "" : "; ") + allocation.ultraServer + ": " +
-                 joinNodes(allocation.nodes);
+                 joinStrings(allocation.nodes, ", ");
       outcome.message = "holds " + nodes;
     }
   }

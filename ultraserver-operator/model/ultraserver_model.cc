@@ -1,12 +1,12 @@
 #include "ultraserver-operator/model/ultraserver_model.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/parse.h"
+#include "common/base/strings.h"
 #include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 
@@ -69,11 +69,7 @@ std::optional<MemberNode> memberOf(const json& node) {
 }
 
 std::string ultraServerName(const std::string& serverId) {
-  std::string name = "us-";
-  for (const char c : serverId) {
-    name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return name;
+  return "us-" + toLower(serverId);
 }
 
 std::vector<UltraServer> groupUltraServers(std::vector<MemberNode> members) {

@@ -18,6 +18,7 @@
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../../.." && pwd)"
 source "$REPO/tests/e2e/cluster/lib.sh"
+source "$REPO/tests/e2e/cluster/dra_lib.sh"
 
 cluster_test_setup torus-ultraserver "${1:-}"
 
@@ -28,7 +29,7 @@ echo "== an UltraServer of four trn2u nodes, DRA and the UltraServer operator (s
 cluster up --dra --nodes=trn2u.48xlarge:4@us0 --set ultraserverOperator.enabled=true \
   --set 'ultraserverOperator.nodeSelector.kubernetes\.io/hostname=torus-node-4'
 source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL
+export KUBECONFIG KUBECTL NODE_NAME
 read -r -a names <<< "$NODE_NAMES"
 read -r -a ips <<< "$NODE_IPS"
 echo "cluster with Torus up in $((SECONDS - started)) s"
@@ -154,29 +155,8 @@ waits_naming_first() {
   [[ "$message" == *"held by e2e/$first"* ]]
 }
 check "workload second is Pending and its status names e2e/$first" eventually 60 waits_naming_first
-pod_with_claim() {
-  k apply -n e2e -f - > /dev/null <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, 'env | grep ^NEURON_RT_ULTRASERVER_ | sort; sleep ${3:-3600}']
-      resources: {claims: [{name: neurons}]}
-  resourceClaims:
-    - {name: neurons, resourceClaimTemplateName: $2}
-YAML
-}
-pod_with_claim second-0 second
-unplaced() {
-  [[ "$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')" == Unschedulable ]] ||
-    { echo "$1: $(k get pod -n e2e "$1" -o jsonpath='{.status.conditions}')"; return 1; }
-}
-check "its pod waits unscheduled" eventually 60 unplaced second-0
+dra_pod second-0 second 3600  # on the first node (dra_lib.sh), which the workload will hold
+check "its pod waits unscheduled" eventually 60 unschedulable second-0
 holds_nothing() {
   local allocated
   allocated="$(k get resourceclaims -n e2e -o json | python3 -c '
@@ -190,8 +170,9 @@ print(sum(1 for c in json.load(sys.stdin)["items"]
 check "...and holds no device: no claim of it allocated, no device tagged for it" holds_nothing
 
 echo "== a claim of no workload on a reserved chip waits unscheduled; one that forces its way is refused at prepare"
-# chip_claim NAME [TOLERATE]: a template for chip 3 of any node; with TOLERATE it also tolerates
-# the reservation's taint, as a claim written to get past the scheduler would.
+# chip_claim NAME [TOLERATE]: a template for chip 3 (of the first node: dra_pod pins its pods);
+# with TOLERATE it also tolerates the reservation's taint, as a claim written to get past the
+# scheduler would.
 chip_claim() {
   local tolerations=""
   [[ -n "${2:-}" ]] && tolerations="
@@ -212,7 +193,7 @@ spec:
 YAML
 }
 chip_claim chip-three
-pod_with_claim stranger chip-three
+dra_pod stranger chip-three
 reserved_tainted() {
   k get resourceslices -o json | python3 -c '
 import json, sys
@@ -222,9 +203,9 @@ for s in json.load(sys.stdin)["items"]:
         assert "neuron.aws.com/reserved" in keys, (s["spec"]["nodeName"], d["name"], keys)'
 }
 check "every reserved device carries the NoSchedule taint neuron.aws.com/reserved" reserved_tainted
-check "the stranger waits unscheduled: the scheduler gives it no reserved chip" eventually 60 unplaced stranger
+check "the stranger waits unscheduled: the scheduler gives it no reserved chip" eventually 60 unschedulable stranger
 chip_claim chip-three-forced tolerate
-pod_with_claim forced chip-three-forced
+dra_pod forced chip-three-forced
 refused_naming_workload() {
   k get events -n e2e --field-selector involvedObject.name=forced -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
     grep -m1 "is reserved for NeuronUltraServerWorkload e2e/$first"
