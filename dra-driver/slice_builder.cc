@@ -109,7 +109,7 @@ json chipAttributes(const SliceInputs& in, int device) {
   }
   for (int layer = 1; layer <= 3; ++layer) {
     const std::string value =
-        labelOr(in.nodeLabels, "topology.k8s.aws/network-node-layer-" + std::to_string(layer));
+        labelOr(in.nodeLabels, contracts::kNetworkLayerLabelPrefix + std::to_string(layer));
     if (!value.empty()) {
       attributes["networkNodeLayer" + std::to_string(layer)] = stringAttribute(value);
     }

@@ -115,6 +115,16 @@ mkdir -p "$STATE"
 STATE="$(cd "$STATE" && pwd)"
 
 K8S_BIN="$TORUS_CACHE/k8s-$K8S_VERSION/bin"
+# Upstream's gang API (scheduling.k8s.io/v1beta1 PodGroup and a pod's spec.schedulingGroup) is
+# beta but off in 1.37: this cluster turns it on in the API server, kube-controller-manager (whose
+# PodGroup protection controller removes a deleted PodGroup's finalizer) and neuron-scheduler, as
+# an operator who wants PodGroups would (docs/gangs.md). Older versions run without it.
+WORKLOAD_GATES=()
+k8s_minor="${K8S_VERSION#v1.}"
+k8s_minor="${k8s_minor%%.*}"
+if [[ "$k8s_minor" =~ ^[0-9]+$ ]] && ((k8s_minor >= 37)); then
+  WORKLOAD_GATES=(--feature-gates=GenericWorkload=true)
+fi
 CONTAINERD_BIN="$TORUS_CACHE/containerd-$CONTAINERD_VERSION/bin"
 ETCD_BIN="$TORUS_CACHE/etcd-$ETCD_VERSION/bin"
 RUNC_BIN="$TORUS_CACHE/runc-$RUNC_VERSION/bin"
@@ -172,7 +182,8 @@ start_apiserver() {
     --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP \
     --audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log" \
-    --audit-log-maxsize 200 --audit-log-maxbackup 1
+    --audit-log-maxsize 200 --audit-log-maxbackup 1 \
+    "${WORKLOAD_GATES[@]}" ${WORKLOAD_GATES[0]:+--runtime-config=scheduling.k8s.io/v1beta1=true}
   wait_for kube-apiserver 90 curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" \
     --key "$PKI/admin.key" "https://$APISERVER_HOST:$APISERVER_PORT/readyz"
 }
@@ -185,7 +196,7 @@ start_control_plane() {
     --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" --leader-elect=false \
-    --node-monitor-grace-period 20s \
+    --node-monitor-grace-period 20s "${WORKLOAD_GATES[@]}" \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --use-service-account-credentials=true \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key"
@@ -238,6 +249,7 @@ scheduler:
   securePort: $NEURON_SCHEDULER_PORT
   extenderURL: http://$(node_ip 1):$EXTENDER_PORT
   extraEnv: $env
+  extraArgs: [${WORKLOAD_GATES[0]:-}]
   nodeSelector: {kubernetes.io/hostname: $first_node}
   image:
     repository: $SCHEDULER_IMAGE_REPO

@@ -51,6 +51,15 @@ inline constexpr const char* kUltraServerLabelPrefix = "neuron.amazonaws.com/ult
 inline constexpr const char* kInstanceTypeLabel = "node.kubernetes.io/instance-type";
 inline constexpr const char* kBetaInstanceTypeLabel = "beta.kubernetes.io/instance-type";
 
+// ---- Gangs: pods users label so neuron-scheduler places them all or none ----
+// A pod's gang (a label value, within its namespace) and how many pods the gang has.
+inline constexpr const char* kGangLabel = "torus.dev/gang";
+inline constexpr const char* kGangSizeLabel = "torus.dev/gang-size";
+inline constexpr int kMaxGangSize = 256;
+// EC2's network topology labels, farthest layer first (EKS sets them on nodes):
+// topology.k8s.aws/network-node-layer-1, -2, -3; nodes sharing layer 3 are closest.
+inline constexpr const char* kNetworkLayerLabelPrefix = "topology.k8s.aws/network-node-layer-";
+
 // ---- Dynamic Resource Allocation (dra-driver/driver_names.h has the rest) ----
 inline constexpr std::string_view kDraDriverName = "neuron.aws.com";
 

@@ -54,6 +54,9 @@ Result<void> SchedulerExtender::connect(const ExtenderConfig& config) {
   SyncOptions syncOptions;
   syncOptions.assumeTtl = std::chrono::seconds(config.assumeTtlSeconds);
   syncOptions.podsFromApi = &podsFromApi_;
+  syncOptions.gangMembers = gangMembers_.get();
+  syncOptions.nodeDomains = nodeDomains_.get();
+  syncOptions.podGroups = podGroups_.get();
   if (config.crossResourcePreemption) {
     syncOptions.crossResourcePreemption =
         CrossResourcePreemptionOptions{.schedulerName = config.schedulerName};
@@ -76,6 +79,9 @@ Result<void> SchedulerExtender::serve(const ExtenderConfig& config) {
   context.learnNodesFromRequests = sync_ == nullptr;
   context.binder = binder_.get();
   context.serveState = config.serveState;
+  context.gangMembers = gangMembers_;
+  context.nodeDomains = nodeDomains_;
+  context.podGroups = podGroups_;
   if (sync_) {
     ClusterSync* sync = sync_.get();
     context.podsFromApi = &podsFromApi_;

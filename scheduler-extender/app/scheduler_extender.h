@@ -43,6 +43,9 @@ class SchedulerExtender {
   ClusterState state_;
   PodCache podsFromApi_;
   PodCache pods_;
+  std::shared_ptr<GangMembers> gangMembers_ = std::make_shared<GangMembers>();
+  std::shared_ptr<NodeDomainIndex> nodeDomains_ = std::make_shared<NodeDomainIndex>();
+  std::shared_ptr<PodGroupIndex> podGroups_ = std::make_shared<PodGroupIndex>();
   VerbMetrics metrics_;
   MemoryBudget requestMemory_;
   std::unique_ptr<ClusterSync> sync_;

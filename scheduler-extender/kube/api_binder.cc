@@ -24,7 +24,7 @@ std::string nodeNameOf(const json& pod) {
 
 }  // namespace
 
-ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), events_(config) {}
+ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), courtesy_(config) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
   const contracts::Handoff handoff{allocation.ids, allocation.allocTimeNs, false, pod.resourceName};
@@ -72,10 +72,14 @@ Result<PodDemand> ApiBinder::fetchPod(const std::string& podNamespace, const std
   return parsePodObject(*pod, "pod " + podNamespace + "/" + name);
 }
 
+void ApiBinder::nominate(const PodDemand& pod, const std::string& node) {
+  courtesy_.nominate(pod.namespace_, pod.name, node);
+}
+
 void ApiBinder::postEvent(const PodDemand& pod, bool normal, const std::string& reason,
                           const std::string& message) {
   const json event = podEventObject(pod.name, pod.namespace_, pod.uid, normal, reason, message);
-  events_.post(pod.namespace_, event, pod.key(), reason);
+  courtesy_.post(pod.namespace_, event, pod.key(), reason);
 }
 
 }  // namespace torus::extender

@@ -15,7 +15,7 @@
 
 #include "common/contracts/neuron_handoff.h"
 #include "common/kube/kube_client_pool.h"
-#include "scheduler-extender/kube/event_poster.h"
+#include "scheduler-extender/kube/courtesy_writer.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
@@ -26,6 +26,7 @@ class ApiBinder final : public PodBinder {
 
   Result<void> bind(const PodDemand& pod, const Allocation& allocation) override;
   Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) override;
+  void nominate(const PodDemand& pod, const std::string& node) override;
 
  private:
   Result<void> postBinding(kube::KubeClient& client, const PodDemand& pod, const std::string& node,
@@ -35,7 +36,7 @@ class ApiBinder final : public PodBinder {
 
   // Binds arrive in parallel; each borrows a kept-alive connection for its three calls.
   kube::KubeClientPool clients_;
-  EventPoster events_;
+  CourtesyWriter courtesy_;  // Events, nominations
 };
 
 }  // namespace torus::extender

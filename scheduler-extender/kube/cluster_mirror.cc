@@ -38,8 +38,10 @@ void ClusterMirror::upsertNode(const json& object) {
   }
   if (record->instanceType.empty() || !topology::findInstanceType(record->instanceType)) {
     if (state_.hasNode(record->name)) state_.removeNode(record->name);
+    if (domains_ != nullptr) domains_->remove(record->name);
     return;  // not a Neuron node
   }
+  if (domains_ != nullptr) domains_->set(record->name, nodeDomainsFromLabels(object));
   const bool known = state_.hasNode(record->name);
   // The node as its agent discovered it (links that are down included), or the catalog's.
   std::optional<topology::Node> discovered;
@@ -83,6 +85,7 @@ void ClusterMirror::applyNodeList(const std::vector<std::shared_ptr<const json>>
     listed.insert(objectName(*item));
     upsertNode(*item);
   }
+  if (domains_ != nullptr) domains_->retain({listed.begin(), listed.end()});
   for (const std::string& name : state_.nodeNames()) {
     if (listed.count(name) == 0) {
       TORUS_LOG(Info, Extender, "node gone", {"node", name},
@@ -94,6 +97,7 @@ void ClusterMirror::applyNodeList(const std::vector<std::shared_ptr<const json>>
 void ClusterMirror::applyNodeEvent(const kube::WatchEvent& event) {
   if (event.type == "DELETED") {
     const std::string name = objectName(*event.object);
+    if (domains_ != nullptr) domains_->remove(name);
     if (state_.hasNode(name)) {
       TORUS_LOG(Info, Extender, "node deleted", {"node", name},
                 {"allocations_dropped", state_.removeNode(name)});
@@ -110,6 +114,8 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
     return std::nullopt;
   }
   const PodDemand& pod = record->demand;
+  if (gangs_ != nullptr)
+    gangs_->apply(pod, record->nodeName, record->finished() || record->deleting);
   if (!record->holdsNeuron()) {
     if (state_.allocationOf(pod.uid) && (record->finished() || !pod.wantsNeuron())) {
       state_.release(pod.uid);
@@ -171,6 +177,7 @@ void ClusterMirror::retryConflicting() {
 
 void ClusterMirror::forgetPod(const json& object) {
   const std::string uid = uidOf(object);
+  if (gangs_ != nullptr) gangs_->forget(uid);
   {
     std::lock_guard lock(waitingMutex_);
     waitingForNode_.erase(uid);
@@ -187,6 +194,12 @@ void ClusterMirror::applyPodList(const std::vector<std::shared_ptr<const json>>&
   std::vector<std::string> holding;
   for (const auto& item : items) {
     if (auto uid = applyPod(*item)) holding.push_back(std::move(*uid));
+  }
+  if (gangs_ != nullptr) {
+    std::vector<std::string> listed;
+    for (const auto& item : items)
+      listed.push_back(uidOf(*item));
+    gangs_->retain(listed);
   }
   {
     std::lock_guard lock(waitingMutex_);

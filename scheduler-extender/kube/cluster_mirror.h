@@ -1,5 +1,6 @@
 // ClusterMirror: applies Kubernetes Node and Pod objects to a ClusterState — Neuron nodes (type,
-// LNC, unhealthy devices) and which bound pod holds which ids (AWS_NEURON_IDS). State is always
+// LNC, unhealthy devices) and which bound pod holds which ids (AWS_NEURON_IDS) — and, when given
+// them, to the gangs' members and the nodes' network domains. State is always
 // derived from pods, never from node usage maps. A list replaces what it lists, so whatever a
 // missed event left behind goes with the next list. Used by ClusterSync (list + watch) and by
 // kubectl-neuron (one list of each). Thread-safe: ClusterSync's node and pod informers call it
@@ -16,6 +17,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/kube/kube_client.h"
+#include "scheduler-extender/gang/gang_members.h"
+#include "scheduler-extender/gang/node_domains.h"
 #include "scheduler-extender/kube/kube_objects.h"
 #include "scheduler-extender/state/cluster_state.h"
 
@@ -23,7 +26,9 @@ namespace torus::extender {
 
 class ClusterMirror {
  public:
-  explicit ClusterMirror(ClusterState& state) : state_(state) {}
+  explicit ClusterMirror(ClusterState& state, GangMembers* gangs = nullptr,
+                         NodeDomainIndex* domains = nullptr)
+      : state_(state), gangs_(gangs), domains_(domains) {}
 
   void applyNodeList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
   void applyNodeEvent(const kube::WatchEvent& event);
@@ -40,6 +45,8 @@ class ClusterMirror {
   void retryConflicting();
 
   ClusterState& state_;
+  GangMembers* gangs_;
+  NodeDomainIndex* domains_;
   // Pods seen bound to a node we do not know yet (nodes and pods are not listed in one order).
   std::mutex waitingMutex_;
   std::map<std::string, PodRecord> waitingForNode_;  // by UID

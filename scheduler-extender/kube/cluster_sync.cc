@@ -5,12 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/kube/kube_client.h"
 #include "scheduler-extender/kube/kube_objects.h"
 
 namespace torus::extender {
 
 ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, SyncOptions options)
-    : state_(state), options_(options), mirror_(state) {
+    : state_(state), options_(options), mirror_(state, options.gangMembers, options.nodeDomains) {
   if (options_.crossResourcePreemption) {
     preemptor_ =
         std::make_unique<CrossResourcePreemptor>(config, state, *options_.crossResourcePreemption);
@@ -38,10 +39,58 @@ ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, Sy
                              }},
       options_.informer);
   expirer_ = std::jthread([this](std::stop_token stop) { expireLoop(stop); });
+  if (options_.podGroups != nullptr) {
+    podGroupProbe_ = std::jthread(
+        [this, config](std::stop_token stop) { watchPodGroupsIfServed(config, stop); });
+  }
+}
+
+void ClusterSync::watchPodGroupsIfServed(const kube::KubeConfig& config, std::stop_token stop) {
+  constexpr const char* kGroupVersion = "/apis/scheduling.k8s.io/v1beta1";
+  kube::KubeClient client(config, std::chrono::seconds(10));
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  while (!stop.stop_requested()) {
+    auto resources = client.get(kGroupVersion);
+    if (resources) {
+      bool served = false;
+      const auto list = resources->find("resources");
+      if (list != resources->end() && list->is_array()) {
+        for (const auto& resource : *list) {
+          served = served || (resource.is_object() && resource.value("name", "") == "podgroups");
+        }
+      }
+      if (!served) break;
+      PodGroupIndex* index = options_.podGroups;
+      podGroups_ = std::make_unique<kube::Informer>(
+          config, std::string(kGroupVersion) + "/podgroups",
+          kube::InformerHandlers{[index](const auto& items) { index->applyList(items); },
+                                 [index](const kube::WatchEvent& event) {
+                                   index->apply(*event.object, event.type == "DELETED");
+                                 }},
+          options_.informer);
+      index->setServed(true);
+      TORUS_LOG(Info, Extender, "watching PodGroups: their gangs are placed whole",
+                {"api", kGroupVersion});
+      return;
+    }
+    if (resources.error().code == ErrorCode::kNotFound) break;
+    TORUS_LOG(Warn, Extender, "cannot tell whether the API server serves PodGroups; asking again",
+              {"error", resources.error().message});
+    std::unique_lock lock(mutex);
+    if (wake.wait_for(lock, stop, std::chrono::seconds(10), [] { return false; })) return;
+  }
+  if (!stop.stop_requested()) {
+    TORUS_LOG(Info, Extender,
+              "the API server serves no PodGroups (scheduling.k8s.io/v1beta1); gangs come from "
+              "the torus.dev/gang labels only");
+  }
 }
 
 ClusterSync::~ClusterSync() {
   // Informers first: their callbacks use the rest of this object.
+  podGroupProbe_ = {};
+  podGroups_.reset();
   pods_.reset();
   nodes_.reset();
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/kube/informer.h"
+#include "scheduler-extender/gang/pod_groups.h"
 #include "scheduler-extender/kube/cluster_mirror.h"
 #include "scheduler-extender/kube/cross_resource_preemptor.h"
 #include "scheduler-extender/state/cluster_state.h"
@@ -25,6 +26,11 @@ struct SyncOptions {
   PodCache* podsFromApi = nullptr;
   // Evict pods of one Neuron resource for a more important pod of the other (off when unset).
   std::optional<CrossResourcePreemptionOptions> crossResourcePreemption;
+  // Filled with the gangs' pods and the Neuron nodes' network domains; unset: not kept.
+  GangMembers* gangMembers = nullptr;
+  NodeDomainIndex* nodeDomains = nullptr;
+  // Filled with the PodGroups (scheduling.k8s.io/v1beta1) when the API server serves them.
+  PodGroupIndex* podGroups = nullptr;
 };
 
 class ClusterSync {
@@ -41,6 +47,8 @@ class ClusterSync {
 
  private:
   void expireLoop(std::stop_token stop);
+  // Watches PodGroups once discovery shows the API server serves them; asks again on errors.
+  void watchPodGroupsIfServed(const kube::KubeConfig& config, std::stop_token stop);
   void rememberDemand(const nlohmann::json& pod);
 
   ClusterState& state_;
@@ -49,7 +57,9 @@ class ClusterSync {
   std::unique_ptr<CrossResourcePreemptor> preemptor_;  // before the informers that feed it
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> podGroups_;  // set once by podGroupProbe_
   std::jthread expirer_;
+  std::jthread podGroupProbe_;
 };
 
 }  // namespace torus::extender

@@ -29,7 +29,7 @@
 
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_client_pool.h"
-#include "scheduler-extender/kube/event_poster.h"
+#include "scheduler-extender/kube/courtesy_writer.h"
 #include "scheduler-extender/kube/node_eligibility.h"
 #include "scheduler-extender/state/cluster_state.h"
 
@@ -78,7 +78,7 @@ class CrossResourcePreemptor {
   const ClusterState& state_;
   CrossResourcePreemptionOptions options_;
   kube::KubeClientPool clients_;
-  EventPoster events_;
+  CourtesyWriter events_;
   mutable std::mutex mutex_;
   std::map<std::string, Waiting> waiting_;  // by UID
   std::map<std::string, NodeFacts> nodes_;  // by name

@@ -110,6 +110,36 @@ Result<std::map<std::string, int>> containerAsks(const json& container, const st
   return asks;
 }
 
+// The pod's gang from its labels. A malformed gang is the pod's problem, not the request's: the
+// pod is still read (its devices are still counted once bound) and filter says what is wrong.
+void readGang(const json& metadata, PodDemand& demand) {
+  const auto labels = metadata.find("labels");
+  if (labels == metadata.end() || !labels->is_object()) return;
+  const auto name = labels->find(contracts::kGangLabel);
+  const auto size = labels->find(contracts::kGangSizeLabel);
+  const bool hasName =
+      name != labels->end() && name->is_string() && !name->get_ref<const std::string&>().empty();
+  const bool hasSize = size != labels->end() && size->is_string();
+  if (!hasName && !hasSize) return;
+  if (!hasName) {
+    demand.gangProblem = std::string("label ") + contracts::kGangSizeLabel + " is set but " +
+                         contracts::kGangLabel + " (the gang's name) is not";
+    return;
+  }
+  if (!hasSize) {
+    demand.gangProblem = std::string("label ") + contracts::kGangLabel + " is set but " +
+                         contracts::kGangSizeLabel + " (how many pods the gang has) is not";
+    return;
+  }
+  auto count = parseInt(size->get_ref<const std::string&>(), 1, contracts::kMaxGangSize);
+  if (!count) {
+    demand.gangProblem =
+        std::string("label ") + contracts::kGangSizeLabel + ": " + count.error().message;
+    return;
+  }
+  demand.gang = GangRef{name->get<std::string>(), *count};
+}
+
 Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   if (pod == nullptr || pod->is_null()) return bad(path, "missing");
   if (!pod->is_object()) return bad(path, "expected a Pod object, got " + typeName(*pod));
@@ -125,8 +155,16 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   demand.name = *name;
   demand.namespace_ = ns->empty() ? "default" : *ns;
   demand.uid = *uid;
+  readGang(*metadata, demand);
   const auto spec = pod->find("spec");
   if (spec == pod->end() || !spec->is_object()) return bad(path + ".spec", "missing");
+  if (const auto group = spec->find("schedulingGroup");
+      group != spec->end() && group->is_object()) {
+    const auto groupName = group->find("podGroupName");
+    if (groupName != group->end() && groupName->is_string()) {
+      demand.podGroup = groupName->get<std::string>();
+    }
+  }
   if (const auto priority = spec->find("priority");
       priority != spec->end() && !priority->is_null()) {
     if (!priority->is_number_integer()) {

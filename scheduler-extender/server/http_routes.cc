@@ -6,6 +6,7 @@
 #include "common/base/log.h"
 #include "scheduler-extender/server/extender_json.h"
 #include "scheduler-extender/server/state_json.h"
+#include "scheduler-extender/verbs/gang_verbs.h"
 #include "scheduler-extender/verbs/verbs.h"
 
 namespace torus::extender {
@@ -92,6 +93,34 @@ Result<PodDemand> findPod(ExtenderContext& context, const BindingArgs& args) {
   return fetched;
 }
 
+bool isGangMember(const PodDemand& pod) {
+  return pod.wantsNeuron() && (pod.gang || !pod.gangProblem.empty());
+}
+
+// The pod's gang from its PodGroup (spec.schedulingGroup), when it has no gang labels and the
+// group has a gang policy. Returns why the pod cannot be judged yet, or "".
+std::string resolvePodGroup(const ExtenderContext& context, PodDemand& pod) {
+  if (pod.gang || !pod.gangProblem.empty() || pod.podGroup.empty() || !pod.wantsNeuron() ||
+      !context.podGroups->served()) {
+    return "";
+  }
+  const std::string name = pod.namespace_ + "/" + pod.podGroup;
+  const auto group = context.podGroups->find(pod.namespace_, pod.podGroup);
+  if (!group.found) return "PodGroup " + name + " is not known yet; the pod is tried again";
+  if (!group.problem.empty()) {
+    pod.gangProblem = "PodGroup " + name + ": " + group.problem;
+  } else if (group.gangMinCount) {
+    pod.gang = GangRef{pod.podGroup, *group.gangMinCount, true};
+  }
+  return "";
+}
+
+Gangs gangsOf(const ExtenderContext& context) {
+  // With an API, a filter request cannot vouch for its pod: members come from the informer.
+  return Gangs{*context.gangMembers, *context.nodeDomains, context.binder,
+               context.podsFromApi == nullptr};
+}
+
 }  // namespace
 
 std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context) {
@@ -108,7 +137,15 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
            }
            learnNodes(context, *args);
            context.pods.remember(args->pod);
-           const FilterResult result = filter(context.state, args->pod, args->nodeNames);
+           if (std::string wait = resolvePodGroup(context, args->pod); !wait.empty()) {
+             FilterResult result;
+             result.error = std::move(wait);
+             return json(filterResultJson(result, body, args->fullNodes));
+           }
+           const FilterResult result =
+               isGangMember(args->pod)
+                   ? filterGangMember(context.state, gangsOf(context), args->pod, args->nodeNames)
+                   : filter(context.state, args->pod, args->nodeNames);
            TORUS_LOG(Debug, Extender, "filter", {"pod", args->pod.key()},
                      {"count", args->pod.count},
                      {"nodes", static_cast<int>(args->nodeNames.size())},
@@ -128,7 +165,11 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
            }
            learnNodes(context, *args);
            context.pods.remember(args->pod);
-           return json(prioritiesJson(prioritize(context.state, args->pod, args->nodeNames)));
+           resolvePodGroup(context, args->pod);
+           return json(
+               prioritiesJson(isGangMember(args->pod)
+                                  ? prioritizeGangMember(context.state, args->pod, args->nodeNames)
+                                  : prioritize(context.state, args->pod, args->nodeNames)));
          });
        }});
   routes.push_back(
@@ -166,6 +207,11 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              return http::Response{400, "text/plain", args.error().message + "\n"};
            }
            context.pods.remember(args->pod);
+           resolvePodGroup(context, args->pod);
+           if (isGangMember(args->pod)) {
+             // Evicting for one member would free room for part of a gang: gangs never preempt.
+             return json(preemptionResultJson({}, args->pdbViolationsByNode));
+           }
            return json(
                preemptionResultJson(preempt(context.state, args->pod, args->victimUidsByNode),
                                     args->pdbViolationsByNode));

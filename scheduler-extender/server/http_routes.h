@@ -6,11 +6,15 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/base/memory_budget.h"
 #include "common/http/http_server.h"
+#include "scheduler-extender/gang/gang_members.h"
+#include "scheduler-extender/gang/node_domains.h"
+#include "scheduler-extender/gang/pod_groups.h"
 #include "scheduler-extender/server/verb_metrics.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_cache.h"
@@ -31,6 +35,12 @@ struct ExtenderContext {
   // cluster. When set, bind trusts only these (or a GET of the pod): a request to /filter may come
   // from anyone who reaches the port, and must not decide what a bind reserves.
   const PodCache* podsFromApi = nullptr;
+  // Gangs' pods and the nodes' network domains: fed by the informers (ClusterSync) when there is
+  // an API; without one, members are learnt from filter requests and no node has a domain.
+  std::shared_ptr<GangMembers> gangMembers = std::make_shared<GangMembers>();
+  std::shared_ptr<const NodeDomainIndex> nodeDomains = std::make_shared<NodeDomainIndex>();
+  // Upstream PodGroups (served by the API server or not: then no pod's PodGroup is a gang).
+  std::shared_ptr<const PodGroupIndex> podGroups = std::make_shared<PodGroupIndex>();
   // GET /state lists every Neuron pod with its node and ids: off unless asked for.
   bool serveState = false;
   // /readyz: true once the state reflects the cluster; unset means always ready.

@@ -131,6 +131,10 @@ std::vector<std::string> ClusterState::nodeNames() const {
 
 Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodDemand& pod) {
   std::lock_guard lock(mutex_);
+  return reserveLocked(nodeName, pod);
+}
+
+Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, const PodDemand& pod) {
   if (const auto held = allocations_.find(pod.uid); held != allocations_.end()) {
     if (held->second.node == nodeName) return held->second;  // a retried bind
     return makeError(ErrorCode::kAlreadyExists,
@@ -162,6 +166,66 @@ Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodD
   entry.usedCores |= allocation.cores;
   allocations_[pod.uid] = allocation;
   return allocation;
+}
+
+Result<std::vector<Allocation>> ClusterState::reserveGroup(const std::vector<PodDemand>& pods,
+                                                           const std::vector<std::string>& nodes) {
+  if (pods.size() != nodes.size()) {
+    return makeError(ErrorCode::kInvalidArgument, "a group's pods and nodes differ in number");
+  }
+  std::lock_guard lock(mutex_);
+  std::vector<Allocation> reserved;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const bool heldBefore = allocations_.count(pods[i].uid) != 0;
+    auto allocation = reserveLocked(nodes[i], pods[i]);
+    if (!allocation) {
+      // All or none: what this call took goes back.
+      for (const Allocation& taken : reserved) {
+        if (auto it = allocations_.find(taken.podUid); it != allocations_.end()) releaseLocked(it);
+      }
+      return std::move(allocation).error().withContext("reserving pod " + pods[i].key());
+    }
+    if (!heldBefore) reserved.push_back(std::move(*allocation));
+  }
+  return reserved;
+}
+
+Result<ClusterState::GroupPlacement> ClusterState::placeGroup(
+    const std::vector<std::string>& nodes, const std::vector<PodDemand>& pods) const {
+  std::lock_guard lock(mutex_);
+  // Copies: each pod placed here takes its cores from the ones after it.
+  std::vector<std::pair<const std::string*, NodeEntry>> trial;
+  trial.reserve(nodes.size());
+  for (const std::string& name : nodes) {
+    if (const auto it = nodes_.find(name); it != nodes_.end())
+      trial.emplace_back(&name, it->second);
+  }
+  GroupPlacement placement;
+  for (const PodDemand& pod : pods) {
+    std::size_t best = trial.size();
+    Trial bestTrial;
+    bestTrial.score = -1;
+    for (std::size_t i = 0; i < trial.size(); ++i) {
+      auto placed = tryPlaceLocked(*trial[i].first, trial[i].second, pod, true);
+      if (placed && placed->score > bestTrial.score) {
+        best = i;
+        bestTrial = std::move(*placed);
+      }
+    }
+    if (best == trial.size()) {
+      return makeError(ErrorCode::kResourceExhausted,
+                       "room for " + std::to_string(placement.nodes.size()) + " of the " +
+                           std::to_string(pods.size()) + " pods");
+    }
+    NodeEntry& entry = trial[best].second;
+    entry.usedCores |= pod.unit == topology::AllocationUnit::kCore
+                           ? bestTrial.ids
+                           : entry.model.coresOfDevices(bestTrial.ids);
+    placement.nodes.push_back(*trial[best].first);
+  }
+  for (const auto& [name, entry] : trial)
+    placement.freeCoresLeft += static_cast<int>((entry.healthyCores - entry.usedCores).size());
+  return placement;
 }
 
 Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,

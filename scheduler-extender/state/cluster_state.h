@@ -95,6 +95,19 @@ class ClusterState {
 
   // Chooses and records a placement for the pod on the node, or returns the one it already has.
   Result<Allocation> reserve(const std::string& node, const PodDemand& pod);
+  // A group of pods placed together on some of `nodes`, without recording it: each pod in turn
+  // (in the order given) on the node that scores best for it, counting the pods placed before
+  // it. ResourceExhausted when not all fit. freeCoresLeft: the nodes' free cores afterwards.
+  struct GroupPlacement {
+    std::vector<std::string> nodes;  // the node of each pod, in order
+    int freeCoresLeft = 0;
+  };
+  Result<GroupPlacement> placeGroup(const std::vector<std::string>& nodes,
+                                    const std::vector<PodDemand>& pods) const;
+  // reserve() for each pod on its node, under one lock: all or none. Returns what was newly
+  // reserved (a pod that already held a placement on its node keeps it).
+  Result<std::vector<Allocation>> reserveGroup(const std::vector<PodDemand>& pods,
+                                               const std::vector<std::string>& nodes);
   // Records an allocation decided elsewhere (a pod's AWS_NEURON_IDS annotation, another policy):
   // the ids must exist on the node and be free.
   Result<Allocation> record(const std::string& node, const PodDemand& pod,
@@ -128,6 +141,7 @@ class ClusterState {
     KubeletRefusal kubeletRefuses;
   };
 
+  Result<Allocation> reserveLocked(const std::string& node, const PodDemand& pod);
   Result<Allocation> recordLocked(const std::string& node, const PodDemand& pod,
                                   const topology::CoreSet& ids);
   void releaseLocked(std::map<std::string, Allocation>::iterator it);

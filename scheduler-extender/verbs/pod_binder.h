@@ -1,5 +1,5 @@
 // PodBinder: where a bind decision goes besides our own state — the Kubernetes API in a real
-// cluster (annotations, Binding, Event), nowhere in a simulated one.
+// cluster (annotations, Binding, Event; a gang's nominated nodes), nowhere in a simulated one.
 #pragma once
 
 #include <string>
@@ -19,6 +19,9 @@ class PodBinder {
   // The pod's demand when filter never showed it to us (e.g. the extender restarted between
   // kube-scheduler's filter and bind).
   virtual Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) = 0;
+  // Tells kube-scheduler (status.nominatedNodeName) which node a gang's plan holds for the pod,
+  // so it tries that node first. In the background; a courtesy that may be lost.
+  virtual void nominate(const PodDemand& pod, const std::string& node) = 0;
 };
 
 }  // namespace torus::extender

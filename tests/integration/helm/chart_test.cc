@@ -415,6 +415,23 @@ TEST(DeployManifests, SelfManagedSchedulerConfigNamesOurVerbsAndResources) {
   }
 }
 
+// The gang example: every pod of the Indexed Job carries the gang's labels, and the gang's size
+// is the Job's parallelism (a smaller one would never be complete, a larger one never start).
+TEST(DeployManifests, GangJobsSizeIsItsParallelism) {
+  const auto documents =
+      YAML::LoadAllFromFile(std::string(TORUS_SOURCE_DIR) + "/deploy/examples/gang-job.yaml");
+  ASSERT_EQ(documents.size(), 2U);
+  const YAML::Node& job = documents[1];
+  ASSERT_EQ(job["kind"].as<std::string>(), "Job");
+  const YAML::Node labels = job["spec"]["template"]["metadata"]["labels"];
+  EXPECT_EQ(labels["torus.dev/gang"].as<std::string>(), job["metadata"]["name"].as<std::string>());
+  EXPECT_EQ(labels["torus.dev/gang-size"].as<int>(), job["spec"]["parallelism"].as<int>());
+  EXPECT_EQ(job["spec"]["completions"].as<int>(), job["spec"]["parallelism"].as<int>());
+  const YAML::Node pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["schedulerName"].as<std::string>(), "neuron-scheduler");
+  EXPECT_EQ(pod["containers"][0]["resources"]["limits"]["aws.amazon.com/neuron"].as<int>(), 16);
+}
+
 // The two-node job: a headless Service pod 0's name resolves through, and an Indexed Job whose
 // pods land on different nodes and bootstrap at that name.
 TEST(DeployManifests, TwoNodeJobBootstrapsThroughItsHeadlessService) {

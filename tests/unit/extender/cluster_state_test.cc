@@ -142,7 +142,11 @@ class RecordingBinder : public PodBinder {
   Result<PodDemand> fetchPod(const std::string&, const std::string&) override {
     return makeError(ErrorCode::kNotFound, "not used");
   }
+  void nominate(const PodDemand& demand, const std::string& node) override {
+    nominated.push_back(demand.uid + "@" + node);
+  }
   std::vector<std::string> bound;
+  std::vector<std::string> nominated;
   bool fail = false;
 };
 

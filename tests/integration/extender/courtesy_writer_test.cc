@@ -1,7 +1,7 @@
 // The extender's Events leave from a thread of their own: posting never blocks a bind, an API
 // server that is away costs queued Events (the oldest dropped and counted), never memory without
 // bound, and stopping does not wait on it for long.
-#include "scheduler-extender/kube/event_poster.h"
+#include "scheduler-extender/kube/courtesy_writer.h"
 
 #include <chrono>
 
@@ -30,18 +30,18 @@ json podEvent(const std::string& name) {
           {"type", "Normal"}};
 }
 
-TEST(EventPoster, PostsInTheBackground) {
+TEST(CourtesyWriter, PostsInTheBackground) {
   testing::FakeApiServer api;
   kube::KubeConfig config;
   config.server = api.url();
-  EventPoster poster(config);
+  CourtesyWriter poster(config);
   for (int i = 0; i < 3; ++i)
     poster.post("ml", podEvent("p" + std::to_string(i)), "ml/p", "NeuronAllocated");
   EXPECT_TRUE(testing::eventually([&] { return api.events().size() == 3; }));
   EXPECT_EQ(poster.dropped(), 0U);
 }
 
-TEST(EventPoster, AServerThatNeverAnswersDropsTheOldestAndStopsSoon) {
+TEST(CourtesyWriter, AServerThatNeverAnswersDropsTheOldestAndStopsSoon) {
   // A listening socket nobody accepts on: connecting works, no reply ever comes.
   UniqueFd silent(::socket(AF_INET, SOCK_STREAM, 0));
   ASSERT_TRUE(silent);
@@ -56,7 +56,7 @@ TEST(EventPoster, AServerThatNeverAnswersDropsTheOldestAndStopsSoon) {
   config.server = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
   const auto started = std::chrono::steady_clock::now();
   {
-    EventPoster poster(config, 4);
+    CourtesyWriter poster(config, 4);
     for (int i = 0; i < 20; ++i)
       poster.post("ml", podEvent("p"), "ml/p", "NeuronAllocated");
     EXPECT_GE(poster.dropped(), 15U);

@@ -1,4 +1,4 @@
-#include "scheduler-extender/kube/event_poster.h"
+#include "scheduler-extender/kube/courtesy_writer.h"
 
 #include <chrono>
 
@@ -15,12 +15,12 @@ nlohmann::json podEventObject(const std::string& podName, const std::string& pod
                            message, "neuron-scheduler-extender");
 }
 
-EventPoster::EventPoster(kube::KubeConfig config, std::size_t capacity)
+CourtesyWriter::CourtesyWriter(kube::KubeConfig config, std::size_t capacity)
     : config_(std::move(config)),
       capacity_(capacity),
       thread_([this](std::stop_token stop) { run(stop); }) {}
 
-EventPoster::~EventPoster() {
+CourtesyWriter::~CourtesyWriter() {
   {
     std::lock_guard lock(mutex_);
     draining_ = true;
@@ -30,29 +30,43 @@ EventPoster::~EventPoster() {
   thread_.join();
 }
 
-void EventPoster::post(const std::string& podNamespace, nlohmann::json event, std::string podKey,
-                       std::string reason) {
+void CourtesyWriter::post(const std::string& podNamespace, nlohmann::json event, std::string podKey,
+                          std::string reason) {
+  enqueue({"/api/v1/namespaces/" + podNamespace + "/events", std::move(event), false,
+           std::move(podKey), std::move(reason)});
+}
+
+void CourtesyWriter::nominate(const std::string& podNamespace, const std::string& podName,
+                              const std::string& node) {
+  enqueue({"/api/v1/namespaces/" + podNamespace + "/pods/" + podName + "/status",
+           {{"status", {{"nominatedNodeName", node}}}},
+           true,
+           podNamespace + "/" + podName,
+           "nominate " + node});
+}
+
+void CourtesyWriter::enqueue(Pending pending) {
   {
     std::lock_guard lock(mutex_);
     if (queue_.size() >= capacity_) {
       queue_.pop_front();
       if (dropped_++ == 0) {
-        TORUS_LOG(Warn, Extender, "events are not getting through; dropping the oldest",
+        TORUS_LOG(Warn, Extender,
+                  "events and nominations are not getting through; dropping the oldest",
                   {"queued", static_cast<int>(capacity_)});
       }
     }
-    queue_.push_back({"/api/v1/namespaces/" + podNamespace + "/events", std::move(event),
-                      std::move(podKey), std::move(reason)});
+    queue_.push_back(std::move(pending));
   }
   wake_.notify_one();
 }
 
-std::uint64_t EventPoster::dropped() const {
+std::uint64_t CourtesyWriter::dropped() const {
   std::lock_guard lock(mutex_);
   return dropped_;
 }
 
-void EventPoster::run(std::stop_token stop) {
+void CourtesyWriter::run(std::stop_token stop) {
   // Short timeouts: a slow API server must not hold up the drain at shutdown for long.
   kube::KubeClient client(config_, std::chrono::seconds(3));
   std::unique_lock lock(mutex_);
@@ -61,7 +75,7 @@ void EventPoster::run(std::stop_token stop) {
     if (queue_.empty() || stop.stop_requested()) return;
     if (draining_) {
       if (std::chrono::steady_clock::now() > drainUntil_) {
-        TORUS_LOG(Warn, Extender, "stopping with events not posted",
+        TORUS_LOG(Warn, Extender, "stopping with events or nominations not written",
                   {"events", static_cast<int>(queue_.size())});
         return;
       }
@@ -69,10 +83,12 @@ void EventPoster::run(std::stop_token stop) {
     Pending next = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    if (auto created = client.create(next.path, next.event); !created) {
-      // An event is a courtesy; the bind stands without it.
-      TORUS_LOG(Warn, Extender, "could not post event", {"pod", next.podKey},
-                {"reason", next.reason}, {"error", created.error().message});
+    auto written = next.isPatch ? client.mergePatch(next.path, next.body)
+                                : client.create(next.path, next.body);
+    if (!written) {
+      // A courtesy: the bind or the plan stands without it.
+      TORUS_LOG(Warn, Extender, next.isPatch ? "could not patch pod" : "could not post event",
+                {"pod", next.podKey}, {"reason", next.reason}, {"error", written.error().message});
     }
     lock.lock();
   }

@@ -1,0 +1,146 @@
+#include "scheduler-extender/verbs/gang_verbs.h"
+
+#include <algorithm>
+
+#include "common/base/log.h"
+#include "common/contracts/neuron_names.h"
+#include "scheduler-extender/gang/gang_planner.h"
+
+namespace torus::extender {
+namespace {
+
+// Every node fails with the same reason, so kube-scheduler's event reads "N nodes: <reason>".
+FilterResult failEverywhere(const std::vector<std::string>& nodeNames, const std::string& why,
+                            bool unresolvable = false) {
+  FilterResult result;
+  for (const std::string& node : nodeNames)
+    (unresolvable ? result.failedAndUnresolvable : result.failed)[node] = why;
+  return result;
+}
+
+// "Not yet, and no cluster event will say when": answered as an error, which kube-scheduler
+// retries after its backoff (at most 10 s). An Unschedulable answer would park the pod until an
+// event its other rejecting plugins care about, which a member's nomination is not.
+FilterResult retryLater(const std::string& why) {
+  FilterResult result;
+  result.error = why;
+  return result;
+}
+
+FilterResult onlyOn(const std::vector<std::string>& nodeNames, const std::string& node,
+                    const std::string& gang) {
+  FilterResult result;
+  for (const std::string& name : nodeNames) {
+    if (name == node) {
+      result.nodeNames.push_back(name);
+    } else {
+      result.failed[name] = gang + " placed this pod on " + node;
+    }
+  }
+  return result;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const PodDemand& pod,
+                              const std::vector<std::string>& nodeNames) {
+  if (!pod.gang) {
+    return failEverywhere(nodeNames, "gang labels: " + pod.gangProblem, true);
+  }
+  const std::string key = pod.gangKey();
+  // As people name it: "gang ml/train", or "PodGroup ml/train".
+  const std::string gang =
+      (pod.gang->fromPodGroup ? "PodGroup " : "gang ") + pod.namespace_ + "/" + pod.gang->name;
+  const int size = pod.gang->size;
+  if (const auto held = state.allocationOf(pod.uid)) {
+    if (contains(nodeNames, held->node)) return onlyOn(nodeNames, held->node, gang);
+    return retryLater(gang + " placed this pod on " + held->node +
+                      ", which kube-scheduler's own checks did not offer this time; the pod "
+                      "waits for that node");
+  }
+  if (gangs.trustRequests) gangs.members.apply(pod, "", false);
+  const std::vector<GangMember> members = gangs.members.of(key);
+  const bool listed = std::any_of(members.begin(), members.end(), [&](const GangMember& member) {
+    return member.demand.uid == pod.uid;
+  });
+  if (!listed) {
+    return retryLater(gang + ": pod " + pod.name +
+                      " is not listed by the API yet; it is tried again");
+  }
+  for (const GangMember& member : members) {
+    if (!pod.gang->fromPodGroup && member.demand.gang && member.demand.gang->size != size) {
+      return failEverywhere(
+          nodeNames,
+          gang + ": pod " + pod.name + " says " + std::to_string(size) + " pods, pod " +
+              member.demand.name + " says " + std::to_string(member.demand.gang->size) +
+              "; give every pod of the gang the same " + contracts::kGangSizeLabel,
+          true);
+    }
+  }
+  const int existing = static_cast<int>(members.size());
+  if (existing < size) {
+    return retryLater(gang + " has " + std::to_string(existing) + " of its " +
+                      std::to_string(size) + " pods; none is placed until all exist");
+  }
+  if (existing > size && !pod.gang->fromPodGroup) {  // a PodGroup's minCount is a minimum
+    return failEverywhere(nodeNames, gang + " has " + std::to_string(existing) + " pods but " +
+                                         contracts::kGangSizeLabel + " says " +
+                                         std::to_string(size) +
+                                         "; none is placed until they agree");
+  }
+  std::vector<std::string> placedNodes;
+  std::vector<PodDemand> unplaced;
+  for (const GangMember& member : members) {
+    if (!member.node.empty()) {
+      placedNodes.push_back(member.node);
+    } else if (const auto held = state.allocationOf(member.demand.uid)) {
+      placedNodes.push_back(held->node);
+    } else if (member.demand.wantsNeuron()) {
+      unplaced.push_back(member.demand);  // members without Neuron asks are kube-scheduler's
+    }
+  }
+  auto plan = planGang(state, gangs.domains, std::move(unplaced), placedNodes, nodeNames);
+  if (!plan) {
+    return failEverywhere(nodeNames, gang + " (" + std::to_string(size) +
+                                         " pods) does not fit whole: " + plan.error().message +
+                                         "; none is placed and nothing is held");
+  }
+  auto reserved = state.reserveGroup(plan->pods, plan->nodes);
+  if (!reserved) {
+    return failEverywhere(nodeNames, gang + " changed while being placed (" +
+                                         reserved.error().message + "); it is tried again");
+  }
+  std::string mine;
+  std::string placements;
+  for (std::size_t i = 0; i < plan->pods.size(); ++i) {
+    placements += (placements.empty() ? "" : ", ") + plan->pods[i].name + "@" + plan->nodes[i];
+    if (plan->pods[i].uid == pod.uid) {
+      mine = plan->nodes[i];
+    } else if (gangs.nominator != nullptr) {
+      gangs.nominator->nominate(plan->pods[i], plan->nodes[i]);
+    }
+  }
+  if (mine.empty()) {
+    // Not reachable through the routes (they send only Neuron pods here); said, not assumed.
+    return failEverywhere(
+        nodeNames, gang + ": pod " + pod.name + " asks for no Neuron resource the extender places");
+  }
+  TORUS_LOG(Info, Extender, "gang placed", {"gang", gang}, {"where", plan->where},
+            {"pods", placements});
+  return onlyOn(nodeNames, mine, gang);
+}
+
+std::vector<HostPriority> prioritizeGangMember(const ClusterState& state, const PodDemand& pod,
+                                               const std::vector<std::string>& nodeNames) {
+  const auto held = state.allocationOf(pod.uid);
+  std::vector<HostPriority> priorities;
+  for (const std::string& name : nodeNames)
+    priorities.push_back({name, held && held->node == name ? 10 : 0});
+  return priorities;
+}
+
+}  // namespace torus::extender

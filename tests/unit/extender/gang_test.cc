@@ -1,0 +1,329 @@
+// Gangs (torus.dev/gang): the labels read from a filter request, the plan that puts all members
+// in one UltraServer (else the closest network layer, else anywhere) or none of them anywhere,
+// and the filter that reserves the whole plan at once, passes each member only on its node and
+// nominates the others — holding nothing for a gang that does not fit whole.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "scheduler-extender/gang/gang_planner.h"
+#include "scheduler-extender/gang/pod_groups.h"
+#include "scheduler-extender/server/extender_json.h"
+#include "scheduler-extender/verbs/gang_verbs.h"
+#include "tests/unit/extender/test_pods.h"
+
+namespace torus::extender {
+namespace {
+
+constexpr auto kDevice = topology::AllocationUnit::kDevice;
+
+PodDemand member(const std::string& uid, const std::string& gang, int size, int devices = 16) {
+  PodDemand pod = testing::testPod(uid, kDevice, devices, 0, "ml");
+  pod.gang = GangRef{gang, size};
+  return pod;
+}
+
+NodeDomains inUltraServer(const std::string& id, const std::string& layer3 = "") {
+  NodeDomains domains;
+  domains.levels[0] = id;
+  domains.levels[1] = layer3;
+  return domains;
+}
+
+// Two UltraServers of four trn2u nodes each (us-a: a0..a3, us-b: b0..b3), all in one layer-3.
+struct TwoUltraServers {
+  ClusterState state;
+  NodeDomainIndex domains;
+  GangMembers members;
+  std::vector<std::string> nodes;
+
+  TwoUltraServers() {
+    for (const std::string us : {"a", "b"}) {
+      for (int i = 0; i < 4; ++i) {
+        const std::string name = us + std::to_string(i);
+        EXPECT_TRUE(state.upsertNode(name, "trn2u.48xlarge").ok());
+        domains.set(name, inUltraServer("us-" + us, "spine-1"));
+        nodes.push_back(name);
+      }
+    }
+  }
+  // A running pod taking every device of the node.
+  void fill(const std::string& node) {
+    ASSERT_TRUE(state.reserve(node, testing::testPod("filler-" + node, kDevice, 16)).ok());
+  }
+  std::vector<std::string> nodesHeldFor(const std::vector<PodDemand>& pods) const {
+    std::vector<std::string> held;
+    for (const PodDemand& pod : pods) {
+      const auto allocation = state.allocationOf(pod.uid);
+      held.push_back(allocation ? allocation->node : "");
+    }
+    return held;
+  }
+};
+
+TEST(GangLabels, AreReadFromTheFilterRequestsPod) {
+  auto args = parseExtenderArgs(
+      R"({"Pod":{"metadata":{"name":"w0","namespace":"ml","uid":"u0","labels":)"
+      R"({"torus.dev/gang":"train","torus.dev/gang-size":"4"}},"spec":{"containers":[{"resources":)"
+      R"({"limits":{"aws.amazon.com/neuron":"16"}}}]}},"NodeNames":["a"]})");
+  ASSERT_TRUE(args.ok()) << args.error().message;
+  ASSERT_TRUE(args->pod.gang.has_value());
+  EXPECT_EQ(*args->pod.gang, (GangRef{"train", 4}));
+  EXPECT_EQ(args->pod.gangKey(), "ml/train");
+  EXPECT_TRUE(args->pod.gangProblem.empty());
+}
+
+TEST(GangLabels, MalformedOnesAreThePodsProblemNotTheRequests) {
+  const auto parse = [](const std::string& labels) {
+    return parseExtenderArgs(R"({"Pod":{"metadata":{"name":"w","uid":"u","labels":)" + labels +
+                             R"(},"spec":{"containers":[]}},"NodeNames":["a"]})");
+  };
+  auto noSize = parse(R"({"torus.dev/gang":"train"})");
+  ASSERT_TRUE(noSize.ok());
+  EXPECT_FALSE(noSize->pod.gang);
+  EXPECT_NE(noSize->pod.gangProblem.find("torus.dev/gang-size"), std::string::npos);
+  auto noName = parse(R"({"torus.dev/gang-size":"4"})");
+  EXPECT_NE(noName->pod.gangProblem.find("torus.dev/gang (the gang's name) is not"),
+            std::string::npos);
+  auto tooBig = parse(R"({"torus.dev/gang":"t","torus.dev/gang-size":"100000"})");
+  EXPECT_NE(tooBig->pod.gangProblem.find("torus.dev/gang-size"), std::string::npos);
+  auto notANumber = parse(R"({"torus.dev/gang":"t","torus.dev/gang-size":"four"})");
+  EXPECT_FALSE(notANumber->pod.gang);
+  EXPECT_FALSE(notANumber->pod.gangProblem.empty());
+  auto none = parse(R"({"app":"x"})");
+  EXPECT_FALSE(none->pod.gang);
+  EXPECT_TRUE(none->pod.gangProblem.empty());
+}
+
+TEST(GangPlan, FourWholeNodePodsTakeTheUltraServerThatIsWhole) {
+  TwoUltraServers cluster;
+  cluster.fill("a2");
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 4; ++i)
+    pods.push_back(member("w" + std::to_string(i), "train", 4));
+  auto plan = planGang(cluster.state, cluster.domains, pods, {}, cluster.nodes);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  std::vector<std::string> sorted = plan->nodes;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<std::string>{"b0", "b1", "b2", "b3"}));
+  EXPECT_EQ(plan->where, "UltraServer us-b");
+}
+
+TEST(GangPlan, ASmallGangFillsThePartlyUsedUltraServerFirst) {
+  TwoUltraServers cluster;
+  cluster.fill("a0");
+  cluster.fill("a1");
+  auto plan = planGang(cluster.state, cluster.domains,
+                       {member("w0", "pair", 2), member("w1", "pair", 2)}, {}, cluster.nodes);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->where, "UltraServer us-a");
+}
+
+TEST(GangPlan, WhenNoUltraServerHoldsItTheClosestNetworkLayerDoes) {
+  TwoUltraServers cluster;
+  for (const std::string node : {"a0", "a1", "b0", "b1"})
+    cluster.fill(node);
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 3; ++i)
+    pods.push_back(member("w" + std::to_string(i), "three", 3));
+  auto plan = planGang(cluster.state, cluster.domains, pods, {}, cluster.nodes);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->where, "network layer 3 spine-1");
+  EXPECT_EQ(plan->nodes.size(), 3U);
+}
+
+TEST(GangPlan, AGangThatFitsNowhereWholeSaysHowManyWouldFit) {
+  TwoUltraServers cluster;
+  for (const std::string node : {"a0", "a1", "a2", "b0", "b1", "b2"})
+    cluster.fill(node);
+  auto plan = planGang(cluster.state, cluster.domains,
+                       {member("w0", "t", 3), member("w1", "t", 3), member("w2", "t", 3)}, {},
+                       cluster.nodes);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, ErrorCode::kResourceExhausted);
+  EXPECT_NE(plan.error().message.find("room for 2 of the 3 pods"), std::string::npos)
+      << plan.error().message;
+}
+
+TEST(GangPlan, PlacedMembersPinTheirUltraServer) {
+  TwoUltraServers cluster;
+  cluster.fill("b0");  // us-b is the fuller one, but a member already runs in us-a
+  auto plan =
+      planGang(cluster.state, cluster.domains, {member("w1", "t", 2)}, {"a0"}, cluster.nodes);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->where, "UltraServer us-a");
+}
+
+class Nominations : public PodBinder {
+ public:
+  Result<void> bind(const PodDemand&, const Allocation&) override { return okResult(); }
+  Result<PodDemand> fetchPod(const std::string&, const std::string&) override {
+    return makeError(ErrorCode::kNotFound, "not used");
+  }
+  void nominate(const PodDemand& pod, const std::string& node) override {
+    nominated[pod.uid] = node;
+  }
+  std::map<std::string, std::string> nominated;
+};
+
+TEST(GangFilter, NoMemberIsPlacedUntilTheWholeGangExists) {
+  TwoUltraServers cluster;
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 4; ++i)
+    pods.push_back(member("w" + std::to_string(i), "train", 4));
+  for (int i = 0; i < 3; ++i)
+    cluster.members.apply(pods[static_cast<std::size_t>(i)], "", false);
+  const Gangs gangs{cluster.members, cluster.domains, nullptr};
+  const FilterResult result = filterGangMember(cluster.state, gangs, pods[0], cluster.nodes);
+  EXPECT_TRUE(result.nodeNames.empty());
+  // An error, not Unschedulable: kube-scheduler retries it after its backoff whatever happens.
+  EXPECT_EQ(result.error, "gang ml/train has 3 of its 4 pods; none is placed until all exist");
+  EXPECT_TRUE(cluster.state.allocations().empty());
+}
+
+TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheRest) {
+  TwoUltraServers cluster;
+  cluster.fill("a3");
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(member("w" + std::to_string(i), "train", 4));
+    cluster.members.apply(pods.back(), "", false);
+  }
+  Nominations nominations;
+  const Gangs gangs{cluster.members, cluster.domains, &nominations};
+  const FilterResult first = filterGangMember(cluster.state, gangs, pods[2], cluster.nodes);
+  ASSERT_EQ(first.nodeNames.size(), 1U);
+  const std::vector<std::string> held = cluster.nodesHeldFor(pods);
+  for (const std::string& node : held)
+    EXPECT_EQ(node.substr(0, 1), "b") << "every member in the whole UltraServer us-b";
+  EXPECT_EQ(first.nodeNames[0], held[2]);
+  EXPECT_EQ(first.failed.at("a0"), "gang ml/train placed this pod on " + held[2]);
+  EXPECT_EQ(nominations.nominated.size(), 3U);
+  EXPECT_EQ(nominations.nominated.count("w2"), 0U) << "the pod being filtered is not nominated";
+  EXPECT_EQ(nominations.nominated.at("w0"), held[0]);
+  // The next member kube-scheduler asks about passes on its own node only, and nothing moves.
+  const FilterResult second = filterGangMember(cluster.state, gangs, pods[0], cluster.nodes);
+  EXPECT_EQ(second.nodeNames, (std::vector<std::string>{held[0]}));
+  EXPECT_EQ(cluster.nodesHeldFor(pods), held);
+  // Bind of a planned member is the reservation it already has.
+  auto bound = cluster.state.reserve(held[1], pods[1]);
+  ASSERT_TRUE(bound.ok());
+  EXPECT_EQ(bound->node, held[1]);
+}
+
+TEST(GangFilter, AGangThatDoesNotFitWholeHoldsNothing) {
+  TwoUltraServers cluster;
+  for (const std::string node : {"a0", "a1", "a2", "b0", "b1", "b2"})
+    cluster.fill(node);
+  const auto before = cluster.state.allocations().size();
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 3; ++i) {
+    pods.push_back(member("w" + std::to_string(i), "three", 3));
+    cluster.members.apply(pods.back(), "", false);
+  }
+  const Gangs gangs{cluster.members, cluster.domains, nullptr};
+  const FilterResult result = filterGangMember(cluster.state, gangs, pods[0], cluster.nodes);
+  EXPECT_TRUE(result.nodeNames.empty());
+  EXPECT_EQ(result.failed.at("a3"),
+            "gang ml/three (3 pods) does not fit whole: the feasible nodes have room for 2 of "
+            "the 3 pods at once; none is placed and nothing is held");
+  EXPECT_EQ(cluster.state.allocations().size(), before);
+  // A node frees: the same gang now starts whole.
+  ASSERT_TRUE(cluster.state.release("filler-a0"));
+  const FilterResult now = filterGangMember(cluster.state, gangs, pods[1], cluster.nodes);
+  EXPECT_EQ(now.nodeNames.size(), 1U);
+  for (const std::string& node : cluster.nodesHeldFor(pods))
+    EXPECT_FALSE(node.empty());
+}
+
+TEST(GangFilter, AFilterRequestCannotVouchForAPodTheApiDoesNotList) {
+  TwoUltraServers cluster;
+  const PodDemand forged = member("forged", "solo", 1);
+  const Gangs gangs{cluster.members, cluster.domains, nullptr, false};
+  const FilterResult result = filterGangMember(cluster.state, gangs, forged, cluster.nodes);
+  EXPECT_TRUE(result.nodeNames.empty());
+  EXPECT_NE(result.error.find("is not listed by the API yet"), std::string::npos);
+  EXPECT_TRUE(cluster.state.allocations().empty());
+}
+
+TEST(GangFilter, MembersThatDisagreeOnTheSizeAreToldSo) {
+  TwoUltraServers cluster;
+  const PodDemand a = member("w0", "t", 2);
+  const PodDemand b = member("w1", "t", 3);
+  cluster.members.apply(a, "", false);
+  cluster.members.apply(b, "", false);
+  const Gangs gangs{cluster.members, cluster.domains, nullptr};
+  const FilterResult result = filterGangMember(cluster.state, gangs, a, cluster.nodes);
+  ASSERT_EQ(result.failedAndUnresolvable.size(), cluster.nodes.size());
+  EXPECT_NE(result.failedAndUnresolvable.at("a0").find("the same torus.dev/gang-size"),
+            std::string::npos);
+}
+
+TEST(PodGroups, AGangPolicysMinCountIsTheGangsSizeAndABasicPolicyIsNoGang) {
+  using nlohmann::json;
+  const json gang = json::parse(
+      R"({"metadata":{"name":"g","namespace":"ml"},"spec":{"schedulingPolicy":{"gang":{"minCount":4}}}})");
+  const json basic = json::parse(
+      R"({"metadata":{"name":"b","namespace":"ml"},"spec":{"schedulingPolicy":{"basic":{}}}})");
+  const json broken = json::parse(
+      R"({"metadata":{"name":"x","namespace":"ml"},"spec":{"schedulingPolicy":{"gang":{"minCount":"4"}}}})");
+  EXPECT_EQ(*gangMinCountOf(gang), 4);
+  EXPECT_EQ(*gangMinCountOf(basic), std::nullopt);
+  ASSERT_FALSE(gangMinCountOf(broken).ok());
+  EXPECT_NE(gangMinCountOf(broken).error().message.find("gang.minCount"), std::string::npos);
+
+  PodGroupIndex index;
+  index.applyList({std::make_shared<const json>(gang), std::make_shared<const json>(basic),
+                   std::make_shared<const json>(broken)});
+  EXPECT_EQ(index.find("ml", "g").gangMinCount, 4);
+  EXPECT_TRUE(index.find("ml", "b").found);
+  EXPECT_FALSE(index.find("ml", "b").gangMinCount);
+  EXPECT_FALSE(index.find("ml", "x").problem.empty());
+  EXPECT_FALSE(index.find("other", "g").found);
+  index.apply(gang, true);
+  EXPECT_FALSE(index.find("ml", "g").found);
+}
+
+TEST(PodGroups, APodNamesItsGroupInSpecSchedulingGroup) {
+  auto args =
+      parseExtenderArgs(R"({"Pod":{"metadata":{"name":"w0","namespace":"ml","uid":"u0"},"spec":{)"
+                        R"("schedulingGroup":{"podGroupName":"train"},"containers":[{"resources":)"
+                        R"({"limits":{"aws.amazon.com/neuron":"16"}}}]}},"NodeNames":["a"]})");
+  ASSERT_TRUE(args.ok()) << args.error().message;
+  EXPECT_EQ(args->pod.podGroup, "train");
+  EXPECT_FALSE(args->pod.gang);
+  EXPECT_EQ(args->pod.gangKey(), "ml/podgroup:train");
+}
+
+TEST(GangFilter, APodGroupsMinCountIsAMinimum) {
+  TwoUltraServers cluster;
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 3; ++i) {
+    PodDemand pod = testing::testPod("w" + std::to_string(i), kDevice, 16, 0, "ml");
+    pod.podGroup = "train";  // as the informer lists it: the PodGroup's size is not on the pod
+    cluster.members.apply(pod, "", false);
+    pod.gang = GangRef{"train", 2, true};  // as filter resolves it from the PodGroup
+    pods.push_back(pod);
+  }
+  const Gangs gangs{cluster.members, cluster.domains, nullptr};
+  const FilterResult result = filterGangMember(cluster.state, gangs, pods[0], cluster.nodes);
+  ASSERT_EQ(result.nodeNames.size(), 1U) << result.error;
+  for (const std::string& node : cluster.nodesHeldFor(pods))
+    EXPECT_FALSE(node.empty()) << "every pod there is placed, not just minCount of them";
+}
+
+TEST(GangMembers, FinishedAndDeletedPodsLeaveTheGang) {
+  GangMembers members;
+  const PodDemand a = member("w0", "t", 2);
+  const PodDemand b = member("w1", "t", 2);
+  members.apply(a, "", false);
+  members.apply(b, "n1", false);
+  EXPECT_EQ(members.of("ml/t").size(), 2U);
+  members.apply(b, "n1", true);
+  EXPECT_EQ(members.of("ml/t").size(), 1U);
+  members.forget("w0");
+  EXPECT_TRUE(members.of("ml/t").empty());
+  EXPECT_EQ(members.gangCount(), 0U);
+}
+
+}  // namespace
+}  // namespace torus::extender
