@@ -61,7 +61,9 @@ bool CrossResourcePreemptor::track(const json& object, std::map<std::string, Wai
                                    const std::map<std::string, Waiting>& before) {
   auto record = parsePodRecord(object);
   if (!record) return false;  // ClusterMirror logs unreadable pods
-  if (!record->waitsUnschedulable() || record->schedulerName != options_.schedulerName) {
+  // A gang's member never preempts: evicting for one member frees room for part of a gang.
+  const bool inGang = !record->demand.gangKey().empty() || !record->demand.gangProblem.empty();
+  if (!record->waitsUnschedulable() || record->schedulerName != options_.schedulerName || inGang) {
     into.erase(record->demand.uid);
     return false;
   }

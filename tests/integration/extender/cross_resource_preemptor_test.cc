@@ -43,7 +43,7 @@ json waitingDevicePod() {
 
 // Plans made within 600 ms (twelve rounds) with devices 4-15 held by 4-core pods, and 0-3 by
 // 4-core pods too or, once the extender has placed it, by the device pod itself.
-int plansWith(bool devicePodPlaced) {
+int plansWith(bool devicePodPlaced, bool inGang = false) {
   torus::testing::FakeApiServer api;
   ClusterState state;
   EXPECT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
@@ -64,7 +64,11 @@ int plansWith(bool devicePodPlaced) {
   CrossResourcePreemptor preemptor(configOf(api), state, options);
   preemptor.applyNodeList(
       {std::make_shared<const json>(torus::testing::makeNode("n", "trn2.48xlarge"))});
-  preemptor.applyPodList({std::make_shared<const json>(waitingDevicePod())});
+  json waiting = waitingDevicePod();
+  if (inGang) {
+    waiting["metadata"]["labels"] = {{"torus.dev/gang", "train"}, {"torus.dev/gang-size", "2"}};
+  }
+  preemptor.applyPodList({std::make_shared<const json>(waiting)});
   std::this_thread::sleep_for(600ms);
   const std::string text = preemptor.prometheusText();
   const std::string series = "\ntorus_extender_cross_resource_preemptions_total ";
@@ -79,6 +83,12 @@ TEST(CrossResourcePreemptor, PlansForAWaitingPodWhoseDevicesOthersHold) {
 
 TEST(CrossResourcePreemptor, DoesNotPlanAgainForAPodTheExtenderHasPlaced) {
   EXPECT_EQ(plansWith(true), 0);
+}
+
+// A gang member waits for its whole gang to fit: evicting for it alone would free room for part
+// of a gang (docs/gangs.md).
+TEST(CrossResourcePreemptor, NeverPlansForAMemberOfAGang) {
+  EXPECT_EQ(plansWith(false, true), 0);
 }
 
 }  // namespace
