@@ -267,8 +267,12 @@ Result<void> UltraServerOperator::writeUltraServers(const std::vector<UltraServe
 Result<void> UltraServerOperator::ensureClaimTemplate(const Workload& workload,
                                                       WorkloadOutcome& outcome) {
   const json wanted = claimTemplate(workload);
+  const auto now = std::chrono::steady_clock::now();
   const auto ensured = ensuredTemplates_.find(workload.ref());
-  if (ensured != ensuredTemplates_.end() && ensured->second == wanted) return {};
+  if (ensured != ensuredTemplates_.end() && ensured->second.wanted == wanted &&
+      now - ensured->second.checkedAt < std::chrono::seconds(config_.resyncSeconds)) {
+    return {};
+  }
   const std::string path = claimTemplatePath(workload.nameSpace, workload.claimTemplate);
   auto existing = client_.get(path);
   if (existing) {
@@ -287,7 +291,7 @@ Result<void> UltraServerOperator::ensureClaimTemplate(const Workload& workload,
       return {};
     }
     if (fieldAt(*existing, {"spec"}) == wanted["spec"]) {
-      ensuredTemplates_[workload.ref()] = wanted;
+      ensuredTemplates_[workload.ref()] = {wanted, now};
       return {};
     }
     // A template's spec cannot change: make it anew (claims made from the old one keep theirs).
@@ -308,7 +312,7 @@ Result<void> UltraServerOperator::ensureClaimTemplate(const Workload& workload,
     TORUS_LOG(Info, UltraServer, "wrote the workload's ResourceClaimTemplate",
               {"workload", workload.ref()}, {"template", workload.claimTemplate});
   }
-  ensuredTemplates_[workload.ref()] = wanted;
+  ensuredTemplates_[workload.ref()] = {wanted, now};
   return {};
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -73,7 +74,13 @@ class UltraServerOperator {
   Cache nodes_;
   Cache workloads_;
   Cache ultraServers_;
-  std::map<std::string, nlohmann::json> ensuredTemplates_;  // by workload ref (reconcile thread)
+  // The templates known to be as wanted, by workload ref (reconcile thread). Trusted for one
+  // resync period, then read again: a template someone deleted is written anew.
+  struct EnsuredTemplate {
+    nlohmann::json wanted;
+    std::chrono::steady_clock::time_point checkedAt;
+  };
+  std::map<std::string, EnsuredTemplate> ensuredTemplates_;
 
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> failedPasses_{0};

@@ -144,6 +144,8 @@ for p in json.load(sys.stdin)["items"]:
 }
 check "rank 0's AllReduce sweep passes its data check at every size" rows_ok
 echo "      $(grep -E '^ +4194304 ' "$STATE_DIR/allreduce.log" || true)"
+k delete resourceclaimtemplate -n e2e "$first" --wait=true > /dev/null
+check "a deleted ResourceClaimTemplate is written again (within a resync)" eventually 90 template_owned
 
 echo "== a second 4-node workload waits, holding nothing"
 workload second 4 RestartAll
