@@ -39,6 +39,9 @@ leaderElection:
   leaderElect: {{ .Values.scheduler.leaderElect }}
   resourceNamespace: {{ .Release.Namespace }}
   resourceName: {{ $name }}
+{{- with .Values.scheduler.percentageOfNodesToScore }}
+percentageOfNodesToScore: {{ . }}
+{{- end }}
 profiles:
   - schedulerName: {{ $name }}
 extenders:

@@ -391,6 +391,15 @@ TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
     EXPECT_FALSE(resource["ignoredByScheduler"].as<bool>());
   }
   EXPECT_EQ(managed, (std::set<std::string>{"aws.amazon.com/neuron", "aws.amazon.com/neuroncore"}));
+  // kube-scheduler's adaptive search unless asked: then every node (gangs see every UltraServer).
+  EXPECT_FALSE(config["percentageOfNodesToScore"]);
+  for (const YAML::Node& object :
+       render({"search every node", {"scheduler.percentageOfNodesToScore=100"}})) {
+    if (object["kind"].as<std::string>() == "ConfigMap" && object["data"]["config.yaml"]) {
+      const YAML::Node searched = YAML::Load(object["data"]["config.yaml"].as<std::string>());
+      EXPECT_EQ(searched["percentageOfNodesToScore"].as<int>(), 100);
+    }
+  }
 }
 
 TEST(DeployManifests, SelfManagedSchedulerConfigNamesOurVerbsAndResources) {
