@@ -51,10 +51,11 @@ Result<GangPlan> planGang(const ClusterState& state, const NodeDomainIndex& doma
     std::optional<ClusterState::GroupPlacement> best;
     std::string bestDomain;
     for (const auto& [domain, nodes] : byDomain) {
-      auto placement = state.placeGroup(nodes, unplaced);
+      auto placement = state.placeGroup(nodes, unplaced, true);
       if (placement && (!best || placement->freeCoresLeft < best->freeCoresLeft)) {
         best = std::move(*placement);
         bestDomain = domain;
+        if (best->freeCoresLeft == 0) break;  // nothing fits better than a domain filled exactly
       }
     }
     if (best) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,14 +24,24 @@ KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnavailable& unhealthy) 
   return refusal;
 }
 
-topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) {
-  if (node.kubeletRefuses.everything) return {};
-  if (unit == topology::AllocationUnit::kCore) return node.freeCores - node.kubeletRefuses.cores;
+namespace {
+
+// freeIds without a NodeState, so a placement trial need not copy the node's model.
+topology::CoreSet freeIdsOf(const topology::Node& model, const topology::CoreSet& freeCores,
+                            const KubeletRefusal& refused, topology::AllocationUnit unit) {
+  if (refused.everything) return {};
+  if (unit == topology::AllocationUnit::kCore) return freeCores - refused.cores;
   topology::DeviceSet devices;
-  for (int device = 0; device < node.model.deviceCount(); ++device) {
-    if (node.model.coresOfDevice(device).isSubsetOf(node.freeCores)) devices.insert(device);
+  for (int device = 0; device < model.deviceCount(); ++device) {
+    if (model.coresOfDevice(device).isSubsetOf(freeCores)) devices.insert(device);
   }
-  return devices - node.kubeletRefuses.devices;
+  return devices - refused.devices;
+}
+
+}  // namespace
+
+topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) {
+  return freeIdsOf(node.model, node.freeCores, node.kubeletRefuses, unit);
 }
 
 namespace {
@@ -190,41 +201,60 @@ Result<std::vector<Allocation>> ClusterState::reserveGroup(const std::vector<Pod
   return reserved;
 }
 
-Result<ClusterState::GroupPlacement> ClusterState::placeGroup(
-    const std::vector<std::string>& nodes, const std::vector<PodDemand>& pods) const {
+Result<ClusterState::GroupPlacement> ClusterState::placeGroup(const std::vector<std::string>& nodes,
+                                                              const std::vector<PodDemand>& pods,
+                                                              bool quickReject) const {
   std::lock_guard lock(mutex_);
-  // Copies: each pod placed here takes its cores from the ones after it.
-  std::vector<std::pair<const std::string*, NodeEntry>> trial;
-  trial.reserve(nodes.size());
+  // Each node with its used cores as the pods placed so far leave them (the entries themselves
+  // stay untouched: nothing is recorded).
+  std::vector<std::pair<const std::string*, const NodeEntry*>> entries;
+  std::vector<topology::CoreSet> used;
+  entries.reserve(nodes.size());
+  int freeCores = 0;
+  int fewestCoresPerDevice = std::numeric_limits<int>::max();
   for (const std::string& name : nodes) {
-    if (const auto it = nodes_.find(name); it != nodes_.end())
-      trial.emplace_back(&name, it->second);
+    const auto it = nodes_.find(name);
+    if (it == nodes_.end()) continue;
+    entries.emplace_back(&name, &it->second);
+    used.push_back(it->second.usedCores);
+    freeCores += static_cast<int>((it->second.healthyCores - it->second.usedCores).size());
+    fewestCoresPerDevice = std::min(fewestCoresPerDevice, it->second.model.logicalCoresPerDevice());
+  }
+  // Too few free cores for the group, whatever the shapes: most domains of a busy cluster end here.
+  long needed = 0;
+  for (const PodDemand& pod : pods)
+    needed += pod.unit == topology::AllocationUnit::kCore
+                  ? pod.count
+                  : static_cast<long>(pod.count) * (entries.empty() ? 1 : fewestCoresPerDevice);
+  if (entries.empty() || (quickReject && needed > freeCores)) {
+    return makeError(
+        ErrorCode::kResourceExhausted,
+        std::to_string(freeCores) + " free cores where the pods need " + std::to_string(needed));
   }
   GroupPlacement placement;
   for (const PodDemand& pod : pods) {
-    std::size_t best = trial.size();
+    std::size_t best = entries.size();
     Trial bestTrial;
     bestTrial.score = -1;
-    for (std::size_t i = 0; i < trial.size(); ++i) {
-      auto placed = tryPlaceLocked(*trial[i].first, trial[i].second, pod, true);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      auto placed = tryPlaceLocked(*entries[i].second, pod, true, &used[i]);
       if (placed && placed->score > bestTrial.score) {
         best = i;
         bestTrial = std::move(*placed);
       }
     }
-    if (best == trial.size()) {
+    if (best == entries.size()) {
       return makeError(ErrorCode::kResourceExhausted,
                        "room for " + std::to_string(placement.nodes.size()) + " of the " +
                            std::to_string(pods.size()) + " pods");
     }
-    NodeEntry& entry = trial[best].second;
-    entry.usedCores |= pod.unit == topology::AllocationUnit::kCore
-                           ? bestTrial.ids
-                           : entry.model.coresOfDevices(bestTrial.ids);
-    placement.nodes.push_back(*trial[best].first);
+    const topology::Node& model = entries[best].second->model;
+    used[best] |= pod.unit == topology::AllocationUnit::kCore ? bestTrial.ids
+                                                              : model.coresOfDevices(bestTrial.ids);
+    placement.nodes.push_back(*entries[best].first);
   }
-  for (const auto& [name, entry] : trial)
-    placement.freeCoresLeft += static_cast<int>((entry.healthyCores - entry.usedCores).size());
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    placement.freeCoresLeft += static_cast<int>((entries[i].second->healthyCores - used[i]).size());
   return placement;
 }
 
@@ -235,7 +265,7 @@ Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
   if (it == nodes_.end()) {
     return makeError(ErrorCode::kNotFound, "not a Neuron node known to the extender");
   }
-  return tryPlaceLocked(nodeName, it->second, pod, withScore);
+  return tryPlaceLocked(it->second, pod, withScore);
 }
 
 std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
@@ -277,32 +307,32 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
             entry.usedCores,     &entry.links,    &entry.kubeletRefuses};
     auto found = memo.find(key);
     if (found == memo.end()) {
-      found = memo.emplace(key, tryPlaceLocked(name, entry, pod, withScore)).first;
+      found = memo.emplace(key, tryPlaceLocked(entry, pod, withScore)).first;
     }
     results.push_back(found->second);
   }
   return results;
 }
 
-Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const std::string& nodeName,
-                                                         const NodeEntry& entry,
-                                                         const PodDemand& pod,
-                                                         bool withScore) const {
-  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores,
-                       entry.kubeletRefuses};
-  auto chosen =
-      topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
+Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const NodeEntry& entry,
+                                                         const PodDemand& pod, bool withScore,
+                                                         const topology::CoreSet* usedNow) const {
+  const topology::CoreSet freeCores =
+      entry.healthyCores - (usedNow != nullptr ? *usedNow : entry.usedCores);
+  auto chosen = topology::choosePlacement(
+      entry.model,
+      {pod.unit, pod.count, freeIdsOf(entry.model, freeCores, entry.kubeletRefuses, pod.unit), {}});
   if (!chosen) return std::move(chosen).error();
   Trial trial{*chosen, 0};
   if (withScore) {
     const topology::CoreSet cores =
         pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen);
-    const topology::CoreSet freeAfter = view.freeCores - cores;
+    const topology::CoreSet freeAfter = freeCores - cores;
     const int total = entry.model.logicalCoreCount();
     const double used = total == 0 ? 0 : 1.0 - static_cast<double>(freeAfter.size()) / total;
     // What this placement costs the node in free shapes, not how many it has left: judging the
     // shapes left would prefer empty nodes and spread small pods over every big hole.
-    const double loss = topology::freeShapeScore(entry.model, *entry.shapes, view.freeCores) -
+    const double loss = topology::freeShapeScore(entry.model, *entry.shapes, freeCores) -
                         topology::freeShapeScore(entry.model, *entry.shapes, freeAfter);
     // Node types differ in how many set sizes they can serve (trn2: 1, 4, 8 or 16 devices; an
     // inf2 ring: any run). Filling the rigid ones first keeps the flexible ones for requests only

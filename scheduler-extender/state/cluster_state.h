@@ -97,13 +97,16 @@ class ClusterState {
   Result<Allocation> reserve(const std::string& node, const PodDemand& pod);
   // A group of pods placed together on some of `nodes`, without recording it: each pod in turn
   // (in the order given) on the node that scores best for it, counting the pods placed before
-  // it. ResourceExhausted when not all fit. freeCoresLeft: the nodes' free cores afterwards.
+  // it. ResourceExhausted when not all fit (saying how many would). freeCoresLeft: the nodes' free
+  // cores afterwards. quickReject: fail at once, without placing, when the nodes have fewer free
+  // cores than the pods need together (the message then says only that).
   struct GroupPlacement {
     std::vector<std::string> nodes;  // the node of each pod, in order
     int freeCoresLeft = 0;
   };
   Result<GroupPlacement> placeGroup(const std::vector<std::string>& nodes,
-                                    const std::vector<PodDemand>& pods) const;
+                                    const std::vector<PodDemand>& pods,
+                                    bool quickReject = false) const;
   // reserve() for each pod on its node, under one lock: all or none. Returns what was newly
   // reserved (a pod that already held a placement on its node keeps it).
   Result<std::vector<Allocation>> reserveGroup(const std::vector<PodDemand>& pods,
@@ -146,8 +149,9 @@ class ClusterState {
                                   const topology::CoreSet& ids);
   void releaseLocked(std::map<std::string, Allocation>::iterator it);
   int dropAllocationsLocked(const std::string& node);
-  Result<Trial> tryPlaceLocked(const std::string& name, const NodeEntry& entry,
-                               const PodDemand& pod, bool withScore) const;
+  // `usedNow`: the node's used cores as they would be (a group being placed), else entry.usedCores.
+  Result<Trial> tryPlaceLocked(const NodeEntry& entry, const PodDemand& pod, bool withScore,
+                               const topology::CoreSet* usedNow = nullptr) const;
 
   mutable std::mutex mutex_;
   std::unordered_map<std::string, NodeEntry> nodes_;

@@ -1,6 +1,9 @@
 // Scheduler extender benchmark.
 //  1. filter + prioritize for one pod over 5,000 nodes (names only) over real HTTP, next to an
 //     HTTP echo of the same body on the same server (baseline), and bind latency.
+//  3. (after 2) A gang's plan: the first member's filter of a 4-pod whole-node gang over 250
+//     UltraServers (1,000 trn2u.48xlarge, 200 of them with a node taken) and 500 trn2.48xlarge,
+//     which plans and reserves all four, next to one whole-node pod's filter over the same nodes.
 //  2. A churn trace on 256 trn2.48xlarge + 64 inf2.48xlarge: arrivals and departures of mixed
 //     1-64-core and 1-16-device pods, placed by the extender's verbs, next to three baselines run
 //     on the same trace in the same process: topology-aware first fit (first node with a valid
@@ -23,6 +26,7 @@
 #include "common/topology/allowed_shapes.h"
 #include "scheduler-extender/server/http_routes.h"
 #include "scheduler-extender/state/simulated_cluster.h"
+#include "scheduler-extender/verbs/gang_verbs.h"
 #include "scheduler-extender/verbs/verbs.h"
 #include "tests/bench/bench_stats.h"
 #include "tests/integration/node_runtime/process_runner.h"
@@ -91,6 +95,61 @@ bool countingScheduler(extender::ClusterState& state, const std::vector<std::str
     }
   }
   return best != nullptr && state.reserve(*best, pod).ok();
+}
+
+// 3. What planning a gang costs at UltraServer scale, next to one pod's filter.
+void benchGangPlan(int calls) {
+  extender::ClusterState state;
+  extender::NodeDomainIndex domains;
+  std::vector<std::string> nodes;
+  for (int us = 0; us < 250; ++us) {
+    for (int position = 0; position < 4; ++position) {
+      const std::string name = "us" + std::to_string(us) + "-" + std::to_string(position);
+      if (!state.upsertNode(name, "trn2u.48xlarge").ok()) std::abort();
+      extender::NodeDomains where;
+      where.levels[0] = "us-" + std::to_string(us);
+      where.levels[1] = "spine-" + std::to_string(us / 25);
+      domains.set(name, where);
+      nodes.push_back(name);
+      // 200 UltraServers have a node taken: a gang of four fits only in the other 50.
+      if (us < 200 && position == 0 &&
+          !state.reserve(name, makePod(-1 - us, AllocationUnit::kDevice, 16)).ok()) {
+        std::abort();
+      }
+    }
+  }
+  for (int i = 0; i < 500; ++i) {
+    const std::string name = "trn2-" + std::to_string(i);
+    if (!state.upsertNode(name, "trn2.48xlarge").ok()) std::abort();
+    nodes.push_back(name);
+  }
+  const PodDemand single = makePod(1'000'000, AllocationUnit::kDevice, 16);
+  const auto onePod = bench::summarize(
+      bench::timeCalls(calls, [&] { (void)extender::filter(state, single, nodes); }));
+  int gang = 0;
+  const auto plan = bench::summarize(bench::timeCalls(calls, [&] {
+    extender::GangMembers members;
+    std::vector<PodDemand> pods;
+    ++gang;
+    for (int member = 0; member < 4; ++member) {
+      PodDemand pod = makePod(gang * 4 + member, AllocationUnit::kDevice, 16);
+      pod.gang = extender::GangRef{"g" + std::to_string(gang), 4};
+      members.apply(pod, "", false);
+      pods.push_back(pod);
+    }
+    const auto result = extender::filterGangMember(state, {members, domains}, pods[0], nodes);
+    if (result.nodeNames.size() != 1) std::abort();
+    for (const PodDemand& pod : pods)
+      state.release(pod.uid);  // the next call plans on the same cluster
+  }));
+  std::printf(
+      "\n# a 4-pod whole-node gang's plan (filter of its first member), 250 UltraServers (1,000 "
+      "trn2u.48xlarge, 200 with a node taken) + 500 trn2.48xlarge, %d calls\n",
+      calls);
+  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
+              "pod_p99_us", "ratio_p99");
+  bench::printRow("one 16-device pod's filter", onePod, onePod);
+  bench::printRow("gang of 4: plan + reserve", plan, onePod);
 }
 
 }  // namespace
@@ -254,5 +313,6 @@ int main(int argc, char** argv) {
               ours - baseline);
   std::printf("utilization difference vs count-first-fit: %+.1f points, vs count-spread: %+.1f\n",
               ours - countFirst, ours - countSpread);
+  benchGangPlan(calls);
   return 0;
 }
