@@ -3,6 +3,7 @@
 // Debian are not built with TSan, so tests that go through them would only report its internals.
 #include <atomic>
 #include <future>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "scheduler-extender/kube/cluster_mirror.h"
+#include "scheduler-extender/verbs/gang_verbs.h"
 
 namespace torus {
 namespace {
@@ -161,6 +163,71 @@ TEST(ClusterMirrorConcurrency, APodListedAsItsNodeArrivesKeepsItsCores) {
     if (!state.allocationOf("u1")) ++lost;
   }
   EXPECT_EQ(lost, 0) << "rounds in which the pod's cores were not held";
+}
+
+// Two gangs of three whole-node pods race for four nodes (kube-scheduler's filters of different
+// pods can overlap, and so can two schedulers): each round one gang gets three nodes and the other
+// none — never a node given twice, never part of a gang held — while members come and go.
+TEST(GangConcurrency, TwoGangsRacingForTheSameNodesNeverShareOrSplit) {
+  using extender::PodDemand;
+  constexpr auto kDevice = topology::AllocationUnit::kDevice;
+  const auto member = [&](const std::string& gang, int index) {
+    PodDemand pod;
+    pod.name = gang + "-" + std::to_string(index);
+    pod.namespace_ = "ml";
+    pod.uid = pod.name;
+    pod.unit = kDevice;
+    pod.count = 16;
+    pod.resourceName = "aws.amazon.com/neuron";
+    pod.gang = extender::GangRef{gang, 3};
+    return pod;
+  };
+  for (int round = 0; round < 200; ++round) {
+    extender::ClusterState state;
+    extender::NodeDomainIndex domains;
+    extender::GangMembers members;
+    std::vector<std::string> nodes;
+    for (int i = 0; i < 4; ++i) {
+      nodes.push_back("n" + std::to_string(i));
+      ASSERT_TRUE(state.upsertNode(nodes.back(), "trn2u.48xlarge").ok());
+      extender::NodeDomains where;
+      where.levels[0] = "us-0";
+      domains.set(nodes.back(), where);
+    }
+    for (const char* gang : {"a", "b"}) {
+      for (int i = 0; i < 3; ++i)
+        members.apply(member(gang, i), "", false);
+    }
+    const extender::Gangs gangs{members, domains, nullptr};
+    {
+      std::vector<std::jthread> filters;
+      for (const char* gang : {"a", "b"}) {
+        for (int i = 0; i < 3; ++i) {
+          filters.emplace_back([&, gang, i] {
+            (void)extender::filterGangMember(state, gangs, member(gang, i), nodes);
+          });
+        }
+      }
+      // A member of each gang leaves and comes back meanwhile.
+      filters.emplace_back([&] {
+        members.forget("a-2");
+        members.apply(member("a", 2), "", false);
+        members.forget("b-0");
+        members.apply(member("b", 0), "", false);
+      });
+    }
+    std::map<std::string, int> heldByGang;
+    std::map<std::string, int> podsOnNode;
+    for (const extender::Allocation& allocation : state.allocations()) {
+      ++heldByGang[allocation.podKey.substr(3, 1)];
+      ++podsOnNode[allocation.node];
+    }
+    for (const auto& [gang, held] : heldByGang)
+      EXPECT_EQ(held, 3) << "round " << round << ": gang " << gang << " holds part of its pods";
+    EXPECT_LE(heldByGang.size(), 1U) << "round " << round << ": both gangs hold nodes";
+    for (const auto& [node, pods] : podsOnNode)
+      EXPECT_EQ(pods, 1) << "round " << round << ": " << node << " given twice";
+  }
 }
 
 TEST(NodeMonitorConcurrency, ReadersSeeWholeSnapshotsWhileHealthFlips) {
