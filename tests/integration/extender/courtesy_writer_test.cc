@@ -1,6 +1,6 @@
-// The extender's Events leave from a thread of their own: posting never blocks a bind, an API
-// server that is away costs queued Events (the oldest dropped and counted), never memory without
-// bound, and stopping does not wait on it for long.
+// The extender's Events and a gang's nominations leave from a thread of their own: posting never
+// blocks a bind or a filter, an API server that is away costs queued writes (the oldest dropped
+// and counted), never memory without bound, and stopping does not wait on it for long.
 #include "scheduler-extender/kube/courtesy_writer.h"
 
 #include <chrono>
@@ -39,6 +39,27 @@ TEST(CourtesyWriter, PostsInTheBackground) {
     poster.post("ml", podEvent("p" + std::to_string(i)), "ml/p", "NeuronAllocated");
   EXPECT_TRUE(testing::eventually([&] { return api.events().size() == 3; }));
   EXPECT_EQ(poster.dropped(), 0U);
+}
+
+// A gang's plan nominates each member's node through pods/status, in the background.
+TEST(CourtesyWriter, NominatesAPodsNodeThroughItsStatus) {
+  testing::FakeApiServer api;
+  api.put("pods", {{"metadata", {{"name", "w1"}, {"namespace", "ml"}}},
+                   {"spec", {{"schedulerName", "neuron-scheduler"}}},
+                   {"status", {{"phase", "Pending"}}}});
+  kube::KubeConfig config;
+  config.server = api.url();
+  CourtesyWriter writer(config);
+  writer.nominate("ml", "w1", "trn-a");
+  EXPECT_TRUE(testing::eventually([&] {
+    const auto pod = api.get("pods", "ml/w1");
+    return pod && pod->value("status", json::object()).value("nominatedNodeName", "") == "trn-a";
+  }));
+  const auto pod = api.get("pods", "ml/w1");
+  ASSERT_TRUE(pod);
+  EXPECT_EQ((*pod)["status"]["phase"], "Pending") << "the rest of the status stays";
+  EXPECT_EQ((*pod)["spec"]["schedulerName"], "neuron-scheduler");
+  EXPECT_EQ(writer.dropped(), 0U);
 }
 
 TEST(CourtesyWriter, AServerThatNeverAnswersDropsTheOldestAndStopsSoon) {

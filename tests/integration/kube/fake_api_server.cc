@@ -100,6 +100,13 @@ FakeApiServer::FakeApiServer() {
       status(response, 404, "NotFound", "pods \"" + key + "\" not found");
     }
   });
+  // pods/status: only the patch's status is applied, as the API server's status subresource does.
+  server_.Patch(
+      R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/status)",
+      [this](const httplib::Request& request, httplib::Response& response) {
+        handlePatch("pods", std::string(request.matches[1]) + "/" + std::string(request.matches[2]),
+                    request, response, true);
+      });
   server_.Patch(
       R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
       [this](const httplib::Request& request, httplib::Response& response) {
@@ -390,7 +397,8 @@ void FakeApiServer::handleWatch(const std::string& collection, std::uint64_t fro
 }
 
 void FakeApiServer::handlePatch(const std::string& collection, const std::string& key,
-                                const httplib::Request& request, httplib::Response& response) {
+                                const httplib::Request& request, httplib::Response& response,
+                                bool statusOnly) {
   recordWrite(request);
   if (injectedFailure(request, response)) return;
   if (request.get_header_value("Content-Type") != "application/merge-patch+json") {
@@ -430,7 +438,11 @@ void FakeApiServer::handlePatch(const std::string& collection, const std::string
     }
     patch["metadata"].erase("resourceVersion");
   }
-  object.merge_patch(patch);
+  if (statusOnly) {
+    object.merge_patch(json{{"status", patch.value("status", json::object())}});
+  } else {
+    object.merge_patch(patch);
+  }
   changeLocked(collection, "MODIFIED", object);
   response.set_content(objects_[collection][key].dump(), "application/json");
 }

@@ -2,9 +2,9 @@
 // for what Torus uses: list and watch of nodes and pods (resourceVersions, bookmarks-free event
 // streams, 410 Gone for a compacted history, fieldSelector on metadata.name/namespace,
 // spec.nodeName and status.phase with =, == and !=; a watched object leaving the selection arrives
-// DELETED), GET of one object, JSON merge-patch (with the UID and resourceVersion preconditions),
-// pods/binding and events. Tests change objects through it, inject failures, and read back every
-// write the client made.
+// DELETED), GET of one object, JSON merge-patch (with the UID and resourceVersion preconditions;
+// of pods/status too), pods/binding and events. Tests change objects through it, inject failures,
+// and read back every write the client made.
 #pragma once
 
 #include <condition_variable>
@@ -73,8 +73,10 @@ class FakeApiServer {
                   httplib::Response& response);
   void handleWatch(const std::string& collection, std::uint64_t from,
                    std::function<bool(const nlohmann::json&)> selects, httplib::Response& response);
+  // statusOnly: pods/status, where only the patch's status is applied.
   void handlePatch(const std::string& collection, const std::string& key,
-                   const httplib::Request& request, httplib::Response& response);
+                   const httplib::Request& request, httplib::Response& response,
+                   bool statusOnly = false);
   void handleStatusPatch(const std::string& node, const httplib::Request& request,
                          httplib::Response& response);
   void handleBinding(const std::string& key, const httplib::Request& request,
