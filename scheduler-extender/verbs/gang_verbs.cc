@@ -111,8 +111,10 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
   }
   auto reserved = state.reserveGroup(plan->pods, plan->nodes);
   if (!reserved) {
-    return failEverywhere(nodeNames, gang + " changed while being placed (" +
-                                         reserved.error().message + "); it is tried again");
+    // Another filter of the gang (or of another gang) reserved first: say so as an error, which
+    // kube-scheduler retries after its backoff whatever else happens.
+    return retryLater(gang + " changed while being placed (" + reserved.error().message +
+                      "); it is tried again");
   }
   std::string mine;
   std::string placements;
