@@ -45,6 +45,14 @@ inline constexpr const char* kDraPrepareTotal = "torus_dra_prepare_total";
 inline constexpr const char* kDraUnprepareTotal = "torus_dra_unprepare_total";
 inline constexpr const char* kDraSlicePublishTotal = "torus_dra_slice_publish_total";
 
+// The scheduler extender: how each filter of a gang's member ended (scheduler-extender/verbs).
+inline constexpr const char* kGangFiltersTotal = "torus_extender_gang_filters_total";
+inline constexpr const char* kGangFiltersHelp =
+    "Filters of gang members by outcome: placed (the whole gang reserved now), on_its_node (a "
+    "placed member passed on its node), incomplete (not every member exists yet), not_whole (the "
+    "gang fits nowhere whole; nothing held), node_not_offered, raced (another reservation came "
+    "first), invalid (labels or PodGroup wrong).";
+
 // Both daemons: connections their HTTP servers cut (common/http/connection_reaper.h), by reason.
 inline constexpr const char* kHttpConnectionsCutTotal = "torus_http_connections_cut_total";
 inline constexpr const char* kHttpConnectionsCutHelp =

@@ -29,6 +29,9 @@ std::string VerbMetrics::prometheusText() const {
     }
   }
   durations_.render(out, kDuration, "Time to answer a verb.");
+  // Counted where gang members are filtered (verbs/gang_verbs).
+  metrics::processCounters().render(out, metrics::names::kGangFiltersTotal,
+                                    metrics::names::kGangFiltersHelp);
   // Kept process-wide by the HTTP server's connection reaper.
   metrics::processCounters().render(out, metrics::names::kHttpConnectionsCutTotal,
                                     metrics::names::kHttpConnectionsCutHelp);

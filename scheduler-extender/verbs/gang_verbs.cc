@@ -4,10 +4,15 @@
 
 #include "common/base/log.h"
 #include "common/contracts/neuron_names.h"
+#include "common/metrics/event_counters.h"
 #include "scheduler-extender/gang/gang_planner.h"
 
 namespace torus::extender {
 namespace {
+
+void count(const char* outcome) {
+  metrics::processCounters().add(metrics::names::kGangFiltersTotal, {{"outcome", outcome}});
+}
 
 // Every node fails with the same reason, so kube-scheduler's event reads "N nodes: <reason>".
 FilterResult failEverywhere(const std::vector<std::string>& nodeNames, const std::string& why,
@@ -49,6 +54,7 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const PodDemand& pod,
                               const std::vector<std::string>& nodeNames) {
   if (!pod.gang) {
+    count("invalid");
     return failEverywhere(nodeNames, "gang labels: " + pod.gangProblem, true);
   }
   const std::string key = pod.gangKey();
@@ -57,7 +63,11 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
       (pod.gang->fromPodGroup ? "PodGroup " : "gang ") + pod.namespace_ + "/" + pod.gang->name;
   const int size = pod.gang->size;
   if (const auto held = state.allocationOf(pod.uid)) {
-    if (contains(nodeNames, held->node)) return onlyOn(nodeNames, held->node, gang);
+    if (contains(nodeNames, held->node)) {
+      count("on_its_node");
+      return onlyOn(nodeNames, held->node, gang);
+    }
+    count("node_not_offered");
     return retryLater(gang + " placed this pod on " + held->node +
                       ", which kube-scheduler's own checks did not offer this time; the pod "
                       "waits for that node");
@@ -68,11 +78,13 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
     return member.demand.uid == pod.uid;
   });
   if (!listed) {
+    count("incomplete");
     return retryLater(gang + ": pod " + pod.name +
                       " is not listed by the API yet; it is tried again");
   }
   for (const GangMember& member : members) {
     if (!pod.gang->fromPodGroup && member.demand.gang && member.demand.gang->size != size) {
+      count("invalid");
       return failEverywhere(
           nodeNames,
           gang + ": pod " + pod.name + " says " + std::to_string(size) + " pods, pod " +
@@ -83,10 +95,12 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
   }
   const int existing = static_cast<int>(members.size());
   if (existing < size) {
+    count("incomplete");
     return retryLater(gang + " has " + std::to_string(existing) + " of its " +
                       std::to_string(size) + " pods; none is placed until all exist");
   }
   if (existing > size && !pod.gang->fromPodGroup) {  // a PodGroup's minCount is a minimum
+    count("invalid");
     return failEverywhere(nodeNames, gang + " has " + std::to_string(existing) + " pods but " +
                                          contracts::kGangSizeLabel + " says " +
                                          std::to_string(size) +
@@ -105,12 +119,14 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
   }
   auto plan = planGang(state, gangs.domains, std::move(unplaced), placedNodes, nodeNames);
   if (!plan) {
+    count("not_whole");
     return failEverywhere(nodeNames, gang + " (" + std::to_string(size) +
                                          " pods) does not fit whole: " + plan.error().message +
                                          "; none is placed and nothing is held");
   }
   auto reserved = state.reserveGroup(plan->pods, plan->nodes);
   if (!reserved) {
+    count("raced");
     // Another filter of the gang (or of another gang) reserved first: say so as an error, which
     // kube-scheduler retries after its backoff whatever else happens.
     return retryLater(gang + " changed while being placed (" + reserved.error().message +
@@ -131,6 +147,7 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
     return failEverywhere(
         nodeNames, gang + ": pod " + pod.name + " asks for no Neuron resource the extender places");
   }
+  count("placed");
   TORUS_LOG(Info, Extender, "gang placed", {"gang", gang}, {"where", plan->where},
             {"pods", placements});
   return onlyOn(nodeNames, mine, gang);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/metrics/event_counters.h"
 #include "scheduler-extender/gang/gang_planner.h"
 #include "scheduler-extender/gang/pod_groups.h"
 #include "scheduler-extender/server/extender_json.h"
@@ -153,6 +154,11 @@ TEST(GangPlan, PlacedMembersPinTheirUltraServer) {
   EXPECT_EQ(plan->where, "UltraServer us-a");
 }
 
+double gangFilters(const char* outcome) {
+  return metrics::processCounters().value(metrics::names::kGangFiltersTotal,
+                                          {{"outcome", outcome}});
+}
+
 class Nominations : public PodBinder {
  public:
   Result<void> bind(const PodDemand&, const Allocation&) override { return okResult(); }
@@ -190,6 +196,8 @@ TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheRest) {
   }
   Nominations nominations;
   const Gangs gangs{cluster.members, cluster.domains, &nominations};
+  const double placedBefore = gangFilters("placed");
+  const double onItsNodeBefore = gangFilters("on_its_node");
   const FilterResult first = filterGangMember(cluster.state, gangs, pods[2], cluster.nodes);
   ASSERT_EQ(first.nodeNames.size(), 1U);
   const std::vector<std::string> held = cluster.nodesHeldFor(pods);
@@ -204,6 +212,9 @@ TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheRest) {
   const FilterResult second = filterGangMember(cluster.state, gangs, pods[0], cluster.nodes);
   EXPECT_EQ(second.nodeNames, (std::vector<std::string>{held[0]}));
   EXPECT_EQ(cluster.nodesHeldFor(pods), held);
+  // /metrics counts each outcome (torus_extender_gang_filters_total{outcome}).
+  EXPECT_EQ(gangFilters("placed") - placedBefore, 1);
+  EXPECT_EQ(gangFilters("on_its_node") - onItsNodeBefore, 1);
   // Bind of a planned member is the reservation it already has.
   auto bound = cluster.state.reserve(held[1], pods[1]);
   ASSERT_TRUE(bound.ok());
