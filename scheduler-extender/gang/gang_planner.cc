@@ -39,14 +39,19 @@ Result<GangPlan> planGang(const ClusterState& state, const NodeDomainIndex& doma
   GangPlan plan;
   plan.pods = unplaced;
   if (unplaced.empty()) return plan;
+  // Each candidate's domains, read once for every level.
+  std::vector<NodeDomains> where;
+  where.reserve(candidates.size());
+  for (const std::string& node : candidates)
+    where.push_back(domains.of(node));
   for (std::size_t level = 0; level < kDomainLevels; ++level) {
     const auto pinned = pinnedDomain(domains, placedNodes, level);
     if (!pinned) continue;
     std::map<std::string, std::vector<std::string>> byDomain;
-    for (const std::string& node : candidates) {
-      const std::string domain = domains.of(node).levels[level];
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const std::string& domain = where[i].levels[level];
       if (!domain.empty() && (pinned->empty() || domain == *pinned))
-        byDomain[domain].push_back(node);
+        byDomain[domain].push_back(candidates[i]);
     }
     std::optional<ClusterState::GroupPlacement> best;
     std::string bestDomain;

@@ -16,6 +16,11 @@ std::string keyOf(const json& podGroup) {
 
 }  // namespace
 
+PodGroupIndex::Entry PodGroupIndex::entryOf(const json& podGroup) {
+  auto minCount = gangMinCountOf(podGroup);
+  return minCount ? Entry{*minCount, ""} : Entry{std::nullopt, minCount.error().message};
+}
+
 Result<std::optional<int>> gangMinCountOf(const json& podGroup) {
   const auto spec = podGroup.find("spec");
   if (spec == podGroup.end() || !spec->is_object()) {
@@ -42,24 +47,22 @@ Result<std::optional<int>> gangMinCountOf(const json& podGroup) {
 
 void PodGroupIndex::applyList(const std::vector<std::shared_ptr<const json>>& items) {
   std::map<std::string, Entry> fresh;
-  for (const auto& item : items) {
-    auto minCount = gangMinCountOf(*item);
-    fresh[keyOf(*item)] =
-        minCount ? Entry{*minCount, ""} : Entry{std::nullopt, minCount.error().message};
-  }
+  for (const auto& item : items)
+    fresh[keyOf(*item)] = entryOf(*item);
   std::lock_guard lock(mutex_);
   byKey_ = std::move(fresh);
 }
 
 void PodGroupIndex::apply(const json& podGroup, bool deleted) {
   const std::string key = keyOf(podGroup);
-  auto minCount = gangMinCountOf(podGroup);
-  std::lock_guard lock(mutex_);
   if (deleted) {
+    std::lock_guard lock(mutex_);
     byKey_.erase(key);
     return;
   }
-  byKey_[key] = minCount ? Entry{*minCount, ""} : Entry{std::nullopt, minCount.error().message};
+  Entry entry = entryOf(podGroup);
+  std::lock_guard lock(mutex_);
+  byKey_[key] = std::move(entry);
 }
 
 void PodGroupIndex::setServed(bool served) {

@@ -42,6 +42,7 @@ class PodGroupIndex {
     std::optional<int> gangMinCount;
     std::string problem;
   };
+  static Entry entryOf(const nlohmann::json& podGroup);
   mutable std::mutex mutex_;
   bool served_ = false;
   std::map<std::string, Entry> byKey_;  // "namespace/name"

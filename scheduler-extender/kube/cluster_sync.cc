@@ -78,7 +78,7 @@ void ClusterSync::watchPodGroupsIfServed(const kube::KubeConfig& config, std::st
     TORUS_LOG(Warn, Extender, "cannot tell whether the API server serves PodGroups; asking again",
               {"error", resources.error().message});
     std::unique_lock lock(mutex);
-    if (wake.wait_for(lock, stop, std::chrono::seconds(10), [] { return false; })) return;
+    wake.wait_for(lock, stop, std::chrono::seconds(10), [] { return false; });
   }
   if (!stop.stop_requested()) {
     TORUS_LOG(Info, Extender,

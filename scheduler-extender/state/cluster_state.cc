@@ -156,10 +156,9 @@ Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, cons
     return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
   }
   NodeEntry& entry = it->second;
-  const NodeState view{nodeName, entry.model, entry.healthyCores - entry.usedCores,
-                       entry.kubeletRefuses};
-  auto chosen =
-      topology::choosePlacement(entry.model, {pod.unit, pod.count, freeIds(view, pod.unit), {}});
+  const topology::CoreSet free =
+      freeIdsOf(entry.model, entry.healthyCores - entry.usedCores, entry.kubeletRefuses, pod.unit);
+  auto chosen = topology::choosePlacement(entry.model, {pod.unit, pod.count, free, {}});
   if (!chosen) return std::move(chosen).error().withContext("node " + nodeName);
   Allocation allocation{
       nodeName,
@@ -179,26 +178,26 @@ Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, cons
   return allocation;
 }
 
-Result<std::vector<Allocation>> ClusterState::reserveGroup(const std::vector<PodDemand>& pods,
-                                                           const std::vector<std::string>& nodes) {
+Result<void> ClusterState::reserveGroup(const std::vector<PodDemand>& pods,
+                                        const std::vector<std::string>& nodes) {
   if (pods.size() != nodes.size()) {
     return makeError(ErrorCode::kInvalidArgument, "a group's pods and nodes differ in number");
   }
   std::lock_guard lock(mutex_);
-  std::vector<Allocation> reserved;
+  std::vector<std::string> taken;  // UIDs this call reserved (not those that held already)
   for (std::size_t i = 0; i < pods.size(); ++i) {
     const bool heldBefore = allocations_.count(pods[i].uid) != 0;
     auto allocation = reserveLocked(nodes[i], pods[i]);
     if (!allocation) {
       // All or none: what this call took goes back.
-      for (const Allocation& taken : reserved) {
-        if (auto it = allocations_.find(taken.podUid); it != allocations_.end()) releaseLocked(it);
+      for (const std::string& uid : taken) {
+        if (auto it = allocations_.find(uid); it != allocations_.end()) releaseLocked(it);
       }
       return std::move(allocation).error().withContext("reserving pod " + pods[i].key());
     }
-    if (!heldBefore) reserved.push_back(std::move(*allocation));
+    if (!heldBefore) taken.push_back(pods[i].uid);
   }
-  return reserved;
+  return okResult();
 }
 
 Result<ClusterState::GroupPlacement> ClusterState::placeGroup(const std::vector<std::string>& nodes,
@@ -220,13 +219,17 @@ Result<ClusterState::GroupPlacement> ClusterState::placeGroup(const std::vector<
     freeCores += static_cast<int>((it->second.healthyCores - it->second.usedCores).size());
     fewestCoresPerDevice = std::min(fewestCoresPerDevice, it->second.model.logicalCoresPerDevice());
   }
+  if (entries.empty()) {
+    return makeError(ErrorCode::kResourceExhausted,
+                     "room for 0 of the " + std::to_string(pods.size()) + " pods");
+  }
   // Too few free cores for the group, whatever the shapes: most domains of a busy cluster end here.
   long needed = 0;
   for (const PodDemand& pod : pods)
     needed += pod.unit == topology::AllocationUnit::kCore
                   ? pod.count
-                  : static_cast<long>(pod.count) * (entries.empty() ? 1 : fewestCoresPerDevice);
-  if (entries.empty() || (quickReject && needed > freeCores)) {
+                  : static_cast<long>(pod.count) * fewestCoresPerDevice;
+  if (quickReject && needed > freeCores) {
     return makeError(
         ErrorCode::kResourceExhausted,
         std::to_string(freeCores) + " free cores where the pods need " + std::to_string(needed));

@@ -107,10 +107,10 @@ class ClusterState {
   Result<GroupPlacement> placeGroup(const std::vector<std::string>& nodes,
                                     const std::vector<PodDemand>& pods,
                                     bool quickReject = false) const;
-  // reserve() for each pod on its node, under one lock: all or none. Returns what was newly
-  // reserved (a pod that already held a placement on its node keeps it).
-  Result<std::vector<Allocation>> reserveGroup(const std::vector<PodDemand>& pods,
-                                               const std::vector<std::string>& nodes);
+  // reserve() for each pod on its node, under one lock: all or none (a pod that already held a
+  // placement on its node keeps it either way).
+  Result<void> reserveGroup(const std::vector<PodDemand>& pods,
+                            const std::vector<std::string>& nodes);
   // Records an allocation decided elsewhere (a pod's AWS_NEURON_IDS annotation, another policy):
   // the ids must exist on the node and be free.
   Result<Allocation> record(const std::string& node, const PodDemand& pod,
