@@ -225,8 +225,12 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
   const topology::Node& node = in.node;
   const int chips = node.deviceCount();
   const int coresPerChip = node.logicalCoresPerDevice();
-  const bool counters =
-      in.options.coreDevices && chips > 0 && chips <= kMaxCountersPerSet && coresPerChip > 0;
+  const bool countable = in.options.counters && chips > 0 && chips <= kMaxCountersPerSet;
+  // Core devices only where counters keep a chip and its cores apart.
+  const bool partitions = in.options.coreDevices && countable && coresPerChip > 0;
+  // A chip's units in the counter set: its logical cores when they are devices too, else one.
+  const int unitsPerChip = partitions ? coresPerChip : 1;
+  const bool counters = countable && (partitions || node.ultraServer.has_value());
   const auto shown = [&](int chip) {
     return in.options.taints || node.devices[static_cast<std::size_t>(chip)].health.healthy;
   };
@@ -252,17 +256,21 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
                    {"capacity",
                     {{"memory", {{"value", quantityOfBytes(facts.memoryBytes)}}},
                      {"neuronCores", {{"value", std::to_string(coresPerChip)}}}}}};
-    if (counters) device["consumesCounters"] = counterConsumption({{chip, coresPerChip}});
+    if (counters) device["consumesCounters"] = counterConsumption({{chip, unitsPerChip}});
     if (json taints = taintsOf(chip); !taints.empty()) device["taints"] = std::move(taints);
     devices.push_back(std::move(device));
   }
-  // The whole-node device needs every chip; without counters it could be allocated beside them.
-  if (node.ultraServer && counters) {
+  // The whole-node device (AWS's UltraServer claims ask for it) consumes every chip's units, so
+  // it is never allocated beside one of them. Where the API keeps no counters
+  // (DRAPartitionableDevices off: 1.34, 1.35) it is published all the same: the scheduler may then
+  // allocate it and a chip to two claims, and the preparer refuses whichever comes second until
+  // the first is released (that pod waits in ContainerCreating; docs/dra.md says so).
+  if (node.ultraServer) {
     std::vector<std::pair<int, int>> all;
     json taints = json::array();
     bool hidden = false;
     for (int chip = 0; chip < chips; ++chip) {
-      all.emplace_back(chip, coresPerChip);
+      all.emplace_back(chip, unitsPerChip);
       if (!shown(chip)) hidden = true;
       for (json& taint : taintsOf(chip))
         taints.push_back(std::move(taint));
@@ -276,13 +284,13 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
             {"draDriverVersion", versionAttribute(driverSemver())},
             {"ultraServerId4", stringAttribute(node.ultraServer->serverId4)},
             {"ultraServerNodeId4", intAttribute(node.ultraServer->nodeId4)}}},
-          {"capacity", {{"neuronCores", {{"value", std::to_string(coresPerChip * chips)}}}}},
-          {"consumesCounters", counterConsumption(all)}};
+          {"capacity", {{"neuronCores", {{"value", std::to_string(coresPerChip * chips)}}}}}};
+      if (counters) device["consumesCounters"] = counterConsumption(all);
       if (!taints.empty()) device["taints"] = json::array({taints.front()});
       devices.push_back(std::move(device));
     }
   }
-  if (counters) {
+  if (partitions) {
     for (int chip = 0; chip < chips; ++chip) {
       if (!shown(chip)) continue;
       for (int k = 0; k < coresPerChip; ++k) {
@@ -329,7 +337,7 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
   if (counters) {
     json chipCounters = json::object();
     for (int chip = 0; chip < chips; ++chip) {
-      chipCounters[chipCounterName(chip)] = {{"value", std::to_string(coresPerChip)}};
+      chipCounters[chipCounterName(chip)] = {{"value", std::to_string(unitsPerChip)}};
     }
     json slice = sliceObject(in, index++, generation, sliceCount);
     slice["spec"]["sharedCounters"] =

@@ -9,12 +9,14 @@
 //    resource.kubernetes.io/numaNode when known;
 //  - `neuroncore<C>` (neuron_core, ours), one logical core, with its chip's attributes, when
 //    core devices are on;
-//  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it.
+//  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it, with
+//    or without core devices and counters.
 // A node the UltraServer operator reserved for a workload tags every device with workloadId and,
 // where taints are kept, the NoSchedule taint neuron.aws.com/reserved.
-// With core devices on, a counter set gives each chip as many units as it has logical cores: a
-// chip takes them all, a core one, the node device every chip's, so the scheduler can never
-// allocate a chip together with one of its cores. Unhealthy devices carry a taint (NoSchedule by
+// Where counters are kept, a counter set gives each chip as many units as it has logical cores
+// when core devices are on (one unit when they are off): a chip takes them all, a core one, the
+// node device every chip's, so the scheduler never allocates a chip together with one of its
+// cores, or the node device beside a chip. Unhealthy devices carry a taint (NoSchedule by
 // default; SliceOptions::taintEffect); when the API does not keep taints they are left out of
 // the pool instead.
 #pragma once
@@ -31,7 +33,8 @@
 namespace torus::dra {
 
 struct SliceOptions {
-  bool coreDevices = true;  // publish core partitions and the counters that guard them
+  bool coreDevices = true;  // publish core partitions (only where counters are kept)
+  bool counters = true;     // false: the API drops sharedCounters (DRAPartitionableDevices off)
   bool taints = true;       // false: leave unhealthy devices out instead of tainting them
   std::string taintEffect = "NoSchedule";  // of the health taint: one of kTaintEffects
 };

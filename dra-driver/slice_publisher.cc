@@ -240,12 +240,12 @@ bool SlicePublisher::dropsFields(const json& sent, const json& stored) {
       sent["spec"].contains("sharedCounters") || anyDeviceHas(sent, "consumesCounters");
   const bool keptCounters = stored.contains("spec") && (stored["spec"].contains("sharedCounters") ||
                                                         anyDeviceHas(stored, "consumesCounters"));
-  if (options_.slices.coreDevices && sentCounters && !keptCounters) {
+  if (options_.slices.counters && sentCounters && !keptCounters) {
     TORUS_LOG(Warn, Dra,
               "the API server dropped device counters (DRAPartitionableDevices is off); "
-              "publishing whole chips only",
+              "publishing whole chips (and an UltraServer's node device) without counters",
               {"slice", sent["metadata"]["name"].get<std::string>()});
-    options_.slices.coreDevices = false;
+    options_.slices.counters = false;
     dropped = true;
   }
   if (options_.slices.taints && anyDeviceHas(sent, "taints") && !anyDeviceHas(stored, "taints")) {

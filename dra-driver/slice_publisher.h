@@ -7,7 +7,8 @@
 // The API server silently drops fields of features that are switched off (device taints,
 // partitionable devices on older clusters). After each write the publisher reads what was
 // stored: if counters were dropped it stops publishing core devices (a chip and its cores must
-// never be allocatable together); if taints were dropped it leaves unhealthy devices out.
+// never be allocatable together) and counters; if taints were dropped it leaves unhealthy
+// devices out.
 //
 // A watch on the pool's slices catches deletions by others (kubelet wipes a node's slices when it
 // starts, an operator's kubectl delete), so the pool is back within one write, not one resync.

@@ -4,8 +4,10 @@
 # DRA) at v1.34.4, where partitionable devices, device taints and extended-resource mapping are
 # alpha and off. The driver must notice what the API server drops and fall back: whole chips only
 # (no core partitions, whose counters would be dropped) and unhealthy chips left out of the pool
-# (no taints). Checked: the fallbacks, claims for 1, 4 connected and all chips and LNC 1, a fault
-# that takes a chip out and the recovery that brings it back, unprepare.
+# (no taints), and still publish AWS's UltraServer node device on a trn2u (without counters).
+# Checked: the fallbacks, claims for 1, 4 connected and all chips and LNC 1, AWS's UltraServer
+# template on a trn2u, a fault that takes a chip out and the recovery that brings it back,
+# unprepare.
 #
 # Usage: tests/e2e/cluster/dra_134_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Every wait is bounded.
@@ -19,9 +21,13 @@ cluster_test_setup torus-dra-134 "${1:-}"
 
 started=$SECONDS
 echo "== local cluster in DRA mode on Kubernetes $K8S_134 (state: $STATE_DIR)"
-cluster up --dra --k8s-version="$K8S_134"
+# The pods below run on the trn2 (NODE_NAME); the trn2u of an UltraServer is for AWS's template.
+cluster up --dra --k8s-version="$K8S_134" --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0
 source "$STATE_DIR/cluster.env"
 export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT NODE_IP
+PIN_NODE="$NODE_NAME"
+read -r -a node_names <<< "$NODE_NAMES"
+TRN2U_NODE="${node_names[1]}"
 echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
 
 CORES_PER_DEVICE=4
@@ -66,6 +72,26 @@ saw_lnc1_chip() { CORES_PER_DEVICE=8 EXPECTED_LNC=1 check_pod_saw "$1" neuron 1;
 check "LNC 1 by NeuronConfig: 8 cores numbered at LNC 1" saw_lnc1_chip dra-lnc1
 check "every claim was unprepared once its pod finished" eventually 60 claims_prepared 0
 check "unprepare removed every CDI spec" no_cdi_specs
+
+echo "== AWS's UltraServer template on the trn2u: the node device without counters"
+trn2u_node_device() {
+  NODE_NAME="$TRN2U_NODE" pool_devices | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert "neuronnode" in d, "no neuronnode among " + ", ".join(sorted(d)[:5]) + "..."
+n = d["neuronnode"]
+assert n["attributes"]["resourceType"] == {"string": "neuron_node"}, n["attributes"]
+assert "consumesCounters" not in n, "the node device consumes counters the API dropped"
+assert len([k for k in d if k.startswith("neurondevice")]) == 16, sorted(d)'
+}
+check "the trn2u publishes neuronnode beside its 16 chips, without counters" \
+  eventually 60 trn2u_node_device
+apply_example_template 2-node-inference-us.yaml
+NODE_NAME="$TRN2U_NODE" dra_pod dra-us-node ultraserver-node-pair
+check "AWS's UltraServer node claim runs on the trn2u" eventually 120 pod_succeeded dra-us-node
+check "... with the pair's mode and the server and node ids its node's labels publish" \
+  ultraserver_environment dra-us-node "$TRN2U_NODE"
+check "... and all 16 chips" saw_any dra-us-node neuron 16
 
 echo "== a hardware fault takes the chip out of the pool; recovered, it comes back"
 ECC="$(ecc_counter 9)"

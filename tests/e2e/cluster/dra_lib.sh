@@ -117,6 +117,42 @@ unschedulable() {
   [[ -z "$node" ]] || { echo "$1 was placed on $node"; return 1; }
 }
 
+# Unschedulable, and the scheduler's message is about claims (DRA's "cannot allocate all claims").
+unschedulable_with_reason() {
+  local reason message
+  reason="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')"
+  message="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
+  echo "$reason: $message"
+  [[ "$reason" == Unschedulable && "$message" == *claim* ]]
+}
+
+# check_pod_saw without the NeuronLink check (devices the claim did not ask to be connected).
+saw_any() { E2E_ANY_DEVICES=1 check_pod_saw "$@"; }
+
+# claim_devices POD: the devices allocated to the pod's (first) claim, space-separated.
+claim_devices() {
+  local claim
+  claim="$(k get pod -n e2e "$1" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}')"
+  [[ -n "$claim" ]] || return 0
+  k get resourceclaim -n e2e "$claim" -o jsonpath='{.status.allocation.devices.results[*].device}'
+}
+
+# ultraserver_environment POD NODE: the pod reported the UltraServer variables of a pair (mode 2
+# of a 4-node election: X2V, 3) with the server and node ids NODE's labels publish.
+ultraserver_environment() {
+  local report labels
+  report="$(pod_report "$1" | grep '^NEURON_RT_ULTRASERVER_')"
+  labels="$(k get node "$2" -o json | python3 -c '
+import json, sys
+l = json.load(sys.stdin)["metadata"]["labels"]
+p = "neuron.amazonaws.com/ultraserver-"
+print("NEURON_RT_ULTRASERVER_MODE=3 NEURON_RT_ULTRASERVER_NODE_ID=%s NEURON_RT_ULTRASERVER_SERVER_ID=%s"
+      % (l.get(p + "node-id-2"), l.get(p + "server-id-2")))')"
+  echo "container: $(echo $report)"
+  echo "labels:    $labels"
+  [[ "$(echo $report)" == "$labels" ]]
+}
+
 phase_is() { [[ "$(pod_phase "$1")" == "$2" ]] || { echo "phase $(pod_phase "$1"), want $2"; return 1; }; }
 
 # The simulated node's uncorrected-ECC counter of chip N: writing it injects (or clears) a fault.

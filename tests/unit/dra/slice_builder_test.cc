@@ -222,6 +222,43 @@ TEST(SliceBuilder, UltraServerNodeDeviceTakesEveryChip) {
   EXPECT_FALSE(devices.at("neurondevice0")["attributes"].contains("topology_x"));
 }
 
+// AWS's UltraServer claims ask for `neuronnode`; it must exist whatever the core-device setting
+// and whether or not the API keeps counters (1.34 and 1.35 drop them).
+TEST(SliceBuilder, UltraServerNodeDeviceWithoutCoreDevicesTakesOneUnitPerChip) {
+  SliceInputs inputs = inputsFor("trn2u.48xlarge");
+  inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
+  inputs.options.coreDevices = false;
+  const std::vector<json> slices = buildSlices(inputs, 1);
+  ASSERT_EQ(slices.size(), 2u);  // the counter set, then the 16 chips and the node
+  const json& counters = slices[0]["spec"]["sharedCounters"][0];
+  EXPECT_EQ(counters["counters"].size(), 16u);
+  EXPECT_EQ(counters["counters"]["device7"]["value"], "1");
+  const auto devices = devicesByName(slices);
+  EXPECT_EQ(devices.size(), 17u);
+  EXPECT_EQ(devices.at("neuronnode")["consumesCounters"][0]["counters"].size(), 16u);
+  EXPECT_EQ(devices.at("neuronnode")["consumesCounters"][0]["counters"]["device7"]["value"], "1");
+  EXPECT_EQ(devices.at("neurondevice7")["consumesCounters"][0]["counters"],
+            (json{{"device7", {{"value", "1"}}}}));
+  // A trn2 (no UltraServer) with core devices off still needs no counters.
+  SliceInputs plain = inputsFor("trn2.48xlarge");
+  plain.options.coreDevices = false;
+  EXPECT_FALSE(buildSlices(plain, 1)[0]["spec"].contains("sharedCounters"));
+}
+
+TEST(SliceBuilder, UltraServerNodeDeviceWhereTheApiKeepsNoCounters) {
+  SliceInputs inputs = inputsFor("trn2u.48xlarge");
+  inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
+  inputs.options.counters = false;  // core devices stay asked for, but cannot be guarded
+  const std::vector<json> slices = buildSlices(inputs, 1);
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_FALSE(slices[0]["spec"].contains("sharedCounters"));
+  const auto devices = devicesByName(slices);
+  EXPECT_EQ(devices.size(), 17u);  // 16 chips and the node, no cores
+  EXPECT_FALSE(devices.at("neuronnode").contains("consumesCounters"));
+  EXPECT_EQ(devices.at("neuronnode")["attributes"]["resourceType"]["string"], "neuron_node");
+  EXPECT_EQ(devices.at("neuronnode")["attributes"]["ultraServerNodeId4"]["int"], 1);
+}
+
 TEST(SliceBuilder, AReservedNodeTagsEveryDeviceWithTheWorkload) {
   SliceInputs inputs = inputsFor("trn2u.48xlarge");
   inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
