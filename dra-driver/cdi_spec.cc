@@ -23,23 +23,34 @@ std::string cdiName(const ResolvedClaim& claim, const AllocatedDevice& device) {
 constexpr std::string_view kSpecPrefix = "neuron.aws.com-";
 constexpr std::string_view kSpecSuffix = ".json";
 
-}  // namespace
-
-std::vector<std::string> claimEnvironment(const ResolvedClaim& claim, const topology::Node& node) {
+std::vector<std::string> environmentShowing(const std::vector<int>& visibleCores,
+                                            const ResolvedClaim& claim,
+                                            const topology::Node& node) {
   std::vector<std::string> env;
-  for (const auto& [name, value] :
-       contracts::neuronContainerEnv(node, topology::CoreSet::fromIds(claim.visibleCores),
-                                     claim.lnc, claim.ultraServerMode)) {
+  for (const auto& [name, value] : contracts::neuronContainerEnv(
+           node, topology::CoreSet::fromIds(visibleCores), claim.lnc, claim.ultraServerMode)) {
     env.push_back(name + "=" + value);
   }
   return env;
 }
 
+}  // namespace
+
+std::vector<std::string> claimEnvironment(const ResolvedClaim& claim, const topology::Node& node) {
+  return environmentShowing(claim.visibleCores, claim, node);
+}
+
+std::vector<std::string> deviceEnvironment(const ResolvedClaim& claim,
+                                           const AllocatedDevice& device,
+                                           const topology::Node& node) {
+  return environmentShowing(device.visibleCores, claim, node);
+}
+
 json cdiSpec(const ResolvedClaim& claim, const topology::Node& node,
              const std::filesystem::path& devRoot) {
-  const std::vector<std::string> env = claimEnvironment(claim, node);
   json devices = json::array();
   for (const AllocatedDevice& device : claim.devices) {
+    const std::vector<std::string> env = deviceEnvironment(claim, device, node);
     json nodes = json::array();
     chipsOfDevice(device.what, node).forEach([&](int chip) {
       const std::string name = "neuron" + std::to_string(chip);

@@ -1,9 +1,10 @@
 // CDI (Container Device Interface) specs for prepared claims: one JSON file per claim under the
 // CDI directory (/var/run/cdi), which the container runtime reads when kubelet passes it the CDI
 // ids of a container's devices. Every device of a claim gets its own CDI device with the
-// /dev/neuronN nodes it needs and the claim's environment (NEURON_RT_VISIBLE_CORES,
-// NEURON_LOGICAL_NC_CONFIG, the UltraServer mode), so a container sees the same hand-off the
-// device plugin's Allocate gives, whichever of the claim's devices it lists.
+// /dev/neuronN nodes it needs and the environment (NEURON_RT_VISIBLE_CORES,
+// NEURON_LOGICAL_NC_CONFIG, the UltraServer mode) of the devices a container given it gets, so a
+// container sees the same hand-off the device plugin's Allocate gives: the cores of exactly the
+// device nodes it has.
 #pragma once
 
 #include <filesystem>
@@ -31,8 +32,12 @@ nlohmann::json cdiSpec(const ResolvedClaim& claim, const topology::Node& node,
 // The CDI ids kubelet hands the runtime for each device of the claim.
 std::vector<CdiDeviceIds> cdiDeviceIds(const ResolvedClaim& claim);
 
-// The environment a container of the claim sees (also what the spec writes).
+// The environment a container naming the whole claim sees.
 std::vector<std::string> claimEnvironment(const ResolvedClaim& claim, const topology::Node& node);
+// The environment the spec writes into `device`'s edit (AllocatedDevice::visibleCores).
+std::vector<std::string> deviceEnvironment(const ResolvedClaim& claim,
+                                           const AllocatedDevice& device,
+                                           const topology::Node& node);
 
 std::filesystem::path cdiSpecPath(const std::filesystem::path& cdiRoot, const std::string& uid);
 // The claim UID a file in the CDI directory is the spec of; nullopt for another's file.

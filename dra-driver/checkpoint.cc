@@ -21,7 +21,9 @@ constexpr std::size_t kMaxCheckpointBytes = 16 << 20;
 json toJson(const ResolvedClaim& claim) {
   json devices = json::array();
   for (const AllocatedDevice& device : claim.devices) {
-    devices.push_back({{"name", device.name}, {"requests", device.requests}});
+    devices.push_back({{"name", device.name},
+                       {"requests", device.requests},
+                       {"visibleCores", device.visibleCores}});
   }
   json entry = {{"namespace", claim.ref.nameSpace},
                 {"name", claim.ref.name},
@@ -134,7 +136,14 @@ Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
       return makeError(ErrorCode::kInvalidArgument,
                        where + ": device \"" + *deviceName + "\" is not a name this driver uses");
     }
-    claim.devices.push_back({*requests, *deviceName, *what});
+    // Written by drivers before per-device environments: the device showed the whole claim.
+    std::vector<int> shown = claim.visibleCores;
+    if (device.contains("visibleCores")) {
+      auto own = field<std::vector<int>>(device, "visibleCores", where + " device");
+      if (!own) return std::move(own).error();
+      shown = *own;
+    }
+    claim.devices.push_back({*requests, *deviceName, *what, false, std::move(shown)});
   }
   return claim;
 }
@@ -179,6 +188,11 @@ Result<DriverState> parseCheckpoint(std::string_view text, const std::string& wh
     if (!pending) return std::move(pending).error();
     loaded.pendingReset = *pending;
   }
+  if (document.contains("unresetCores")) {
+    auto unreset = idSet(document, "unresetCores", where);
+    if (!unreset) return std::move(unreset).error();
+    loaded.unresetCores = *unreset;
+  }
   return loaded;
 }
 
@@ -189,7 +203,8 @@ Result<void> saveCheckpoint(const std::filesystem::path& path, const DriverState
     entries[uid] = toJson(claim);
   const json document = {{"version", kFormatVersion},
                          {"claims", std::move(entries)},
-                         {"pendingReset", state.pendingReset.ids()}};
+                         {"pendingReset", state.pendingReset.ids()},
+                         {"unresetCores", state.unresetCores.ids()}};
   return writeFileAtomically(path, document.dump(1) + "\n", durability);
 }
 

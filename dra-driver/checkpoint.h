@@ -22,6 +22,9 @@ struct DriverState {
   // Chips a claim gave back that are not reset yet: no claim may get one before its reset, and
   // a restarted driver resets them first.
   topology::DeviceSet pendingReset;
+  // Cores a claim gave back while their chip still served another claim: a reset wipes a whole
+  // chip, so none was done, and the next claim to get one of them is told so (log, metric).
+  topology::CoreSet unresetCores;
 };
 
 // A missing file is an empty set (first start). A file that does not parse is an error naming it

@@ -45,17 +45,14 @@ bool configCovers(const json& config, const std::vector<std::string>& requests) 
   return false;
 }
 
-Result<void> applyConfigs(const json& allocation, const ResolvedClaim& claim,
+// The settings of the configs that cover `requests` (one request's, or one device's names).
+Result<void> applyConfigs(const json& allocation, const std::vector<std::string>& ourRequests,
                           NeuronSettings& settings) {
   const json* devices = member(allocation, "devices");
   const json* configs = devices != nullptr ? member(*devices, "config") : nullptr;
   if (configs == nullptr) return okResult();
   if (!configs->is_array()) {
     return makeError(ErrorCode::kInvalidArgument, "status.allocation.devices.config is not a list");
-  }
-  std::vector<std::string> ourRequests;
-  for (const AllocatedDevice& device : claim.devices) {
-    ourRequests.insert(ourRequests.end(), device.requests.begin(), device.requests.end());
   }
   // Class configs first, claim configs after, each in order: the later one wins.
   for (const char* source : {"FromClass", "FromClaim"}) {
@@ -77,7 +74,203 @@ Result<void> applyConfigs(const json& allocation, const ResolvedClaim& claim,
   return okResult();
 }
 
+std::string describeSettings(const std::string& request, const NeuronSettings& settings,
+                             int nodeLnc) {
+  std::string text = "request \"" + request + "\": LNC " +
+                     std::to_string(settings.logicalNeuronCore.value_or(nodeLnc)) +
+                     (settings.logicalNeuronCore ? "" : " (the node's)");
+  if (settings.ultraServerMode) {
+    text += ", ultraserverMode " + std::to_string(*settings.ultraServerMode);
+  }
+  return text;
+}
+
+// One claim runs at one LNC and one UltraServer mode; a config naming some requests applies to
+// those only, so the requests must come out the same.
+Result<NeuronSettings> settingsPerRequest(const json& allocation, const ResolvedClaim& claim,
+                                          int nodeLnc) {
+  std::vector<std::pair<std::string, NeuronSettings>> perRequest;
+  for (const AllocatedDevice& device : claim.devices) {
+    for (const std::string& request : device.requests) {
+      if (std::any_of(perRequest.begin(), perRequest.end(),
+                      [&](const auto& seen) { return seen.first == request; })) {
+        continue;
+      }
+      NeuronSettings settings;
+      if (auto applied = applyConfigs(allocation, {request}, settings); !applied) {
+        return std::move(applied).error();
+      }
+      perRequest.emplace_back(request, settings);
+    }
+  }
+  const auto& [firstRequest, first] = perRequest.front();
+  for (const auto& [request, settings] : perRequest) {
+    if (settings.logicalNeuronCore.value_or(nodeLnc) != first.logicalNeuronCore.value_or(nodeLnc) ||
+        settings.ultraServerMode != first.ultraServerMode) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "its requests are configured differently (" +
+                           describeSettings(firstRequest, first, nodeLnc) + "; " +
+                           describeSettings(request, settings, nodeLnc) +
+                           "), but all chips of one claim run at one LNC and one UltraServer "
+                           "mode: give each setting a claim of its own, or name every request in "
+                           "the config");
+    }
+  }
+  return first;
+}
+
+// The cores `devices` show a container, in the claim's LNC numbering (a claim at another LNC than
+// the node's holds whole chips only, so its cores are renumbered chip by chip).
+std::vector<int> visibleCoresOf(const std::vector<const AllocatedDevice*>& devices,
+                                const topology::Node& node, int lnc) {
+  topology::DeviceSet chips;
+  topology::CoreSet cores;
+  for (const AllocatedDevice* device : devices) {
+    const topology::DeviceSet its = chipsOfDevice(device->what, node);
+    chips |= its;
+    if (device->what.kind == NamedDevice::Kind::kCore) {
+      cores.insert(device->what.index);
+    } else {
+      cores |= node.coresOfDevices(its);
+    }
+  }
+  if (lnc == node.lnc) return cores.ids();
+  std::vector<int> renumbered;
+  const int perChip = node.physicalCoresPerDevice / lnc;
+  for (const int chip : chips.ids()) {
+    for (int k = 0; k < perChip; ++k)
+      renumbered.push_back(chip * perChip + k);
+  }
+  return renumbered;
+}
+
+bool answersAny(const AllocatedDevice& device, const std::vector<std::string>& baseNames) {
+  return std::any_of(device.requests.begin(), device.requests.end(), [&](const std::string& r) {
+    return std::find(baseNames.begin(), baseNames.end(), baseRequestName(r)) != baseNames.end();
+  });
+}
+
+std::string describeView(const ContainerView& view) {
+  return view.container + (view.requests.empty()
+                               ? " (the whole claim)"
+                               : " (requests " + joinStrings(view.requests, ", ") + ")");
+}
+
+// Each device's CDI edit sets NEURON_RT_VISIBLE_CORES, and the runtime keeps the last edit's
+// value: so every container given a device must be given the same set of devices with it, and
+// that set's cores are what the device's edit names.
+Result<void> assignVisibleCores(ResolvedClaim& claim, const std::vector<ContainerView>& views,
+                                const topology::Node& node) {
+  const std::vector<ContainerView> wholeClaim{{"", {}}};
+  const std::vector<ContainerView>& used = views.empty() ? wholeClaim : views;
+  const std::size_t count = claim.devices.size();
+  std::vector<std::vector<std::size_t>> groupOf(count);
+  std::vector<const ContainerView*> firstViewOf(count, nullptr);
+  for (const ContainerView& view : used) {
+    std::vector<std::size_t> group;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (view.requests.empty() || answersAny(claim.devices[i], view.requests)) group.push_back(i);
+    }
+    for (const std::size_t i : group) {
+      if (firstViewOf[i] == nullptr) {
+        groupOf[i] = group;
+        firstViewOf[i] = &view;
+      } else if (groupOf[i] != group) {
+        return makeError(ErrorCode::kInvalidArgument,
+                         "containers " + describeView(*firstViewOf[i]) + " and " +
+                             describeView(view) + " both get device " + claim.devices[i].name +
+                             " but with different other devices of the claim; its environment "
+                             "can name one set of cores only: let containers name the whole "
+                             "claim, or requests that no container combines differently");
+      }
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (firstViewOf[i] != nullptr) continue;
+    // Named by no container: the devices of its own requests.
+    std::vector<std::string> own;
+    for (const std::string& request : claim.devices[i].requests)
+      own.push_back(baseRequestName(request));
+    for (std::size_t j = 0; j < count; ++j) {
+      if (answersAny(claim.devices[j], own)) groupOf[i].push_back(j);
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<const AllocatedDevice*> group;
+    for (const std::size_t j : groupOf[i])
+      group.push_back(&claim.devices[j]);
+    claim.devices[i].visibleCores = visibleCoresOf(group, node, claim.lnc);
+  }
+  return okResult();
+}
+
 }  // namespace
+
+std::string baseRequestName(const std::string& request) {
+  return request.substr(0, request.find('/'));
+}
+
+std::vector<std::string> baseRequestsOf(const ResolvedClaim& claim) {
+  std::vector<std::string> names;
+  for (const AllocatedDevice& device : claim.devices) {
+    for (const std::string& request : device.requests) {
+      std::string base = baseRequestName(request);
+      if (std::find(names.begin(), names.end(), base) == names.end()) {
+        names.push_back(std::move(base));
+      }
+    }
+  }
+  return names;
+}
+
+std::vector<ContainerView> claimViews(const json& pod, const std::string& claimName) {
+  // The pod's own names for the claim: how its containers refer to it.
+  std::vector<std::string> podNames;
+  const json* spec = member(pod, "spec");
+  const json* status = member(pod, "status");
+  for (const json* list :
+       {spec != nullptr ? member(*spec, "resourceClaims") : nullptr,
+        status != nullptr ? member(*status, "resourceClaimStatuses") : nullptr}) {
+    if (list == nullptr || !list->is_array()) continue;
+    for (const json& entry : *list) {
+      if (stringMember(entry, "resourceClaimName") == claimName) {
+        podNames.push_back(stringMember(entry, "name"));
+      }
+    }
+  }
+  const json* metadata = member(pod, "metadata");
+  const std::string podName = metadata != nullptr ? stringMember(*metadata, "name") : "";
+  std::vector<ContainerView> views;
+  for (const char* kind : {"initContainers", "containers"}) {
+    const json* containers = spec != nullptr ? member(*spec, kind) : nullptr;
+    if (containers == nullptr || !containers->is_array()) continue;
+    for (const json& container : *containers) {
+      const json* resources = member(container, "resources");
+      const json* claims = resources != nullptr ? member(*resources, "claims") : nullptr;
+      if (claims == nullptr || !claims->is_array()) continue;
+      ContainerView view{podName + "/" + stringMember(container, "name"), {}};
+      bool uses = false;
+      bool whole = false;
+      for (const json& reference : *claims) {
+        const std::string name = stringMember(reference, "name");
+        if (name.empty() || std::find(podNames.begin(), podNames.end(), name) == podNames.end()) {
+          continue;
+        }
+        uses = true;
+        const std::string request = stringMember(reference, "request");
+        if (request.empty()) {
+          whole = true;
+        } else {
+          view.requests.push_back(request);
+        }
+      }
+      if (!uses) continue;
+      if (whole) view.requests.clear();
+      views.push_back(std::move(view));
+    }
+  }
+  return views;
+}
 
 topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Node& node) {
   switch (device.kind) {
@@ -98,7 +291,8 @@ topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Nod
 }
 
 Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const std::string& pool,
-                                   const topology::Node& node) {
+                                   const topology::Node& node,
+                                   const std::vector<ContainerView>& views) {
   const std::string where = "claim " + ref.nameSpace + "/" + ref.name;
   const json* metadata = member(claim, "metadata");
   if (metadata == nullptr || stringMember(*metadata, "uid") != ref.uid) {
@@ -147,7 +341,7 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
       existing->adminAccess = existing->adminAccess && adminAccess;
       continue;
     }
-    resolved.devices.push_back({{request}, name, *what, adminAccess});
+    resolved.devices.push_back({{request}, name, *what, adminAccess, {}});
   }
   if (resolved.devices.empty()) {
     return makeError(ErrorCode::kFailedPrecondition,
@@ -157,8 +351,6 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
   // What the containers see (every device) and what the claim owns (devices without admin
   // access): only owned chips and cores are exclusive and reset after the claim.
   resolved.wholeChips = true;
-  topology::DeviceSet seenChips;
-  topology::CoreSet seenCores;
   for (const AllocatedDevice& device : resolved.devices) {
     const topology::DeviceSet chips = chipsOfDevice(device.what, node);
     topology::CoreSet cores;
@@ -168,16 +360,15 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
     } else {
       cores = node.coresOfDevices(chips);
     }
-    seenChips |= chips;
-    seenCores |= cores;
     if (!device.adminAccess) {
       resolved.chips |= chips;
       resolved.cores |= cores;
     }
   }
 
-  NeuronSettings settings;
-  TORUS_RETURN_IF_ERROR(applyConfigs(*allocation, resolved, settings), where);
+  auto configured = settingsPerRequest(*allocation, resolved, node.lnc);
+  if (!configured) return std::move(configured).error().withContext(where);
+  const NeuronSettings& settings = *configured;
   resolved.ultraServerMode = settings.ultraServerMode;
   resolved.lnc = settings.logicalNeuronCore.value_or(node.lnc);
   if (resolved.lnc != node.lnc) {
@@ -218,15 +409,11 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
                            joinModes(modes) + ")");
     }
   }
-  if (resolved.lnc == node.lnc) {
-    resolved.visibleCores = seenCores.ids();
-  } else {
-    const int perChip = node.physicalCoresPerDevice / resolved.lnc;
-    for (const int chip : seenChips.ids()) {
-      for (int k = 0; k < perChip; ++k)
-        resolved.visibleCores.push_back(chip * perChip + k);
-    }
-  }
+  std::vector<const AllocatedDevice*> all;
+  for (const AllocatedDevice& device : resolved.devices)
+    all.push_back(&device);
+  resolved.visibleCores = visibleCoresOf(all, node, resolved.lnc);
+  TORUS_RETURN_IF_ERROR(assignVisibleCores(resolved, views, node), where);
   return resolved;
 }
 

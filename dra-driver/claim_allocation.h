@@ -24,7 +24,22 @@ struct AllocatedDevice {
   // Every result for it has adminAccess (a monitor's view): the claim gets the device node but
   // does not own the chip, so it neither blocks nor resets another claim's workload there.
   bool adminAccess = false;
+  // NEURON_RT_VISIBLE_CORES of this device's CDI edit, in the claim's LNC numbering: the cores of
+  // every device a container given this one also gets (kubelet hands a container the devices of
+  // the requests it names, and the runtime keeps the last edit's value of a variable).
+  std::vector<int> visibleCores;
 };
+
+// What one consuming container gets of the claim: the requests it names (kubelet gives it the
+// devices answering them), or every device when it names the claim without a request.
+struct ContainerView {
+  std::string container;              // "pod/container", for messages
+  std::vector<std::string> requests;  // empty: the whole claim
+};
+
+// "request/subrequest" (a prioritized-list result) -> "request", the name kubelet matches a
+// container's claim reference against (upstream's resourceclaim.BaseRequestRef).
+std::string baseRequestName(const std::string& request);
 
 struct ClaimRef {
   std::string uid;
@@ -40,7 +55,7 @@ struct ResolvedClaim {
   topology::CoreSet cores;    // owned cores in the node's LNC numbering
   bool wholeChips = false;    // true when every device is a chip or the node
   int lnc = 1;                // the claim's LNC (NeuronConfig or the node's)
-  // NEURON_RT_VISIBLE_CORES in the claim's own LNC numbering.
+  // Every device's cores in the claim's own LNC numbering.
   std::vector<int> visibleCores;
   std::optional<int> ultraServerMode;
 };
@@ -48,10 +63,24 @@ struct ResolvedClaim {
 // The chips a device of our pool stands for: itself, a core's chip, or every chip of the node.
 topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Node& node);
 
-// Reads the claim's allocation for `pool` (our node) and resolves it on `node`. Errors name the
-// claim and what is wrong: not allocated, allocated elsewhere, a device we never published, a
-// config that does not parse or does not fit the devices.
+// Reads the claim's allocation for `pool` (our node) and resolves it on `node`. A config naming
+// requests applies to those requests only; requests that end up with different settings (LNC,
+// UltraServer mode) are refused, as one claim's chips run at one LNC. `views` (the consuming
+// containers, see claimViews) decide each device's visible cores; without them every device shows
+// the whole claim's. Errors name the claim and what is wrong: not allocated, allocated
+// elsewhere, a device we never published, a config that does not parse or does not fit the
+// devices, containers that see overlapping parts of the claim.
 Result<ResolvedClaim> resolveClaim(const nlohmann::json& claim, const ClaimRef& ref,
-                                   const std::string& pool, const topology::Node& node);
+                                   const std::string& pool, const topology::Node& node,
+                                   const std::vector<ContainerView>& views = {});
+
+// The distinct base request names of the claim's devices: with more than one, the consuming
+// containers may each see a part of it, and the preparer reads them (claimViews) to say which.
+std::vector<std::string> baseRequestsOf(const ResolvedClaim& claim);
+
+// The views of the containers (init containers too) of `pod` (a v1 Pod as the API returns it)
+// that use the ResourceClaim named `claimName`, found through spec.resourceClaims (a claim named
+// directly) or status.resourceClaimStatuses (one made from a template).
+std::vector<ContainerView> claimViews(const nlohmann::json& pod, const std::string& claimName);
 
 }  // namespace torus::dra

@@ -11,7 +11,7 @@ namespace torus::dra {
 
 Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions options,
                                                              plugin::NodeView& node,
-                                                             ClaimReader reader) {
+                                                             ClaimReader reader, PodReader pods) {
   auto loaded = loadCheckpoint(options.checkpointFile);
   if (!loaded) return std::move(loaded).error();
   const PreparedClaims* prepared = &loaded->claims;
@@ -29,7 +29,7 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
               {"file", options.checkpointFile.string()});
   }
   auto preparer = std::make_unique<ClaimPreparer>(std::move(options), node, std::move(reader),
-                                                  std::move(*loaded));
+                                                  std::move(pods), std::move(*loaded));
   // CDI specs live on a tmpfs: after a reboot kubelet prepares its claims again and the runtime
   // needs their specs, which only the checkpoint still knows.
   for (const auto& [uid, claim] : preparer->state_.claims) {
@@ -54,10 +54,11 @@ Result<void> ClaimPreparer::ensureSpec(const ResolvedClaim& claim) const {
 }
 
 ClaimPreparer::ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader,
-                             DriverState state)
+                             PodReader pods, DriverState state)
     : options_(std::move(options)),
       node_(node),
       reader_(std::move(reader)),
+      pods_(std::move(pods)),
       state_(std::move(state)) {}
 
 ClaimPreparer::~ClaimPreparer() {
@@ -96,6 +97,7 @@ void ClaimPreparer::resetInBackground(std::stop_token stop) {
     lock.lock();
     if (done) {
       state_.pendingReset -= batch;
+      state_.unresetCores -= node_.snapshot().node.coresOfDevices(batch);
     } else {
       failedResets_ |= batch;
     }
@@ -117,6 +119,28 @@ std::vector<PreparedDevice> ClaimPreparer::answerOf(const ResolvedClaim& claim) 
     answer.push_back({claim.devices[i].requests, claim.pool, claim.devices[i].name, ids[i].ids});
   }
   return answer;
+}
+
+Result<std::vector<ContainerView>> ClaimPreparer::viewsOf(const nlohmann::json& claim) const {
+  std::vector<ContainerView> views;
+  const std::string nameSpace = kube::stringAt(claim, {"metadata", "namespace"});
+  const std::string name = kube::stringAt(claim, {"metadata", "name"});
+  const nlohmann::json& reserved = kube::fieldAt(claim, {"status", "reservedFor"});
+  if (!reserved.is_array()) return views;
+  for (const nlohmann::json& consumer : reserved) {
+    if (kube::stringAt(consumer, {"resource"}) != "pods" ||
+        !kube::stringAt(consumer, {"apiGroup"}).empty()) {
+      continue;
+    }
+    const std::string podName = kube::stringAt(consumer, {"name"});
+    auto pod = pods_(nameSpace, podName);
+    if (!pod && pod.error().code == ErrorCode::kNotFound) continue;  // gone: no container to serve
+    if (!pod) return std::move(pod).error().withContext("reading pod " + nameSpace + "/" + podName);
+    if (kube::stringAt(*pod, {"metadata", "uid"}) != kube::stringAt(consumer, {"uid"})) continue;
+    for (ContainerView& view : claimViews(*pod, name))
+      views.push_back(std::move(view));
+  }
+  return views;
 }
 
 topology::CoreSet ClaimPreparer::heldCoresExcept(const std::string& uid) const {
@@ -154,6 +178,15 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   const plugin::NodeSnapshot snapshot = node_.snapshot();
   auto resolved = resolveClaim(*object, ref, options_.pool, snapshot.node);
   if (!resolved) return std::move(resolved).error();
+  if (pods_ && baseRequestsOf(*resolved).size() > 1) {
+    // Containers may each name some of the requests: each device's environment must show what
+    // the containers that get it get.
+    auto views = viewsOf(*object);
+    if (!views)
+      return std::move(views).error().withContext("claim " + ref.nameSpace + "/" + ref.name);
+    resolved = resolveClaim(*object, ref, options_.pool, snapshot.node, *views);
+    if (!resolved) return std::move(resolved).error();
+  }
 
   std::unique_lock lock(mutex_);
   // A chip the worker is resetting right now is not handed out until it is done.
@@ -213,17 +246,30 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
                            "); the claim is prepared once a reset succeeds (kubelet retries)");
     }
     state_.pendingReset -= dirty;
+    state_.unresetCores -= snapshot.node.coresOfDevices(dirty);
     failedResets_ -= dirty;
   }
+  // Cores whose last tenant shared the chip with a claim that still runs: never reset since.
+  const topology::CoreSet unreset = resolved->cores & state_.unresetCores;
   TORUS_RETURN_IF_ERROR(
       writeCdiSpec(options_.cdiRoot, ref.uid, cdiSpec(*resolved, snapshot.node, snapshot.devRoot)),
       "claim " + ref.nameSpace + "/" + ref.name);
   state_.claims.emplace(ref.uid, *resolved);
+  state_.unresetCores -= unreset;
   if (auto saved = saveCheckpoint(options_.checkpointFile, state_); !saved) {
     state_.claims.erase(ref.uid);
+    state_.unresetCores |= unreset;
     (void)removeCdiSpec(options_.cdiRoot, ref.uid);
     return std::move(saved).error().withContext("claim " + ref.nameSpace + "/" + ref.name +
                                                 ": recording it in the checkpoint");
+  }
+  if (!unreset.empty()) {
+    TORUS_LOG(Warn, Dra,
+              "cores handed on without a reset: their chip still served another claim when they "
+              "were given back (a reset wipes a whole chip)",
+              {"claim", ref.nameSpace + "/" + ref.name}, {"cores", unreset.toRangeString()});
+    metrics::processCounters().add(metrics::names::kDraUnresetCoresTotal, {},
+                                   static_cast<double>(unreset.size()));
   }
   TORUS_LOG(Info, Dra, "claim prepared", {"claim", ref.nameSpace + "/" + ref.name},
             {"uid", ref.uid}, {"chips", resolved->chips.toRangeString()},
@@ -239,13 +285,17 @@ Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
   TORUS_RETURN_IF_ERROR(removeCdiSpec(options_.cdiRoot, ref.uid),
                         "claim " + ref.nameSpace + "/" + ref.name);
   const topology::DeviceSet before = state_.pendingReset;
+  const topology::CoreSet unresetBefore = state_.unresetCores;
   state_.claims.erase(found);
   // A reset wipes a whole chip: not one another claim still has cores on.
   const topology::Node node = node_.snapshot().node;
-  state_.pendingReset |= claim.chips - node.devicesOfCores(heldCoresExcept(""));
+  const topology::DeviceSet toReset = claim.chips - node.devicesOfCores(heldCoresExcept(""));
+  state_.pendingReset |= toReset;
+  state_.unresetCores |= claim.cores - node.coresOfDevices(toReset);
   if (auto saved = saveCheckpoint(options_.checkpointFile, state_); !saved) {
     state_.claims.emplace(ref.uid, claim);
     state_.pendingReset = before;
+    state_.unresetCores = unresetBefore;
     return std::move(saved).error().withContext("claim " + ref.nameSpace + "/" + ref.name +
                                                 ": recording the release in the checkpoint");
   }

@@ -32,6 +32,9 @@ namespace torus::dra {
 // Reads a ResourceClaim by namespace and name (the API in production).
 using ClaimReader =
     std::function<Result<nlohmann::json>(const std::string& nameSpace, const std::string& name)>;
+// Reads a Pod the same way: a claim with several requests is resolved per consuming container,
+// so that each container's environment names exactly the cores of the devices it gets.
+using PodReader = ClaimReader;
 
 struct PreparerOptions {
   std::string pool;  // this node's pool name (the node name)
@@ -51,9 +54,11 @@ class ClaimPreparer {
   // Loads the checkpoint, removes CDI specs of claims it does not list (a crash between writing a
   // spec and recording the claim leaves one behind), writes missing specs of claims it does list
   // (a reboot empties /var/run), and starts resetting the chips it lists as pending.
+  // Without `pods`, every device of a claim shows a container the whole claim's cores.
   static Result<std::unique_ptr<ClaimPreparer>> create(PreparerOptions options,
-                                                       plugin::NodeView& node, ClaimReader reader);
-  ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader,
+                                                       plugin::NodeView& node, ClaimReader reader,
+                                                       PodReader pods = nullptr);
+  ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader, PodReader pods,
                 DriverState state);
   ~ClaimPreparer();
   ClaimPreparer(const ClaimPreparer&) = delete;
@@ -75,6 +80,8 @@ class ClaimPreparer {
 
  private:
   std::vector<PreparedDevice> answerOf(const ResolvedClaim& claim) const;
+  // The containers of the pods the claim is reserved for that use it (see claimViews).
+  Result<std::vector<ContainerView>> viewsOf(const nlohmann::json& claim) const;
   // Writes the claim's CDI spec when it is missing (a reboot emptied the tmpfs).
   Result<void> ensureSpec(const ResolvedClaim& claim) const;
   topology::CoreSet heldCoresExcept(const std::string& uid) const;  // caller holds mutex_
@@ -86,6 +93,7 @@ class ClaimPreparer {
   PreparerOptions options_;
   plugin::NodeView& node_;
   ClaimReader reader_;
+  PodReader pods_;
   mutable std::mutex mutex_;
   mutable std::condition_variable_any changed_;
   DriverState state_;

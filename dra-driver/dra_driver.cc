@@ -30,7 +30,11 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
     return claimClient->get("/apis/resource.k8s.io/v1/namespaces/" + nameSpace +
                             "/resourceclaims/" + name);
   };
-  auto created = ClaimPreparer::create(std::move(preparer), node, std::move(reader));
+  PodReader pods = [claimClient](const std::string& nameSpace, const std::string& name) {
+    return claimClient->get("/api/v1/namespaces/" + nameSpace + "/pods/" + name);
+  };
+  auto created =
+      ClaimPreparer::create(std::move(preparer), node, std::move(reader), std::move(pods));
   if (!created) return std::move(created).error().withContext("starting the DRA driver");
   driver->preparer_ = std::move(*created);
 

@@ -32,13 +32,6 @@ Result<ClaimRef> refOf(const Claim& claim) {
   return ClaimRef{claim.uid(), claim.namespace_(), claim.name()};
 }
 
-// A result of a prioritized-list request names "request/subrequest"; kubelet matches a
-// container's claim reference against the bare request name, so that is what it is told, as
-// upstream's kubelet-plugin helper does (resourceclaim.BaseRequestRef).
-std::string baseRequestName(const std::string& name) {
-  return name.substr(0, name.find('/'));
-}
-
 void count(const char* family, bool ok) {
   metrics::processCounters().add(family, {{"result", ok ? "ok" : "error"}});
 }
@@ -64,6 +57,8 @@ grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Respons
     }
     for (const PreparedDevice& device : *devices) {
       auto* out = answer.add_devices();
+      // A prioritized-list result names "request/subrequest"; kubelet matches a container's
+      // claim reference against the bare request name.
       for (const std::string& name : device.requests)
         out->add_request_names(baseRequestName(name));
       out->set_pool_name(device.pool);

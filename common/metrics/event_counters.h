@@ -44,6 +44,7 @@ inline constexpr const char* kRecoveriesTotal = "torus_device_recoveries_total";
 inline constexpr const char* kDraPrepareTotal = "torus_dra_prepare_total";
 inline constexpr const char* kDraUnprepareTotal = "torus_dra_unprepare_total";
 inline constexpr const char* kDraSlicePublishTotal = "torus_dra_slice_publish_total";
+inline constexpr const char* kDraUnresetCoresTotal = "torus_dra_cores_handed_on_unreset_total";
 
 // The scheduler extender: how each filter of a gang's member ended (scheduler-extender/verbs).
 inline constexpr const char* kGangFiltersTotal = "torus_extender_gang_filters_total";

@@ -28,8 +28,25 @@ std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
   for (const auto& [uid, claim] : claims) {
     for (const plugin::ClaimHolder& holder : claimHolders) {
       if (!usesClaim(holder, claim.ref)) continue;
-      tenancies.push_back({holder.pod, holder.podNamespace, holder.container,
-                           std::string(dra::kDriverName), claim.cores});
+      // One tenancy per device, so each core is labelled with the claim's device it is part of;
+      // a device the claim has admin access to only is not held.
+      for (const dra::AllocatedDevice& device : claim.devices) {
+        topology::CoreSet cores;
+        if (device.what.kind == dra::NamedDevice::Kind::kCore) {
+          cores.insert(device.what.index);
+        } else {
+          cores = node.coresOfDevices(dra::chipsOfDevice(device.what, node));
+        }
+        cores = cores & claim.cores;
+        if (cores.empty()) continue;
+        tenancies.push_back({holder.pod,
+                             holder.podNamespace,
+                             holder.container,
+                             std::string(dra::kDriverName),
+                             cores,
+                             {claim.ref.name, claim.ref.nameSpace, device.name, claim.pool,
+                              std::string(dra::kDriverName)}});
+      }
     }
   }
   return tenancies;

@@ -64,6 +64,9 @@ const CounterFamily kEventFamilies[] = {
     {kDraPrepareTotal, "DRA NodePrepareResources answers per claim, by result (ok, error)."},
     {kDraUnprepareTotal, "DRA NodeUnprepareResources answers per claim, by result (ok, error)."},
     {kDraSlicePublishTotal, "ResourceSlice pool publications, by result (ok, error)."},
+    {kDraUnresetCoresTotal,
+     "NeuronCores a DRA claim got without a reset since their last claim: their chip still served "
+     "another claim when they were given back, and a reset wipes a whole chip."},
     {kHttpConnectionsCutTotal, kHttpConnectionsCutHelp},
 };
 

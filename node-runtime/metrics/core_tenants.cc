@@ -35,13 +35,30 @@ metrics::Labels CoreTenants::labelsOf(const std::vector<std::size_t>& tenancies)
   std::set<std::string> pods;
   std::set<std::string> namespaces;
   std::set<std::string> containers;
+  std::set<std::string> claims;
+  std::set<std::string> claimNamespaces;
+  std::set<std::string> devices;
+  std::set<std::string> pools;
+  std::set<std::string> drivers;
   for (const std::size_t i : tenancies) {
-    pods.insert(tenancies_[i].pod);
-    namespaces.insert(tenancies_[i].nameSpace);
-    containers.insert(tenancies_[i].container);
+    const Tenancy& tenancy = tenancies_[i];
+    pods.insert(tenancy.pod);
+    namespaces.insert(tenancy.nameSpace);
+    containers.insert(tenancy.container);
+    claims.insert(tenancy.claim.claimName);
+    claimNamespaces.insert(tenancy.claim.claimNamespace);
+    devices.insert(tenancy.claim.device);
+    pools.insert(tenancy.claim.pool);
+    drivers.insert(tenancy.claim.driver);
   }
-  return {
-      {"pod", joined(pods)}, {"namespace", joined(namespaces)}, {"container", joined(containers)}};
+  return {{"pod", joined(pods)},
+          {"namespace", joined(namespaces)},
+          {"container", joined(containers)},
+          {"dra_claim_name", joined(claims)},
+          {"dra_claim_namespace", joined(claimNamespaces)},
+          {"dra_device_name", joined(devices)},
+          {"dra_pool_name", joined(pools)},
+          {"dra_driver_name", joined(drivers)}};
 }
 
 metrics::Labels CoreTenants::coreLabels(int core) const {
@@ -61,13 +78,17 @@ void CoreTenants::render(metrics::PrometheusText& out, const metrics::Labels& ba
     for (const std::size_t i : holders) {
       const Tenancy& tenancy = tenancies_[i];
       metrics::Labels labels = base;
-      labels.insert(labels.end(),
-                    {{"pod", tenancy.pod},
-                     {"namespace", tenancy.nameSpace},
-                     {"container", tenancy.container},
-                     {"resource", tenancy.resource},
-                     {"neuroncore", std::to_string(core)},
-                     {"neuron_device_index", std::to_string(deviceOfCore_.at(core))}});
+      labels.insert(labels.end(), {{"pod", tenancy.pod},
+                                   {"namespace", tenancy.nameSpace},
+                                   {"container", tenancy.container},
+                                   {"resource", tenancy.resource},
+                                   {"neuroncore", std::to_string(core)},
+                                   {"neuron_device_index", std::to_string(deviceOfCore_.at(core))},
+                                   {"dra_claim_name", tenancy.claim.claimName},
+                                   {"dra_claim_namespace", tenancy.claim.claimNamespace},
+                                   {"dra_device_name", tenancy.claim.device},
+                                   {"dra_pool_name", tenancy.claim.pool},
+                                   {"dra_driver_name", tenancy.claim.driver}});
       out.sample("torus_allocation_info", labels, 1);
     }
   }

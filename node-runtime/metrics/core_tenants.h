@@ -18,6 +18,17 @@
 
 namespace torus::metrics {
 
+// Where a DRA tenancy's cores come from: the claim and its device, labelled as NVIDIA's DRA
+// exporter labels them (dra_claim_name, dra_claim_namespace, dra_device_name, dra_pool_name,
+// dra_driver_name). Empty for the device plugin's resources.
+struct ClaimDevice {
+  std::string claimName;
+  std::string claimNamespace;
+  std::string device;  // "neurondevice3", "neuroncore12", "neuronnode"
+  std::string pool;
+  std::string driver;
+};
+
 // One container's hold on some cores.
 struct Tenancy {
   std::string pod;  // name
@@ -26,6 +37,7 @@ struct Tenancy {
   // aws.amazon.com/neuroncore, aws.amazon.com/neuron, or the DRA driver neuron.aws.com.
   std::string resource;
   topology::CoreSet cores;  // global logical core ids at the node's LNC
+  ClaimDevice claim;
 };
 
 class CoreTenants {
@@ -33,7 +45,8 @@ class CoreTenants {
   CoreTenants() = default;
   CoreTenants(const topology::Node& node, std::vector<Tenancy> tenancies);
 
-  // pod, namespace and container of the core's holders ("" when free).
+  // pod, namespace and container of the core's holders, and the dra_* labels of the claims they
+  // hold it through ("" when free, or not through DRA).
   metrics::Labels coreLabels(int core) const;
   // The same for every holder of any core of the device.
   metrics::Labels deviceLabels(int device) const;

@@ -87,7 +87,12 @@ check "four connected chips: NeuronLink-connected" check_pod_saw dra-four neuron
 check "all chips: pod succeeds" run_claim dra-all all-chips
 check "all chips: 16 devices, 64 cores" check_pod_saw dra-all neuron 16
 check "four cores of one chip: pod succeeds" run_claim dra-cores four-cores-one-chip
-check "four cores of one chip: one device" check_pod_saw dra-cores neuroncore 4
+# check_pod_saw derives the chips from the cores; one device is counted here.
+saw_four_cores_of_one_chip() {
+  check_pod_saw dra-cores neuroncore 4 || return 1
+  [[ "$(pod_report dra-cores | sed -n 's/^DEVICES=//p' | wc -w)" == 1 ]]
+}
+check "four cores of one chip: one device, its 4 cores" saw_four_cores_of_one_chip
 check "LNC 1 by NeuronConfig: pod succeeds" run_claim dra-lnc1 one-chip-lnc1
 saw_lnc1_chip() { CORES_PER_DEVICE=8 EXPECTED_LNC=1 check_pod_saw "$1" neuron 1; }
 check "LNC 1 by NeuronConfig: 8 cores numbered at LNC 1" saw_lnc1_chip dra-lnc1
@@ -103,10 +108,13 @@ check "unprepare removed every CDI spec" no_cdi_specs
 # Counted per batch: releases close together may share one.
 check "unprepare reset the chips (in the background)" eventually 15 resets_at_least 4
 
-echo "== a prioritized list: each container gets the chip of the request it names"
+echo "== a prioritized list: each container gets the chip of the request it names, and its cores"
 # The first subrequest (17 chips) cannot be met, so "first" is allocated as "first/one". Kubelet
 # gives a container the devices whose request names include the request it names: the driver
-# must answer "first", not "first/one", or container a starts with no /dev/neuron at all.
+# must answer "first", not "first/one", or container a starts with no /dev/neuron at all. Each
+# device's CDI edit names the cores of what the containers given it get (the runtime keeps the
+# last edit's value): a and b see their own chip's cores, a container naming the claim both
+# chips', and containers that overlap (one request, and the whole claim) are refused by name.
 pinned <<'YAML' | k apply -n e2e -f - > /dev/null
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
@@ -121,35 +129,120 @@ spec:
             - {name: one, deviceClassName: chip.neuron.aws.com}
         - name: second
           exactly: {deviceClassName: chip.neuron.aws.com}
----
+YAML
+# listed_pod NAME CONTAINER[:REQUEST]...: a pod of the listed template whose containers report
+# what they got; a container without a request names the whole claim.
+listed_pod() {
+  local name="$1" spec request
+  shift
+  {
+    cat <<YAML
 apiVersion: v1
 kind: Pod
-metadata: {name: dra-listed}
+metadata: {name: $name}
 spec:
   restartPolicy: Never
   terminationGracePeriodSeconds: 1
   containers:
-    - name: a
+YAML
+    for spec in "$@"; do
+      request=""
+      [[ "$spec" == *:* ]] && request=", request: ${spec#*:}"
+      cat <<YAML
+    - name: ${spec%%:*}
       image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, 'echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr "\n" " ")"']
-      resources: {claims: [{name: neurons, request: first}]}
-    - name: b
-      image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, 'echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr "\n" " ")"']
-      resources: {claims: [{name: neurons, request: second}]}
+      command: [sh, -c, 'echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr "\\n" " ")"; echo "CORES=\$NEURON_RT_VISIBLE_CORES"']
+      resources: {claims: [{name: neurons$request}]}
+YAML
+    done
+    cat <<YAML
   resourceClaims:
     - {name: neurons, resourceClaimTemplateName: listed}
 YAML
-check "a pod with a firstAvailable request and two containers succeeds" eventually 120 pod_succeeded dra-listed
-containers_saw_one_chip_each() {
-  local a b
-  a="$(k logs -n e2e dra-listed -c a | sed -n 's/^DEVICES=//p' | xargs)"
-  b="$(k logs -n e2e dra-listed -c b | sed -n 's/^DEVICES=//p' | xargs)"
-  echo "container a: ${a:-no device}, container b: ${b:-no device}"
-  [[ "$a" =~ ^neuron[0-9]+$ && "$b" =~ ^neuron[0-9]+$ && "$a" != "$b" ]]
+  } | pinned | k apply -n e2e -f - > /dev/null
 }
-check "each container saw exactly the chip of its own request" containers_saw_one_chip_each
-k delete pod -n e2e dra-listed --wait=false > /dev/null
+listed_pod dra-listed a:first b:second
+listed_pod dra-listed-whole c
+listed_pod dra-listed-overlap a:first c
+check "a pod with a firstAvailable request and two containers succeeds" eventually 120 pod_succeeded dra-listed
+check "a pod naming that claim whole succeeds" eventually 120 pod_succeeded dra-listed-whole
+container_saw() { k logs -n e2e "$1" -c "$2" | sed -n "s/^$3=//p" | xargs; }
+# core_ids TEXT: the ids NEURON_RT_VISIBLE_CORES names ("16-19" or "16,17,18,19,40"), one line.
+core_ids() {
+  python3 -c '
+import sys
+ids = []
+for part in filter(None, sys.argv[1].split(",")):
+    low, _, high = part.partition("-")
+    ids += range(int(low), int(high or low) + 1)
+print(*sorted(ids))' "$1"
+}
+# chip_core_ids neuronA [neuronB ...]: the ids of those chips' cores at LNC 2, one line.
+chip_core_ids() {
+  python3 -c '
+import sys
+print(*sorted(4 * int(n[len("neuron"):]) + k for n in sys.argv[1:] for k in range(4)))' "$@"
+}
+# saw_own_cores POD CONTAINER CHIPS: the container got CHIPS' device nodes and only their cores.
+saw_own_cores() {
+  local devices cores
+  devices="$(container_saw "$1" "$2" DEVICES)" cores="$(container_saw "$1" "$2" CORES)"
+  echo "$1/$2: devices ${devices:-none}, cores ${cores:-none}"
+  [[ "$(printf '%s\n' $devices | sort -V | xargs)" == "$3" ]] || return 1
+  [[ "$(core_ids "$cores")" == "$(chip_core_ids $3)" ]]
+}
+each_saw_their_own() {
+  local a b
+  a="$(container_saw dra-listed a DEVICES)" b="$(container_saw dra-listed b DEVICES)"
+  [[ "$a" =~ ^neuron[0-9]+$ && "$b" =~ ^neuron[0-9]+$ && "$a" != "$b" ]] ||
+    { echo "a: ${a:-no device}, b: ${b:-no device}"; return 1; }
+  saw_own_cores dra-listed a "$a" && saw_own_cores dra-listed b "$b"
+}
+check "a and b each saw their own request's chip and only its cores" each_saw_their_own
+whole_saw_both() {
+  local devices
+  devices="$(container_saw dra-listed-whole c DEVICES)"
+  [[ "$(wc -w <<< "$devices")" == 2 ]] || { echo "devices: ${devices:-none}"; return 1; }
+  saw_own_cores dra-listed-whole c "$(printf '%s\n' $devices | sort -V | xargs)"
+}
+check "the container naming the claim saw both chips and both chips' cores" whole_saw_both
+overlap_event() {
+  k get events -n e2e --field-selector "involvedObject.name=dra-listed-overlap" -o jsonpath='{.items[*].message}' |
+    grep -o 'containers dra-listed-overlap/a (requests first) and dra-listed-overlap/c (the whole claim) both get device' |
+    head -n 1 | grep .
+}
+check "containers seeing overlapping parts of a claim: refused, the event names both" \
+  eventually 90 overlap_event
+check "... and the pod does not start" phase_is dra-listed-overlap Pending
+k delete pod -n e2e dra-listed dra-listed-whole dra-listed-overlap --wait=false > /dev/null
+
+# A config naming one request applies to it alone; LNC 1 for one request and the node's LNC 2 for
+# the other cannot share a claim, and the pod's event says so.
+pinned <<'YAML' | k apply -n e2e -f - > /dev/null
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: mixed-lnc}
+spec:
+  spec:
+    devices:
+      requests:
+        - {name: small, exactly: {deviceClassName: chip.neuron.aws.com}}
+        - {name: large, exactly: {deviceClassName: chip.neuron.aws.com}}
+      config:
+        - requests: [small]
+          opaque:
+            driver: neuron.aws.com
+            parameters: {apiVersion: neuron.aws.com/v1, kind: NeuronConfig, logicalNeuronCore: 1}
+YAML
+dra_pod dra-mixed-lnc mixed-lnc
+mixed_lnc_event() {
+  k get events -n e2e --field-selector "involvedObject.name=dra-mixed-lnc" -o jsonpath='{.items[*].message}' |
+    grep -o 'its requests are configured differently ([^)]*)' | head -n 1 | grep .
+}
+check "LNC 1 for one request only: the pod's event names both requests' LNC" \
+  eventually 90 mixed_lnc_event
+check "... and the pod does not start" phase_is dra-mixed-lnc Pending
+k delete pod -n e2e dra-mixed-lnc --wait=false > /dev/null
 
 echo "== admin access: a monitor sees every chip beside the workloads, owning none"
 # adminAccess needs a namespace labelled for it. The monitor's claim takes all 16 chips first:
@@ -255,13 +348,6 @@ spec:
             parameters: {apiVersion: neuron.aws.com/v1, kind: NeuronConfig, logicalNeuronCore: 3}
 YAML
 dra_pod dra-seventeen seventeen-chips
-unschedulable_with_reason() {
-  local reason message
-  reason="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}')"
-  message="$(k get pod -n e2e "$1" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}')"
-  echo "$reason: $message"
-  [[ "$reason" == Unschedulable && "$message" == *claim* ]]
-}
 check "17 chips: Pending, Unschedulable with the scheduler's reason" eventually 60 unschedulable_with_reason dra-seventeen
 dra_pod dra-lnc3 lnc3
 event_names_field() {
@@ -272,6 +358,49 @@ check "logicalNeuronCore 3: the pod's event names the field" eventually 90 event
 check "logicalNeuronCore 3: the pod does not start" phase_is dra-lnc3 Pending
 k delete pod -n e2e dra-seventeen dra-lnc3 --wait=false > /dev/null
 check "the driver keeps serving after the bad config" run_claim dra-after-bad one-chip
+
+echo "== partitions: a chip and one of its own cores are never allocated at once"
+# kube-scheduler keeps them apart with the neuron-chips counters; its message names no counter
+# ("cannot allocate all claims"), so the proof is that the same waiting pod is placed as soon as
+# the chip is given back, nothing else changed.
+apply_chip_nine_template
+k apply -n e2e -f - > /dev/null <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata:
+  name: core-of-nine
+spec:
+  spec:
+    devices:
+      requests:
+        - name: neurons
+          exactly:
+            deviceClassName: core.neuron.aws.com
+            selectors:
+              - cel:
+                  expression: device.attributes["neuron.aws.com"].deviceId == 9
+YAML
+dra_pod part-chip chip-nine 3600
+check "a pod holding chip 9 runs" eventually 120 phase_is part-chip Running
+dra_pod part-core-a core-of-nine 3600
+check "a claim for a core of chip 9 waits (Unschedulable: cannot allocate all claims)" \
+  eventually 60 unschedulable_with_reason part-core-a
+k delete pod -n e2e part-chip --wait=false > /dev/null
+check "chip 9 given back: that same pod runs on one of its cores" \
+  eventually 120 phase_is part-core-a Running
+dra_pod part-core-b core-of-nine 3600
+check "a second core of chip 9 runs beside the first" eventually 120 phase_is part-core-b Running
+two_cores_of_nine() {
+  local a b
+  a="$(claim_devices part-core-a)" b="$(claim_devices part-core-b)"
+  echo "part-core-a: $a, part-core-b: $b"
+  [[ "$a" =~ ^neuroncore3[6-9]$ && "$b" =~ ^neuroncore3[6-9]$ && "$a" != "$b" ]]
+}
+check "... each on its own core of chip 9 (36-39)" two_cores_of_nine
+dra_pod part-chip-again chip-nine
+check "while its cores are held, a claim for chip 9 waits (Unschedulable)" \
+  eventually 60 unschedulable_with_reason part-chip-again
+k delete pod -n e2e part-core-a part-core-b part-chip-again --wait=false > /dev/null
 
 echo "== a hardware fault taints the chip; cleared, the taint goes"
 ECC="$(ecc_counter 9)"
@@ -316,33 +445,26 @@ check "chip 9's claim saw /dev/neuron9" saw_chip_nine
 echo "== old pod specs: aws.amazon.com/neuron runs on the DRA node"
 pod_manifest dra-extended neuron 4 | k apply -f - > /dev/null
 check "aws.amazon.com/neuron: 4 runs on the DRA node" eventually 120 pod_succeeded dra-extended
-saw_any() { E2E_ANY_DEVICES=1 check_pod_saw "$@"; }
 check "... with 4 chips and their cores" saw_any dra-extended neuron 4
 pod_manifest dra-extended-cores neuroncore 2 | k apply -f - > /dev/null
 check "aws.amazon.com/neuroncore: 2 runs on the DRA node" eventually 120 pod_succeeded dra-extended-cores
 check "... with 2 cores" saw_any dra-extended-cores neuroncore 2
 
-echo "== the UltraServer node device on the trn2u: the runtime's UltraServer environment"
+echo "== the UltraServer node device on the trn2u: never beside one of its chips; the environment"
 # deploy/examples/dra/2-node-inference-us.yaml's claim (the whole node, UltraServerConfig mode 2)
-# on the trn2u node: its container gets the pair's mode (X2V, 3), server id and node id, the ones
-# the node's own labels publish.
+# on the trn2u node. While a pod holds one chip there, the node device (which consumes every
+# chip's counter) cannot be allocated; given back, the same pod runs, and its container gets the
+# pair's mode (X2V, 3), server id and node id, the ones the node's own labels publish.
+NODE_NAME="$TRN2U_NODE" dra_pod part-us-chip one-chip 3600
+check "a pod holding one chip of the trn2u runs" eventually 120 phase_is part-us-chip Running
 apply_example_template 2-node-inference-us.yaml
 NODE_NAME="$TRN2U_NODE" dra_pod dra-us-node ultraserver-node-pair
-check "a claim for the trn2u's UltraServer node device runs there" eventually 120 pod_succeeded dra-us-node
-ultraserver_environment() {
-  local report labels
-  report="$(pod_report dra-us-node | grep '^NEURON_RT_ULTRASERVER_')"
-  labels="$(k get node "$TRN2U_NODE" -o json | python3 -c '
-import json, sys
-l = json.load(sys.stdin)["metadata"]["labels"]
-p = "neuron.amazonaws.com/ultraserver-"
-print("NEURON_RT_ULTRASERVER_MODE=3 NEURON_RT_ULTRASERVER_NODE_ID=%s NEURON_RT_ULTRASERVER_SERVER_ID=%s"
-      % (l.get(p + "node-id-2"), l.get(p + "server-id-2")))')"
-  echo "container: $(echo $report)"
-  echo "labels:    $labels"
-  [[ "$(echo $report)" == "$labels" ]]
-}
-check "... with the pair's mode and the server and node ids its node's labels publish" ultraserver_environment
+check "AWS's UltraServer node claim waits meanwhile (Unschedulable: cannot allocate all claims)" \
+  eventually 60 unschedulable_with_reason dra-us-node
+k delete pod -n e2e part-us-chip --wait=false > /dev/null
+check "the chip given back: that claim runs on the trn2u" eventually 120 pod_succeeded dra-us-node
+check "... with the pair's mode and the server and node ids its node's labels publish" \
+  ultraserver_environment dra-us-node "$TRN2U_NODE"
 k delete pod -n e2e dra-us-node --wait=false > /dev/null
 
 echo "== restarts keep every prepared claim"
@@ -359,20 +481,36 @@ print(" ".join(str(c) for claim in json.load(sys.stdin)["claims"] for c in claim
   [[ -n "$claim_cores" ]] || { echo "no prepared claim"; return 1; }
   # Who the agent sees using the claim, should this fail.
   allocations
-  python3 - "$claim_cores" "$STATE_DIR/metrics.txt" <<'PY'
+  python3 - "$claim_cores" "$STATE_DIR/metrics.txt" "$(claim_name_of dra-held)" "$NODE_NAME" <<'PY'
 import re, sys
 cores = {int(c) for c in sys.argv[1].split()}
-named = {}
+claim, node = sys.argv[3], sys.argv[4]
+named, per_core = {}, {}
 for line in open(sys.argv[2]):
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
     if line.startswith("torus_allocation_info{"):
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
         assert labels["resource"] == "neuron.aws.com", labels
         named[int(labels["neuroncore"])] = labels["pod"]
+    if line.startswith("neuroncore_memory_usage_tensors{"):
+        per_core[int(labels["neuroncore"])] = labels
 print("claim cores", sorted(cores), "named", named)
 assert set(named) == cores and set(named.values()) == {"dra-held"}
+# NVIDIA's DRA labels, on a per-core family too: the claim, and each core's own chip.
+for core in cores:
+    got = {k: v for k, v in per_core[core].items() if k.startswith("dra_")}
+    want = {"dra_claim_name": claim, "dra_claim_namespace": "e2e",
+            "dra_device_name": f"neurondevice{core // 4}", "dra_pool_name": node,
+            "dra_driver_name": "neuron.aws.com"}
+    assert got == want, f"core {core}: {got}, want {want}"
+free = [c for c in per_core if c not in cores]
+assert free and all(per_core[c]["dra_claim_name"] == "" for c in free), "a free core names a claim"
 PY
 }
-check "/metrics names dra-held on exactly its claim's 16 cores" eventually 15 claim_cores_name_the_pod
+claim_name_of() {
+  k get pod -n e2e "$1" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}'
+}
+check "/metrics names dra-held on exactly its claim's 16 cores, with the claim's dra_* labels" \
+  eventually 15 claim_cores_name_the_pod
 old_agent="$(agent_pod)"
 k delete pod -n kube-system "$old_agent" --wait=true > /dev/null
 check "the agent comes back" eventually 120 agent_ready

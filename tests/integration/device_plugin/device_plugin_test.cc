@@ -595,18 +595,26 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
   };
   const std::string text = metrics();
   EXPECT_NE(text.find("torus_device_healthy{instance_type=\"trn2.48xlarge\",neuron_device_index="
-                      "\"2\",pod=\"pod-1\",namespace=\"default\",container=\"main\"} 1"),
+                      "\"2\",pod=\"pod-1\",namespace=\"default\",container=\"main\","
+                      "dra_claim_name=\"\",dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_"
+                      "name=\"\",dra_driver_name=\"\"} 1"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
                       "neuron_device_index=\"2\",neuroncore=\"9\",pod=\"pod-1\","
-                      "namespace=\"default\",container=\"main\",memory_location=\"device\"}"),
+                      "namespace=\"default\",container=\"main\",dra_claim_name=\"\","
+                      "dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_name=\"\","
+                      "dra_driver_name=\"\",memory_location=\"device\"}"),
             std::string::npos);
   EXPECT_NE(text.find("torus_allocation_info{instance_type=\"trn2.48xlarge\",pod=\"pod-1\","
                       "namespace=\"default\",container=\"main\",resource=\"aws.amazon.com/"
-                      "neuron\",neuroncore=\"11\",neuron_device_index=\"2\"} 1"),
+                      "neuron\",neuroncore=\"11\",neuron_device_index=\"2\",dra_claim_name=\"\","
+                      "dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_name=\"\","
+                      "dra_driver_name=\"\"} 1"),
             std::string::npos);
-  EXPECT_NE(text.find("neuron_device_index=\"3\",pod=\"\",namespace=\"\",container=\"\"}"),
+  EXPECT_NE(text.find("neuron_device_index=\"3\",pod=\"\",namespace=\"\",container=\"\","
+                      "dra_claim_name=\"\",dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_"
+                      "name=\"\",dra_driver_name=\"\"}"),
             std::string::npos)
       << "a free device carries the labels, empty";
   // The pod is gone: its name leaves every series once kubelet stops listing it.

@@ -86,13 +86,20 @@ class AgentMetricsTest : public ::testing::Test {
   int adminPort_ = 0;
 };
 
+// The DRA labels of a series no claim holds (every per-core and per-device series has them).
+const std::string kNoClaim =
+    "dra_claim_name=\"\",dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_name=\"\","
+    "dra_driver_name=\"\"";
+
 TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
   // One deep check first, so its families have samples to pin.
   ASSERT_EQ(httpPost(adminPort_, "/deep-check", "").value_or("").substr(0, 3), "200");
   const Exposition metrics = parse(metricsOf(port_));
   // Per-device and per-core series name the holder (empty when free).
   const auto withHolder = [](std::set<std::string> labels) {
-    labels.insert({"instance_type", "neuron_device_index", "pod", "namespace", "container"});
+    labels.insert({"instance_type", "neuron_device_index", "pod", "namespace", "container",
+                   "dra_claim_name", "dra_claim_namespace", "dra_device_name", "dra_pool_name",
+                   "dra_driver_name"});
     return labels;
   };
   const std::map<std::string, std::set<std::string>> expected = {
@@ -131,7 +138,8 @@ TEST_F(AgentMetricsTest, NamesAndLabelsAreAContract) {
   EXPECT_EQ(
       metrics.values.count("neuroncore_memory_usage_tensors{instance_type=\"trn2.48xlarge\","
                            "neuron_device_index=\"15\",neuroncore=\"63\",pod=\"\",namespace=\"\","
-                           "container=\"\",memory_location=\"device\"}"),
+                           "container=\"\"," +
+                           kNoClaim + ",memory_location=\"device\"}"),
       1U);
   EXPECT_EQ(metrics.values.at("torus_sysfs_read_errors{instance_type=\"trn2.48xlarge\"}"), 0);
 }
@@ -154,10 +162,12 @@ TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
   ASSERT_TRUE(writeFile(ecc, "3\n").ok());
   const std::string device9 =
       "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\",pod=\"\",namespace=\"\","
-      "container=\"\"}";
+      "container=\"\"," +
+      kNoClaim + "}";
   const std::string eccSeries =
       "hardware_ecc_events_total{instance_type=\"trn2.48xlarge\",event_type=\"mem_ecc_"
-      "uncorrected\",neuron_device_index=\"9\",pod=\"\",namespace=\"\",container=\"\"}";
+      "uncorrected\",neuron_device_index=\"9\",pod=\"\",namespace=\"\",container=\"\"," +
+      kNoClaim + "}";
   const std::string toUnhealthy =
       "torus_device_health_transitions_total{neuron_device_index=\"9\",to=\"unhealthy\"}";
   ASSERT_TRUE(eventually(
@@ -187,7 +197,8 @@ TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
   ASSERT_TRUE(writeFile(kmsg, lines).ok());
   const std::string device4 =
       "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"4\",pod=\"\",namespace=\"\","
-      "container=\"\"}";
+      "container=\"\"," +
+      kNoClaim + "}";
   const std::string counted =
       "torus_kernel_hardware_errors_total{type=\"HBM_UNCORRECTABLE_ERROR\","
       "neuron_device_index=\"4\"}";

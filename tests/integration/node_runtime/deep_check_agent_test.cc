@@ -130,7 +130,9 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
 
   const std::string healthy5 =
       "torus_device_healthy{instance_type=\"inf2.48xlarge\","
-      "neuron_device_index=\"5\",pod=\"\",namespace=\"\",container=\"\"} ";
+      "neuron_device_index=\"5\",pod=\"\",namespace=\"\",container=\"\","
+      "dra_claim_name=\"\",dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_name=\"\",dra_"
+      "driver_name=\"\"} ";
   const auto metric = [&](const std::string& series) {
     const std::string text = httpGet(port, "/metrics").value_or("");
     const std::size_t at = text.find("\n" + series);  // a sample line, not its # HELP

@@ -26,7 +26,9 @@ namespace fs = std::filesystem;
 constexpr int kDevice = 9;
 const std::string kHealthy9 =
     "torus_device_healthy{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\",pod=\"\","
-    "namespace=\"\",container=\"\"}";
+    "namespace=\"\",container=\"\","
+    "dra_claim_name=\"\",dra_claim_namespace=\"\",dra_device_name=\"\",dra_pool_name=\"\",dra_"
+    "driver_name=\"\"}";
 
 // The value of one series in a Prometheus exposition, if present.
 std::optional<double> valueOf(const std::string& exposition, const std::string& series) {

@@ -46,8 +46,14 @@ TEST(CoreTenancy, PluginHoldersAreLabelledByPodNamespaceAndContainer) {
     EXPECT_EQ(labelValue(tenants.coreLabels(core), "pod"), "bert") << core;
   EXPECT_EQ(labelValue(tenants.deviceLabels(3), "container"), "serve");
   // Free cores and devices carry the labels, empty.
-  EXPECT_EQ(tenants.coreLabels(6),
-            (metrics::Labels{{"pod", ""}, {"namespace", ""}, {"container", ""}}));
+  EXPECT_EQ(tenants.coreLabels(6), (metrics::Labels{{"pod", ""},
+                                                    {"namespace", ""},
+                                                    {"container", ""},
+                                                    {"dra_claim_name", ""},
+                                                    {"dra_claim_namespace", ""},
+                                                    {"dra_device_name", ""},
+                                                    {"dra_pool_name", ""},
+                                                    {"dra_driver_name", ""}}));
   EXPECT_EQ(labelValue(tenants.deviceLabels(0), "pod"), "");
 }
 
@@ -70,10 +76,17 @@ TEST(CoreTenancy, ClaimsAreLabelledByEveryContainerKubeletListsForThem) {
   const topology::Node node = trn2();
   dra::ResolvedClaim claim;
   claim.ref = {"uid-1", "ml", "pair"};
+  claim.pool = "node-a";
   claim.cores = CoreSet::range(16, 8);  // devices 4 and 5
+  for (const int chip : {4, 5}) {
+    const std::string name = "neurondevice" + std::to_string(chip);
+    claim.devices.push_back({{"chips"}, name, *dra::parseDeviceName(name), false, {}});
+  }
   dra::ResolvedClaim unlisted;
   unlisted.ref = {"uid-2", "ml", "not-yet"};
   unlisted.cores = CoreSet::range(0, 4);
+  unlisted.devices.push_back(
+      {{"chips"}, "neurondevice0", *dra::parseDeviceName("neurondevice0"), false, {}});
   const dra::PreparedClaims claims = {{"uid-1", claim}, {"uid-2", unlisted}};
   const std::vector<plugin::ClaimHolder> holders = {
       {"ml", "pair", "ml", "worker", "train"},
@@ -81,13 +94,38 @@ TEST(CoreTenancy, ClaimsAreLabelledByEveryContainerKubeletListsForThem) {
       {"other", "pair", "other", "elsewhere", "x"},  // same claim name, another namespace
   };
   const auto tenancies = tenanciesOf(node, {}, claims, holders);
-  ASSERT_EQ(tenancies.size(), 2U);
+  ASSERT_EQ(tenancies.size(), 4U);  // two containers, two devices each
   EXPECT_EQ(tenancies[0].resource, "neuron.aws.com");
   const CoreTenants tenants(node, tenancies);
   EXPECT_EQ(labelValue(tenants.coreLabels(17), "pod"), "worker");
   EXPECT_EQ(labelValue(tenants.coreLabels(17), "container"), "sidecar,train");
   EXPECT_EQ(labelValue(tenants.deviceLabels(5), "namespace"), "ml");
   EXPECT_EQ(labelValue(tenants.coreLabels(0), "pod"), "") << "no container listed yet";
+  // The claim's labels, as NVIDIA's DRA exporter names them; each core names its own device.
+  EXPECT_EQ(labelValue(tenants.coreLabels(17), "dra_claim_name"), "pair");
+  EXPECT_EQ(labelValue(tenants.coreLabels(17), "dra_claim_namespace"), "ml");
+  EXPECT_EQ(labelValue(tenants.coreLabels(17), "dra_device_name"), "neurondevice4");
+  EXPECT_EQ(labelValue(tenants.coreLabels(21), "dra_device_name"), "neurondevice5");
+  EXPECT_EQ(labelValue(tenants.deviceLabels(5), "dra_pool_name"), "node-a");
+  EXPECT_EQ(labelValue(tenants.deviceLabels(5), "dra_driver_name"), "neuron.aws.com");
+  EXPECT_EQ(labelValue(tenants.coreLabels(0), "dra_claim_name"), "");
+}
+
+// A core device names itself; a device the claim only has admin access to is not held.
+TEST(CoreTenancy, EachClaimDeviceLabelsItsOwnCores) {
+  const topology::Node node = trn2();
+  dra::ResolvedClaim claim;
+  claim.ref = {"uid-1", "ml", "cores"};
+  claim.pool = "node-a";
+  claim.cores = CoreSet::fromIds(std::vector<int>{37});
+  for (const std::string name : {"neuroncore37", "neurondevice2"}) {
+    claim.devices.push_back({{"r"}, name, *dra::parseDeviceName(name), false, {}});
+  }
+  const auto tenancies =
+      tenanciesOf(node, {}, {{"uid-1", claim}}, {{"ml", "cores", "ml", "p", "c"}});
+  ASSERT_EQ(tenancies.size(), 1U);
+  EXPECT_EQ(tenancies[0].claim.device, "neuroncore37");
+  EXPECT_EQ(tenancies[0].cores.toRangeString(), "37");
 }
 
 TEST(CoreTenancy, AllocationInfoHasOneSamplePerHeldCoreAndHolder) {
@@ -100,7 +138,9 @@ TEST(CoreTenancy, AllocationInfoHasOneSamplePerHeldCoreAndHolder) {
   tenants.render(out, {{"instance_type", "trn2.48xlarge"}});
   EXPECT_NE(out.text().find("torus_allocation_info{instance_type=\"trn2.48xlarge\",pod=\"p\","
                             "namespace=\"ns\",container=\"c\",resource=\"aws.amazon.com/"
-                            "neuroncore\",neuroncore=\"62\",neuron_device_index=\"15\"} 1"),
+                            "neuroncore\",neuroncore=\"62\",neuron_device_index=\"15\","
+                            "dra_claim_name=\"\",dra_claim_namespace=\"\",dra_device_name=\"\","
+                            "dra_pool_name=\"\",dra_driver_name=\"\"} 1"),
             std::string::npos)
       << out.text();
   EXPECT_EQ(std::count(out.text().begin(), out.text().end(), '\n'), 2 + 2) << "HELP, TYPE, 2";

@@ -9,6 +9,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "common/metrics/event_counters.h"
 
 namespace torus::dra {
 namespace {
@@ -72,12 +73,18 @@ class ClaimPreparerTest : public ::testing::Test {
 
   std::unique_ptr<ClaimPreparer> makePreparer() {
     auto preparer = ClaimPreparer::create(
-        options_, node_, [this](const std::string& nameSpace, const std::string& name) {
+        options_, node_,
+        [this](const std::string& nameSpace, const std::string& name) {
           ++reads_;
           const auto found = objects_.find(nameSpace + "/" + name);
           if (found == objects_.end()) {
             return Result<json>(makeError(ErrorCode::kNotFound, "no such claim"));
           }
+          return Result<json>(found->second);
+        },
+        [this](const std::string& nameSpace, const std::string& name) {
+          const auto found = pods_.find(nameSpace + "/" + name);
+          if (found == pods_.end()) return Result<json>(makeError(ErrorCode::kNotFound, "no pod"));
           return Result<json>(found->second);
         });
     EXPECT_TRUE(preparer.ok()) << preparer.error().message;
@@ -94,8 +101,76 @@ class ClaimPreparerTest : public ::testing::Test {
   PreparerOptions options_;
   FakeNode node_;
   std::map<std::string, json> objects_;
+  std::map<std::string, json> pods_;
   int reads_ = 0;
 };
+
+// The env entries of each device's CDI edit in a claim's spec, by device name.
+std::map<std::string, std::vector<std::string>> envByDevice(const std::filesystem::path& spec) {
+  std::map<std::string, std::vector<std::string>> env;
+  const json parsed = json::parse(*readSmallFile(spec));
+  for (const json& device : parsed["devices"]) {
+    const std::string name = device["name"].get<std::string>();
+    env[name.substr(name.rfind('-') + 1)] = device["containerEdits"]["env"];
+  }
+  return env;
+}
+
+// Two containers, each naming one request of a shared claim: each device's environment names the
+// cores of that container's chip only, not the other's, whose /dev node it does not get.
+TEST_F(ClaimPreparerTest, EachContainerSeesTheCoresOfTheRequestsItNames) {
+  auto preparer = makePreparer();
+  const ClaimRef ref{"uid-pair", "ns", "pair"};
+  json claim = claimObject(ref, {"neurondevice4", "neurondevice5"});
+  claim["metadata"]["namespace"] = "ns";
+  claim["metadata"]["name"] = "pair";
+  json& results = claim["status"]["allocation"]["devices"]["results"];
+  results[0]["request"] = "first";
+  results[1]["request"] = "second/one";  // a prioritized list's subrequest
+  claim["status"]["reservedFor"] = json::array(
+      {{{"resource", "pods"}, {"name", "trainer"}, {"uid", "pod-uid"}, {"apiGroup", ""}}});
+  objects_["ns/pair"] = claim;
+  pods_["ns/trainer"] = {
+      {"metadata", {{"name", "trainer"}, {"uid", "pod-uid"}}},
+      {"spec",
+       {{"resourceClaims", json::array({{{"name", "chips"}, {"resourceClaimTemplateName", "t"}}})},
+        {"containers",
+         json::array(
+             {{{"name", "a"},
+               {"resources",
+                {{"claims", json::array({{{"name", "chips"}, {"request", "first"}}})}}}},
+              {{"name", "b"},
+               {"resources",
+                {{"claims", json::array({{{"name", "chips"}, {"request", "second"}}})}}}}})}}},
+      {"status",
+       {{"resourceClaimStatuses",
+         json::array({{{"name", "chips"}, {"resourceClaimName", "pair"}}})}}}};
+  auto prepared = preparer->prepare(ref);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+  auto env = envByDevice(cdiSpecPath(options_.cdiRoot, ref.uid));
+  EXPECT_EQ(env["neurondevice4"][0], "NEURON_RT_VISIBLE_CORES=16-19");
+  EXPECT_EQ(env["neurondevice5"][0], "NEURON_RT_VISIBLE_CORES=20-23");
+
+  // A pod whose one container names the whole claim sees both chips' cores on either device.
+  const ClaimRef whole{"uid-whole", "ns", "whole"};
+  claim["metadata"]["uid"] = whole.uid;
+  claim["metadata"]["name"] = "whole";
+  results[0]["device"] = "neurondevice6";
+  results[1]["device"] = "neurondevice7";
+  claim["status"]["reservedFor"][0]["name"] = "single";
+  objects_["ns/whole"] = claim;
+  pods_["ns/single"] = {
+      {"metadata", {{"name", "single"}, {"uid", "pod-uid"}}},
+      {"spec",
+       {{"resourceClaims", json::array({{{"name", "chips"}, {"resourceClaimName", "whole"}}})},
+        {"containers",
+         json::array({{{"name", "app"},
+                       {"resources", {{"claims", json::array({{{"name", "chips"}}})}}}}})}}}};
+  ASSERT_TRUE(preparer->prepare(whole).ok());
+  env = envByDevice(cdiSpecPath(options_.cdiRoot, whole.uid));
+  EXPECT_EQ(env["neurondevice6"][0], "NEURON_RT_VISIBLE_CORES=24-31");
+  EXPECT_EQ(env["neurondevice7"][0], "NEURON_RT_VISIBLE_CORES=24-31");
+}
 
 TEST_F(ClaimPreparerTest, PrepareIsIdempotentAndWritesTheSpec) {
   auto preparer = makePreparer();
@@ -209,6 +284,31 @@ TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
   ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
   EXPECT_EQ(node_.resets().size(), 1u);
   EXPECT_TRUE(preparer->heldCores().empty());
+}
+
+// A core given back while its chip serves another claim cannot be reset (a reset wipes the whole
+// chip): its next claim is told, once, and a later reset of the chip clears the record.
+TEST_F(ClaimPreparerTest, ACoreHandedOnWithoutAResetIsCounted) {
+  const auto counted = [] {
+    return metrics::processCounters().value(metrics::names::kDraUnresetCoresTotal, {});
+  };
+  auto preparer = makePreparer();
+  const ClaimRef a = add("a", {"neuroncore0", "neuroncore1"});
+  const ClaimRef b = add("b", {"neuroncore2"});
+  ASSERT_TRUE(preparer->prepare(a).ok());
+  ASSERT_TRUE(preparer->prepare(b).ok());
+  ASSERT_TRUE(preparer->unprepare(a).ok());
+  const double before = counted();
+  const ClaimRef c = add("c", {"neuroncore1", "neuroncore3"});
+  ASSERT_TRUE(preparer->prepare(c).ok());
+  EXPECT_EQ(counted(), before + 1) << "core 1 was a's; core 3 was never held";
+  // Given back together with the chip's last claim, the chip is reset: nothing left unreset.
+  ASSERT_TRUE(preparer->unprepare(b).ok());
+  ASSERT_TRUE(preparer->unprepare(c).ok());
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  const ClaimRef d = add("d", {"neuroncore0", "neuroncore1", "neuroncore2", "neuroncore3"});
+  ASSERT_TRUE(preparer->prepare(d).ok());
+  EXPECT_EQ(counted(), before + 1);
 }
 
 // A chip whose reset failed is never handed out: the worker leaves it pending, a prepare that

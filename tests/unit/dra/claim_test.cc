@@ -182,6 +182,101 @@ TEST(ClaimAllocation, RefusesWhatIsNotOursToPrepare) {
   }
 }
 
+// A claim of two requests, "a" on chip 4 and "b" on chip 5.
+json twoRequestClaim(const std::vector<json>& configs = {}) {
+  json claim = claimWith({"neurondevice4", "neurondevice5"}, configs);
+  claim["status"]["allocation"]["devices"]["results"][0]["request"] = "a";
+  claim["status"]["allocation"]["devices"]["results"][1]["request"] = "b";
+  return claim;
+}
+
+json lnc1() {
+  return {{"apiVersion", "neuron.aws.com/v1"}, {"kind", "NeuronConfig"}, {"logicalNeuronCore", 1}};
+}
+
+TEST(ClaimAllocation, AConfigNamingOneRequestAppliesToThatRequestOnly) {
+  // LNC 1 for "a" only leaves "b" at the node's LNC 2: one claim cannot run both.
+  auto mixed = resolveClaim(twoRequestClaim({neuronConfig(lnc1(), "FromClaim", {"a"})}), kRef,
+                            "node-a", trn2());
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.error().message.find("claim team-a/train: its requests are configured "
+                                       "differently (request \"a\": LNC 1; request \"b\": LNC 2 "
+                                       "(the node's))"),
+            std::string::npos)
+      << mixed.error().message;
+  // Named for both, it applies to both.
+  auto both = resolveClaim(twoRequestClaim({neuronConfig(lnc1(), "FromClaim", {"a", "b"})}), kRef,
+                           "node-a", trn2());
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->lnc, 1);
+  EXPECT_EQ(claimEnvironment(*both, trn2())[0], "NEURON_RT_VISIBLE_CORES=32-47");
+}
+
+TEST(ClaimAllocation, EachDeviceShowsTheCoresOfWhatItsContainersGet) {
+  // No views: every device shows the whole claim, as a container naming the claim sees it.
+  auto whole = resolveClaim(twoRequestClaim(), kRef, "node-a", trn2());
+  ASSERT_TRUE(whole.ok());
+  for (const AllocatedDevice& device : whole->devices)
+    EXPECT_EQ(device.visibleCores, whole->visibleCores) << device.name;
+  // One container per request: each device shows its own chip's cores.
+  auto split =
+      resolveClaim(twoRequestClaim(), kRef, "node-a", trn2(), {{"p/x", {"a"}}, {"p/y", {"b"}}});
+  ASSERT_TRUE(split.ok()) << split.error().message;
+  EXPECT_EQ(topology::CoreSet::fromIds(split->devices[0].visibleCores).toRangeString(), "16-19");
+  EXPECT_EQ(topology::CoreSet::fromIds(split->devices[1].visibleCores).toRangeString(), "20-23");
+  EXPECT_EQ(deviceEnvironment(*split, split->devices[1], trn2())[0],
+            "NEURON_RT_VISIBLE_CORES=20-23");
+  // A container naming both requests and another naming them too: the same set, both chips.
+  auto together =
+      resolveClaim(twoRequestClaim(), kRef, "node-a", trn2(), {{"p/x", {"a", "b"}}, {"p/y", {}}});
+  ASSERT_TRUE(together.ok()) << together.error().message;
+  EXPECT_EQ(topology::CoreSet::fromIds(together->devices[0].visibleCores).toRangeString(), "16-23");
+  // One container gets chip 4 alone, another chip 4 with chip 5: no single value is right.
+  auto overlapping =
+      resolveClaim(twoRequestClaim(), kRef, "node-a", trn2(), {{"p/x", {"a"}}, {"p/y", {}}});
+  ASSERT_FALSE(overlapping.ok());
+  EXPECT_NE(overlapping.error().message.find(
+                "containers p/x (requests a) and p/y (the whole claim) both get device "
+                "neurondevice4 but with different other devices"),
+            std::string::npos)
+      << overlapping.error().message;
+}
+
+TEST(ClaimAllocation, ClaimViewsReadTheContainersThatUseTheClaim) {
+  const json pod = {
+      {"metadata", {{"name", "job-0"}}},
+      {"spec",
+       {{"resourceClaims",
+         json::array({{{"name", "direct"}, {"resourceClaimName", "shared"}},
+                      {{"name", "made"}, {"resourceClaimTemplateName", "tmpl"}}})},
+        {"initContainers",
+         json::array({{{"name", "warmup"},
+                       {"resources", {{"claims", json::array({{{"name", "made"}}})}}}}})},
+        {"containers",
+         json::array({{{"name", "main"},
+                       {"resources",
+                        {{"claims", json::array({{{"name", "made"}, {"request", "a"}},
+                                                 {{"name", "made"}, {"request", "b"}},
+                                                 {{"name", "direct"}}})}}}},
+                      {{"name", "sidecar"}, {"resources", "not an object"}},
+                      {{"name", "other"},
+                       {"resources", {{"claims", json::array({{{"name", "direct"}}})}}}}})}}},
+      {"status",
+       {{"resourceClaimStatuses",
+         json::array({{{"name", "made"}, {"resourceClaimName", "job-0-made-x7k2p"}}})}}}};
+  const std::vector<ContainerView> made = claimViews(pod, "job-0-made-x7k2p");
+  ASSERT_EQ(made.size(), 2u);
+  EXPECT_EQ(made[0].container, "job-0/warmup");
+  EXPECT_TRUE(made[0].requests.empty());
+  EXPECT_EQ(made[1].container, "job-0/main");
+  EXPECT_EQ(made[1].requests, (std::vector<std::string>{"a", "b"}));
+  const std::vector<ContainerView> shared = claimViews(pod, "shared");
+  ASSERT_EQ(shared.size(), 2u);
+  EXPECT_EQ(shared[1].container, "job-0/other");
+  EXPECT_TRUE(claimViews(pod, "unrelated").empty());
+  EXPECT_TRUE(claimViews(json("not a pod"), "shared").empty());
+}
+
 TEST(CdiSpec, EveryDeviceGetsItsNodesAndTheClaimsEnvironment) {
   auto claim = resolveClaim(claimWith({"neurondevice2", "neurondevice3"}), kRef, "node-a", trn2());
   ASSERT_TRUE(claim.ok());
@@ -236,6 +331,22 @@ TEST(Checkpoint, RoundTripsEveryField) {
   EXPECT_EQ(back.lnc, 1);
   EXPECT_EQ(back.devices[0].name, "neurondevice1");
   EXPECT_EQ(back.devices[0].requests, std::vector<std::string>{"chips"});
+  EXPECT_EQ(back.devices[0].visibleCores, claim->devices[0].visibleCores);
+}
+
+TEST(Checkpoint, AnEntryWithoutDeviceEnvironmentsShowsTheWholeClaimOnEachDevice) {
+  // As drivers before per-device environments wrote it.
+  const std::string text = R"({"version": 1, "claims": {"u1": {
+      "namespace": "ns", "name": "c", "pool": "node-a", "wholeChips": true, "lnc": 2,
+      "visibleCores": [16, 17, 18, 19, 20, 21, 22, 23], "chips": [4, 5],
+      "cores": [16, 17, 18, 19, 20, 21, 22, 23],
+      "devices": [{"name": "neurondevice4", "requests": ["a"]},
+                  {"name": "neurondevice5", "requests": ["b"]}]}}})";
+  auto loaded = parseCheckpoint(text, "test");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  for (const AllocatedDevice& device : loaded->claims.at("u1").devices) {
+    EXPECT_EQ(device.visibleCores, (std::vector<int>{16, 17, 18, 19, 20, 21, 22, 23}));
+  }
 }
 
 TEST(Checkpoint, ACorruptFileIsAnErrorNotAnEmptySet) {
