@@ -43,6 +43,8 @@ class DraDriver {
   DraDriver& operator=(const DraDriver&) = delete;
 
   const ClaimPreparer& claims() const { return *preparer_; }
+  // Why kubelet cannot prepare claims through the driver now; "" when it can (readiness).
+  std::string notReadyReason() const { return plugin_->notReadyReason(); }
   void stop();
 
  private:

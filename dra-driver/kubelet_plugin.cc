@@ -190,6 +190,15 @@ void KubeletPlugin::watch(std::stop_token stop) {
   }
 }
 
+std::string KubeletPlugin::notReadyReason() const {
+  for (const std::filesystem::path& socket : {draSocket(), registrationSocket()}) {
+    if (!isSocket(socket))
+      return socket.string() + " is not a socket we serve (being served again)";
+  }
+  if (!registered_) return "kubelet has not registered the DRA plugin " + draSocket().string();
+  return "";
+}
+
 void KubeletPlugin::stop() {
   if (watchdog_.joinable()) {
     watchdog_.request_stop();

@@ -43,6 +43,9 @@ class KubeletPlugin {
   std::filesystem::path registrationSocket() const;
   // Whether kubelet's last NotifyRegistrationStatus said the plugin is registered.
   bool registered() const { return registered_.load(); }
+  // Why kubelet cannot use the driver right now ("" when it can): a socket gone (the watchdog
+  // serves it again), or no registration since the sockets were last served.
+  std::string notReadyReason() const;
   void stop();
 
  private:

@@ -4,6 +4,7 @@
 
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
+#include "common/kube/object_fields.h"
 #include "common/metrics/event_counters.h"
 #include "dra-driver/driver_names.h"
 
@@ -24,6 +25,12 @@ const json& itemsOf(const json& list) {
   static const json kEmpty = json::array();
   const auto items = list.find("items");
   return items != list.end() && items->is_array() ? *items : kEmpty;
+}
+
+// The slice's name, or what a dry-run probe's generated name starts with.
+std::string sliceLabel(const json& slice) {
+  const std::string name = kube::stringAt(slice, {"metadata", "name"});
+  return name.empty() ? kube::stringAt(slice, {"metadata", "generateName"}) + "(dry run)" : name;
 }
 
 bool anyDeviceHas(const json& slice, const char* field) {
@@ -203,6 +210,19 @@ Result<void> SlicePublisher::publishOnce() {
     generationKnown_ = true;
   }
   std::vector<json> slices = buildSlices(inputs, 0);
+  if (!fieldsProbed_) {
+    // Before the first write: does the API keep counters and taints? Found out by dry run, so
+    // the scheduler never sees a pool that lost them (cores without counters, unhealthy chips
+    // untainted) even for the moment a real write and its correction would take.
+    auto dropped = probeDroppedFields(slices);
+    if (!dropped)
+      return std::move(dropped).error().withContext("probing which fields the API keeps");
+    fieldsProbed_ = true;
+    if (*dropped) {
+      inputs.options = effectiveOptions();
+      slices = buildSlices(inputs, 0);
+    }
+  }
   const json unchanged = slices;  // built with generation 0: what "nothing changed" compares
   if (unchanged == lastPublished_ && !rewrite) return okResult();
 
@@ -244,7 +264,7 @@ bool SlicePublisher::dropsFields(const json& sent, const json& stored) {
     TORUS_LOG(Warn, Dra,
               "the API server dropped device counters (DRAPartitionableDevices is off); "
               "publishing whole chips (and an UltraServer's node device) without counters",
-              {"slice", sent["metadata"]["name"].get<std::string>()});
+              {"slice", sliceLabel(sent)});
     options_.slices.counters = false;
     dropped = true;
   }
@@ -252,11 +272,41 @@ bool SlicePublisher::dropsFields(const json& sent, const json& stored) {
     TORUS_LOG(Warn, Dra,
               "the API server dropped device taints (DRADeviceTaints is off); unhealthy chips "
               "are left out of the pool instead",
-              {"slice", sent["metadata"]["name"].get<std::string>()});
+              {"slice", sliceLabel(sent)});
     options_.slices.taints = false;
     dropped = true;
   }
   if (dropped) changed_ = true;
+  return dropped;
+}
+
+Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices) {
+  bool dropped = false;
+  bool taintProbed = !effectiveOptions().taints;
+  for (const json& slice : slices) {
+    json probe = slice;
+    bool useful =
+        probe["spec"].contains("sharedCounters") || anyDeviceHas(probe, "consumesCounters");
+    const bool hasDevices = probe["spec"].contains("devices") &&
+                            probe["spec"]["devices"].is_array() &&
+                            !probe["spec"]["devices"].empty();
+    if (!taintProbed && hasDevices) {
+      // A healthy node has no taint to tell by; the probe carries one.
+      if (!anyDeviceHas(probe, "taints")) {
+        probe["spec"]["devices"][0]["taints"] =
+            json::array({{{"key", std::string(kDriverName) + "/probe"}, {"effect", "NoSchedule"}}});
+      }
+      taintProbed = true;
+      useful = true;
+    }
+    if (!useful) continue;
+    // A generated name: a dry run under an existing slice's name would only say it exists.
+    probe["metadata"].erase("name");
+    probe["metadata"]["generateName"] = options_.nodeName + "-probe-";
+    auto stored = client_.create(std::string(kSlicesPath) + "?dryRun=All", probe);
+    if (!stored) return std::move(stored).error();
+    dropped = dropsFields(probe, *stored) || dropped;
+  }
   return dropped;
 }
 

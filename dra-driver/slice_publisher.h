@@ -5,10 +5,11 @@
 // unregistered (uninstall).
 //
 // The API server silently drops fields of features that are switched off (device taints,
-// partitionable devices on older clusters). After each write the publisher reads what was
-// stored: if counters were dropped it stops publishing core devices (a chip and its cores must
+// partitionable devices on older clusters). Before its first write the publisher creates its
+// slices by dry run (?dryRun=All) and reads what would be stored, and after each write it reads
+// what was: if counters were dropped it stops publishing core devices (a chip and its cores must
 // never be allocatable together) and counters; if taints were dropped it leaves unhealthy
-// devices out.
+// devices out. So even the first pool a scheduler sees is one the API keeps whole.
 //
 // A watch on the pool's slices catches deletions by others (kubelet wipes a node's slices when it
 // starts, an operator's kubectl delete), so the pool is back within one write, not one resync.
@@ -57,6 +58,8 @@ class SlicePublisher {
   void watchSlices(std::stop_token stop);
   Result<void> refreshNode();
   Result<void> write(const std::vector<nlohmann::json>& slices);
+  // Dry-run creates of the slices that carry counters or taints; true when the API drops any.
+  Result<bool> probeDroppedFields(const std::vector<nlohmann::json>& slices);
   bool dropsFields(const nlohmann::json& sent, const nlohmann::json& stored);
 
   kube::KubeClient client_;
@@ -70,6 +73,7 @@ class SlicePublisher {
   bool rewrite_ = false;  // a slice was deleted under us: write even if nothing changed
   std::int64_t generation_ = 0;
   bool generationKnown_ = false;
+  bool fieldsProbed_ = false;     // the first publication dry-runs its slices (worker thread only)
   nlohmann::json lastPublished_;  // the slices of the last successful pass, generation zeroed
   std::map<std::string, std::string> labels_;
   std::string nodeUid_;

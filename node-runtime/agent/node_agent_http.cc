@@ -118,6 +118,15 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                         body += "stalled read: " + stall + "\n";
                       return http::Response{200, "text/plain; charset=utf-8", body};
                     }});
+  // Ready: kubelet can reach what this agent serves it. Under DRA that is the driver's sockets
+  // and kubelet's registration of them; a pod that is not ready says why here.
+  routes.push_back({"GET", "/readyz", [this](const http::Request&) {
+                      const std::string reason = dra_ ? dra_->notReadyReason() : "";
+                      return reason.empty()
+                                 ? http::Response{200, "text/plain; charset=utf-8", "ready\n"}
+                                 : http::Response{503, "text/plain; charset=utf-8",
+                                                  "not ready: " + reason + "\n"};
+                    }});
   // Who holds which cores, recovered from kubelet's pod-resources after any agent restart.
   routes.push_back({"GET", "/allocations", [this](const http::Request&) {
                       return http::Response{200, "application/json", allocationsJson()};
@@ -160,7 +169,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
   if (!server) return std::move(server).error();
   http_ = std::move(*server);
   TORUS_LOG(Info, Agent, "serving HTTP", {"address", listen->host}, {"port", http_->port()},
-            {"paths", "/healthz /metrics /allocations /deep-check"});
+            {"paths", "/healthz /readyz /metrics /allocations /deep-check"});
   return okResult();
 }
 

@@ -136,9 +136,10 @@ spec:
           ports:
             - name: metrics
               containerPort: {{ $root.Values.nodeAgent.metricsPort }}
+          # Ready once kubelet can use what the agent serves it (the DRA plugin registered).
           readinessProbe:
             httpGet:
-              path: /healthz
+              path: /readyz
               port: metrics
             periodSeconds: 10
           livenessProbe:

@@ -131,12 +131,18 @@ TEST_F(KubeletPluginTest, RegistrationNamesTheDriverEndpointAndServices) {
   EXPECT_EQ(info.supported_versions(1), "v1beta1.DRAPlugin");
 
   EXPECT_FALSE(plugin_->registered());
+  EXPECT_EQ(plugin_->notReadyReason(),
+            "kubelet has not registered the DRA plugin " + plugin_->draSocket().string());
   grpc::ClientContext notify;
   pluginregistration::RegistrationStatus status;
   status.set_plugin_registered(true);
   pluginregistration::RegistrationStatusResponse empty;
   ASSERT_TRUE(registration->NotifyRegistrationStatus(&notify, status, &empty).ok());
   EXPECT_TRUE(plugin_->registered());
+  EXPECT_EQ(plugin_->notReadyReason(), "");
+  // The endpoint gone: not ready until it is served again and kubelet registers it anew.
+  std::filesystem::remove(plugin_->draSocket());
+  EXPECT_NE(plugin_->notReadyReason(), "");
 }
 
 // Kubelet gives a container the devices whose request names include the request the container

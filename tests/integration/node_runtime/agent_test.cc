@@ -32,6 +32,8 @@ TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {
   const int port = portFromLog(*log);
   ASSERT_GT(port, 0) << *log;
   EXPECT_EQ(httpGet(port, "/healthz"), std::optional<std::string>("200 ok\n"));
+  // Without DRA there is no registration to wait for.
+  EXPECT_EQ(httpGet(port, "/readyz"), std::optional<std::string>("200 ready\n"));
   EXPECT_EQ(httpGet(port, "/nope").value_or("").substr(0, 3), "404");
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
