@@ -13,7 +13,15 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
                                                              plugin::NodeView& node,
                                                              ClaimReader reader, PodReader pods) {
   auto loaded = loadCheckpoint(options.checkpointFile);
-  if (!loaded) return std::move(loaded).error();
+  if (!loaded) {
+    // Starting without it would forget which chips prepared claims hold, and hand them out.
+    return makeError(loaded.error().code,
+                     loaded.error().message +
+                         "; the driver cannot tell which chips its prepared claims hold, so it "
+                         "does not start. Drain the node (kubectl drain), delete " +
+                         options.checkpointFile.string() +
+                         " on it, and restart this agent pod (docs/troubleshooting.md)");
+  }
   const PreparedClaims* prepared = &loaded->claims;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(options.cdiRoot, ec)) {
@@ -304,6 +312,44 @@ Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
             {"claim", ref.nameSpace + "/" + ref.name}, {"uid", ref.uid},
             {"chips", claim.chips.toRangeString()});
   return okResult();
+}
+
+int ClaimPreparer::forgetClaimsGoneFromApi() {
+  std::vector<ClaimRef> refs;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [uid, claim] : state_.claims)
+      refs.push_back(claim.ref);
+  }
+  int forgotten = 0;
+  for (const ClaimRef& ref : refs) {
+    auto object = reader_(ref.nameSpace, ref.name);  // outside the lock, as in prepare
+    const bool gone = object ? kube::stringAt(*object, {"metadata", "uid"}) != ref.uid
+                             : object.error().code == ErrorCode::kNotFound;
+    bool forget = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (!gone) {
+        goneFromApi_.erase(ref.uid);  // there, or the API could not say: keep it
+        continue;
+      }
+      forget = ++goneFromApi_[ref.uid] >= 2;
+    }
+    if (!forget) continue;
+    TORUS_LOG(Warn, Dra,
+              "a prepared claim is gone from the API and kubelet never unprepared it; "
+              "unpreparing it so its chips are reset and handed out again",
+              {"claim", ref.nameSpace + "/" + ref.name}, {"uid", ref.uid});
+    if (auto done = unprepare(ref); !done) {
+      TORUS_LOG(Warn, Dra, "could not unprepare a claim gone from the API; trying again later",
+                {"claim", ref.nameSpace + "/" + ref.name}, {"error", done.error().message});
+      continue;
+    }
+    std::lock_guard lock(mutex_);
+    goneFromApi_.erase(ref.uid);
+    ++forgotten;
+  }
+  return forgotten;
 }
 
 PreparedClaims ClaimPreparer::prepared() const {

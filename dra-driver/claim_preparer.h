@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,6 +71,11 @@ class ClaimPreparer {
   // reservations yet cannot tell a workload's claim from anyone else's.
   void setReservation(bool known, std::string workloadRef);
   Result<void> unprepare(const ClaimRef& claim);
+  // Claims prepared here that the API no longer has (or has under another UID) on two sweeps in
+  // a row: kubelet unprepares a claim before its pod goes and the claim after it, so such an
+  // entry is one kubelet will never unprepare (its state lost), and would hold its cores for
+  // ever. They are unprepared here. Returns how many; run it every resync.
+  int forgetClaimsGoneFromApi();
 
   PreparedClaims prepared() const;
   topology::CoreSet heldCores() const;
@@ -98,6 +104,7 @@ class ClaimPreparer {
   mutable std::condition_variable_any changed_;
   DriverState state_;
   bool reservationKnown_ = true;  // false from setReservation(false, ...) until it is read
+  std::map<std::string, int> goneFromApi_;  // claim UID -> sweeps in a row that missed it
   std::string reservedFor_;
   topology::DeviceSet resetting_;  // taken by the worker, reset in progress
   // Pending chips whose reset by the worker failed: it leaves them to the next prepare that

@@ -1,5 +1,8 @@
 #include "dra-driver/dra_driver.h"
 
+#include <condition_variable>
+#include <mutex>
+
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
@@ -64,6 +67,15 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   auto plugin = KubeletPlugin::start(options.kubelet, *driver->preparer_, node, options.nodeName);
   if (!plugin) return std::move(plugin).error();
   driver->plugin_ = std::move(*plugin);
+  driver->staleClaimSweeper_ = std::jthread(
+      [preparer = driver->preparer_.get(), period = options.resync](std::stop_token stop) {
+        std::mutex mutex;
+        std::condition_variable_any tick;
+        std::unique_lock lock(mutex);
+        while (!tick.wait_for(lock, stop, period, [] { return false; }) && !stop.stop_requested()) {
+          preparer->forgetClaimsGoneFromApi();
+        }
+      });
   return driver;
 }
 
@@ -72,6 +84,10 @@ DraDriver::~DraDriver() {
 }
 
 void DraDriver::stop() {
+  if (staleClaimSweeper_.joinable()) {
+    staleClaimSweeper_.request_stop();
+    staleClaimSweeper_.join();
+  }
   reservation_.reset();
   if (plugin_) plugin_->stop();
   if (publisher_) publisher_->stop();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/base/result.h"
 #include "common/kube/kube_config.h"
@@ -53,6 +54,8 @@ class DraDriver {
   std::unique_ptr<KubeletPlugin> plugin_;
   std::unique_ptr<SlicePublisher> publisher_;
   std::unique_ptr<UltraServerReservation> reservation_;  // first to go: it calls the two above
+  // Every resync: claims the API no longer has that kubelet never unprepared (first to stop).
+  std::jthread staleClaimSweeper_;
 };
 
 }  // namespace torus::dra

@@ -27,6 +27,36 @@ const json& itemsOf(const json& list) {
   return items != list.end() && items->is_array() ? *items : kEmpty;
 }
 
+// `extra` holds nothing a default would not: false, 0, "", empty lists and objects, null.
+bool isZeroValue(const json& extra) {
+  if (extra.is_null()) return true;
+  if (extra.is_boolean()) return !extra.get<bool>();
+  if (extra.is_number()) return extra == 0;
+  if (extra.is_string() || extra.is_array() || extra.is_object()) return extra.empty();
+  return false;
+}
+
+bool sameContent(const json& stored, const json& ours) {
+  if (ours.is_object() && stored.is_object()) {
+    for (const auto& [key, value] : ours.items()) {
+      const auto found = stored.find(key);
+      if (found == stored.end() || !sameContent(*found, value)) return false;
+    }
+    for (const auto& [key, value] : stored.items()) {
+      if (!ours.contains(key) && !isZeroValue(value)) return false;
+    }
+    return true;
+  }
+  if (ours.is_array() && stored.is_array()) {
+    if (ours.size() != stored.size()) return false;
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      if (!sameContent(stored[i], ours[i])) return false;
+    }
+    return true;
+  }
+  return stored == ours;
+}
+
 // The slice's name, or what a dry-run probe's generated name starts with.
 std::string sliceLabel(const json& slice) {
   const std::string name = kube::stringAt(slice, {"metadata", "name"});
@@ -124,8 +154,19 @@ void SlicePublisher::watchSlices(std::stop_token stop) {
       watched = watchClient_.watch(
           listPath(options_.nodeName), version,
           [this](const kube::WatchEvent& event) {
-            if (event.type != "DELETED") return;
+            if (event.type != "DELETED" && event.type != "MODIFIED" && event.type != "ADDED") {
+              return;
+            }
             std::lock_guard lock(mutex_);
+            // Deleted, or changed by someone else (kubectl edit, an old controller): ours again.
+            if (event.type != "DELETED") {
+              if (!event.object || isPublishedContent(*event.object)) return;
+              if (!mayDefendAgainstEdits()) return;
+              TORUS_LOG(Info, Dra,
+                        "a ResourceSlice of this node's pool differs from what was published; "
+                        "writing it back",
+                        {"slice", sliceLabel(*event.object)});
+            }
             rewrite_ = true;
             changed_ = true;
             wake_.notify_all();
@@ -224,7 +265,7 @@ Result<void> SlicePublisher::publishOnce() {
     }
   }
   const json unchanged = slices;  // built with generation 0: what "nothing changed" compares
-  if (unchanged == lastPublished_ && !rewrite) return okResult();
+  if (unchanged == publishedCopy() && !rewrite) return okResult();
 
   std::int64_t generation = 0;
   {
@@ -242,11 +283,19 @@ Result<void> SlicePublisher::publishOnce() {
                                                            {"controller", true}}});
     }
   }
+  {
+    // Before the write: the watch compares what it sees with it, our own writes included.
+    std::lock_guard lock(mutex_);
+    lastPublished_ = unchanged;
+  }
   const Result<void> written = write(slices);
   metrics::processCounters().add(metrics::names::kDraSlicePublishTotal,
                                  {{"result", written ? "ok" : "error"}});
-  if (!written) return written;
-  lastPublished_ = unchanged;
+  if (!written) {
+    std::lock_guard lock(mutex_);
+    lastPublished_ = json();  // unknown: the next pass writes whatever it builds
+    return written;
+  }
   TORUS_LOG(Info, Dra, "ResourceSlices published", {"node", options_.nodeName},
             {"generation", generation}, {"slices", static_cast<std::int64_t>(slices.size())},
             {"core_devices", inputs.options.coreDevices}, {"taints", inputs.options.taints});
@@ -278,6 +327,53 @@ bool SlicePublisher::dropsFields(const json& sent, const json& stored) {
   }
   if (dropped) changed_ = true;
   return dropped;
+}
+
+bool sameSliceContent(const json& stored, const json& published) {
+  if (!stored.contains("spec") || !published.contains("spec")) return false;
+  json spec = stored["spec"];
+  if (spec.contains("pool") && spec["pool"].is_object()) spec["pool"].erase("generation");
+  json ours = published["spec"];
+  if (ours.contains("pool") && ours["pool"].is_object()) ours["pool"].erase("generation");
+  return sameContent(spec, ours);
+}
+
+nlohmann::json SlicePublisher::publishedCopy() const {
+  std::lock_guard lock(mutex_);
+  return lastPublished_;
+}
+
+bool SlicePublisher::mayDefendAgainstEdits() {
+  // Three write-backs a minute at most: something that keeps changing the pool (another
+  // controller, a field the API drops that the probe did not know) must not get a new pool
+  // generation every few seconds.
+  const auto now = std::chrono::steady_clock::now();
+  while (!editWriteBacks_.empty() && now - editWriteBacks_.front() > std::chrono::minutes(1)) {
+    editWriteBacks_.pop_front();
+  }
+  if (editWriteBacks_.size() >= 3) {
+    if (!editWarned_) {
+      TORUS_LOG(Warn, Dra,
+                "this node's ResourceSlices keep being changed by someone else; not writing them "
+                "back more than three times a minute (the next change of the node writes them)");
+      editWarned_ = true;
+    }
+    return false;
+  }
+  editWarned_ = false;
+  editWriteBacks_.push_back(now);
+  return true;
+}
+
+bool SlicePublisher::isPublishedContent(const json& stored) const {
+  if (!lastPublished_.is_array()) return true;  // nothing written yet: nothing to defend
+  const std::string name = kube::stringAt(stored, {"metadata", "name"});
+  for (const json& published : lastPublished_) {
+    if (kube::stringAt(published, {"metadata", "name"}) == name) {
+      return sameSliceContent(stored, published);
+    }
+  }
+  return false;  // a slice of our pool we did not write
 }
 
 Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices) {

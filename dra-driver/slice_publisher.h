@@ -11,12 +11,14 @@
 // never be allocatable together) and counters; if taints were dropped it leaves unhealthy
 // devices out. So even the first pool a scheduler sees is one the API keeps whole.
 //
-// A watch on the pool's slices catches deletions by others (kubelet wipes a node's slices when it
-// starts, an operator's kubectl delete), so the pool is back within one write, not one resync.
+// A watch on the pool's slices catches deletions and edits by others (kubelet wipes a node's
+// slices when it starts, an operator's kubectl delete or edit, an old controller), so the pool is
+// back as published within one write, not one resync.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -38,6 +40,11 @@ struct PublisherOptions {
   std::chrono::milliseconds resync = std::chrono::seconds(60);
 };
 
+// Whether `stored` (as the API returns it) says what `published` (as built, any pool generation)
+// does: the same spec apart from the pool generation, where a field only the stored copy has is
+// tolerated when it holds its zero value (the API server's defaults), and nothing else is.
+bool sameSliceContent(const nlohmann::json& stored, const nlohmann::json& published);
+
 class SlicePublisher {
  public:
   SlicePublisher(kube::KubeConfig kube, plugin::NodeView& node, PublisherOptions options);
@@ -58,6 +65,11 @@ class SlicePublisher {
   void watchSlices(std::stop_token stop);
   Result<void> refreshNode();
   Result<void> write(const std::vector<nlohmann::json>& slices);
+  nlohmann::json publishedCopy() const;
+  // Whether a slice the watch saw is one we wrote, as we wrote it (caller holds mutex_).
+  bool isPublishedContent(const nlohmann::json& stored) const;
+  // Whether another write-back of an edited slice is allowed now (caller holds mutex_).
+  bool mayDefendAgainstEdits();
   // Dry-run creates of the slices that carry counters or taints; true when the API drops any.
   Result<bool> probeDroppedFields(const std::vector<nlohmann::json>& slices);
   bool dropsFields(const nlohmann::json& sent, const nlohmann::json& stored);
@@ -74,7 +86,9 @@ class SlicePublisher {
   std::int64_t generation_ = 0;
   bool generationKnown_ = false;
   bool fieldsProbed_ = false;     // the first publication dry-runs its slices (worker thread only)
-  nlohmann::json lastPublished_;  // the slices of the last successful pass, generation zeroed
+  nlohmann::json lastPublished_;  // the slices of the last pass, generation zeroed (mutex_)
+  std::deque<std::chrono::steady_clock::time_point> editWriteBacks_;  // (mutex_)
+  bool editWarned_ = false;                                           // (mutex_)
   std::map<std::string, std::string> labels_;
   std::string nodeUid_;
   std::map<int, std::string> unhealthySince_;

@@ -4,7 +4,11 @@
 #include <set>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
+#include "common/kube/event_object.h"
+#include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
@@ -272,7 +276,18 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   options.ultraServerReservations = !config.ultraServerReservations.empty();
   options.reservationNamespace = config.ultraServerReservations;
   auto driver = dra::DraDriver::start(options, *kube, *view_);
-  if (!driver) return std::move(driver).error();
+  if (!driver) {
+    // The pod restarts and fails the same way: the Node says why, where operators look first.
+    kube::KubeClient client(*kube, std::chrono::seconds(5));
+    const nlohmann::json event = kube::eventObject(
+        {"Node", config.nodeName, "", config.nodeName}, "default", false, "DRADriverNotStarted",
+        driver.error().message, "neuron-node-agent", config.nodeName);
+    if (auto posted = client.create("/api/v1/namespaces/default/events", event); !posted) {
+      TORUS_LOG(Warn, Agent, "could not post a node event", {"reason", "DRADriverNotStarted"},
+                {"error", posted.error().message});
+    }
+    return std::move(driver).error();
+  }
   dra_ = std::move(*driver);
   // A node that served the device plugin before keeps its restarting taint until someone removes
   // it; under the DRA driver kubelet needs no plugin list, so the node takes pods at once.

@@ -67,7 +67,7 @@ named in its token, and which labels and annotations a request changes. */}}
 {{- define "torus.agentPolicyCommon" -}}
 matchConditions:
   - name: is-the-node-agent
-    expression: request.userInfo.username == {{ .agent | quote }}
+    expression: request.userInfo.username in {{ .agents | toJson }}
 variables:
   # Absent, not empty, on a request for the object itself.
   - name: subresource
@@ -160,3 +160,16 @@ items:
       pattern: ^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$
       description: The condition's name, in CamelCase.
 {{- end -}}
+
+{{- /* The node agents' rules for their own Node (both modes). */}}
+{{- define "torus.nodeAgentNodeRules" }}
+  - apiGroups: [""]
+    resources: [nodes]
+    verbs: [get, patch]
+  - apiGroups: [""]
+    resources: [nodes/status]
+    verbs: [patch]
+  - apiGroups: [""]
+    resources: [events]
+    verbs: [create]
+{{- end }}

@@ -33,7 +33,7 @@ spec:
         {{- include "torus.labels" $root | nindent 8 }}
         app.kubernetes.io/component: {{ $component }}
     spec:
-      serviceAccountName: {{ include "torus.fullname" $root }}-node-agent
+      serviceAccountName: {{ include "torus.fullname" $root }}-{{ $component }}
       hostPID: {{ $root.Values.nodeAgent.hostPID }}
       {{- include "torus.hostNetwork" $root.Values.nodeAgent | nindent 6 }}
       priorityClassName: {{ $root.Values.nodeAgent.priorityClassName }}
@@ -165,7 +165,7 @@ spec:
           volumeMounts:
             {{- if $dra }}
             - name: kubelet-plugins
-              mountPath: {{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}/neuron.aws.com
             - name: kubelet-plugins-registry
               mountPath: {{ $root.Values.nodeAgent.hostPaths.kubeletPluginsRegistry }}
             - name: cdi
@@ -197,11 +197,12 @@ spec:
             {{- end }}
       volumes:
         {{- if $dra }}
-        # kubelet's plugins directory: the DRA socket (neuron.aws.com/dra.sock) and checkpoint,
-        # at the same path inside and out (kubelet dials the path the driver reports).
+        # The driver's own directory under kubelet's plugins (not the other drivers' and CSI's):
+        # its socket dra.sock and its checkpoint, at the same path inside and out (kubelet dials
+        # the path the driver reports).
         - name: kubelet-plugins
           hostPath:
-            path: {{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}
+            path: {{ $root.Values.nodeAgent.hostPaths.kubeletPlugins }}/neuron.aws.com
             type: DirectoryOrCreate
         # kubelet's plugin watcher finds the driver's registration socket here.
         - name: kubelet-plugins-registry

@@ -126,4 +126,12 @@ check "the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
 saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
 check "chip 9's claim saw /dev/neuron9" saw_chip_nine
 
+echo "== helm test where every Neuron node is in DRA mode"
+# Before 1.36 there is no aws.amazon.com/neuroncore on a DRA node: with dra.allNodes the chart's
+# test pod asks for a chip by claim.
+HELM="$REPO/build/tools/helm"
+check "helm upgrade with dra.allNodes=true" "$HELM" --kubeconfig "$KUBECONFIG" upgrade torus \
+  "$REPO/helm/torus" -n kube-system --reuse-values --set dra.allNodes=true --wait --timeout 3m
+check "helm test" "$HELM" --kubeconfig "$KUBECONFIG" test torus -n kube-system --timeout 3m
+
 uninstall_and_report

@@ -76,6 +76,32 @@ assert d["consumesCounters"][0]["counters"] == {"device5": {"value": "4"}}, d'
 }
 check "chip attributes use AWS names and carry capacity" chip_attributes_are_aws
 
+echo "== a slice someone else edits is written back"
+# kubectl patch as an operator (or an old controller) might: the agent's watch sees the slice
+# differ from what it published and writes it back within one write (audit L2).
+edit_a_slice() {
+  local slice index
+  read -r slice index < <(k get resourceslices -o json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["items"]:
+    if s["spec"].get("nodeName") == sys.argv[1] and s["spec"]["driver"] == "neuron.aws.com":
+        for i, d in enumerate(s["spec"].get("devices", [])):
+            if d["name"] == "neurondevice5":
+                print(s["metadata"]["name"], i)
+                sys.exit()' "$NODE_NAME")
+  k patch resourceslice "$slice" --type=json -p "[{\"op\": \"replace\", \"path\": \"/spec/devices/$index/attributes/instanceType/string\", \"value\": \"edited-by-hand\"}]"
+}
+instance_type_is() {
+  pool_devices | python3 -c '
+import json, sys
+have = json.load(sys.stdin)["neurondevice5"]["attributes"]["instanceType"]
+assert have == {"string": sys.argv[1]}, have' "$1"
+}
+check "kubectl patch changes neurondevice5's instanceType" edit_a_slice
+check "... the agent writes it back" eventually 30 instance_type_is trn2.48xlarge
+said_written_back() { agent_log | grep -q "differs from what was published; writing it back"; }
+check "... and says why" said_written_back
+
 echo "== claims from the examples run with the devices and environment they asked for"
 for example in 1-device 1x4-connected-devices all-devices 4-cores-one-chip lnc1 specific-driver-version; do
   apply_example_template "$example.yaml"

@@ -263,6 +263,85 @@ TEST(HelmChart, DraModeSplitsNodesByLabelAndInstallsItsClasses) {
       1U);
 }
 
+// The DRA agent runs under its own ServiceAccount, whose role patches and watches no pod, and
+// mounts only its own directory under kubelet's plugins (audit L7); the device-plugin agent's
+// role has no DRA rule.
+TEST(HelmChart, TheDraAgentHasItsOwnSmallerIdentityAndMounts) {
+  std::map<std::string, YAML::Node> byName;  // "Kind/name"
+  for (const YAML::Node& object : render({"dra", {"dra.enabled=true"}})) {
+    byName[object["kind"].as<std::string>() + "/" + object["metadata"]["name"].as<std::string>()] =
+        object;
+  }
+  const auto verbsOn = [&](const std::string& role, const std::string& resource) {
+    std::set<std::string> verbs;
+    for (const YAML::Node& rule : byName.at("ClusterRole/" + role)["rules"]) {
+      for (const YAML::Node& name : rule["resources"]) {
+        if (name.as<std::string>() != resource) continue;
+        for (const YAML::Node& verb : rule["verbs"])
+          verbs.insert(verb.as<std::string>());
+      }
+    }
+    return verbs;
+  };
+  EXPECT_EQ(verbsOn("torus-torus-node-agent-dra", "pods"), std::set<std::string>{"get"});
+  EXPECT_EQ(verbsOn("torus-torus-node-agent", "pods"),
+            (std::set<std::string>{"list", "watch", "patch"}));
+  EXPECT_TRUE(verbsOn("torus-torus-node-agent", "resourceslices").empty());
+  EXPECT_EQ(verbsOn("torus-torus-node-agent-dra", "resourceclaims"), std::set<std::string>{"get"});
+
+  const YAML::Node pod = byName.at("DaemonSet/torus-torus-node-agent-dra")["spec"]["template"];
+  EXPECT_EQ(pod["spec"]["serviceAccountName"].as<std::string>(), "torus-torus-node-agent-dra");
+  EXPECT_EQ(
+      byName
+          .at("DaemonSet/torus-torus-node-agent")["spec"]["template"]["spec"]["serviceAccountName"]
+          .as<std::string>(),
+      "torus-torus-node-agent");
+  for (const YAML::Node& volume : pod["spec"]["volumes"]) {
+    if (volume["name"].as<std::string>() != "kubelet-plugins") continue;
+    EXPECT_EQ(volume["hostPath"]["path"].as<std::string>(),
+              "/var/lib/kubelet/plugins/neuron.aws.com");
+  }
+  for (const YAML::Node& mount : pod["spec"]["containers"][0]["volumeMounts"]) {
+    if (mount["name"].as<std::string>() != "kubelet-plugins") continue;
+    EXPECT_EQ(mount["mountPath"].as<std::string>(), "/var/lib/kubelet/plugins/neuron.aws.com");
+  }
+  EXPECT_EQ(pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"].as<std::string>(),
+            "/readyz");
+}
+
+// `helm test` on a cluster where every Neuron node is in DRA mode asks for a chip by claim:
+// aws.amazon.com/neuroncore exists there only from 1.36 (extended-resource mapping).
+TEST(HelmChart, HelmTestAsksByClaimWhereEveryNodeIsDra) {
+  const auto testObjects = [](const Variant& variant) {
+    std::map<std::string, YAML::Node> hooks;  // kind -> object
+    for (const YAML::Node& object : render(variant)) {
+      const YAML::Node annotations = object["metadata"]["annotations"];
+      if (annotations && annotations["helm.sh/hook"].as<std::string>("") == "test") {
+        hooks[object["kind"].as<std::string>()] = object;
+      }
+    }
+    return hooks;
+  };
+  const auto plain = testObjects(kVariants[0]);
+  ASSERT_EQ(plain.size(), 1U);
+  EXPECT_EQ(
+      plain.at("Pod")["spec"]["containers"][0]["resources"]["limits"]["aws.amazon.com/neuroncore"]
+          .as<int>(),
+      1);
+  const auto dra = testObjects(kVariants.back());
+  ASSERT_EQ(dra.size(), 2U);
+  const YAML::Node pod = dra.at("Pod")["spec"];
+  EXPECT_FALSE(pod["containers"][0]["resources"]["limits"]);
+  EXPECT_EQ(pod["containers"][0]["resources"]["claims"][0]["name"].as<std::string>(), "neuron");
+  EXPECT_EQ(pod["resourceClaims"][0]["resourceClaimTemplateName"].as<std::string>(),
+            dra.at("ResourceClaimTemplate")["metadata"]["name"].as<std::string>());
+  EXPECT_FALSE(pod["schedulerName"]) << "kube-scheduler allocates claims";
+  EXPECT_EQ(dra.at("ResourceClaimTemplate")["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+                                           ["deviceClassName"]
+                                               .as<std::string>(),
+            "chip.neuron.aws.com");
+}
+
 // The UltraServer operator serves AWS's neuron.aws.com/v1beta1 API (off by default): both CRDs,
 // namespaced; its Deployment; the DRA agent's reservations flag and its read of the
 // NeuronUltraServers in the release's namespace.
@@ -350,7 +429,7 @@ TEST(HelmChart, UltraServerOperatorInstallsAwsApiAndTellsTheDraAgent) {
   EXPECT_EQ(roleBindings["torus-torus-ultraserver-operator"], "torus-torus-ultraserver-operator");
   EXPECT_EQ(roleResources["torus-torus-node-agent-ultraservers"],
             (std::set<std::string>{"neuronultraservers"}));
-  EXPECT_EQ(roleBindings["torus-torus-node-agent-ultraservers"], "torus-torus-node-agent");
+  EXPECT_EQ(roleBindings["torus-torus-node-agent-ultraservers"], "torus-torus-node-agent-dra");
 }
 
 // Its workloads get their nodes through DRA claims: without the DRA driver the chart refuses.

@@ -311,6 +311,43 @@ TEST_F(ClaimPreparerTest, ACoreHandedOnWithoutAResetIsCounted) {
   EXPECT_EQ(counted(), before + 1);
 }
 
+// A claim the API no longer has (or has re-created under another UID) is one kubelet will never
+// unprepare once its own state is lost: two sweeps in a row that miss it unprepare it, so its
+// chip is reset and handed out again (audit L6). A claim still there stays.
+TEST_F(ClaimPreparerTest, AClaimGoneFromTheApiIsForgottenOnTheSecondSweep) {
+  auto preparer = makePreparer();
+  const ClaimRef gone = add("gone", {"neurondevice3"});
+  const ClaimRef recreated = add("recreated", {"neurondevice4"});
+  const ClaimRef kept = add("kept", {"neurondevice5"});
+  for (const ClaimRef& ref : {gone, recreated, kept})
+    ASSERT_TRUE(preparer->prepare(ref).ok());
+  objects_.erase("ns/gone");
+  objects_["ns/recreated"]["metadata"]["uid"] = "uid-new";
+  EXPECT_EQ(preparer->forgetClaimsGoneFromApi(), 0) << "one sweep is not enough";
+  EXPECT_EQ(preparer->prepared().size(), 3U);
+  EXPECT_EQ(preparer->forgetClaimsGoneFromApi(), 2);
+  EXPECT_EQ(preparer->prepared().size(), 1U);
+  EXPECT_TRUE(preparer->prepared().contains(kept.uid));
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  const std::vector<std::string> resets = node_.resets();  // one batch or two
+  EXPECT_TRUE(resets == std::vector<std::string>{"3-4"} ||
+              resets == (std::vector<std::string>{"3", "4"}))
+      << resets.size();
+}
+
+TEST_F(ClaimPreparerTest, ACorruptCheckpointStopsTheDriverAndSaysWhatToDo) {
+  ASSERT_TRUE(writeFile(options_.checkpointFile, "{\"version\": 1, \"claims\": [").ok());
+  auto preparer = ClaimPreparer::create(
+      options_, node_,
+      [](const std::string&, const std::string&) { return Result<json>(json::object()); });
+  ASSERT_FALSE(preparer.ok());
+  EXPECT_NE(preparer.error().message.find(options_.checkpointFile.string()), std::string::npos);
+  EXPECT_NE(preparer.error().message.find("Drain the node (kubectl drain), delete " +
+                                          options_.checkpointFile.string()),
+            std::string::npos)
+      << preparer.error().message;
+}
+
 // A chip whose reset failed is never handed out: the worker leaves it pending, a prepare that
 // wants it tries the reset again and fails with the reason while it fails (kubelet retries), and
 // the first reset that succeeds lets the claim through.

@@ -8,6 +8,7 @@
 
 #include "common/topology/neuronlink_graph.h"
 #include "dra-driver/driver_names.h"
+#include "dra-driver/slice_publisher.h"
 
 namespace torus::dra {
 namespace {
@@ -338,6 +339,30 @@ TEST(DriverNames, ParseOnlyWhatThePoolPublishes) {
                           "gpu0", "", "neurondevice99999"}) {
     EXPECT_FALSE(parseDeviceName(bad).has_value()) << bad;
   }
+}
+
+// The publisher writes back a slice someone else changed (audit L2). What the API returns of our
+// own write is the same content: another pool generation, and defaults at their zero values.
+TEST(SliceContent, OnlyAnotherWritersChangesCount) {
+  const json published = buildSlices(inputsFor("trn2.48xlarge"), 0)[1];
+  json stored = published;
+  stored["metadata"]["resourceVersion"] = "812";
+  stored["spec"]["pool"]["generation"] = 9;
+  stored["spec"]["devices"][0]["allowMultipleAllocations"] = false;  // a default
+  stored["spec"]["perDeviceNodeSelection"] = false;
+  EXPECT_TRUE(sameSliceContent(stored, published));
+
+  json edited = stored;
+  edited["spec"]["devices"][0]["attributes"]["instanceType"]["string"] = "edited";
+  EXPECT_FALSE(sameSliceContent(edited, published));
+  json tainted = stored;
+  tainted["spec"]["devices"][2]["taints"] =
+      json::array({{{"key", "someone/else"}, {"effect", "NoSchedule"}}});
+  EXPECT_FALSE(sameSliceContent(tainted, published));
+  json shorter = stored;
+  shorter["spec"]["devices"].erase(shorter["spec"]["devices"].begin());
+  EXPECT_FALSE(sameSliceContent(shorter, published));
+  EXPECT_FALSE(sameSliceContent(json::object(), published));
 }
 
 }  // namespace
