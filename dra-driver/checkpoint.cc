@@ -8,6 +8,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/json_nesting.h"
+#include "common/base/stable_hash.h"
 #include "common/base/strings.h"
 
 namespace torus::dra {
@@ -15,8 +16,16 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormatVersion = 1;
+// 2: {"version", "checksum", "data": {claims, pendingReset, unresetCores}}, the checksum over
+// data's compact dump (keys sorted), so a damaged or hand-edited file is refused, not misread.
+// 1 (before 2026-11-27): the same fields at the top, no checksum; read and converted forward
+// (devices without their own visibleCores show the whole claim's, as that driver wrote them).
+constexpr int kFormatVersion = 2;
 constexpr std::size_t kMaxCheckpointBytes = 16 << 20;
+
+std::string checksumOf(const json& data) {
+  return "fnv1a64:" + hex16(fnv1a64(data.dump()));
+}
 
 json toJson(const ResolvedClaim& claim) {
   json devices = json::array();
@@ -166,15 +175,33 @@ Result<DriverState> parseCheckpoint(std::string_view text, const std::string& wh
     return makeError(ErrorCode::kInvalidArgument, where + ": not a JSON object");
   }
   const auto version = document.find("version");
-  if (version == document.end() || !version->is_number_integer() ||
-      version->get<std::int64_t>() != kFormatVersion) {
+  const std::int64_t number =
+      version != document.end() && version->is_number_integer() ? version->get<std::int64_t>() : 0;
+  const json* data = &document;  // version 1 kept its fields at the top, with no checksum
+  if (number == kFormatVersion) {
+    const auto body = document.find("data");
+    const auto checksum = document.find("checksum");
+    if (body == document.end() || !body->is_object() || checksum == document.end() ||
+        !checksum->is_string()) {
+      return makeError(ErrorCode::kInvalidArgument, where + ": version " + std::to_string(number) +
+                                                        " needs \"data\" and \"checksum\"");
+    }
+    if (checksum->get<std::string>() != checksumOf(*body)) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       where +
+                           ": its checksum does not match its data (the file was damaged or "
+                           "edited by hand)");
+    }
+    data = &*body;
+  } else if (number != 1) {
     return makeError(ErrorCode::kInvalidArgument,
                      where + ": format version " +
                          (version == document.end() ? std::string("missing") : version->dump()) +
-                         " is not " + std::to_string(kFormatVersion));
+                         " is not one this driver reads (1 to " + std::to_string(kFormatVersion) +
+                         ")");
   }
-  const auto claims = document.find("claims");
-  if (claims == document.end() || !claims->is_object()) {
+  const auto claims = data->find("claims");
+  if (claims == data->end() || !claims->is_object()) {
     return makeError(ErrorCode::kInvalidArgument, where + ": \"claims\" is not an object");
   }
   DriverState loaded;
@@ -183,13 +210,13 @@ Result<DriverState> parseCheckpoint(std::string_view text, const std::string& wh
     if (!claim) return std::move(claim).error().withContext(where);
     loaded.claims.emplace(uid, std::move(*claim));
   }
-  if (document.contains("pendingReset")) {
-    auto pending = idSet(document, "pendingReset", where);
+  if (data->contains("pendingReset")) {
+    auto pending = idSet(*data, "pendingReset", where);
     if (!pending) return std::move(pending).error();
     loaded.pendingReset = *pending;
   }
-  if (document.contains("unresetCores")) {
-    auto unreset = idSet(document, "unresetCores", where);
+  if (data->contains("unresetCores")) {
+    auto unreset = idSet(*data, "unresetCores", where);
     if (!unreset) return std::move(unreset).error();
     loaded.unresetCores = *unreset;
   }
@@ -201,10 +228,12 @@ Result<void> saveCheckpoint(const std::filesystem::path& path, const DriverState
   json entries = json::object();
   for (const auto& [uid, claim] : state.claims)
     entries[uid] = toJson(claim);
-  const json document = {{"version", kFormatVersion},
-                         {"claims", std::move(entries)},
-                         {"pendingReset", state.pendingReset.ids()},
-                         {"unresetCores", state.unresetCores.ids()}};
+  json data = {{"claims", std::move(entries)},
+               {"pendingReset", state.pendingReset.ids()},
+               {"unresetCores", state.unresetCores.ids()}};
+  const std::string checksum = checksumOf(data);
+  const json document = {
+      {"version", kFormatVersion}, {"checksum", checksum}, {"data", std::move(data)}};
   return writeFileAtomically(path, document.dump(1) + "\n", durability);
 }
 

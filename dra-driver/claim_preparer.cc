@@ -95,11 +95,13 @@ Result<void> ClaimPreparer::reset(const topology::DeviceSet& chips,
 void ClaimPreparer::resetInBackground(std::stop_token stop) {
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
-    changed_.wait(lock, stop, [this] { return !(state_.pendingReset - failedResets_).empty(); });
+    // Not the chips a prepare is resetting itself.
+    changed_.wait(lock, stop,
+                  [this] { return !(state_.pendingReset - failedResets_ - resetting_).empty(); });
     if (stop.stop_requested()) break;
-    const topology::DeviceSet batch = state_.pendingReset - failedResets_;
+    const topology::DeviceSet batch = state_.pendingReset - failedResets_ - resetting_;
     const topology::CoreSet inUse = heldCoresExcept("");
-    resetting_ = batch;
+    resetting_ |= batch;
     lock.unlock();
     const Result<void> done = reset(batch, inUse);
     lock.lock();
@@ -109,7 +111,7 @@ void ClaimPreparer::resetInBackground(std::stop_token stop) {
     } else {
       failedResets_ |= batch;
     }
-    resetting_ = {};
+    resetting_ -= batch;
     // Not synced: lost in a crash, these resets are only done once more.
     if (auto saved = saveCheckpoint(options_.checkpointFile, state_, Durability::kAtomicOnly);
         !saved) {
@@ -243,8 +245,18 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   });
   // Given back so recently that the worker has not reset it yet: reset it now, before anyone
   // gets it.
+  // The reset runs outside the lock, as the worker's does: a slow one (a real chip takes seconds)
+  // must not hold up every other prepare and unprepare on the node. Its chips are marked as
+  // being reset, so a retry of this claim or the worker waits for them.
   if (const topology::DeviceSet dirty = resolved->chips & state_.pendingReset; !dirty.empty()) {
-    if (auto done = reset(dirty, heldCoresExcept("")); !done) {
+    resetting_ |= dirty;
+    const topology::CoreSet inUse = heldCoresExcept("");
+    lock.unlock();
+    const Result<void> done = reset(dirty, inUse);
+    lock.lock();
+    resetting_ -= dirty;
+    changed_.notify_all();
+    if (!done) {
       failedResets_ |= dirty;
       return makeError(ErrorCode::kUnavailable,
                        "claim " + ref.nameSpace + "/" + ref.name + ": chips " +

@@ -106,7 +106,7 @@ class ClaimPreparer {
   bool reservationKnown_ = true;  // false from setReservation(false, ...) until it is read
   std::map<std::string, int> goneFromApi_;  // claim UID -> sweeps in a row that missed it
   std::string reservedFor_;
-  topology::DeviceSet resetting_;  // taken by the worker, reset in progress
+  topology::DeviceSet resetting_;  // being reset outside the lock (the worker or a prepare)
   // Pending chips whose reset by the worker failed: it leaves them to the next prepare that
   // wants them (which tries again and fails while the reset does), instead of retrying in a loop.
   topology::DeviceSet failedResets_;

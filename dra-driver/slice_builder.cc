@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/base/stable_hash.h"
 #include "common/base/version.h"
 #include "common/contracts/neuron_names.h"
 #include "common/topology/allowed_shapes.h"
@@ -28,22 +29,6 @@ json stringAttribute(const std::string& value) {
 }
 json versionAttribute(const std::string& value) {
   return {{"version", value}};
-}
-
-// 64-bit FNV-1a: stable across builds and platforms, unlike std::hash.
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t hash = 14695981039346656037ULL;
-  for (const unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
-
-std::string hex16(std::uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
 }
 
 std::string quantityOfBytes(std::uint64_t bytes) {
@@ -173,7 +158,7 @@ std::string sliceName(const std::string& nodeName, int index) {
   if (nodeName.size() + suffix.size() <= kMaxObjectNameLength) return nodeName + suffix;
   // A long node name keeps its start (for people) and gains a hash of the whole (for uniqueness).
   std::string name = nodeName.substr(0, kMaxObjectNameLength - suffix.size() - 17);
-  name.append(1, '-').append(hex16(fnv1a(nodeName))).append(suffix);
+  name.append(1, '-').append(hex16(fnv1a64(nodeName))).append(suffix);
   return name;
 }
 
@@ -205,7 +190,7 @@ std::string deviceGroupId(const std::string& nodeName, const topology::Node& nod
   if (device < 0 || device >= node.deviceCount()) return "";
   if (size == 1) {
     const std::string& bdf = node.devices[static_cast<std::size_t>(device)].pciBdf;
-    return bdf.empty() ? hex16(fnv1a(nodeName + "/1/" + std::to_string(device))) : bdf;
+    return bdf.empty() ? hex16(fnv1a64(nodeName + "/1/" + std::to_string(device))) : bdf;
   }
   // Groups are the allowed connected sets of that size that start on a multiple of it: disjoint,
   // so "equal id" is an equivalence, as matchAttribute needs.
@@ -216,7 +201,7 @@ std::string deviceGroupId(const std::string& nodeName, const topology::Node& nod
     // A cut NeuronLink breaks the group: its devices get no id, so no claim takes them as one.
     if (!topology::NeuronLinkGraph::fromNode(node).isConnected(group)) return "";
     return hex16(
-        fnv1a(nodeName + "/" + std::to_string(size) + "/" + std::to_string(members.front())));
+        fnv1a64(nodeName + "/" + std::to_string(size) + "/" + std::to_string(members.front())));
   }
   return "";
 }

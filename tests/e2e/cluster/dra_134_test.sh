@@ -5,9 +5,10 @@
 # alpha and off. The driver must notice what the API server drops and fall back: whole chips only
 # (no core partitions, whose counters would be dropped) and unhealthy chips left out of the pool
 # (no taints), and still publish AWS's UltraServer node device on a trn2u (without counters).
-# Checked: the fallbacks, claims for 1, 4 connected and all chips and LNC 1, AWS's UltraServer
+# Checked: the fallbacks, claims for 1, 4 connected and all chips and LNC 1, a prioritized list
+# (each container its request's chip and cores), admin access beside a workload, AWS's UltraServer
 # template on a trn2u, a fault that takes a chip out and the recovery that brings it back,
-# unprepare.
+# unprepare, and helm test where every node is in DRA mode.
 #
 # Usage: tests/e2e/cluster/dra_134_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Every wait is bounded.
@@ -78,6 +79,10 @@ saw_lnc1_chip() { CORES_PER_DEVICE=8 EXPECTED_LNC=1 check_pod_saw "$1" neuron 1;
 check "LNC 1 by NeuronConfig: 8 cores numbered at LNC 1" saw_lnc1_chip dra-lnc1
 check "every claim was unprepared once its pod finished" eventually 60 claims_prepared 0
 check "unprepare removed every CDI spec" no_cdi_specs
+
+# Both on by default (beta) in 1.34 already.
+prioritized_list_checks
+admin_access_checks
 
 echo "== AWS's UltraServer template on the trn2u: the node device without counters"
 trn2u_node_device() {

@@ -134,113 +134,7 @@ check "unprepare removed every CDI spec" no_cdi_specs
 # Counted per batch: releases close together may share one.
 check "unprepare reset the chips (in the background)" eventually 15 resets_at_least 4
 
-echo "== a prioritized list: each container gets the chip of the request it names, and its cores"
-# The first subrequest (17 chips) cannot be met, so "first" is allocated as "first/one". Kubelet
-# gives a container the devices whose request names include the request it names: the driver
-# must answer "first", not "first/one", or container a starts with no /dev/neuron at all. Each
-# device's CDI edit names the cores of what the containers given it get (the runtime keeps the
-# last edit's value): a and b see their own chip's cores, a container naming the claim both
-# chips', and containers that overlap (one request, and the whole claim) are refused by name.
-pinned <<'YAML' | k apply -n e2e -f - > /dev/null
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: listed}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: first
-          firstAvailable:
-            - {name: seventeen, deviceClassName: chip.neuron.aws.com, allocationMode: ExactCount, count: 17}
-            - {name: one, deviceClassName: chip.neuron.aws.com}
-        - name: second
-          exactly: {deviceClassName: chip.neuron.aws.com}
-YAML
-# listed_pod NAME CONTAINER[:REQUEST]...: a pod of the listed template whose containers report
-# what they got; a container without a request names the whole claim.
-listed_pod() {
-  local name="$1" spec request
-  shift
-  {
-    cat <<YAML
-apiVersion: v1
-kind: Pod
-metadata: {name: $name}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-YAML
-    for spec in "$@"; do
-      request=""
-      [[ "$spec" == *:* ]] && request=", request: ${spec#*:}"
-      cat <<YAML
-    - name: ${spec%%:*}
-      image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, 'echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr "\\n" " ")"; echo "CORES=\$NEURON_RT_VISIBLE_CORES"']
-      resources: {claims: [{name: neurons$request}]}
-YAML
-    done
-    cat <<YAML
-  resourceClaims:
-    - {name: neurons, resourceClaimTemplateName: listed}
-YAML
-  } | pinned | k apply -n e2e -f - > /dev/null
-}
-listed_pod dra-listed a:first b:second
-listed_pod dra-listed-whole c
-listed_pod dra-listed-overlap a:first c
-check "a pod with a firstAvailable request and two containers succeeds" eventually 120 pod_succeeded dra-listed
-check "a pod naming that claim whole succeeds" eventually 120 pod_succeeded dra-listed-whole
-container_saw() { k logs -n e2e "$1" -c "$2" | sed -n "s/^$3=//p" | xargs; }
-# core_ids TEXT: the ids NEURON_RT_VISIBLE_CORES names ("16-19" or "16,17,18,19,40"), one line.
-core_ids() {
-  python3 -c '
-import sys
-ids = []
-for part in filter(None, sys.argv[1].split(",")):
-    low, _, high = part.partition("-")
-    ids += range(int(low), int(high or low) + 1)
-print(*sorted(ids))' "$1"
-}
-# chip_core_ids neuronA [neuronB ...]: the ids of those chips' cores at LNC 2, one line.
-chip_core_ids() {
-  python3 -c '
-import sys
-print(*sorted(4 * int(n[len("neuron"):]) + k for n in sys.argv[1:] for k in range(4)))' "$@"
-}
-# saw_own_cores POD CONTAINER CHIPS: the container got CHIPS' device nodes and only their cores.
-saw_own_cores() {
-  local devices cores
-  devices="$(container_saw "$1" "$2" DEVICES)" cores="$(container_saw "$1" "$2" CORES)"
-  echo "$1/$2: devices ${devices:-none}, cores ${cores:-none}"
-  [[ "$(printf '%s\n' $devices | sort -V | xargs)" == "$3" ]] || return 1
-  [[ "$(core_ids "$cores")" == "$(chip_core_ids $3)" ]]
-}
-each_saw_their_own() {
-  local a b
-  a="$(container_saw dra-listed a DEVICES)" b="$(container_saw dra-listed b DEVICES)"
-  [[ "$a" =~ ^neuron[0-9]+$ && "$b" =~ ^neuron[0-9]+$ && "$a" != "$b" ]] ||
-    { echo "a: ${a:-no device}, b: ${b:-no device}"; return 1; }
-  saw_own_cores dra-listed a "$a" && saw_own_cores dra-listed b "$b"
-}
-check "a and b each saw their own request's chip and only its cores" each_saw_their_own
-whole_saw_both() {
-  local devices
-  devices="$(container_saw dra-listed-whole c DEVICES)"
-  [[ "$(wc -w <<< "$devices")" == 2 ]] || { echo "devices: ${devices:-none}"; return 1; }
-  saw_own_cores dra-listed-whole c "$(printf '%s\n' $devices | sort -V | xargs)"
-}
-check "the container naming the claim saw both chips and both chips' cores" whole_saw_both
-overlap_event() {
-  k get events -n e2e --field-selector "involvedObject.name=dra-listed-overlap" -o jsonpath='{.items[*].message}' |
-    grep -o 'containers dra-listed-overlap/a (requests first) and dra-listed-overlap/c (the whole claim) both get device' |
-    head -n 1 | grep .
-}
-check "containers seeing overlapping parts of a claim: refused, the event names both" \
-  eventually 90 overlap_event
-check "... and the pod does not start" phase_is dra-listed-overlap Pending
-k delete pod -n e2e dra-listed dra-listed-whole dra-listed-overlap --wait=false > /dev/null
+prioritized_list_checks
 
 # A config naming one request applies to it alone; LNC 1 for one request and the node's LNC 2 for
 # the other cannot share a claim, and the pod's event says so.
@@ -270,76 +164,7 @@ check "LNC 1 for one request only: the pod's event names both requests' LNC" \
 check "... and the pod does not start" phase_is dra-mixed-lnc Pending
 k delete pod -n e2e dra-mixed-lnc --wait=false > /dev/null
 
-echo "== admin access: a monitor sees every chip beside the workloads, owning none"
-# adminAccess needs a namespace labelled for it. The monitor's claim takes all 16 chips first:
-# kube-scheduler checks a chip's counters even for an admin-access request, so with core devices
-# on it cannot give a monitor a chip a workload already holds (docs/dra.md). A workload then gets
-# one of the monitor's chips, and the monitor going away resets nothing under it.
-pinned <<'YAML' | k apply -f - > /dev/null
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: e2e-admin
-  labels: {resource.kubernetes.io/admin-access: "true"}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: monitor-all, namespace: e2e-admin}
-spec:
-  devices:
-    requests:
-      - name: chips
-        exactly: {deviceClassName: chip.neuron.aws.com, allocationMode: All, adminAccess: true}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: monitor, namespace: e2e-admin}
-spec:
-  restartPolicy: Never
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: monitor
-      image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, 'echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; sleep 600']
-      resources: {claims: [{name: chips}]}
-  resourceClaims:
-    - {name: chips, resourceClaimName: monitor-all}
-YAML
-monitor_running() {
-  [[ "$(k get pod -n e2e-admin monitor -o jsonpath='{.status.phase}')" == Running ]] || {
-    k get pod -n e2e-admin monitor -o jsonpath='{.status.conditions[*].message}'; echo; return 1; }
-}
-check "an admin-access monitor of all 16 chips runs" eventually 120 monitor_running
-monitor_saw_sixteen() {
-  local seen
-  seen="$(k logs -n e2e-admin monitor | sed -n 's/^DEVICES=//p' | wc -w)"
-  [[ "$seen" == 16 ]] || { echo "the monitor saw $seen device nodes"; return 1; }
-}
-check "... and sees all 16 chips" eventually 15 monitor_saw_sixteen
-monitor_owns_nothing() {
-  allocations | python3 -c '
-import json, sys
-claims = {c["claim"]: c for c in json.load(sys.stdin)["claims"]}
-monitor = claims.get("e2e-admin/monitor-all")
-assert monitor, "no prepared claim e2e-admin/monitor-all: %s" % sorted(claims)
-print("monitor: %d devices, owns chips %s" % (len(monitor["deviceNames"]), monitor["devices"]))
-assert len(monitor["deviceNames"]) == 16 and monitor["devices"] == [] and monitor["cores"] == []'
-}
-check "the agent counts the monitor's claim as owning no chip" monitor_owns_nothing
-dra_pod dra-work one-chip 600
-check "a workload on one of the monitor's chips runs (prepared beside it)" eventually 120 phase_is dra-work Running
-k delete pod -n e2e-admin monitor --wait=true > /dev/null
-check "the workload still runs after the monitor is gone" phase_is dra-work Running
-workload_still_prepared() {
-  allocations | python3 -c '
-import json, sys
-claims = json.load(sys.stdin)["claims"]
-assert len(claims) == 1 and len(claims[0]["devices"]) == 1, claims'
-}
-check "... its claim alone is prepared, its chip still its own" eventually 30 workload_still_prepared
-k delete namespace e2e-admin --wait=false > /dev/null
-k delete pod -n e2e dra-work --wait=true > /dev/null
-check "every claim is unprepared afterwards" eventually 60 claims_prepared 0
+admin_access_checks
 
 echo "== what cannot be given stays Pending or fails with a reason"
 k apply -n e2e -f - > /dev/null <<'YAML'
@@ -660,5 +485,26 @@ whole_node_pod mixed-e
 check "a fifth such pod stays Pending: every node is full" eventually 60 unschedulable mixed-e
 k delete pod -n e2e "${MIXED[@]}" mixed-e --wait=true > /dev/null
 check "the DRA node's claim is unprepared after the mixed pods" eventually 60 claims_prepared 0
+
+echo "== a corrupt checkpoint stops the driver and the Node says what to do"
+# Starting without its record of prepared claims would hand out chips running pods hold: the
+# driver refuses, and a Warning Event on the Node names the file and the way out (audit L6).
+CHECKPOINT="$KUBELET_ROOT/plugins/neuron.aws.com/checkpoint.json"
+cp "$CHECKPOINT" "$STATE_DIR/checkpoint.saved"
+echo '{"version": 1, "claims": [' > "$CHECKPOINT"
+k delete pod -n kube-system "$(agent_pod)" --wait=true > /dev/null
+node_event_says_what_to_do() {
+  k get events -n default --field-selector "involvedObject.name=$NODE_NAME,reason=DRADriverNotStarted" \
+    -o jsonpath='{.items[*].message}' |
+    grep -o 'neuron.aws.com/checkpoint.json[^;]*; the driver cannot tell which chips.*Drain the node' |
+    head -n 1 | grep .
+}
+check "the Node's DRADriverNotStarted event names the file and says to drain and delete it" \
+  eventually 90 node_event_says_what_to_do
+agent_not_ready() { ! agent_ready; }
+check "... and the agent is not Ready" agent_not_ready
+cp "$STATE_DIR/checkpoint.saved" "$CHECKPOINT"
+k delete pod -n kube-system "$(agent_pod)" --wait=true > /dev/null
+check "with the checkpoint back, a new agent starts and is Ready" eventually 120 agent_ready
 
 uninstall_and_report

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <future>
 #include <mutex>
 
 #include <gtest/gtest.h>
@@ -25,6 +27,13 @@ class FakeNode : public plugin::NodeView {
   }
   Result<void> prepareCores(const topology::CoreSet& cores,
                             const topology::CoreSet& inUseElsewhere) override {
+    {
+      // A reset held by the test, as a real chip's takes seconds.
+      std::unique_lock lock(gateMutex_);
+      ++resetsStarted_;
+      gateChanged_.notify_all();
+      gateChanged_.wait(lock, [this] { return gateOpen_; });
+    }
     if (failResets) {
       return makeError(ErrorCode::kInternal,
                        "resetting neuron0: the driver reports state INVALID (2)");
@@ -34,7 +43,25 @@ class FakeNode : public plugin::NodeView {
                       snapshot_.node.devicesOfCores(inUseElsewhere));
     return okResult();
   }
-  std::atomic<bool> failResets{false};       // every reset fails, as a driver's INVALID state
+  std::atomic<bool> failResets{false};  // every reset fails, as a driver's INVALID state
+  void holdResets() {
+    std::lock_guard lock(gateMutex_);
+    gateOpen_ = false;
+  }
+  void releaseResets() {
+    std::lock_guard lock(gateMutex_);
+    gateOpen_ = true;
+    gateChanged_.notify_all();
+  }
+  // Waits until `count` resets have begun since the start.
+  void waitForResetsStarted(int count) {
+    std::unique_lock lock(gateMutex_);
+    gateChanged_.wait(lock, [&] { return resetsStarted_ >= count; });
+  }
+  int resetsStarted() {
+    std::lock_guard lock(gateMutex_);
+    return resetsStarted_;
+  }
   std::vector<std::string> resets() const {  // reset chips, one range text per reset
     std::lock_guard lock(mutex_);
     std::vector<std::string> texts;
@@ -48,6 +75,10 @@ class FakeNode : public plugin::NodeView {
   ChangeNotifier notifier_;
   mutable std::mutex mutex_;
   std::vector<topology::DeviceSet> resets_;
+  std::mutex gateMutex_;
+  std::condition_variable gateChanged_;
+  bool gateOpen_ = true;
+  int resetsStarted_ = 0;
 };
 
 json claimObject(const ClaimRef& ref, const std::vector<std::string>& devices) {
@@ -346,6 +377,34 @@ TEST_F(ClaimPreparerTest, ACorruptCheckpointStopsTheDriverAndSaysWhatToDo) {
                                           options_.checkpointFile.string()),
             std::string::npos)
       << preparer.error().message;
+}
+
+// A prepare that must reset its chip first does it outside the lock: a slow reset (seconds on a
+// real chip; kubelet gives a call 45 s) holds up no other claim's prepare (audit L3).
+TEST_F(ClaimPreparerTest, ASlowResetInAPrepareHoldsUpNoOtherClaim) {
+  auto preparer = makePreparer();
+  const ClaimRef first = add("first", {"neurondevice0"});
+  ASSERT_TRUE(preparer->prepare(first).ok());
+  node_.failResets = true;  // the worker's background reset fails: chip 0 stays pending
+  ASSERT_TRUE(preparer->unprepare(first).ok());
+  ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
+  node_.failResets = false;
+  node_.holdResets();
+  const int before = node_.resetsStarted();
+  const ClaimRef again = add("again", {"neurondevice0"});
+  auto slow = std::async(std::launch::async, [&] { return preparer->prepare(again); });
+  node_.waitForResetsStarted(before + 1);  // its reset of chip 0 has begun, and is held
+  const ClaimRef other = add("other", {"neurondevice1"});
+  auto quick = std::async(std::launch::async, [&] { return preparer->prepare(other); });
+  // Bounded only so that a regression fails instead of hanging; nothing here is timed.
+  const bool otherDone = quick.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  node_.releaseResets();
+  EXPECT_TRUE(otherDone) << "chip 1's prepare waited for chip 0's reset";
+  EXPECT_TRUE(quick.get().ok());
+  auto prepared = slow.get();
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+  EXPECT_TRUE(preparer->prepared().contains(again.uid));
+  EXPECT_TRUE(preparer->pendingResets().empty());
 }
 
 // A chip whose reset failed is never handed out: the worker leaves it pending, a prepare that

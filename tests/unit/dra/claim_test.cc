@@ -334,19 +334,70 @@ TEST(Checkpoint, RoundTripsEveryField) {
   EXPECT_EQ(back.devices[0].visibleCores, claim->devices[0].visibleCores);
 }
 
-TEST(Checkpoint, AnEntryWithoutDeviceEnvironmentsShowsTheWholeClaimOnEachDevice) {
-  // As drivers before per-device environments wrote it.
-  const std::string text = R"({"version": 1, "claims": {"u1": {
-      "namespace": "ns", "name": "c", "pool": "node-a", "wholeChips": true, "lnc": 2,
-      "visibleCores": [16, 17, 18, 19, 20, 21, 22, 23], "chips": [4, 5],
-      "cores": [16, 17, 18, 19, 20, 21, 22, 23],
-      "devices": [{"name": "neurondevice4", "requests": ["a"]},
-                  {"name": "neurondevice5", "requests": ["b"]}]}}})";
+// Version 1, as the driver at c200113 wrote it (its toJson and saveCheckpoint, one claim of two
+// chips and a chip awaiting its reset): read, and converted forward — each device shows the
+// whole claim's cores, as that driver's CDI specs did, and no core is recorded as unreset.
+TEST(Checkpoint, ACheckpointWrittenByTheDriverOfC200113IsReadAndConvertedForward) {
+  const std::string text = R"({
+ "claims": {
+  "u1": {
+   "chips": [4, 5],
+   "cores": [16, 17, 18, 19, 20, 21, 22, 23],
+   "devices": [{"name": "neurondevice4", "requests": ["a"]},
+               {"name": "neurondevice5", "requests": ["b"]}],
+   "lnc": 2,
+   "name": "c",
+   "namespace": "ns",
+   "pool": "node-a",
+   "visibleCores": [16, 17, 18, 19, 20, 21, 22, 23],
+   "wholeChips": true
+  }
+ },
+ "pendingReset": [7],
+ "version": 1
+}
+)";
   auto loaded = parseCheckpoint(text, "test");
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded->pendingReset.toRangeString(), "7");
+  EXPECT_TRUE(loaded->unresetCores.empty());
   for (const AllocatedDevice& device : loaded->claims.at("u1").devices) {
     EXPECT_EQ(device.visibleCores, (std::vector<int>{16, 17, 18, 19, 20, 21, 22, 23}));
   }
+  // Written again, it is version 2 with a checksum, and reads back the same.
+  auto dir = TempDir::create("checkpoint");
+  ASSERT_TRUE(dir.ok());
+  const auto file = dir->path() / "checkpoint.json";
+  ASSERT_TRUE(saveCheckpoint(file, *loaded).ok());
+  const json written = json::parse(*readSmallFile(file));
+  EXPECT_EQ(written["version"], 2);
+  EXPECT_TRUE(written["checksum"].get<std::string>().starts_with("fnv1a64:"));
+  auto again = loadCheckpoint(file);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->claims.at("u1").chips.toRangeString(), "4-5");
+}
+
+// A damaged file (one digit changed) is refused by its checksum, not read as other chips.
+TEST(Checkpoint, AFileWhoseChecksumDoesNotMatchIsRefused) {
+  auto dir = TempDir::create("checkpoint");
+  ASSERT_TRUE(dir.ok());
+  const auto file = dir->path() / "checkpoint.json";
+  DriverState state;
+  state.pendingReset.insert(3);
+  ASSERT_TRUE(saveCheckpoint(file, state).ok());
+  std::string text = *readSmallFile(file);
+  const std::size_t three = text.find("3", text.find("pendingReset"));
+  ASSERT_NE(three, std::string::npos);
+  text[three] = '9';
+  ASSERT_TRUE(writeFile(file, text).ok());
+  auto damaged = loadCheckpoint(file);
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.error().message.find("checksum does not match"), std::string::npos)
+      << damaged.error().message;
+  ASSERT_TRUE(writeFile(file, R"({"version": 3, "checksum": "x", "data": {}})").ok());
+  auto newer = loadCheckpoint(file);
+  ASSERT_FALSE(newer.ok());
+  EXPECT_NE(newer.error().message.find("is not one this driver reads"), std::string::npos);
 }
 
 TEST(Checkpoint, ACorruptFileIsAnErrorNotAnEmptySet) {
