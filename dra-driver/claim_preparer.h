@@ -74,7 +74,7 @@ class ClaimPreparer {
   // Claims prepared here that the API no longer has (or has under another UID) on two sweeps in
   // a row: kubelet unprepares a claim before its pod goes and the claim after it, so such an
   // entry is one kubelet will never unprepare (its state lost), and would hold its cores for
-  // ever. They are unprepared here. Returns how many; run it every resync.
+  // ever. They are unprepared here. Returns how many; the driver runs it every ten resyncs.
   int forgetClaimsGoneFromApi();
 
   PreparedClaims prepared() const;

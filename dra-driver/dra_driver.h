@@ -54,7 +54,7 @@ class DraDriver {
   std::unique_ptr<KubeletPlugin> plugin_;
   std::unique_ptr<SlicePublisher> publisher_;
   std::unique_ptr<UltraServerReservation> reservation_;  // first to go: it calls the two above
-  // Every resync: claims the API no longer has that kubelet never unprepared (first to stop).
+  // Every ten resyncs: claims the API no longer has that kubelet never unprepared (first to stop).
   std::jthread staleClaimSweeper_;
 };
 
