@@ -126,13 +126,8 @@ std::vector<int> visibleCoresOf(const std::vector<const AllocatedDevice*>& devic
   topology::DeviceSet chips;
   topology::CoreSet cores;
   for (const AllocatedDevice* device : devices) {
-    const topology::DeviceSet its = chipsOfDevice(device->what, node);
-    chips |= its;
-    if (device->what.kind == NamedDevice::Kind::kCore) {
-      cores.insert(device->what.index);
-    } else {
-      cores |= node.coresOfDevices(its);
-    }
+    chips |= chipsOfDevice(device->what, node);
+    cores |= coresOfDevice(device->what, node);
   }
   if (lnc == node.lnc) return cores.ids();
   std::vector<int> renumbered;
@@ -156,9 +151,25 @@ std::string describeView(const ContainerView& view) {
                                : " (requests " + joinStrings(view.requests, ", ") + ")");
 }
 
-// Each device's CDI edit sets NEURON_RT_VISIBLE_CORES, and the runtime keeps the last edit's
-// value: so every container given a device must be given the same set of devices with it, and
-// that set's cores are what the device's edit names.
+}  // namespace
+
+std::string baseRequestName(const std::string& request) {
+  return request.substr(0, request.find('/'));
+}
+
+std::vector<std::string> baseRequestsOf(const ResolvedClaim& claim) {
+  std::vector<std::string> names;
+  for (const AllocatedDevice& device : claim.devices) {
+    for (const std::string& request : device.requests) {
+      std::string base = baseRequestName(request);
+      if (std::find(names.begin(), names.end(), base) == names.end()) {
+        names.push_back(std::move(base));
+      }
+    }
+  }
+  return names;
+}
+
 Result<void> assignVisibleCores(ResolvedClaim& claim, const std::vector<ContainerView>& views,
                                 const topology::Node& node) {
   const std::vector<ContainerView> wholeClaim{{"", {}}};
@@ -202,25 +213,6 @@ Result<void> assignVisibleCores(ResolvedClaim& claim, const std::vector<Containe
     claim.devices[i].visibleCores = visibleCoresOf(group, node, claim.lnc);
   }
   return okResult();
-}
-
-}  // namespace
-
-std::string baseRequestName(const std::string& request) {
-  return request.substr(0, request.find('/'));
-}
-
-std::vector<std::string> baseRequestsOf(const ResolvedClaim& claim) {
-  std::vector<std::string> names;
-  for (const AllocatedDevice& device : claim.devices) {
-    for (const std::string& request : device.requests) {
-      std::string base = baseRequestName(request);
-      if (std::find(names.begin(), names.end(), base) == names.end()) {
-        names.push_back(std::move(base));
-      }
-    }
-  }
-  return names;
 }
 
 std::vector<ContainerView> claimViews(const json& pod, const std::string& claimName) {
@@ -290,6 +282,15 @@ topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Nod
   return {};
 }
 
+topology::CoreSet coresOfDevice(const NamedDevice& device, const topology::Node& node) {
+  if (device.kind == NamedDevice::Kind::kCore) {
+    topology::CoreSet core;
+    core.insert(device.index);
+    return core;
+  }
+  return node.coresOfDevices(chipsOfDevice(device, node));
+}
+
 Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const std::string& pool,
                                    const topology::Node& node,
                                    const std::vector<ContainerView>& views) {
@@ -352,17 +353,10 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
   // access): only owned chips and cores are exclusive and reset after the claim.
   resolved.wholeChips = true;
   for (const AllocatedDevice& device : resolved.devices) {
-    const topology::DeviceSet chips = chipsOfDevice(device.what, node);
-    topology::CoreSet cores;
-    if (device.what.kind == NamedDevice::Kind::kCore) {
-      resolved.wholeChips = false;
-      cores.insert(device.what.index);
-    } else {
-      cores = node.coresOfDevices(chips);
-    }
+    if (device.what.kind == NamedDevice::Kind::kCore) resolved.wholeChips = false;
     if (!device.adminAccess) {
-      resolved.chips |= chips;
-      resolved.cores |= cores;
+      resolved.chips |= chipsOfDevice(device.what, node);
+      resolved.cores |= coresOfDevice(device.what, node);
     }
   }
 

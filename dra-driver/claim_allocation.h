@@ -62,6 +62,8 @@ struct ResolvedClaim {
 
 // The chips a device of our pool stands for: itself, a core's chip, or every chip of the node.
 topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Node& node);
+// Its logical cores: the core itself, or every core of those chips.
+topology::CoreSet coresOfDevice(const NamedDevice& device, const topology::Node& node);
 
 // Reads the claim's allocation for `pool` (our node) and resolves it on `node`. A config naming
 // requests applies to those requests only; requests that end up with different settings (LNC,
@@ -77,6 +79,14 @@ Result<ResolvedClaim> resolveClaim(const nlohmann::json& claim, const ClaimRef& 
 // The distinct base request names of the claim's devices: with more than one, the consuming
 // containers may each see a part of it, and the preparer reads them (claimViews) to say which.
 std::vector<std::string> baseRequestsOf(const ResolvedClaim& claim);
+
+// Sets each device's visibleCores for `views` (none: every device shows the whole claim). Each
+// device's CDI edit sets NEURON_RT_VISIBLE_CORES, and the runtime keeps the last edit's value, so
+// every container given a device must be given the same set of devices with it, and that set's
+// cores are what the device's edit names; containers that see overlapping parts are an error
+// naming both. resolveClaim applies it; the preparer again once it has read the views.
+Result<void> assignVisibleCores(ResolvedClaim& claim, const std::vector<ContainerView>& views,
+                                const topology::Node& node);
 
 // The views of the containers (init containers too) of `pod` (a v1 Pod as the API returns it)
 // that use the ResourceClaim named `claimName`, found through spec.resourceClaims (a claim named

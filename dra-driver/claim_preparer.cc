@@ -194,8 +194,8 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
     auto views = viewsOf(*object);
     if (!views)
       return std::move(views).error().withContext("claim " + ref.nameSpace + "/" + ref.name);
-    resolved = resolveClaim(*object, ref, options_.pool, snapshot.node, *views);
-    if (!resolved) return std::move(resolved).error();
+    TORUS_RETURN_IF_ERROR(assignVisibleCores(*resolved, *views, snapshot.node),
+                          "claim " + ref.nameSpace + "/" + ref.name);
   }
 
   std::unique_lock lock(mutex_);

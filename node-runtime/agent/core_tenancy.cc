@@ -31,13 +31,7 @@ std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
       // One tenancy per device, so each core is labelled with the claim's device it is part of;
       // a device the claim has admin access to only is not held.
       for (const dra::AllocatedDevice& device : claim.devices) {
-        topology::CoreSet cores;
-        if (device.what.kind == dra::NamedDevice::Kind::kCore) {
-          cores.insert(device.what.index);
-        } else {
-          cores = node.coresOfDevices(dra::chipsOfDevice(device.what, node));
-        }
-        cores = cores & claim.cores;
+        const topology::CoreSet cores = dra::coresOfDevice(device.what, node) & claim.cores;
         if (cores.empty()) continue;
         tenancies.push_back({holder.pod,
                              holder.podNamespace,

@@ -275,10 +275,10 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   options.resync = std::chrono::milliseconds(config.draResyncMs);
   options.ultraServerReservations = !config.ultraServerReservations.empty();
   options.reservationNamespace = config.ultraServerReservations;
+  kube::KubeClient client(*kube, std::chrono::seconds(5));
   auto driver = dra::DraDriver::start(options, *kube, *view_);
   if (!driver) {
     // The pod restarts and fails the same way: the Node says why, where operators look first.
-    kube::KubeClient client(*kube, std::chrono::seconds(5));
     const nlohmann::json event = kube::eventObject(
         {"Node", config.nodeName, "", config.nodeName}, "default", false, "DRADriverNotStarted",
         driver.error().message, "neuron-node-agent", config.nodeName);
@@ -291,7 +291,6 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   dra_ = std::move(*driver);
   // A node that served the device plugin before keeps its restarting taint until someone removes
   // it; under the DRA driver kubelet needs no plugin list, so the node takes pods at once.
-  kube::KubeClient client(*kube, std::chrono::seconds(5));
   if (auto removed = setRestartingTaint(client, config.nodeName, false); !removed) {
     TORUS_LOG(Warn, Agent, "could not remove the device plugin's restarting taint",
               {"error", removed.error().message});

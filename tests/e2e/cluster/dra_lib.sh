@@ -160,20 +160,21 @@ ecc_counter() {
   echo "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$1/stats/hardware/mem_ecc_uncorrected"
 }
 
-# ResourceClaimTemplate chip-nine in namespace e2e: one chip, and it must be chip 9.
+# apply_chip_nine_template [NAME CLASS]: ResourceClaimTemplate NAME (chip-nine) in namespace
+# e2e: one device of CLASS (chip.neuron.aws.com), and it must be chip 9 or one of its cores.
 apply_chip_nine_template() {
-  k apply -n e2e -f - > /dev/null <<'YAML'
+  k apply -n e2e -f - > /dev/null <<YAML
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata:
-  name: chip-nine
+  name: ${1:-chip-nine}
 spec:
   spec:
     devices:
       requests:
         - name: neurons
           exactly:
-            deviceClassName: chip.neuron.aws.com
+            deviceClassName: ${2:-chip.neuron.aws.com}
             selectors:
               - cel:
                   expression: device.attributes["neuron.aws.com"].deviceId == 9

@@ -215,22 +215,7 @@ echo "== partitions: a chip and one of its own cores are never allocated at once
 # ("cannot allocate all claims"), so the proof is that the same waiting pod is placed as soon as
 # the chip is given back, nothing else changed.
 apply_chip_nine_template
-k apply -n e2e -f - > /dev/null <<'YAML'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata:
-  name: core-of-nine
-spec:
-  spec:
-    devices:
-      requests:
-        - name: neurons
-          exactly:
-            deviceClassName: core.neuron.aws.com
-            selectors:
-              - cel:
-                  expression: device.attributes["neuron.aws.com"].deviceId == 9
-YAML
+apply_chip_nine_template core-of-nine core.neuron.aws.com
 dra_pod part-chip chip-nine 3600
 check "a pod holding chip 9 runs" eventually 120 phase_is part-chip Running
 dra_pod part-core-a core-of-nine 3600
