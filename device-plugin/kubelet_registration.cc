@@ -2,7 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "device-plugin/unix_address.h"
+#include "common/kubelet/unix_address.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace torus::plugin {
@@ -10,7 +10,7 @@ namespace torus::plugin {
 Result<void> registerWithKubelet(const std::string& kubeletSocket, const std::string& endpoint,
                                  ResourceKind kind, std::chrono::milliseconds timeout) {
   auto channel =
-      grpc::CreateChannel(unixAddress(kubeletSocket), grpc::InsecureChannelCredentials());
+      grpc::CreateChannel(kubelet::unixAddress(kubeletSocket), grpc::InsecureChannelCredentials());
   auto registration = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest request;
   request.set_version("v1beta1");

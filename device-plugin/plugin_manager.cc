@@ -41,7 +41,7 @@ bool someoneServes(const std::string& path) {
 
 }  // namespace
 
-DevicePluginManager::DevicePluginManager(DevicePluginOptions options, NodeView& node,
+DevicePluginManager::DevicePluginManager(DevicePluginOptions options, kubelet::NodeView& node,
                                          SchedulerHandoff* handoff)
     : options_(std::move(options)),
       node_(node),

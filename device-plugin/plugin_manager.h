@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/kubelet/node_view.h"
 #include "device-plugin/assignments.h"
 #include "device-plugin/kubelet_report.h"
-#include "device-plugin/node_view.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pod_resources_poller.h"
 #include "device-plugin/release_reset.h"
@@ -41,7 +41,7 @@ struct DevicePluginOptions {
 class DevicePluginManager {
  public:
   // `handoff` (may be null) gives the scheduler extender's choices to GetPreferredAllocation.
-  DevicePluginManager(DevicePluginOptions options, NodeView& node,
+  DevicePluginManager(DevicePluginOptions options, kubelet::NodeView& node,
                       SchedulerHandoff* handoff = nullptr);
   ~DevicePluginManager();
   DevicePluginManager(const DevicePluginManager&) = delete;
@@ -73,7 +73,7 @@ class DevicePluginManager {
   bool registerAll();
 
   const DevicePluginOptions options_;
-  NodeView& node_;
+  kubelet::NodeView& node_;
   SchedulerHandoff* handoff_;
   AssignmentTracker tracker_;
   KubeletReport report_;

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "device-plugin/unix_address.h"
+#include "common/kubelet/unix_address.h"
 
 namespace torus::plugin {
 
@@ -25,7 +25,7 @@ Result<std::unique_ptr<PluginServer>> PluginServer::start(const std::string& soc
     ::unlink(socketPath.c_str());
   }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(unixAddress(socketPath), grpc::InsecureServerCredentials());
+  builder.AddListeningPort(kubelet::unixAddress(socketPath), grpc::InsecureServerCredentials());
   builder.RegisterService(service.get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {

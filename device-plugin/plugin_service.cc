@@ -59,9 +59,9 @@ std::vector<std::string> toStrings(const google::protobuf::RepeatedPtrField<std:
 
 }  // namespace
 
-PluginService::PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
-                             std::function<void()> afterAllocate, SchedulerHandoff* handoff,
-                             KubeletReport* report)
+PluginService::PluginService(ResourceKind kind, kubelet::NodeView& node,
+                             AssignmentTracker& assignments, std::function<void()> afterAllocate,
+                             SchedulerHandoff* handoff, KubeletReport* report)
     : kind_(kind),
       node_(node),
       assignments_(assignments),
@@ -97,7 +97,7 @@ grpc::Status PluginService::GetDevicePluginOptions(grpc::ServerContext*, const v
 
 v1beta1::ListAndWatchResponse PluginService::deviceList(topology::CoreSet* advertised,
                                                         topology::CoreSet* unhealthy) const {
-  const NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
   v1beta1::ListAndWatchResponse response;
   for (const AdvertisedDevice& device : advertisedDevices(kind_, snapshot.node, blocked)) {
@@ -156,7 +156,7 @@ grpc::Status PluginService::ListAndWatch(
 grpc::Status PluginService::GetPreferredAllocation(
     grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
     v1beta1::PreferredAllocationResponse* response) {
-  const NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   const topology::Node& node = snapshot.node;
   const topology::CoreSet usable =
       healthyIds(kind_, node) - blockedIds(kind_, node, assignments_.current());
@@ -217,7 +217,7 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
                                      v1beta1::AllocateResponse* response) {
   const metrics::ScopedLatency timed(metrics::names::kAllocateSeconds,
                                      {{"resource", std::string(resourceName(kind_))}});
-  const NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
   const auto refuse = [&](const Error& error) {
     metrics::processCounters().add(metrics::names::kAllocateErrorsTotal,
@@ -270,7 +270,7 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
 grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
                                               const v1beta1::PreStartContainerRequest* request,
                                               v1beta1::PreStartContainerResponse*) {
-  const NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   auto ids = parseIds(kind_, snapshot.node, toStrings(request->devices_ids()));
   if (!ids) return toStatus(ids.error());
   const topology::CoreSet cores = coresOfIds(kind_, snapshot.node, *ids);

@@ -9,9 +9,9 @@
 #include <functional>
 #include <mutex>
 
+#include "common/kubelet/node_view.h"
 #include "device-plugin/assignments.h"
 #include "device-plugin/kubelet_report.h"
-#include "device-plugin/node_view.h"
 #include "device-plugin/resource_kind.h"
 #include "device-plugin/scheduler_handoff.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -23,7 +23,7 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
   // `afterAllocate` runs after each successful Allocate (the agent re-reads pod-resources then).
   // `handoff` (may be null) supplies the scheduler extender's choices; `report` (may be null)
   // learns what each ListAndWatch stream sent.
-  PluginService(ResourceKind kind, NodeView& node, AssignmentTracker& assignments,
+  PluginService(ResourceKind kind, kubelet::NodeView& node, AssignmentTracker& assignments,
                 std::function<void()> afterAllocate, SchedulerHandoff* handoff = nullptr,
                 KubeletReport* report = nullptr);
   ~PluginService() override;
@@ -50,7 +50,7 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
                                            topology::CoreSet* unhealthy) const;
 
   const ResourceKind kind_;
-  NodeView& node_;
+  kubelet::NodeView& node_;
   AssignmentTracker& assignments_;
   std::function<void()> afterAllocate_;
   SchedulerHandoff* handoff_;

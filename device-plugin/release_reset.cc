@@ -5,7 +5,7 @@
 
 namespace torus::plugin {
 
-ReleaseResetter::ReleaseResetter(NodeView& node, AssignmentTracker& tracker)
+ReleaseResetter::ReleaseResetter(kubelet::NodeView& node, AssignmentTracker& tracker)
     : node_(node), tracker_(tracker) {
   worker_ = std::jthread([this](std::stop_token stop) { run(stop); });
   subscription_ = tracker_.onChange([this] { changed(); });

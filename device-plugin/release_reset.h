@@ -9,14 +9,14 @@
 #include <mutex>
 #include <thread>
 
+#include "common/kubelet/node_view.h"
 #include "device-plugin/assignments.h"
-#include "device-plugin/node_view.h"
 
 namespace torus::plugin {
 
 class ReleaseResetter {
  public:
-  ReleaseResetter(NodeView& node, AssignmentTracker& tracker);
+  ReleaseResetter(kubelet::NodeView& node, AssignmentTracker& tracker);
   ~ReleaseResetter();
   ReleaseResetter(const ReleaseResetter&) = delete;
   ReleaseResetter& operator=(const ReleaseResetter&) = delete;
@@ -28,7 +28,7 @@ class ReleaseResetter {
   void changed();
   void run(std::stop_token stop);
 
-  NodeView& node_;
+  kubelet::NodeView& node_;
   AssignmentTracker& tracker_;
   std::mutex mutex_;
   std::condition_variable_any wake_;

@@ -10,7 +10,7 @@
 namespace torus::dra {
 
 Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions options,
-                                                             plugin::NodeView& node,
+                                                             kubelet::NodeView& node,
                                                              ClaimReader reader, PodReader pods) {
   auto loaded = loadCheckpoint(options.checkpointFile);
   if (!loaded) {
@@ -54,14 +54,14 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
 
 Result<void> ClaimPreparer::ensureSpec(const ResolvedClaim& claim) const {
   if (std::filesystem::exists(cdiSpecPath(options_.cdiRoot, claim.ref.uid))) return okResult();
-  const plugin::NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   TORUS_LOG(Info, Dra, "writing the CDI spec of a prepared claim again",
             {"claim", claim.ref.nameSpace + "/" + claim.ref.name}, {"uid", claim.ref.uid});
   return writeCdiSpec(options_.cdiRoot, claim.ref.uid,
                       cdiSpec(claim, snapshot.node, snapshot.devRoot));
 }
 
-ClaimPreparer::ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader,
+ClaimPreparer::ClaimPreparer(PreparerOptions options, kubelet::NodeView& node, ClaimReader reader,
                              PodReader pods, DriverState state)
     : options_(std::move(options)),
       node_(node),
@@ -185,7 +185,7 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   if (!object) {
     return std::move(object).error().withContext("reading claim " + ref.nameSpace + "/" + ref.name);
   }
-  const plugin::NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   auto resolved = resolveClaim(*object, ref, options_.pool, snapshot.node);
   if (!resolved) return std::move(resolved).error();
   if (pods_ && baseRequestsOf(*resolved).size() > 1) {

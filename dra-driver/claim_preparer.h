@@ -24,7 +24,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/base/result.h"
-#include "device-plugin/node_view.h"
+#include "common/kubelet/node_view.h"
 #include "dra-driver/cdi_spec.h"
 #include "dra-driver/checkpoint.h"
 
@@ -57,10 +57,10 @@ class ClaimPreparer {
   // (a reboot empties /var/run), and starts resetting the chips it lists as pending.
   // Without `pods`, every device of a claim shows a container the whole claim's cores.
   static Result<std::unique_ptr<ClaimPreparer>> create(PreparerOptions options,
-                                                       plugin::NodeView& node, ClaimReader reader,
+                                                       kubelet::NodeView& node, ClaimReader reader,
                                                        PodReader pods = nullptr);
-  ClaimPreparer(PreparerOptions options, plugin::NodeView& node, ClaimReader reader, PodReader pods,
-                DriverState state);
+  ClaimPreparer(PreparerOptions options, kubelet::NodeView& node, ClaimReader reader,
+                PodReader pods, DriverState state);
   ~ClaimPreparer();
   ClaimPreparer(const ClaimPreparer&) = delete;
   ClaimPreparer& operator=(const ClaimPreparer&) = delete;
@@ -97,7 +97,7 @@ class ClaimPreparer {
   void resetInBackground(std::stop_token stop);
 
   PreparerOptions options_;
-  plugin::NodeView& node_;
+  kubelet::NodeView& node_;
   ClaimReader reader_;
   PodReader pods_;
   mutable std::mutex mutex_;

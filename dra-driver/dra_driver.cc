@@ -13,7 +13,7 @@ namespace torus::dra {
 
 Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
                                                     const kube::KubeConfig& kube,
-                                                    plugin::NodeView& node) {
+                                                    kubelet::NodeView& node) {
   if (options.nodeName.empty()) {
     return makeError(ErrorCode::kInvalidArgument,
                      "the DRA driver needs the node name (--node-name or NODE_NAME): it names the "

@@ -1,6 +1,6 @@
 // DraDriver: the DRA driver `neuron.aws.com` inside the node agent. It owns the claim preparer
 // (checkpoint, CDI specs, resets), the kubelet plugin sockets and the ResourceSlice publisher,
-// and sees the node only through plugin::NodeView, like the device plugin.
+// and sees the node only through kubelet::NodeView, like the device plugin.
 #pragma once
 
 #include <filesystem>
@@ -10,7 +10,7 @@
 
 #include "common/base/result.h"
 #include "common/kube/kube_config.h"
-#include "device-plugin/node_view.h"
+#include "common/kubelet/node_view.h"
 #include "dra-driver/claim_preparer.h"
 #include "dra-driver/kubelet_plugin.h"
 #include "dra-driver/slice_publisher.h"
@@ -37,7 +37,7 @@ class DraDriver {
  public:
   static Result<std::unique_ptr<DraDriver>> start(const DraOptions& options,
                                                   const kube::KubeConfig& kube,
-                                                  plugin::NodeView& node);
+                                                  kubelet::NodeView& node);
   DraDriver() = default;
   ~DraDriver();
   DraDriver(const DraDriver&) = delete;

@@ -32,7 +32,7 @@ std::string clipped(std::string message) {
 
 // Streams until kubelet cancels the call or the server shuts down (which cancels it too).
 template <typename Response, typename Writer>
-grpc::Status stream(plugin::NodeView& node, const std::string& pool, grpc::ServerContext& context,
+grpc::Status stream(kubelet::NodeView& node, const std::string& pool, grpc::ServerContext& context,
                     Writer& writer) {
   if (activeStreams.fetch_add(1) >= kMaxStreams) {
     activeStreams.fetch_sub(1);
@@ -84,7 +84,7 @@ grpc::Status stream(plugin::NodeView& node, const std::string& pool, grpc::Serve
 
 class HealthV1 final : public ::v1::DRAResourceHealth::Service {
  public:
-  HealthV1(plugin::NodeView& node, std::string pool) : node_(node), pool_(std::move(pool)) {}
+  HealthV1(kubelet::NodeView& node, std::string pool) : node_(node), pool_(std::move(pool)) {}
   grpc::Status NodeWatchResources(
       grpc::ServerContext* context, const ::v1::NodeWatchResourcesRequest*,
       grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* writer) override {
@@ -92,13 +92,13 @@ class HealthV1 final : public ::v1::DRAResourceHealth::Service {
   }
 
  private:
-  plugin::NodeView& node_;
+  kubelet::NodeView& node_;
   std::string pool_;
 };
 
 class HealthV1alpha1 final : public ::v1alpha1::DRAResourceHealth::Service {
  public:
-  HealthV1alpha1(plugin::NodeView& node, std::string pool) : node_(node), pool_(std::move(pool)) {}
+  HealthV1alpha1(kubelet::NodeView& node, std::string pool) : node_(node), pool_(std::move(pool)) {}
   grpc::Status NodeWatchResources(
       grpc::ServerContext* context, const ::v1alpha1::NodeWatchResourcesRequest*,
       grpc::ServerWriter<::v1alpha1::NodeWatchResourcesResponse>* writer) override {
@@ -106,7 +106,7 @@ class HealthV1alpha1 final : public ::v1alpha1::DRAResourceHealth::Service {
   }
 
  private:
-  plugin::NodeView& node_;
+  kubelet::NodeView& node_;
   std::string pool_;
 };
 
@@ -133,11 +133,12 @@ std::vector<DeviceHealthReport> deviceHealthReports(const topology::Node& node) 
   return reports;
 }
 
-std::unique_ptr<grpc::Service> makeHealthServiceV1(plugin::NodeView& node, std::string pool) {
+std::unique_ptr<grpc::Service> makeHealthServiceV1(kubelet::NodeView& node, std::string pool) {
   return std::make_unique<HealthV1>(node, std::move(pool));
 }
 
-std::unique_ptr<grpc::Service> makeHealthServiceV1alpha1(plugin::NodeView& node, std::string pool) {
+std::unique_ptr<grpc::Service> makeHealthServiceV1alpha1(kubelet::NodeView& node,
+                                                         std::string pool) {
   return std::make_unique<HealthV1alpha1>(node, std::move(pool));
 }
 

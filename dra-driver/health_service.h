@@ -10,8 +10,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "common/kubelet/node_view.h"
 #include "common/topology/node.h"
-#include "device-plugin/node_view.h"
 
 namespace torus::dra {
 
@@ -27,7 +27,7 @@ struct DeviceHealthReport {
 // Every device name the pool may hold, with its chip's health.
 std::vector<DeviceHealthReport> deviceHealthReports(const topology::Node& node);
 
-std::unique_ptr<grpc::Service> makeHealthServiceV1(plugin::NodeView& node, std::string pool);
-std::unique_ptr<grpc::Service> makeHealthServiceV1alpha1(plugin::NodeView& node, std::string pool);
+std::unique_ptr<grpc::Service> makeHealthServiceV1(kubelet::NodeView& node, std::string pool);
+std::unique_ptr<grpc::Service> makeHealthServiceV1alpha1(kubelet::NodeView& node, std::string pool);
 
 }  // namespace torus::dra

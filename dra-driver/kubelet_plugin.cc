@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
-#include "device-plugin/unix_address.h"
+#include "common/kubelet/unix_address.h"
 #include "dra-driver/dra_service.h"
 #include "dra-driver/driver_names.h"
 #include "dra-driver/health_service.h"
@@ -77,7 +77,7 @@ Result<std::unique_ptr<grpc::Server>> serveOn(const std::filesystem::path& path,
                                               const std::vector<grpc::Service*>& services) {
   TORUS_RETURN_IF_ERROR(clearSocketPath(path), "serving the DRA plugin");
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(plugin::unixAddress(path.string()), grpc::InsecureServerCredentials());
+  builder.AddListeningPort(kubelet::unixAddress(path.string()), grpc::InsecureServerCredentials());
   for (grpc::Service* service : services)
     builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -111,7 +111,7 @@ struct KubeletPlugin::Servers {
 
 Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions options,
                                                             ClaimPreparer& preparer,
-                                                            plugin::NodeView& node,
+                                                            kubelet::NodeView& node,
                                                             std::string pool) {
   auto plugin =
       std::make_unique<KubeletPlugin>(std::move(options), preparer, node, std::move(pool));
@@ -128,7 +128,7 @@ Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions
 }
 
 KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer,
-                             plugin::NodeView& node, std::string pool)
+                             kubelet::NodeView& node, std::string pool)
     : options_(std::move(options)), preparer_(preparer), node_(node), pool_(std::move(pool)) {}
 
 KubeletPlugin::~KubeletPlugin() {

@@ -32,8 +32,8 @@ class KubeletPlugin {
   // `node` and `pool` feed the resource-health stream.
   static Result<std::unique_ptr<KubeletPlugin>> start(KubeletPluginOptions options,
                                                       ClaimPreparer& preparer,
-                                                      plugin::NodeView& node, std::string pool);
-  KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer, plugin::NodeView& node,
+                                                      kubelet::NodeView& node, std::string pool);
+  KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer, kubelet::NodeView& node,
                 std::string pool);
   ~KubeletPlugin();
   KubeletPlugin(const KubeletPlugin&) = delete;
@@ -56,7 +56,7 @@ class KubeletPlugin {
 
   KubeletPluginOptions options_;
   ClaimPreparer& preparer_;
-  plugin::NodeView& node_;
+  kubelet::NodeView& node_;
   std::string pool_;
   std::atomic<bool> registered_{false};
   std::mutex mutex_;

@@ -76,7 +76,7 @@ bool anyDeviceHas(const json& slice, const char* field) {
 
 }  // namespace
 
-SlicePublisher::SlicePublisher(kube::KubeConfig kube, plugin::NodeView& node,
+SlicePublisher::SlicePublisher(kube::KubeConfig kube, kubelet::NodeView& node,
                                PublisherOptions options)
     : client_(kube),
       // A watch blocks reading for minutes; its own client keeps writes from waiting behind it.
@@ -219,7 +219,7 @@ Result<void> SlicePublisher::publishOnce() {
   if (auto refreshed = refreshNode(); !refreshed && nodeUid_.empty()) {
     return std::move(refreshed).error();
   }
-  const plugin::NodeSnapshot snapshot = node_.snapshot();
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
   SliceInputs inputs;
   inputs.nodeName = options_.nodeName;
   inputs.node = snapshot.node;

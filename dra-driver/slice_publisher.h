@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/kube/kube_client.h"
-#include "device-plugin/node_view.h"
+#include "common/kubelet/node_view.h"
 #include "dra-driver/slice_builder.h"
 
 namespace torus::dra {
@@ -47,7 +47,7 @@ bool sameSliceContent(const nlohmann::json& stored, const nlohmann::json& publis
 
 class SlicePublisher {
  public:
-  SlicePublisher(kube::KubeConfig kube, plugin::NodeView& node, PublisherOptions options);
+  SlicePublisher(kube::KubeConfig kube, kubelet::NodeView& node, PublisherOptions options);
   ~SlicePublisher();
   SlicePublisher(const SlicePublisher&) = delete;
   SlicePublisher& operator=(const SlicePublisher&) = delete;
@@ -76,7 +76,7 @@ class SlicePublisher {
 
   kube::KubeClient client_;
   kube::KubeClient watchClient_;
-  plugin::NodeView& node_;
+  kubelet::NodeView& node_;
   PublisherOptions options_;
 
   mutable std::mutex mutex_;

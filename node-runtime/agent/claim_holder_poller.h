@@ -1,38 +1,31 @@
-// ClaimHolderPoller: in DRA mode, asks kubelet's pod-resources API every interval which
-// containers use claims with our driver's devices, for the metrics' pod labels. A missing socket
-// is logged once (WARN) and retried; until it answers, claims' cores carry no pod labels.
+// ClaimHolderPoller: in DRA mode, which containers use claims with our driver's devices, as
+// kubelet's pod-resources API lists them every interval (the shared kubelet::PodResourcesPoll),
+// for the metrics' pod labels. Until the socket answers, claims' cores carry no pod labels.
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "device-plugin/pod_resources_poller.h"
+#include "common/kubelet/pod_resources_poll.h"
+#include "dra-driver/claim_holders.h"
 
 namespace torus::agent {
 
 class ClaimHolderPoller {
  public:
   ClaimHolderPoller(std::string socket, std::string pool, std::chrono::milliseconds interval);
-  ~ClaimHolderPoller();
-  ClaimHolderPoller(const ClaimHolderPoller&) = delete;
-  ClaimHolderPoller& operator=(const ClaimHolderPoller&) = delete;
 
-  std::vector<plugin::ClaimHolder> holders() const;
+  std::vector<dra::ClaimHolder> holders() const;
 
  private:
-  void run(std::stop_token stop);
+  bool replace(kubelet::PodResourcesRows&& rows);
 
-  plugin::PodResourcesClient client_;
   const std::string pool_;
-  const std::chrono::milliseconds interval_;
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
-  std::vector<plugin::ClaimHolder> holders_;
-  std::jthread thread_;
+  std::vector<dra::ClaimHolder> holders_;
+  kubelet::PodResourcesPoll poll_;  // last: its thread calls replace()
 };
 
 }  // namespace torus::agent

@@ -5,14 +5,14 @@
 
 namespace torus::agent {
 
-bool usesClaim(const plugin::ClaimHolder& holder, const dra::ClaimRef& claim) {
+bool usesClaim(const dra::ClaimHolder& holder, const dra::ClaimRef& claim) {
   return holder.claimNamespace == claim.nameSpace && holder.claimName == claim.name;
 }
 
 std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
                                           const plugin::Assignments& assignments,
                                           const dra::PreparedClaims& claims,
-                                          const std::vector<plugin::ClaimHolder>& claimHolders) {
+                                          const std::vector<dra::ClaimHolder>& claimHolders) {
   std::vector<metrics::Tenancy> tenancies;
   for (const plugin::Holder& holder : assignments.holders) {
     // The tracker names pods "namespace/name", as kubelet's pod-resources gives them.
@@ -26,7 +26,7 @@ std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
     tenancies.push_back(std::move(tenancy));
   }
   for (const auto& [uid, claim] : claims) {
-    for (const plugin::ClaimHolder& holder : claimHolders) {
+    for (const dra::ClaimHolder& holder : claimHolders) {
       if (!usesClaim(holder, claim.ref)) continue;
       // One tenancy per device, so each core is labelled with the claim's device it is part of;
       // a device the claim has admin access to only is not held.

@@ -9,18 +9,18 @@
 
 #include "common/topology/node.h"
 #include "device-plugin/assignments.h"
-#include "device-plugin/pod_resources_poller.h"
 #include "dra-driver/checkpoint.h"
+#include "dra-driver/claim_holders.h"
 #include "node-runtime/metrics/core_tenants.h"
 
 namespace torus::agent {
 
 // Whether kubelet lists `holder` as a container using `claim`.
-bool usesClaim(const plugin::ClaimHolder& holder, const dra::ClaimRef& claim);
+bool usesClaim(const dra::ClaimHolder& holder, const dra::ClaimRef& claim);
 
 std::vector<metrics::Tenancy> tenanciesOf(const topology::Node& node,
                                           const plugin::Assignments& assignments,
                                           const dra::PreparedClaims& claims,
-                                          const std::vector<plugin::ClaimHolder>& claimHolders);
+                                          const std::vector<dra::ClaimHolder>& claimHolders);
 
 }  // namespace torus::agent

@@ -340,7 +340,7 @@ metrics::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {
       node,
       tenanciesOf(node, plugins_ ? plugins_->assignments() : plugin::Assignments{},
                   dra_ ? dra_->claims().prepared() : dra::PreparedClaims{},
-                  claimHolders_ ? claimHolders_->holders() : std::vector<plugin::ClaimHolder>{}));
+                  claimHolders_ ? claimHolders_->holders() : std::vector<dra::ClaimHolder>{}));
 }
 
 bool NodeAgent::anyCoreHeld() const {

@@ -33,12 +33,12 @@ std::string NodeAgent::allocationsJson() const {
   }
   nlohmann::json claims = nlohmann::json::array();
   if (dra_) {
-    const std::vector<plugin::ClaimHolder> users =
-        claimHolders_ ? claimHolders_->holders() : std::vector<plugin::ClaimHolder>{};
+    const std::vector<dra::ClaimHolder> users =
+        claimHolders_ ? claimHolders_->holders() : std::vector<dra::ClaimHolder>{};
     for (const auto& [uid, claim] : dra_->claims().prepared()) {
       // The containers kubelet's pod-resources lists as using the claim.
       nlohmann::json containers = nlohmann::json::array();
-      for (const plugin::ClaimHolder& user : users) {
+      for (const dra::ClaimHolder& user : users) {
         if (usesClaim(user, claim.ref)) {
           containers.push_back(
               {{"pod", user.podNamespace + "/" + user.pod}, {"container", user.container}});

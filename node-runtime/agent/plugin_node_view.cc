@@ -4,7 +4,7 @@
 
 namespace torus::agent {
 
-plugin::NodeSnapshot PluginNodeView::snapshot() const {
+kubelet::NodeSnapshot PluginNodeView::snapshot() const {
   return {monitor_.node(), monitor_.roots().dev.string(), monitor_.generation()};
 }
 

@@ -2,18 +2,18 @@
 // runtime's device reset — so device-plugin/ never touches sysfs itself.
 #pragma once
 
-#include "device-plugin/node_view.h"
+#include "common/kubelet/node_view.h"
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/reset/core_reset.h"
 
 namespace torus::agent {
 
-class PluginNodeView final : public plugin::NodeView {
+class PluginNodeView final : public kubelet::NodeView {
  public:
   PluginNodeView(health::NodeMonitor& monitor, reset::ResetPolicy policy)
       : monitor_(monitor), policy_(std::move(policy)) {}
 
-  plugin::NodeSnapshot snapshot() const override;
+  kubelet::NodeSnapshot snapshot() const override;
   ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
     return monitor_.onChange(std::move(notify));
   }

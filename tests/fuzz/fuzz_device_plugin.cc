@@ -6,20 +6,20 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "common/kubelet/node_view.h"
 #include "common/topology/core_set.h"
 #include "common/topology/node.h"
 #include "device-plugin/assignments.h"
-#include "device-plugin/node_view.h"
 #include "device-plugin/plugin_service.h"
 
 namespace {
 
 using namespace torus;
 
-class CatalogNode : public plugin::NodeView {
+class CatalogNode : public kubelet::NodeView {
  public:
   CatalogNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
-  plugin::NodeSnapshot snapshot() const override { return snapshot_; }
+  kubelet::NodeSnapshot snapshot() const override { return snapshot_; }
   ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
     return notifier_.subscribe(std::move(notify));
   }
@@ -28,7 +28,7 @@ class CatalogNode : public plugin::NodeView {
   }
 
  private:
-  plugin::NodeSnapshot snapshot_;
+  kubelet::NodeSnapshot snapshot_;
   ChangeNotifier notifier_;
 };
 

@@ -24,10 +24,10 @@ using nlohmann::json;
 namespace drav1 = k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
-class FakeNode : public plugin::NodeView {
+class FakeNode : public kubelet::NodeView {
  public:
   FakeNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
-  plugin::NodeSnapshot snapshot() const override {
+  kubelet::NodeSnapshot snapshot() const override {
     std::lock_guard lock(mutex_);
     return snapshot_;
   }
@@ -47,7 +47,7 @@ class FakeNode : public plugin::NodeView {
 
  private:
   mutable std::mutex mutex_;
-  plugin::NodeSnapshot snapshot_;
+  kubelet::NodeSnapshot snapshot_;
   ChangeNotifier notifier_;
 };
 

@@ -88,7 +88,7 @@ TEST(CoreTenancy, ClaimsAreLabelledByEveryContainerKubeletListsForThem) {
   unlisted.devices.push_back(
       {{"chips"}, "neurondevice0", *dra::parseDeviceName("neurondevice0"), false, {}});
   const dra::PreparedClaims claims = {{"uid-1", claim}, {"uid-2", unlisted}};
-  const std::vector<plugin::ClaimHolder> holders = {
+  const std::vector<dra::ClaimHolder> holders = {
       {"ml", "pair", "ml", "worker", "train"},
       {"ml", "pair", "ml", "worker", "sidecar"},
       {"other", "pair", "other", "elsewhere", "x"},  // same claim name, another namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "device-plugin/allocation.h"
+#include "device-plugin/pod_resources_poller.h"
 
 namespace torus::plugin {
 namespace {
@@ -23,6 +24,24 @@ TEST(Assignments, DevicesBlockTheirCoresAndCoresBlockTheirDevice) {
   EXPECT_EQ(blockedIds(ResourceKind::kNeuron, node, held).toRangeString(), "4");
   EXPECT_EQ(blockedIds(ResourceKind::kNeuronDevice, node, held).toRangeString(), "1,4");
   EXPECT_EQ(coresInUse(node, held).toRangeString(), "4-7,17");
+}
+
+TEST(Assignments, KubeletRowsOfOurResourcesBecomeHoldersAndOthersAreLeftOut) {
+  const topology::Node node = *topology::catalogNode("trn2.48xlarge");
+  const std::vector<kubelet::ContainerDevices> rows = {
+      {"ml", "train", "main", "aws.amazon.com/neuroncore", {"4", "5"}},
+      {"ml", "serve", "main", "aws.amazon.com/neuron", {"3"}},
+      {"ml", "serve", "side", "nvidia.com/gpu", {"GPU-1"}},
+      // Numbered for another LNC: not ours to track, the rest of the answer still counts.
+      {"ml", "old", "main", "aws.amazon.com/neuroncore", {"999"}},
+  };
+  const Assignments assignments = assignmentsFromRows(rows, node);
+  EXPECT_EQ(assignments.held.at(ResourceKind::kNeuronCore).toRangeString(), "4-5");
+  EXPECT_EQ(assignments.held.at(ResourceKind::kNeuron).toRangeString(), "3");
+  ASSERT_EQ(assignments.holders.size(), 2U);
+  EXPECT_EQ(assignments.holders[0].pod, "ml/train");
+  EXPECT_EQ(assignments.holders[1].container, "main");
+  EXPECT_EQ(assignments.holders[1].kind, ResourceKind::kNeuron);
 }
 
 TEST(AssignmentTracker, OwnAllocationsCountUntilKubeletListsThemOrTheyExpire) {

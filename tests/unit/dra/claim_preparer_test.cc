@@ -18,10 +18,10 @@ namespace {
 
 using nlohmann::json;
 
-class FakeNode : public plugin::NodeView {
+class FakeNode : public kubelet::NodeView {
  public:
   FakeNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
-  plugin::NodeSnapshot snapshot() const override { return snapshot_; }
+  kubelet::NodeSnapshot snapshot() const override { return snapshot_; }
   ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
     return notifier_.subscribe(std::move(notify));
   }
@@ -71,7 +71,7 @@ class FakeNode : public plugin::NodeView {
   }
 
  private:
-  plugin::NodeSnapshot snapshot_;
+  kubelet::NodeSnapshot snapshot_;
   ChangeNotifier notifier_;
   mutable std::mutex mutex_;
   std::vector<topology::DeviceSet> resets_;

@@ -7,6 +7,7 @@
 #include "dra-driver/cdi_spec.h"
 #include "dra-driver/checkpoint.h"
 #include "dra-driver/claim_allocation.h"
+#include "dra-driver/claim_holders.h"
 
 namespace torus::dra {
 namespace {
@@ -419,6 +420,24 @@ TEST(Checkpoint, ACorruptFileIsAnErrorNotAnEmptySet) {
       EXPECT_NE(loaded.error().message.find("checkpoint"), std::string::npos);
     }
   }
+}
+
+TEST(ClaimHolders, OnlyContainersWhoseClaimHasOurDevicesInOurPool) {
+  const std::vector<kubelet::ContainerClaim> rows = {
+      {"ml", "train", "main", "ml", "chips", {{"neuron.aws.com", "node-a", "neuron-0"}}},
+      {"ml", "train", "side", "ml", "gpus", {{"gpu.nvidia.com", "node-a", "gpu-0"}}},
+      {"ml", "moved", "main", "ml", "old", {{"neuron.aws.com", "node-b", "neuron-3"}}},
+      {"ml",
+       "mixed",
+       "main",
+       "ml",
+       "both",
+       {{"gpu.nvidia.com", "node-a", "gpu-1"}, {"neuron.aws.com", "node-a", "neuron-1"}}},
+  };
+  const std::vector<ClaimHolder> holders = claimHoldersOf(rows, "neuron.aws.com", "node-a");
+  ASSERT_EQ(holders.size(), 2U);
+  EXPECT_EQ(holders[0], (ClaimHolder{"ml", "chips", "ml", "train", "main"}));
+  EXPECT_EQ(holders[1], (ClaimHolder{"ml", "both", "ml", "mixed", "main"}));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// NodeView: all the device plugin knows about the node. The plugin never reads sysfs; it sees a
-// snapshot of the node model (devices, cores, LNC, health), is told when it changes, and asks
-// the node to prepare cores before a container starts — as kubelet's device manager sees
-// plugins only through an interface.
+// NodeView: all a kubelet adapter (the device plugin, the DRA driver) knows about the node. Neither
+// reads sysfs; each sees a snapshot of the node model (devices, cores, LNC, health), is told when
+// it changes, and asks the node to prepare cores before a container starts — as kubelet's device
+// manager sees plugins only through an interface.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "common/topology/core_set.h"
 #include "common/topology/node.h"
 
-namespace torus::plugin {
+namespace torus::kubelet {
 
 struct NodeSnapshot {
   topology::Node node;
@@ -34,4 +34,4 @@ class NodeView {
                                     const topology::CoreSet& inUseElsewhere) = 0;
 };
 
-}  // namespace torus::plugin
+}  // namespace torus::kubelet

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-namespace torus::plugin {
+namespace torus::kubelet {
 
 inline std::string unixAddress(const std::string& path) {
   std::error_code ec;
@@ -13,4 +13,4 @@ inline std::string unixAddress(const std::string& path) {
   return "unix:" + (ec ? path : absolute.string());
 }
 
-}  // namespace torus::plugin
+}  // namespace torus::kubelet

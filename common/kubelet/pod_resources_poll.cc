@@ -1,0 +1,77 @@
+#include "common/kubelet/pod_resources_poll.h"
+
+#include <algorithm>
+
+namespace torus::kubelet {
+namespace {
+
+constexpr std::chrono::milliseconds kAfterPokeDelay{200};
+// After a pod ended, kubelet lists it until its sandbox is torn down: read often meanwhile.
+constexpr std::chrono::milliseconds kAfterPodEnd{2000};
+constexpr std::chrono::milliseconds kAfterPodEndInterval{200};
+constexpr std::chrono::seconds kListTimeout{5};
+
+}  // namespace
+
+PodResourcesPoll::PodResourcesPoll(Options options,
+                                   std::function<bool(PodResourcesRows&&)> answered)
+    : options_(std::move(options)),
+      client_(options_.socket),
+      answered_(std::move(answered)),
+      thread_([this](std::stop_token stop) { run(stop); }) {}
+
+PodResourcesPoll::~PodResourcesPoll() {
+  thread_.request_stop();
+  wake_.notify_all();
+}
+
+void PodResourcesPoll::pokeAfterAllocate() {
+  std::lock_guard lock(mutex_);
+  poked_ = true;
+  wake_.notify_all();
+}
+
+void PodResourcesPoll::pokeNow() {
+  std::lock_guard lock(mutex_);
+  poked_ = true;
+  pokedNow_ = true;
+  fastUntil_ = std::chrono::steady_clock::now() + kAfterPodEnd;
+  wake_.notify_all();
+}
+
+void PodResourcesPoll::run(std::stop_token stop) {
+  bool reachable = true;
+  while (!stop.stop_requested()) {
+    bool soon = false;
+    auto listed = client_.list(kListTimeout);
+    if (listed) {
+      if (!reachable && log::enabled(log::Level::kInfo, options_.component)) {
+        log::write(log::Level::kInfo, options_.component, "pod-resources API reachable again");
+      }
+      reachable = true;
+      soon = answered_(std::move(*listed));
+    } else if (reachable) {
+      reachable = false;
+      if (log::enabled(log::Level::kWarn, options_.component)) {
+        log::write(log::Level::kWarn, options_.component,
+                   "cannot read kubelet's pod-resources; " + options_.whileUnreachable,
+                   {{"error", listed.error().message},
+                    {"retry_ms", static_cast<int>(options_.interval.count())}});
+      }
+    }
+    std::unique_lock lock(mutex_);
+    const auto wait = soon || std::chrono::steady_clock::now() < fastUntil_
+                          ? std::min(options_.interval, kAfterPodEndInterval)
+                          : options_.interval;
+    if (wake_.wait_for(lock, stop, wait, [&] { return poked_; })) {
+      // After an Allocate, kubelet records the assignment once the call has returned; asking at
+      // once would race it, and a burst of Allocate calls needs one List, not one each. A pod
+      // that ended cuts the wait short: its ids are free in kubelet already.
+      wake_.wait_for(lock, stop, kAfterPokeDelay, [&] { return pokedNow_; });
+    }
+    poked_ = false;
+    pokedNow_ = false;
+  }
+}
+
+}  // namespace torus::kubelet
