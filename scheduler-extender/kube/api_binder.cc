@@ -7,7 +7,7 @@
 #include "common/base/log.h"
 #include "common/contracts/neuron_handoff.h"
 #include "common/kube/object_fields.h"
-#include "scheduler-extender/server/extender_json.h"
+#include "scheduler-extender/state/pod_demand.h"
 
 namespace torus::extender {
 namespace {

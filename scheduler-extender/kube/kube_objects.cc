@@ -9,7 +9,7 @@
 #include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 #include "common/kube/topology_annotation.h"
-#include "scheduler-extender/server/extender_json.h"
+#include "scheduler-extender/state/pod_demand.h"
 
 namespace torus::extender {
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/json_fields.h"
 #include "common/base/json_nesting.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
@@ -21,11 +22,11 @@ using nlohmann::json;
 using contracts::kResourceNames;
 
 Error bad(const std::string& field, const std::string& why) {
-  return makeError(ErrorCode::kInvalidArgument, field + ": " + why);
+  return fieldError(field, why);
 }
 
 std::string typeName(const json& value) {
-  return value.type_name();
+  return jsonTypeName(value);
 }
 
 // The extender's own keys ("Pod", "NodeNames") are matched case-insensitively, as Go does.
@@ -36,6 +37,13 @@ const json* field(const json& object, std::string_view name) {
     if (toLower(it.key()) == wanted) return &it.value();
   }
   return nullptr;
+}
+
+// The request's Pod, as kube-scheduler embeds it.
+Result<PodDemand> podAt(const json& root) {
+  const json* pod = field(root, "Pod");
+  if (pod == nullptr) return bad("Pod", "missing");
+  return parsePodObject(*pod, "Pod");
 }
 
 // Every request body is one JSON object.
@@ -57,195 +65,13 @@ Result<json> parseObject(std::string_view body) {
   return root;
 }
 
-Result<std::string> stringAt(const json& object, std::string_view key, const std::string& path,
-                             bool required) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) {
-    if (required) return bad(path + "." + std::string(key), "missing");
-    return std::string();
-  }
-  if (!it->is_string()) {
-    return bad(path + "." + std::string(key), "expected a string, got " + typeName(*it));
-  }
-  return it->get<std::string>();
-}
-
-// A Kubernetes quantity for an extended resource: a whole number, sent as a string or a number.
-Result<int> wholeQuantity(const json& value, const std::string& path) {
-  if (value.is_number_unsigned() || value.is_number_integer()) {
-    const auto number = value.get<std::int64_t>();
-    if (number < 0 || number > 4096) return bad(path, "expected 0..4096, got " + jsonText(value));
-    return static_cast<int>(number);
-  }
-  if (!value.is_string()) return bad(path, "expected a quantity, got " + typeName(value));
-  auto count = kube::wholeQuantity(value.get<std::string>(), 0, 4096);
-  if (!count) return bad(path, count.error().message);
-  return static_cast<int>(*count);
-}
-
-// Per resource, what one container asks for: requests, or limits when requests are absent.
-Result<std::map<std::string, int>> containerAsks(const json& container, const std::string& path) {
-  std::map<std::string, int> asks;
-  if (!container.is_object()) return bad(path, "expected an object, got " + typeName(container));
-  const auto resources = container.find("resources");
-  if (resources == container.end() || resources->is_null()) return asks;
-  if (!resources->is_object()) {
-    return bad(path + ".resources", "expected an object, got " + typeName(*resources));
-  }
-  for (const char* section : {"limits", "requests"}) {  // requests win: read them last
-    const auto map = resources->find(section);
-    if (map == resources->end() || map->is_null()) continue;
-    if (!map->is_object()) {
-      return bad(path + ".resources." + section, "expected an object, got " + typeName(*map));
-    }
-    for (const std::string_view name : kResourceNames) {
-      const auto value = map->find(name);
-      if (value == map->end()) continue;
-      auto count =
-          wholeQuantity(*value, path + ".resources." + section + "[\"" + std::string(name) + "\"]");
-      if (!count) return std::move(count).error();
-      asks[std::string(name)] = *count;
-    }
-  }
-  return asks;
-}
-
-// The pod's gang from its labels. A malformed gang is the pod's problem, not the request's: the
-// pod is still read (its devices are still counted once bound) and filter says what is wrong.
-void readGang(const json& metadata, PodDemand& demand) {
-  const auto labels = metadata.find("labels");
-  if (labels == metadata.end() || !labels->is_object()) return;
-  const auto name = labels->find(contracts::kGangLabel);
-  const auto size = labels->find(contracts::kGangSizeLabel);
-  const bool hasName =
-      name != labels->end() && name->is_string() && !name->get_ref<const std::string&>().empty();
-  const bool hasSize = size != labels->end() && size->is_string();
-  if (!hasName && !hasSize) return;
-  if (!hasName) {
-    demand.gangProblem = std::string("label ") + contracts::kGangSizeLabel + " is set but " +
-                         contracts::kGangLabel + " (the gang's name) is not";
-    return;
-  }
-  if (!hasSize) {
-    demand.gangProblem = std::string("label ") + contracts::kGangLabel + " is set but " +
-                         contracts::kGangSizeLabel + " (how many pods the gang has) is not";
-    return;
-  }
-  auto count = parseInt(size->get_ref<const std::string&>(), 1, contracts::kMaxGangSize);
-  if (!count) {
-    demand.gangProblem =
-        std::string("label ") + contracts::kGangSizeLabel + ": " + count.error().message;
-    return;
-  }
-  demand.gang = GangRef{name->get<std::string>(), *count};
-}
-
-Result<PodDemand> parsePod(const json* pod, const std::string& path) {
-  if (pod == nullptr || pod->is_null()) return bad(path, "missing");
-  if (!pod->is_object()) return bad(path, "expected a Pod object, got " + typeName(*pod));
-  PodDemand demand;
-  const auto metadata = pod->find("metadata");
-  if (metadata == pod->end() || !metadata->is_object()) return bad(path + ".metadata", "missing");
-  auto name = stringAt(*metadata, "name", path + ".metadata", true);
-  if (!name) return std::move(name).error();
-  auto ns = stringAt(*metadata, "namespace", path + ".metadata", false);
-  if (!ns) return std::move(ns).error();
-  auto uid = stringAt(*metadata, "uid", path + ".metadata", false);
-  if (!uid) return std::move(uid).error();
-  demand.name = *name;
-  demand.namespace_ = ns->empty() ? "default" : *ns;
-  demand.uid = *uid;
-  readGang(*metadata, demand);
-  const auto spec = pod->find("spec");
-  if (spec == pod->end() || !spec->is_object()) return bad(path + ".spec", "missing");
-  if (const auto group = spec->find("schedulingGroup");
-      group != spec->end() && group->is_object()) {
-    const auto groupName = group->find("podGroupName");
-    if (groupName != group->end() && groupName->is_string()) {
-      demand.podGroup = groupName->get<std::string>();
-    }
-  }
-  if (const auto priority = spec->find("priority");
-      priority != spec->end() && !priority->is_null()) {
-    if (!priority->is_number_integer()) {
-      return bad(path + ".spec.priority", "expected an integer, got " + typeName(*priority));
-    }
-    const bool inRange =
-        priority->is_number_unsigned()
-            ? priority->get<std::uint64_t>() <= std::numeric_limits<std::int32_t>::max()
-            : std::in_range<std::int32_t>(priority->get<std::int64_t>());
-    if (!inRange)
-      return bad(path + ".spec.priority", priority->dump() + " is not a 32-bit integer");
-    demand.priority = priority->get<int>();
-  }
-  std::map<std::string, int> total;
-  std::map<std::string, int> initMax;
-  for (const char* list : {"containers", "initContainers"}) {
-    const auto containers = spec->find(list);
-    if (containers == spec->end() || containers->is_null()) continue;
-    if (!containers->is_array()) {
-      return bad(path + ".spec." + list, "expected a list, got " + typeName(*containers));
-    }
-    for (std::size_t i = 0; i < containers->size(); ++i) {
-      auto asks =
-          containerAsks((*containers)[i], path + ".spec." + list + "[" + std::to_string(i) + "]");
-      if (!asks) return std::move(asks).error();
-      for (const auto& [resource, count] : *asks) {
-        if (std::string_view(list) == "containers") {
-          total[resource] += count;
-        } else {
-          initMax[resource] = std::max(initMax[resource], count);
-        }
-      }
-    }
-  }
-  for (const auto& [resource, count] : initMax)
-    total[resource] = std::max(total[resource], count);
-  std::erase_if(total, [](const auto& entry) { return entry.second == 0; });
-  if (total.size() > 1) {
-    std::vector<std::string> names;
-    for (const auto& [resource, count] : total)
-      names.push_back(resource);
-    return bad(path, "asks for " + joinStrings(names, " and ") +
-                         "; a pod can take Neuron cores or whole devices, not both");
-  }
-  if (!total.empty()) {
-    demand.resourceName = total.begin()->first;
-    demand.count = total.begin()->second;
-    demand.unit = demand.resourceName == contracts::kNeuronCoreResource
-                      ? topology::AllocationUnit::kCore
-                      : topology::AllocationUnit::kDevice;
-  }
-  return demand;
-}
-
 }  // namespace
-
-std::string jsonText(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-Result<PodDemand> parsePodObject(const json& pod, const std::string& path) {
-  return parsePod(&pod, path);
-}
-
-std::string instanceTypeOf(const json& node) {
-  const auto metadata = node.find("metadata");
-  if (metadata == node.end() || !metadata->is_object()) return "";
-  const auto labels = metadata->find("labels");
-  if (labels == metadata->end() || !labels->is_object()) return "";
-  for (const char* key : {contracts::kInstanceTypeLabel, contracts::kBetaInstanceTypeLabel}) {
-    const auto label = labels->find(key);
-    if (label != labels->end() && label->is_string()) return label->get<std::string>();
-  }
-  return "";
-}
 
 Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
   auto root = parseObject(body);
   if (!root) return std::move(root).error();
   ExtenderArgs args;
-  auto pod = parsePod(field(*root, "Pod"), "Pod");
+  auto pod = podAt(*root);
   if (!pod) return std::move(pod).error();
   args.pod = std::move(*pod);
   const json* names = field(*root, "NodeNames");
@@ -274,7 +100,7 @@ Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
       const auto metadata = node.find("metadata");
       if (metadata == node.end() || !metadata->is_object())
         return bad(path + ".metadata", "missing");
-      auto name = stringAt(*metadata, "name", path + ".metadata", true);
+      auto name = readStringField(*metadata, "name", path + ".metadata", Presence::kRequired);
       if (!name) return std::move(name).error();
       args.nodeNames.push_back(*name);
       args.nodes.push_back({*name, instanceTypeOf(node)});
@@ -306,7 +132,7 @@ Result<PreemptionArgs> parsePreemptionArgs(std::string_view body) {
   auto root = parseObject(body);
   if (!root) return std::move(root).error();
   PreemptionArgs args;
-  auto pod = parsePod(field(*root, "Pod"), "Pod");
+  auto pod = podAt(*root);
   if (!pod) return std::move(pod).error();
   args.pod = std::move(*pod);
   const json* meta = field(*root, "NodeNameToMetaVictims");

@@ -17,6 +17,7 @@
 
 #include "common/base/result.h"
 #include "scheduler-extender/state/pod_demand.h"
+#include "scheduler-extender/verbs/verbs.h"
 
 namespace torus::extender {
 
@@ -44,28 +45,6 @@ struct PreemptionArgs {
   std::map<std::string, std::vector<std::string>> victimUidsByNode;
   std::map<std::string, int> pdbViolationsByNode;
 };
-
-struct FilterResult {
-  std::vector<std::string> nodeNames;
-  std::map<std::string, std::string> failed;
-  std::map<std::string, std::string> failedAndUnresolvable;
-  std::string error;
-};
-
-struct HostPriority {
-  std::string host;
-  int score = 0;  // 0..10
-};
-
-// Serialises compactly. Strings from a request may hold invalid UTF-8; they come out with U+FFFD
-// in its place rather than as an exception (which became an HTTP 500).
-std::string jsonText(const nlohmann::json& value);
-
-// A Pod object, as kube-scheduler embeds it or the API server returns it; `path` prefixes the
-// field names in errors.
-Result<PodDemand> parsePodObject(const nlohmann::json& pod, const std::string& path = "Pod");
-// The node's instance-type label (the GA key, else the beta one); empty when it has neither.
-std::string instanceTypeOf(const nlohmann::json& node);
 
 Result<ExtenderArgs> parseExtenderArgs(std::string_view body);
 Result<BindingArgs> parseBindingArgs(std::string_view body);

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/json_fields.h"
 #include "scheduler-extender/server/extender_json.h"
 
 namespace torus::extender {

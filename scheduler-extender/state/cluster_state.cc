@@ -9,6 +9,7 @@
 
 #include "common/contracts/neuron_names.h"
 #include "common/topology/allowed_shapes.h"
+#include "scheduler-extender/state/node_score.h"
 
 namespace torus::extender {
 
@@ -330,20 +331,7 @@ Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const NodeEntry& entry,
   if (withScore) {
     const topology::CoreSet cores =
         pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen);
-    const topology::CoreSet freeAfter = freeCores - cores;
-    const int total = entry.model.logicalCoreCount();
-    const double used = total == 0 ? 0 : 1.0 - static_cast<double>(freeAfter.size()) / total;
-    // What this placement costs the node in free shapes, not how many it has left: judging the
-    // shapes left would prefer empty nodes and spread small pods over every big hole.
-    const double loss = topology::freeShapeScore(entry.model, *entry.shapes, freeCores) -
-                        topology::freeShapeScore(entry.model, *entry.shapes, freeAfter);
-    // Node types differ in how many set sizes they can serve (trn2: 1, 4, 8 or 16 devices; an
-    // inf2 ring: any run). Filling the rigid ones first keeps the flexible ones for requests only
-    // they can take.
-    const double rigidity = 1.0 - static_cast<double>(entry.shapes->sizesLargestFirst().size()) /
-                                      std::max(1, entry.model.deviceCount());
-    // Best fit (fill partly used nodes), break as few large shapes as possible, rigid types first.
-    trial.score = static_cast<int>(10.0 * (0.3 * used + 0.3 * (1.0 - loss) + 0.4 * rigidity) + 0.5);
+    trial.score = nodeScore(entry.model, *entry.shapes, freeCores, freeCores - cores);
   }
   return trial;
 }

@@ -5,6 +5,9 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/base/result.h"
 #include "common/topology/placement.h"
 
 namespace torus::extender {
@@ -44,5 +47,11 @@ struct PodDemand {
     return podGroup.empty() ? "" : namespace_ + "/podgroup:" + podGroup;
   }
 };
+
+// A Pod object, as kube-scheduler embeds it or the API server returns it; `path` prefixes the
+// field names in errors. A pod asking for both Neuron resources is an error.
+Result<PodDemand> parsePodObject(const nlohmann::json& pod, const std::string& path = "Pod");
+// The node's instance-type label (the GA key, else the beta one); empty when it has neither.
+std::string instanceTypeOf(const nlohmann::json& node);
 
 }  // namespace torus::extender

@@ -10,9 +10,9 @@
 
 #include "scheduler-extender/gang/gang_members.h"
 #include "scheduler-extender/gang/node_domains.h"
-#include "scheduler-extender/server/extender_json.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/verbs/pod_binder.h"
+#include "scheduler-extender/verbs/verbs.h"
 
 namespace torus::extender {
 

@@ -6,11 +6,22 @@
 #include <string>
 #include <vector>
 
-#include "scheduler-extender/server/extender_json.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
+
+struct FilterResult {
+  std::vector<std::string> nodeNames;
+  std::map<std::string, std::string> failed;
+  std::map<std::string, std::string> failedAndUnresolvable;
+  std::string error;
+};
+
+struct HostPriority {
+  std::string host;
+  int score = 0;  // 0..10
+};
 
 // Nodes where a valid set exists now pass; "never on this node type" (an unsupported shape, more
 // than the node has) is FailedAndUnresolvable so preemption does not try; "not now" is Failed.

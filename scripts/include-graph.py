@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The folder include graph of Torus's source, from its #include lines.
+
+A folder is the directory of a source file ("scheduler-extender/server"); an arrow A -> B means
+some file in A includes a file in B. Tests, generated protos and system headers are left out.
+
+  scripts/include-graph.py                 list the arrows and any cycle; exit 1 on a cycle
+  scripts/include-graph.py --check         only check: exit 1, naming each cycle and the include
+                                           lines that make it
+  scripts/include-graph.py --mermaid       the graph as a Mermaid flowchart (docs/architecture.md)
+  scripts/include-graph.py --root DIR      another checkout
+"""
+import argparse
+import os
+import re
+import sys
+from collections import defaultdict
+
+SOURCE_ROOTS = ("common", "device-plugin", "dra-driver", "node-runtime", "scheduler-extender",
+                "ultraserver-operator")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def source_files(root):
+    for top in SOURCE_ROOTS:
+        for directory, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(names):
+                if name.endswith((".h", ".cc", ".c")):
+                    yield os.path.relpath(os.path.join(directory, name), root)
+
+
+def folder_edges(root):
+    """{(from_folder, to_folder): [(file, line_number, included)]} for folders that differ."""
+    edges = defaultdict(list)
+    folders = set()
+    for path in source_files(root):
+        source = os.path.dirname(path)
+        folders.add(source)
+        with open(os.path.join(root, path), encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                match = INCLUDE.match(line)
+                if not match:
+                    continue
+                included = match.group(1)
+                if not included.startswith(tuple(top + "/" for top in SOURCE_ROOTS)):
+                    continue  # generated protos ("podresources/v1/api.pb.h") and the like
+                target = os.path.dirname(included)
+                if target != source:
+                    edges[(source, target)].append((path, number, included))
+    return folders, edges
+
+
+def cycles(folders, edges):
+    """Strongly connected components with more than one folder (Tarjan), each sorted."""
+    graph = defaultdict(set)
+    for source, target in edges:
+        graph[source].add(target)
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = [0]
+
+    def visit(node):
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for node in sorted(folders | set(graph)):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def mermaid(folders, edges):
+    """Top-level rooms as subgraphs, folders as nodes, one arrow per folder pair."""
+    def node_id(folder):
+        return re.sub(r"[^A-Za-z0-9]", "_", folder)
+
+    lines = ["flowchart TD"]
+    by_top = defaultdict(list)
+    for folder in sorted(folders):
+        by_top[folder.split("/")[0]].append(folder)
+    for top, members in sorted(by_top.items()):
+        lines.append(f"  subgraph {node_id(top)}_room[{top}]")
+        for folder in members:
+            label = folder[len(top) + 1:] if folder != top else top
+            lines.append(f"    {node_id(folder)}[{label}]")
+        lines.append("  end")
+    for source, target in sorted(edges):
+        lines.append(f"  {node_id(source)} --> {node_id(target)}")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
+    parser.add_argument("--check", action="store_true", help="only report cycles")
+    parser.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart")
+    args = parser.parse_args()
+    folders, edges = folder_edges(args.root)
+    found = cycles(folders, edges)
+    if args.mermaid:
+        print(mermaid(folders, edges))
+    elif not args.check:
+        for (source, target), sites in sorted(edges.items()):
+            print(f"{source} -> {target}  ({len(sites)} include{'s' if len(sites) > 1 else ''})")
+    for component in found:
+        print("include cycle between folders: " + ", ".join(component), file=sys.stderr)
+        members = set(component)
+        for (source, target), sites in sorted(edges.items()):
+            if source in members and target in members:
+                for path, number, included in sites:
+                    print(f"  {path}:{number} includes {included}", file=sys.stderr)
+    if args.check and not found:
+        print(f"no include cycle among {len(folders)} folders ({len(edges)} arrows)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
