@@ -7,8 +7,15 @@ some file in A includes a file in B. Tests, generated protos and system headers 
   scripts/include-graph.py                 list the arrows and any cycle; exit 1 on a cycle
   scripts/include-graph.py --check         only check: exit 1, naming each cycle and the include
                                            lines that make it
-  scripts/include-graph.py --mermaid       the graph as a Mermaid flowchart (docs/architecture.md)
+  scripts/include-graph.py --mermaid       the graph as a Mermaid flowchart, arrows implied by
+                                           others left out (docs/architecture.md holds it)
+  scripts/include-graph.py --depth 2       folders cut to two path parts ("node-runtime/collectives")
+  scripts/include-graph.py --under node-runtime/collectives --mermaid
+                                           only the folders inside one room
   scripts/include-graph.py --root DIR      another checkout
+
+docs/architecture.md holds the drawings; each follows a line <!-- include-graph ARGS --> naming
+the arguments that made it, and tests/unit/structure checks it is what the script draws today.
 """
 import argparse
 import os
@@ -29,12 +36,17 @@ def source_files(root):
                     yield os.path.relpath(os.path.join(directory, name), root)
 
 
-def folder_edges(root):
+def folder_of(path, depth):
+    parts = os.path.dirname(path).split("/")
+    return "/".join(parts[:depth]) if depth else "/".join(parts)
+
+
+def folder_edges(root, depth=0):
     """{(from_folder, to_folder): [(file, line_number, included)]} for folders that differ."""
     edges = defaultdict(list)
     folders = set()
     for path in source_files(root):
-        source = os.path.dirname(path)
+        source = folder_of(path, depth)
         folders.add(source)
         with open(os.path.join(root, path), encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
@@ -44,7 +56,7 @@ def folder_edges(root):
                 included = match.group(1)
                 if not included.startswith(tuple(top + "/" for top in SOURCE_ROOTS)):
                     continue  # generated protos ("podresources/v1/api.pb.h") and the like
-                target = os.path.dirname(included)
+                target = folder_of(included, depth)
                 if target != source:
                     edges[(source, target)].append((path, number, included))
     return folders, edges
@@ -87,8 +99,27 @@ def cycles(folders, edges):
     return found
 
 
+def without_implied(edges):
+    """The arrows no longer path implies (a transitive reduction; the graph has no cycle)."""
+    graph = defaultdict(set)
+    for source, target in edges:
+        graph[source].add(target)
+
+    def reachable(start, skip_target):
+        seen, todo = set(), [n for n in graph[start] if n != skip_target]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            todo.extend(graph[node])
+        return seen
+
+    return {(s, t): sites for (s, t), sites in edges.items() if t not in reachable(s, t)}
+
+
 def mermaid(folders, edges):
-    """Top-level rooms as subgraphs, folders as nodes, one arrow per folder pair."""
+    """Top-level rooms as subgraphs, folders as nodes, the arrows no other path implies."""
     def node_id(folder):
         return re.sub(r"[^A-Za-z0-9]", "_", folder)
 
@@ -102,7 +133,7 @@ def mermaid(folders, edges):
             label = folder[len(top) + 1:] if folder != top else top
             lines.append(f"    {node_id(folder)}[{label}]")
         lines.append("  end")
-    for source, target in sorted(edges):
+    for source, target in sorted(without_implied(edges)):
         lines.append(f"  {node_id(source)} --> {node_id(target)}")
     return "\n".join(lines)
 
@@ -112,12 +143,20 @@ def main():
     parser.add_argument("--root", default=os.path.join(os.path.dirname(__file__), ".."))
     parser.add_argument("--check", action="store_true", help="only report cycles")
     parser.add_argument("--mermaid", action="store_true", help="print a Mermaid flowchart")
+    parser.add_argument("--depth", type=int, default=0,
+                        help="cut folders to this many path parts (0: whole folders)")
+    parser.add_argument("--under", default="", help="only folders inside this one")
     args = parser.parse_args()
-    folders, edges = folder_edges(args.root)
+    folders, edges = folder_edges(args.root, args.depth)
+    if args.under:
+        inside = lambda folder: folder == args.under or folder.startswith(args.under + "/")
+        folders = {f for f in folders if inside(f)}
+        edges = {k: v for k, v in edges.items() if inside(k[0]) and inside(k[1])}
     found = cycles(folders, edges)
     if args.mermaid:
         print(mermaid(folders, edges))
     elif not args.check:
+        # Every arrow, also those another path implies: this is the list to grep.
         for (source, target), sites in sorted(edges.items()):
             print(f"{source} -> {target}  ({len(sites)} include{'s' if len(sites) > 1 else ''})")
     for component in found:

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/bootstrap_link.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_link.h"
 #include "node-runtime/collectives/net/hierarchical_group.h"
 #include "node-runtime/collectives/net/net_group.h"
 

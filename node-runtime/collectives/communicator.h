@@ -37,15 +37,15 @@
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
 #include "node-runtime/collectives/async_worker.h"
-#include "node-runtime/collectives/bootstrap.h"
-#include "node-runtime/collectives/buffer.h"
-#include "node-runtime/collectives/coll_types.h"
-#include "node-runtime/collectives/data_type.h"
-#include "node-runtime/collectives/group.h"
+#include "node-runtime/collectives/bootstrap/bootstrap.h"
+#include "node-runtime/collectives/core/coll_types.h"
+#include "node-runtime/collectives/core/data_type.h"
+#include "node-runtime/collectives/core/group.h"
+#include "node-runtime/collectives/core/status.h"
+#include "node-runtime/collectives/shm/buffer.h"
 #include "node-runtime/collectives/shm/segment_space.h"
 #include "node-runtime/collectives/shm/shm_group.h"
-#include "node-runtime/collectives/shm_segment.h"
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/shm/shm_segment.h"
 
 namespace torus::coll {
 

@@ -6,12 +6,13 @@
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
-#include "node-runtime/collectives/bootstrap_link.h"
+#include "common/base/spin.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_link.h"
 #include "node-runtime/collectives/communicator.h"
-#include "node-runtime/collectives/control_layout.h"
 #include "node-runtime/collectives/net/hierarchical_group.h"
 #include "node-runtime/collectives/net/net_group.h"
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
+#include "node-runtime/collectives/shm/control_layout.h"
 
 namespace torus::coll {
 

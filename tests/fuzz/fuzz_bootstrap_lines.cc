@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "node-runtime/collectives/bootstrap_wire.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace torus::coll;

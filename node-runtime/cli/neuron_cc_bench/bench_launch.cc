@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "node-runtime/collectives/bootstrap.h"
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/bootstrap/bootstrap.h"
+#include "node-runtime/collectives/core/status.h"
 
 namespace torus::cli {
 namespace {

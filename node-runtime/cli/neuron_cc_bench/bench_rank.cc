@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "node-runtime/collectives/pattern.h"
+#include "node-runtime/collectives/core/pattern.h"
 
 namespace torus::cli {
 namespace {

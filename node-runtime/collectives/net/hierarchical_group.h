@@ -7,7 +7,7 @@
 // Owns nothing: the communicator owns the three groups and keeps them alive with this one.
 #pragma once
 
-#include "node-runtime/collectives/group.h"
+#include "node-runtime/collectives/core/group.h"
 #include "node-runtime/collectives/net/net_group.h"
 #include "node-runtime/collectives/shm/shm_group.h"
 

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "common/base/log.h"
+#include "node-runtime/collectives/core/reduce_kernels.h"
 #include "node-runtime/collectives/net/net_group.h"
-#include "node-runtime/collectives/reduce_kernels.h"
 
 namespace torus::coll {
 namespace {

@@ -10,7 +10,7 @@
 #include <sched.h>
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/control_layout.h"
+#include "common/base/spin.h"
 
 namespace torus::coll {
 namespace {

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "common/base/result.h"
-#include "node-runtime/collectives/coll_types.h"
-#include "node-runtime/collectives/group.h"
+#include "node-runtime/collectives/core/coll_types.h"
+#include "node-runtime/collectives/core/group.h"
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
 
 namespace torus::coll {

@@ -5,7 +5,7 @@
 
 #include <sys/mman.h>
 
-#include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/shm/control_layout.h"
 
 namespace torus::coll {
 

@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/base/result.h"
-#include "node-runtime/collectives/buffer.h"
-#include "node-runtime/collectives/segment_registry.h"
+#include "node-runtime/collectives/shm/buffer.h"
+#include "node-runtime/collectives/shm/segment_registry.h"
 
 namespace torus::coll {
 

@@ -11,10 +11,10 @@
 #include <cstring>
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/control_layout.h"
-#include "node-runtime/collectives/reduce_kernels.h"
+#include "node-runtime/collectives/core/reduce_kernels.h"
+#include "node-runtime/collectives/core/streaming_stores.h"
+#include "node-runtime/collectives/shm/control_layout.h"
 #include "node-runtime/collectives/shm/shm_group.h"
-#include "node-runtime/collectives/streaming_stores.h"
 
 namespace torus::coll {
 namespace {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/shm/control_layout.h"
 #include "node-runtime/collectives/shm/shm_waits.h"
 
 namespace torus::coll {

@@ -32,11 +32,11 @@
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
-#include "node-runtime/collectives/bootstrap_wire.h"
-#include "node-runtime/collectives/group.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_wire.h"
+#include "node-runtime/collectives/core/group.h"
+#include "node-runtime/collectives/core/status.h"
 #include "node-runtime/collectives/shm/segment_space.h"
-#include "node-runtime/collectives/shm_segment.h"
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/shm/shm_segment.h"
 
 namespace torus::coll {
 

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/control_layout.h"
+#include "node-runtime/collectives/shm/control_layout.h"
 #include "node-runtime/collectives/shm/shm_group.h"
 #include "node-runtime/collectives/shm/shm_waits.h"
 

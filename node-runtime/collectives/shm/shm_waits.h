@@ -11,7 +11,8 @@
 #include <poll.h>
 #include <sched.h>
 
-#include "node-runtime/collectives/control_layout.h"
+#include "common/base/spin.h"
+#include "node-runtime/collectives/shm/control_layout.h"
 #include "node-runtime/collectives/shm/shm_group.h"
 
 namespace torus::coll {

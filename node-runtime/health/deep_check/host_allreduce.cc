@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-#include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/bootstrap/bootstrap.h"
 #include "node-runtime/collectives/communicator.h"
 
 namespace torus::health {

@@ -17,7 +17,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/unique_fd.h"
-#include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/bootstrap/bootstrap.h"
 
 namespace torus::coll::testing {
 namespace {}  // namespace

@@ -1,6 +1,6 @@
 // The status query: while a collective waits, the report names the op, its sequence number and
 // the ranks (with pids) not there yet; SIGUSR1 writes the report through the reporter thread.
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/core/status.h"
 
 #include <chrono>
 #include <csignal>

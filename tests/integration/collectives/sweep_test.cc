@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "node-runtime/collectives/communicator.h"
+#include "node-runtime/collectives/core/pattern.h"
 #include "node-runtime/collectives/ofi/ofi_endpoint.h"
-#include "node-runtime/collectives/pattern.h"
 #include "tests/integration/collectives/rank_launcher.h"
 
 namespace torus::coll {

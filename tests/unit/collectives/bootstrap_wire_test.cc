@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/bootstrap_wire.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_wire.h"
 
 #include <gtest/gtest.h>
 

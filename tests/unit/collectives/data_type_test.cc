@@ -1,6 +1,6 @@
 // Element types and conversions, checked against plain float arithmetic; the communicator's
 // environment settings.
-#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/core/data_type.h"
 
 #include <bit>
 #include <chrono>

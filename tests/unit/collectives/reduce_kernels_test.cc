@@ -1,7 +1,7 @@
 // The reduction kernels, checked against plain scalar arithmetic: wrapping integers, NaN-free
 // float max/min, f16/bf16 rounding once, many sources and outputs, results in place, streamed
 // outputs on and off a 16-byte boundary, and every length around a 64-byte line.
-#include "node-runtime/collectives/reduce_kernels.h"
+#include "node-runtime/collectives/core/reduce_kernels.h"
 
 #include <cstdint>
 #include <cstring>

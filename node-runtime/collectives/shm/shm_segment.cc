@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/shm_segment.h"
+#include "node-runtime/collectives/shm/shm_segment.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/coll_types.h"
+#include "node-runtime/collectives/core/coll_types.h"
 
 namespace torus::coll {
 

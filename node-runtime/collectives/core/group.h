@@ -16,8 +16,8 @@
 #include <string>
 
 #include "common/base/result.h"
-#include "node-runtime/collectives/coll_types.h"
-#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/core/coll_types.h"
+#include "node-runtime/collectives/core/data_type.h"
 
 namespace torus::coll {
 

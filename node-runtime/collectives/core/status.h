@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/base/result.h"
-#include "node-runtime/collectives/coll_types.h"
+#include "node-runtime/collectives/core/coll_types.h"
 
 namespace torus::coll {
 

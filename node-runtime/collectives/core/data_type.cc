@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/core/data_type.h"
 
 #include <bit>
 #include <cstdint>

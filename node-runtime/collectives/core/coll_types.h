@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/core/data_type.h"
 
 namespace torus::coll {
 

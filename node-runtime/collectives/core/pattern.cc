@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/pattern.h"
+#include "node-runtime/collectives/core/pattern.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
-// The layout of a communicator's shared control segment and the accessors both halves of the
-// communicator use (communicator.cc: waiting and collectives; communicator_setup.cc: creation).
-// Internal to node-runtime/collectives.
+// The layout of a ShmGroup's shared control segment (its slots, arrival counters and per-rank
+// records) and the accessors its waits and collectives use; the session's naming helpers
+// (deriveSession, hex) for the segments of a communicator and its splits. Internal to
+// node-runtime/collectives.
 #pragma once
 
 #include <algorithm>
@@ -11,9 +12,7 @@
 #include <cstdio>
 #include <string>
 
-#include <sched.h>
-
-#include "node-runtime/collectives/coll_types.h"
+#include "node-runtime/collectives/core/coll_types.h"
 
 namespace torus::coll {
 
@@ -108,21 +107,6 @@ inline std::uint64_t loadAcquire(std::uint64_t& value) {
 }
 inline void storeRelease(std::uint64_t& value, std::uint64_t v) {
   std::atomic_ref<std::uint64_t>(value).store(v, std::memory_order_release);
-}
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-inline int usableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
 }
 
 std::uint64_t deriveSession(std::uint64_t session, std::uint64_t a, std::uint64_t b);

@@ -24,10 +24,10 @@
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
-#include "node-runtime/collectives/bootstrap_link.h"
-#include "node-runtime/collectives/bootstrap_wire.h"
-#include "node-runtime/collectives/line_socket.h"
-#include "node-runtime/collectives/root_address.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_link.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_wire.h"
+#include "node-runtime/collectives/bootstrap/line_socket.h"
+#include "node-runtime/collectives/bootstrap/root_address.h"
 
 namespace torus::coll {
 

@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/bootstrap_link.h"
+#include "node-runtime/collectives/bootstrap/bootstrap_link.h"
 
 #include <algorithm>
 #include <cerrno>

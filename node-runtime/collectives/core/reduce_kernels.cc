@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/reduce_kernels.h"
+#include "node-runtime/collectives/core/reduce_kernels.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "common/base/check.h"
-#include "node-runtime/collectives/streaming_stores.h"
+#include "node-runtime/collectives/core/streaming_stores.h"
 
 namespace torus::coll {
 namespace {

@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/bootstrap.h"
+#include "node-runtime/collectives/bootstrap/bootstrap.h"
 
 #include <cerrno>
 #include <cstring>

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <span>
 
-#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/core/data_type.h"
 
 namespace torus::coll {
 

@@ -7,7 +7,7 @@
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
-#include "node-runtime/collectives/coll_types.h"
+#include "node-runtime/collectives/core/coll_types.h"
 
 namespace torus::coll {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <span>
 
-#include "node-runtime/collectives/shm_segment.h"
+#include "node-runtime/collectives/shm/shm_segment.h"
 
 namespace torus::coll {
 

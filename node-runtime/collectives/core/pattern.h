@@ -11,7 +11,7 @@
 #include <span>
 #include <string>
 
-#include "node-runtime/collectives/data_type.h"
+#include "node-runtime/collectives/core/data_type.h"
 
 namespace torus::coll {
 

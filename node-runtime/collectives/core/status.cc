@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/status.h"
+#include "node-runtime/collectives/core/status.h"
 
 #include <algorithm>
 #include <cerrno>

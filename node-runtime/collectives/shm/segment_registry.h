@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "node-runtime/collectives/coll_types.h"
+#include "node-runtime/collectives/core/coll_types.h"
 
 namespace torus::coll {
 

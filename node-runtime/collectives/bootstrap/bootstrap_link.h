@@ -34,7 +34,7 @@
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
-#include "node-runtime/collectives/line_socket.h"
+#include "node-runtime/collectives/bootstrap/line_socket.h"
 
 namespace torus::coll {
 

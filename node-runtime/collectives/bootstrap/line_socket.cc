@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/line_socket.h"
+#include "node-runtime/collectives/bootstrap/line_socket.h"
 
 #include <algorithm>
 #include <cerrno>

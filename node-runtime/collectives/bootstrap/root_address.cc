@@ -1,4 +1,4 @@
-#include "node-runtime/collectives/root_address.h"
+#include "node-runtime/collectives/bootstrap/root_address.h"
 
 #include <cerrno>
 #include <cstring>

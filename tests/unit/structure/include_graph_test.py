@@ -1,0 +1,67 @@
+"""scripts/include-graph.py: it finds a cycle between folders and names the lines that make it,
+it passes a tree without one, and Torus's own tree has none (issue 33: the folders' arrows point
+one way)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SCRIPT = os.path.join(ROOT, "scripts", "include-graph.py")
+
+
+def run(root, *args):
+    return subprocess.run([sys.executable, SCRIPT, "--root", root, *args], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def write(root, path, text):
+    full = os.path.join(root, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    with open(full, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+class IncludeGraphTest(unittest.TestCase):
+    def test_a_cycle_between_two_folders_fails_and_names_both_includes(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(root, "common/a/one.h", '#include "common/b/two.h"\n')
+            write(root, "common/b/two.h", '#include <vector>\n#include "common/a/one.h"\n')
+            write(root, "common/c/three.h", '#include "common/a/one.h"\n')
+            result = run(root, "--check")
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            self.assertIn("include cycle between folders: common/a, common/b", result.stderr)
+            self.assertIn("common/a/one.h:1 includes common/b/two.h", result.stderr)
+            self.assertIn("common/b/two.h:2 includes common/a/one.h", result.stderr)
+            self.assertNotIn("common/c", result.stderr)
+
+    def test_arrows_one_way_pass_and_generated_headers_are_left_out(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(root, "device-plugin/x.cc", '#include "common/a/one.h"\n#include "podresources/v1/api.pb.h"\n')
+            write(root, "common/a/one.h", "#pragma once\n")
+            result = run(root, "--check")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn("no include cycle among 2 folders (1 arrows)", result.stdout)
+            drawing = run(root, "--mermaid")
+            self.assertIn("device_plugin --> common_a", drawing.stdout)
+
+    def test_the_drawings_in_architecture_md_are_todays(self):
+        with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as handle:
+            text = handle.read()
+        drawings = re.findall(r"<!-- include-graph ([^>]*) -->\n```mermaid\n(.*?)```", text, re.S)
+        self.assertGreaterEqual(len(drawings), 2)
+        for args, drawn in drawings:
+            today = run(ROOT, "--mermaid", *args.split())
+            self.assertEqual(drawn, today.stdout,
+                             f"docs/architecture.md: the drawing of '{args}' is stale; paste "
+                             f"scripts/include-graph.py --mermaid {args}")
+
+    def test_torus_has_no_cycle_between_folders(self):
+        result = run(ROOT, "--check")
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
