@@ -6,6 +6,7 @@
 
 #include "common/base/strings.h"
 #include "common/contracts/container_env.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::dra {
 namespace {
@@ -153,10 +154,6 @@ std::string describeView(const ContainerView& view) {
 
 }  // namespace
 
-std::string baseRequestName(const std::string& request) {
-  return request.substr(0, request.find('/'));
-}
-
 std::vector<std::string> baseRequestsOf(const ResolvedClaim& claim) {
   std::vector<std::string> names;
   for (const AllocatedDevice& device : claim.devices) {
@@ -295,18 +292,9 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
                                    const topology::Node& node,
                                    const std::vector<ContainerView>& views) {
   const std::string where = "claim " + ref.nameSpace + "/" + ref.name;
-  const json* metadata = member(claim, "metadata");
-  if (metadata == nullptr || stringMember(*metadata, "uid") != ref.uid) {
-    return makeError(ErrorCode::kNotFound, where + ": the API has no claim with uid " + ref.uid +
-                                               " (deleted and re-created?)");
-  }
-  const json* status = member(claim, "status");
-  const json* allocation = status != nullptr ? member(*status, "allocation") : nullptr;
-  const json* devices = allocation != nullptr ? member(*allocation, "devices") : nullptr;
-  const json* results = devices != nullptr ? member(*devices, "results") : nullptr;
-  if (results == nullptr || !results->is_array()) {
-    return makeError(ErrorCode::kFailedPrecondition, where + ": not allocated");
-  }
+  if (auto checked = checkAllocatedClaim(claim, ref); !checked) return std::move(checked).error();
+  const json& allocation = kube::fieldAt(claim, {"status", "allocation"});
+  const json* results = &kube::fieldAt(allocation, {"devices", "results"});  // an array: checked
 
   ResolvedClaim resolved;
   resolved.ref = ref;
@@ -360,7 +348,7 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
     }
   }
 
-  auto configured = settingsPerRequest(*allocation, resolved, node.lnc);
+  auto configured = settingsPerRequest(allocation, resolved, node.lnc);
   if (!configured) return std::move(configured).error().withContext(where);
   const NeuronSettings& settings = *configured;
   resolved.ultraServerMode = settings.ultraServerMode;

@@ -11,8 +11,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/base/result.h"
+#include "common/contracts/dra_names.h"
 #include "common/topology/node.h"
-#include "dra-driver/driver_names.h"
+#include "dra-driver/kubelet/claim_driver.h"
 #include "dra-driver/opaque_config.h"
 
 namespace torus::dra {
@@ -35,16 +36,6 @@ struct AllocatedDevice {
 struct ContainerView {
   std::string container;              // "pod/container", for messages
   std::vector<std::string> requests;  // empty: the whole claim
-};
-
-// "request/subrequest" (a prioritized-list result) -> "request", the name kubelet matches a
-// container's claim reference against (upstream's resourceclaim.BaseRequestRef).
-std::string baseRequestName(const std::string& request);
-
-struct ClaimRef {
-  std::string uid;
-  std::string nameSpace;
-  std::string name;
 };
 
 struct ResolvedClaim {

@@ -1,13 +1,13 @@
-// ClaimPreparer: the node side of a ResourceClaim. Prepare reads the claim from the API,
-// resolves its allocation on this node, refuses a chip or core another prepared claim holds,
-// writes the CDI spec and records the claim in the checkpoint before answering; unprepare removes
-// the spec, forgets the claim and queues its chips for a reset, which a background worker does
-// (a reset first looks through /proc for holders: a millisecond or more that kubelet's pod
-// teardown need not wait for). A chip is never handed to a new claim before its reset: prepare
-// resets a still-pending chip itself, and fails (kubelet retries) while that reset fails; a chip
-// whose background reset failed waits for such a prepare. Both calls are idempotent, as kubelet
-// retries them, and the checkpoint (claims and pending resets) lets a restarted driver lose nothing
-// and prepare nothing twice.
+// ClaimPreparer: the node side of a ResourceClaim, the ClaimDriver behind kubelet's DRA plumbing.
+// Prepare reads the claim from the API, resolves its allocation on this node, refuses a chip or
+// core another prepared claim holds, writes the CDI spec and records the claim in the checkpoint
+// before answering; unprepare removes the spec, forgets the claim and queues its chips for a reset,
+// which a background worker does (a reset first looks through /proc for holders: a millisecond or
+// more that kubelet's pod teardown need not wait for). A chip is never handed to a new claim before
+// its reset: prepare resets a still-pending chip itself, and fails (kubelet retries) while that
+// reset fails; a chip whose background reset failed waits for such a prepare. Both calls are
+// idempotent, as kubelet retries them, and the checkpoint (claims and pending resets) lets a
+// restarted driver lose nothing and prepare nothing twice.
 #pragma once
 
 #include <chrono>
@@ -27,12 +27,12 @@
 #include "common/kubelet/node_view.h"
 #include "dra-driver/cdi_spec.h"
 #include "dra-driver/checkpoint.h"
+#include "dra-driver/kubelet/claim_driver.h"
 
 namespace torus::dra {
 
 // Reads a ResourceClaim by namespace and name (the API in production).
-using ClaimReader =
-    std::function<Result<nlohmann::json>(const std::string& nameSpace, const std::string& name)>;
+using ClaimReader = ObjectReader;
 // Reads a Pod the same way: a claim with several requests is resolved per consuming container,
 // so that each container's environment names exactly the cores of the devices it gets.
 using PodReader = ClaimReader;
@@ -43,14 +43,7 @@ struct PreparerOptions {
   std::filesystem::path checkpointFile;
 };
 
-struct PreparedDevice {
-  std::vector<std::string> requests;
-  std::string pool;
-  std::string device;
-  std::vector<std::string> cdiIds;
-};
-
-class ClaimPreparer {
+class ClaimPreparer final : public ClaimDriver {
  public:
   // Loads the checkpoint, removes CDI specs of claims it does not list (a crash between writing a
   // spec and recording the claim leaves one behind), writes missing specs of claims it does list
@@ -65,12 +58,12 @@ class ClaimPreparer {
   ClaimPreparer(const ClaimPreparer&) = delete;
   ClaimPreparer& operator=(const ClaimPreparer&) = delete;
 
-  Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim);
+  Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim) override;
   // The NeuronUltraServerWorkload ("namespace/name") this node is reserved for, "" for none.
   // Until `known`, prepare refuses (kubelet retries): a driver that has not read the
   // reservations yet cannot tell a workload's claim from anyone else's.
   void setReservation(bool known, std::string workloadRef);
-  Result<void> unprepare(const ClaimRef& claim);
+  Result<void> unprepare(const ClaimRef& claim) override;
   // Claims prepared here that the API no longer has (or has under another UID) on two sweeps in
   // a row: kubelet unprepares a claim before its pod goes and the claim after it, so such an
   // entry is one kubelet will never unprepare (its state lost), and would hold its cores for

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/contracts/dra_names.h"
 #include "common/kube/kube_client.h"
-#include "dra-driver/driver_names.h"
 
 namespace torus::dra {
 

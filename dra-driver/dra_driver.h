@@ -12,7 +12,7 @@
 #include "common/kube/kube_config.h"
 #include "common/kubelet/node_view.h"
 #include "dra-driver/claim_preparer.h"
-#include "dra-driver/kubelet_plugin.h"
+#include "dra-driver/kubelet/kubelet_plugin.h"
 #include "dra-driver/slice_publisher.h"
 #include "dra-driver/ultraserver_reservation.h"
 

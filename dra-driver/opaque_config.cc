@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dra-driver/driver_names.h"
+#include "common/contracts/dra_names.h"
 
 namespace torus::dra {
 namespace {

@@ -5,10 +5,10 @@
 
 #include "common/base/stable_hash.h"
 #include "common/base/version.h"
+#include "common/contracts/dra_names.h"
 #include "common/contracts/neuron_names.h"
 #include "common/topology/allowed_shapes.h"
 #include "common/topology/neuronlink_graph.h"
-#include "dra-driver/driver_names.h"
 
 namespace torus::dra {
 namespace {

@@ -4,9 +4,9 @@
 
 #include "common/base/log.h"
 #include "common/base/utc_time.h"
+#include "common/contracts/dra_names.h"
 #include "common/kube/object_fields.h"
 #include "common/metrics/event_counters.h"
-#include "dra-driver/driver_names.h"
 
 namespace torus::dra {
 namespace {

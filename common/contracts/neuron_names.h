@@ -60,7 +60,7 @@ inline constexpr int kMaxGangSize = 256;
 // topology.k8s.aws/network-node-layer-1, -2, -3; nodes sharing layer 3 are closest.
 inline constexpr const char* kNetworkLayerLabelPrefix = "topology.k8s.aws/network-node-layer-";
 
-// ---- Dynamic Resource Allocation (dra-driver/driver_names.h has the rest) ----
+// ---- Dynamic Resource Allocation (common/contracts/dra_names.h has the rest) ----
 inline constexpr std::string_view kDraDriverName = "neuron.aws.com";
 
 // ---- UltraServer workloads (neuron-ultraserver-operator <-> the DRA driver) ----

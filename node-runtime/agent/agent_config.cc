@@ -2,7 +2,7 @@
 
 #include "common/base/strings.h"
 #include "common/config/log_settings.h"
-#include "dra-driver/driver_names.h"
+#include "common/contracts/dra_names.h"
 
 namespace torus::agent {
 

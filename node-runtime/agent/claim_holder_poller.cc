@@ -1,7 +1,7 @@
 #include "node-runtime/agent/claim_holder_poller.h"
 
 #include "common/base/log.h"
-#include "dra-driver/driver_names.h"
+#include "common/contracts/dra_names.h"
 
 namespace torus::agent {
 

@@ -1,7 +1,7 @@
 #include "node-runtime/agent/core_tenancy.h"
 
+#include "common/contracts/dra_names.h"
 #include "device-plugin/resource_kind.h"
-#include "dra-driver/driver_names.h"
 
 namespace torus::agent {
 

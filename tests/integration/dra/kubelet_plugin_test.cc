@@ -2,7 +2,7 @@
 // registration (GetInfo, NotifyRegistrationStatus), NodePrepareResources and
 // NodeUnprepareResources in both API versions, the resource-health stream, hostile requests,
 // and re-serving a socket that disappeared.
-#include "dra-driver/kubelet_plugin.h"
+#include "dra-driver/kubelet/kubelet_plugin.h"
 
 #include <chrono>
 #include <thread>
@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/temp_dir.h"
+#include "dra-driver/claim_preparer.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "dra_health/v1/api.grpc.pb.h"

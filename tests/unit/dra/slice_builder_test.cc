@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/contracts/dra_names.h"
 #include "common/topology/neuronlink_graph.h"
-#include "dra-driver/driver_names.h"
 #include "dra-driver/slice_publisher.h"
 
 namespace torus::dra {

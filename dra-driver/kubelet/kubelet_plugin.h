@@ -18,7 +18,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "common/base/result.h"
-#include "dra-driver/claim_preparer.h"
+#include "common/kubelet/node_view.h"
+#include "dra-driver/kubelet/claim_driver.h"
 
 namespace torus::dra {
 
@@ -31,9 +32,9 @@ class KubeletPlugin {
  public:
   // `node` and `pool` feed the resource-health stream.
   static Result<std::unique_ptr<KubeletPlugin>> start(KubeletPluginOptions options,
-                                                      ClaimPreparer& preparer,
-                                                      kubelet::NodeView& node, std::string pool);
-  KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer, kubelet::NodeView& node,
+                                                      ClaimDriver& driver, kubelet::NodeView& node,
+                                                      std::string pool);
+  KubeletPlugin(KubeletPluginOptions options, ClaimDriver& driver, kubelet::NodeView& node,
                 std::string pool);
   ~KubeletPlugin();
   KubeletPlugin(const KubeletPlugin&) = delete;
@@ -55,7 +56,7 @@ class KubeletPlugin {
   void registrationStatus(bool registered, const std::string& error);
 
   KubeletPluginOptions options_;
-  ClaimPreparer& preparer_;
+  ClaimDriver& driver_;
   kubelet::NodeView& node_;
   std::string pool_;
   std::atomic<bool> registered_{false};

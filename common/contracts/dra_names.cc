@@ -1,4 +1,4 @@
-#include "dra-driver/driver_names.h"
+#include "common/contracts/dra_names.h"
 
 namespace torus::dra {
 

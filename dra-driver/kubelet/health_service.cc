@@ -1,4 +1,4 @@
-#include "dra-driver/health_service.h"
+#include "dra-driver/kubelet/health_service.h"
 
 #include <atomic>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "common/base/log.h"
-#include "dra-driver/driver_names.h"
+#include "common/contracts/dra_names.h"
 #include "dra_health/v1/api.grpc.pb.h"
 #include "dra_health/v1alpha1/api.grpc.pb.h"
 

@@ -1,4 +1,4 @@
-// Kubelet's DRA gRPC services (v1 and v1beta1, same calls) over ClaimPreparer. Every claim in a
+// Kubelet's DRA gRPC services (v1 and v1beta1, same calls) over ClaimDriver. Every claim in a
 // request gets its own answer: one claim's error never fails its neighbours.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "dra-driver/claim_preparer.h"
+#include "dra-driver/kubelet/claim_driver.h"
 
 namespace torus::dra {
 
@@ -14,7 +14,7 @@ namespace torus::dra {
 inline constexpr const char* kServiceV1 = "v1.DRAPlugin";
 inline constexpr const char* kServiceV1beta1 = "v1beta1.DRAPlugin";
 
-std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimPreparer& preparer);
-std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimPreparer& preparer);
+std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimDriver& driver);
+std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimDriver& driver);
 
 }  // namespace torus::dra

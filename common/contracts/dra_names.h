@@ -1,7 +1,8 @@
 // The names other software sees from the DRA driver: AWS's (`neuron.aws.com`, `neurondevice<N>`,
 // the attribute names its ResourceClaimTemplates select on) and ours beyond them (core
 // partitions, the health taint, the counters that keep a chip and its cores exclusive). One
-// place, so the slice builder, the claim reader and the chart cannot drift apart.
+// place, so the slice builder, the claim reader, kubelet's plumbing and the chart cannot drift
+// apart. They keep the driver's namespace, torus::dra, where every reader of them lives.
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-#include "dra-driver/kubelet_plugin.h"
+#include "dra-driver/kubelet/kubelet_plugin.h"
 
 #include <chrono>
 #include <vector>
@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/contracts/dra_names.h"
 #include "common/kubelet/unix_address.h"
-#include "dra-driver/dra_service.h"
-#include "dra-driver/driver_names.h"
-#include "dra-driver/health_service.h"
+#include "dra-driver/kubelet/dra_service.h"
+#include "dra-driver/kubelet/health_service.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace torus::dra {
@@ -110,11 +110,10 @@ struct KubeletPlugin::Servers {
 };
 
 Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions options,
-                                                            ClaimPreparer& preparer,
+                                                            ClaimDriver& driver,
                                                             kubelet::NodeView& node,
                                                             std::string pool) {
-  auto plugin =
-      std::make_unique<KubeletPlugin>(std::move(options), preparer, node, std::move(pool));
+  auto plugin = std::make_unique<KubeletPlugin>(std::move(options), driver, node, std::move(pool));
   {
     std::lock_guard lock(plugin->mutex_);
     TORUS_RETURN_IF_ERROR(plugin->serve(), "starting the DRA kubelet plugin");
@@ -127,9 +126,9 @@ Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions
   return plugin;
 }
 
-KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimPreparer& preparer,
+KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimDriver& driver,
                              kubelet::NodeView& node, std::string pool)
-    : options_(std::move(options)), preparer_(preparer), node_(node), pool_(std::move(pool)) {}
+    : options_(std::move(options)), driver_(driver), node_(node), pool_(std::move(pool)) {}
 
 KubeletPlugin::~KubeletPlugin() {
   stop();
@@ -146,8 +145,8 @@ std::filesystem::path KubeletPlugin::registrationSocket() const {
 Result<void> KubeletPlugin::serve() {
   servers_.reset();
   auto servers = std::make_unique<Servers>();
-  servers->v1 = makeDraServiceV1(preparer_);
-  servers->v1beta1 = makeDraServiceV1beta1(preparer_);
+  servers->v1 = makeDraServiceV1(driver_);
+  servers->v1beta1 = makeDraServiceV1beta1(driver_);
   servers->healthV1 = makeHealthServiceV1(node_, pool_);
   servers->healthV1alpha1 = makeHealthServiceV1alpha1(node_, pool_);
   auto dra = serveOn(draSocket(), {servers->v1.get(), servers->v1beta1.get(),

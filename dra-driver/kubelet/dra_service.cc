@@ -1,4 +1,4 @@
-#include "dra-driver/dra_service.h"
+#include "dra-driver/kubelet/dra_service.h"
 
 #include "common/base/log.h"
 #include "common/metrics/event_counters.h"
@@ -37,7 +37,7 @@ void count(const char* family, bool ok) {
 }
 
 template <typename Request, typename Response>
-grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Response& response) {
+grpc::Status prepareAll(ClaimDriver& driver, const Request& request, Response& response) {
   const metrics::ScopedLatency timed(metrics::names::kDraRequestSeconds, {{"call", "prepare"}});
   if (request.claims_size() > kMaxClaimsPerCall) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
@@ -47,7 +47,7 @@ grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Respons
     auto& answer = (*response.mutable_claims())[claim.uid()];
     auto ref = refOf(claim);
     auto devices =
-        ref ? preparer.prepare(*ref) : Result<std::vector<PreparedDevice>>(std::move(ref).error());
+        ref ? driver.prepare(*ref) : Result<std::vector<PreparedDevice>>(std::move(ref).error());
     count(metrics::names::kDraPrepareTotal, devices.ok());
     if (!devices) {
       TORUS_LOG(Warn, Dra, "NodePrepareResources refused a claim",
@@ -71,7 +71,7 @@ grpc::Status prepareAll(ClaimPreparer& preparer, const Request& request, Respons
 }
 
 template <typename Request, typename Response>
-grpc::Status unprepareAll(ClaimPreparer& preparer, const Request& request, Response& response) {
+grpc::Status unprepareAll(ClaimDriver& driver, const Request& request, Response& response) {
   const metrics::ScopedLatency timed(metrics::names::kDraRequestSeconds, {{"call", "unprepare"}});
   if (request.claims_size() > kMaxClaimsPerCall) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
@@ -80,7 +80,7 @@ grpc::Status unprepareAll(ClaimPreparer& preparer, const Request& request, Respo
   for (const auto& claim : request.claims()) {
     auto& answer = (*response.mutable_claims())[claim.uid()];
     auto ref = refOf(claim);
-    auto done = ref ? preparer.unprepare(*ref) : Result<void>(std::move(ref).error());
+    auto done = ref ? driver.unprepare(*ref) : Result<void>(std::move(ref).error());
     count(metrics::names::kDraUnprepareTotal, done.ok());
     if (!done) {
       TORUS_LOG(Warn, Dra, "NodeUnprepareResources failed for a claim",
@@ -96,47 +96,47 @@ namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
 class ServiceV1 final : public v1::DRAPlugin::Service {
  public:
-  explicit ServiceV1(ClaimPreparer& preparer) : preparer_(preparer) {}
+  explicit ServiceV1(ClaimDriver& driver) : driver_(driver) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*, const v1::NodePrepareResourcesRequest* in,
                                     v1::NodePrepareResourcesResponse* out) override {
-    return prepareAll(preparer_, *in, *out);
+    return prepareAll(driver_, *in, *out);
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*,
                                       const v1::NodeUnprepareResourcesRequest* in,
                                       v1::NodeUnprepareResourcesResponse* out) override {
-    return unprepareAll(preparer_, *in, *out);
+    return unprepareAll(driver_, *in, *out);
   }
 
  private:
-  ClaimPreparer& preparer_;
+  ClaimDriver& driver_;
 };
 
 class ServiceV1beta1 final : public v1beta1::DRAPlugin::Service {
  public:
-  explicit ServiceV1beta1(ClaimPreparer& preparer) : preparer_(preparer) {}
+  explicit ServiceV1beta1(ClaimDriver& driver) : driver_(driver) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*,
                                     const v1beta1::NodePrepareResourcesRequest* in,
                                     v1beta1::NodePrepareResourcesResponse* out) override {
-    return prepareAll(preparer_, *in, *out);
+    return prepareAll(driver_, *in, *out);
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*,
                                       const v1beta1::NodeUnprepareResourcesRequest* in,
                                       v1beta1::NodeUnprepareResourcesResponse* out) override {
-    return unprepareAll(preparer_, *in, *out);
+    return unprepareAll(driver_, *in, *out);
   }
 
  private:
-  ClaimPreparer& preparer_;
+  ClaimDriver& driver_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimPreparer& preparer) {
-  return std::make_unique<ServiceV1>(preparer);
+std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimDriver& driver) {
+  return std::make_unique<ServiceV1>(driver);
 }
 
-std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimPreparer& preparer) {
-  return std::make_unique<ServiceV1beta1>(preparer);
+std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimDriver& driver) {
+  return std::make_unique<ServiceV1beta1>(driver);
 }
 
 }  // namespace torus::dra
