@@ -7,9 +7,6 @@
 #include <thread>
 
 #include "common/base/log.h"
-#include "node-runtime/collectives/bootstrap/bootstrap_link.h"
-#include "node-runtime/collectives/net/hierarchical_group.h"
-#include "node-runtime/collectives/net/net_group.h"
 
 namespace torus::coll {
 
@@ -18,7 +15,7 @@ Error Communicator::fail(Error error) {
   // A transport error (a send to a rank that died because another did) names the messenger;
   // the rank whose bootstrap connection closed first is the cause, and a user reading the error
   // should see it.
-  if (auto trouble = remoteTrouble();
+  if (auto trouble = groups_->remoteTrouble();
       trouble && error.message.find(*trouble) == std::string::npos) {
     error.message += " (" + *trouble + ")";
   }
@@ -29,19 +26,7 @@ Error Communicator::fail(Error error) {
   }
   TORUS_LOG(Error, Coll, "communicator broken", {"comm", name_}, {"rank", rank_},
             {"error", error.message});
-  // Hostmates waiting on shared memory learn of it at once; ranks on other hosts through the
-  // bootstrap link, unless it is the link that told us (they know).
-  if (shm_) shm_->markAborted(error.message);
-  if (local_) local_->markAborted(error.message);
-  if (link_ && !link_->anyTrouble()) link_->announceAbort(session_, rank_, error.message);
-  // A hostmate that died over libfabric (no pidfd wait saw it) leaves its segments behind:
-  // remove them, as the shared-memory path does (probe row 14).
-  if (link_ && segments_) {
-    const std::string& myHost = ranks_[static_cast<std::size_t>(rank_)].hostId;
-    for (const int r : deadMembers()) {
-      if (ranks_[static_cast<std::size_t>(r)].hostId == myHost) segments_->unlinkOwnedBy(r);
-    }
-  }
+  groups_->abort(error.message);  // hostmates and other hosts learn of it
   return error;
 }
 
@@ -77,7 +62,7 @@ Result<void> Communicator::run(OpKind op, FunctionRef<Result<void>(const GroupCa
   const InFlightMark inFlight(status_.get(), waitPublished_, op, sequence);
   // Only libfabric waits against the whole call's deadline; shared-memory waits bound themselves
   // (each by the timeout), so a host's small collective does not pay for reading the clock.
-  const Deadline deadline = net_ ? Clock::now() + timeout_ : Deadline::max();
+  const Deadline deadline = groups_->overNetwork() ? Clock::now() + timeout_ : Deadline::max();
   const GroupCall call{sequence, deadline, timeout_, what};
   if (auto status = body(call); !status) return fail(std::move(status).error());
   return okResult();
@@ -86,28 +71,28 @@ Result<void> Communicator::run(OpKind op, FunctionRef<Result<void>(const GroupCa
 Result<void> Communicator::allReduce(const void* send, void* recv, std::size_t count, DataType type,
                                      ReduceOp op) {
   return run(OpKind::kAllReduce, [&](const GroupCall& call) {
-    return group_->allReduce(call, send, recv, count, type, op);
+    return groups_->run().allReduce(call, send, recv, count, type, op);
   });
 }
 
 Result<void> Communicator::allGather(const void* send, void* recv, std::size_t sendCount,
                                      DataType type) {
   return run(OpKind::kAllGather, [&](const GroupCall& call) {
-    return group_->allGather(call, send, recv, sendCount, type);
+    return groups_->run().allGather(call, send, recv, sendCount, type);
   });
 }
 
 Result<void> Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount,
                                          DataType type, ReduceOp op) {
   return run(OpKind::kReduceScatter, [&](const GroupCall& call) {
-    return group_->reduceScatter(call, send, recv, recvCount, type, op);
+    return groups_->run().reduceScatter(call, send, recv, recvCount, type, op);
   });
 }
 
 Result<void> Communicator::allToAll(const void* send, void* recv, std::size_t countPerRank,
                                     DataType type) {
   return run(OpKind::kAllToAll, [&](const GroupCall& call) {
-    return group_->allToAll(call, send, recv, countPerRank, type);
+    return groups_->run().allToAll(call, send, recv, countPerRank, type);
   });
 }
 
@@ -115,7 +100,7 @@ Result<void> Communicator::broadcast(const void* send, void* recv, std::size_t c
                                      int root) {
   if (auto valid = checkRoot("broadcast", root); !valid) return valid;
   return run(OpKind::kBroadcast, [&](const GroupCall& call) {
-    return group_->broadcast(call, send, recv, count, type, root);
+    return groups_->run().broadcast(call, send, recv, count, type, root);
   });
 }
 
@@ -123,12 +108,12 @@ Result<void> Communicator::reduce(const void* send, void* recv, std::size_t coun
                                   ReduceOp op, int root) {
   if (auto valid = checkRoot("reduce", root); !valid) return valid;
   return run(OpKind::kReduce, [&](const GroupCall& call) {
-    return group_->reduce(call, send, recv, count, type, op, root);
+    return groups_->run().reduce(call, send, recv, count, type, op, root);
   });
 }
 
 Result<void> Communicator::barrier() {
-  return run(OpKind::kBarrier, [&](const GroupCall& call) { return group_->barrier(call); });
+  return run(OpKind::kBarrier, [&](const GroupCall& call) { return groups_->run().barrier(call); });
 }
 
 // Send, Recv and Permute in one; messages are numbered per pair, so they need no sequence number.
@@ -171,8 +156,8 @@ Result<void> Communicator::pointToPoint(OpKind kind, const void* send, void* rec
   if (sendTo >= 0) ++sent_[static_cast<std::size_t>(sendTo)];
   if (recvFrom >= 0) ++received_[static_cast<std::size_t>(recvFrom)];
   const GroupCall call{0, Clock::now() + timeout_, timeout_, what};
-  if (auto status =
-          group_->permute(call, send, recv, bytes, sendTo, recvFrom, sendMessage, recvMessage);
+  if (auto status = groups_->run().permute(call, send, recv, bytes, sendTo, recvFrom, sendMessage,
+                                           recvMessage);
       !status) {
     return fail(std::move(status).error());
   }

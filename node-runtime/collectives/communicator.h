@@ -1,11 +1,7 @@
 // Communicator: a group of ranks that run collectives, over shared memory between ranks of one
 // host and over libfabric between hosts. The front: creation (bootstrap, split), sequence numbers,
 // the broken state, the status board, async operations — every collective then runs through one
-// Group (group.h):
-//   - every rank on one host: a ShmGroup (shm/shm_group.h, the "direct" data path);
-//   - ranks on several hosts, or TORUS_COLL_TRANSPORT=ofi: a NetGroup of all ranks (net/);
-//   - several hosts with several ranks each: a HierarchicalGroup, whose AllReduce runs over the
-//     host's ShmGroup and a column NetGroup, everything else over the NetGroup of all ranks.
+// Group (core/group.h) of the Groups that group_builder.h builds for it (groups.h says which).
 //
 // Created from (rank, world size, root address) through the TCP bootstrap; ranks on the same host
 // are found there.
@@ -16,8 +12,8 @@
 // communicator and the sequence number, the communicator is broken from then on (every later call
 // returns the same error), and the peers are told so they fail fast too.
 //
-// Owns: its groups, the bootstrap link and libfabric endpoint it shares with its splits, and its
-// async worker thread. Not thread-safe: one thread per communicator at a time (the *Async calls
+// Owns: its groups (with the bootstrap link and libfabric endpoint it shares with its splits) and
+// its async worker thread. Not thread-safe: one thread per communicator at a time (the *Async calls
 // hand operations to the worker instead).
 #pragma once
 
@@ -42,28 +38,17 @@
 #include "node-runtime/collectives/core/data_type.h"
 #include "node-runtime/collectives/core/group.h"
 #include "node-runtime/collectives/core/status.h"
+#include "node-runtime/collectives/groups.h"
 #include "node-runtime/collectives/shm/buffer.h"
-#include "node-runtime/collectives/shm/segment_space.h"
-#include "node-runtime/collectives/shm/shm_group.h"
-#include "node-runtime/collectives/shm/shm_segment.h"
 
 namespace torus::coll {
 
 inline constexpr std::chrono::milliseconds kDefaultTimeout{5 * 60 * 1000};
 
-// Which algorithms run, set by TORUS_COLL_ALGO for comparing and for working around a suspected
-// bug. kAuto: shared memory takes the control slots up to kInlineBytes per rank and the direct
-// path above; libfabric picks ring or recursive doubling by the cost model; ranks on several
-// hosts run AllReduce hierarchically. kDirect: shared memory never uses the slots. kRing,
-// kRecursiveDoubling: that AllReduce on libfabric. kFlat: no hierarchical AllReduce.
-enum class Algorithm { kAuto, kDirect, kRing, kRecursiveDoubling, kFlat };
+// Algorithm and Transport: groups.h.
 Result<Algorithm> parseAlgorithm(std::string_view text);
 std::string_view algorithmName(Algorithm algorithm);
 
-// How ranks reach each other. kAuto: shared memory within a host, libfabric between hosts;
-// kShm: shared memory only (ranks on other hosts are an error); kOfi: libfabric for every rank,
-// also within a host (to test and measure the network path on one machine).
-enum class Transport { kAuto, kShm, kOfi };
 Result<Transport> parseTransport(std::string_view text);
 // "always" (register every buffer with libfabric, as efa needs) or "auto" (when the provider asks).
 Result<bool> parseOfiRegister(std::string_view text);
@@ -94,14 +79,6 @@ struct CommOptions {
 Result<void> applyEnvironment(CommOptions& options);
 // The names of the variables applyEnvironment reads, in its order.
 std::vector<std::string_view> environmentVariables();
-
-class BootstrapLink;
-class OfiEndpoint;
-struct RegistrationCounts;
-class Group;
-class NetGroup;
-class ShmGroup;
-class HierarchicalGroup;
 
 class Communicator {
  public:
@@ -170,23 +147,14 @@ class Communicator {
  private:
   Communicator() = default;
   Result<void> setup(CommOptions& options);
-  // Every rank on this host: one ShmGroup (rank 0 made `control` during the bootstrap).
-  Result<void> setupShm(ShmSegment control, const std::string& context);
-  // ---- libfabric (communicator_net.cc) ----
-  Result<void> setupNet(const CommOptions& options, std::shared_ptr<BootstrapLink> link,
-                        const std::string& context);
-  Result<void> buildLocal(const std::vector<int>& members, int hostIndex,
-                          const std::string& context);
-  void buildColumn(const std::vector<int>& column, int myIndex, std::uint16_t groupId);
-  void useHierarchyWhenComplete();
-  Result<std::unique_ptr<Communicator>> splitNet(int color, const std::vector<std::int32_t>& all,
-                                                 const std::vector<int>& members);
+  // This communicator's part in its groups: who it is and how it runs.
+  GroupSettings groupSettings() const;
   // A communicator of `members` (ranks of this one, in their new order) with this one's settings,
   // not connected to anything yet (split).
   std::unique_ptr<Communicator> childOf(const std::vector<int>& members, std::string name,
                                         std::uint64_t session) const;
-  void registerStatus();  // on the process-wide status board, until destroyed
-  ShmGroupOptions shmOptions(std::uint64_t session, const std::vector<int>& members) const;
+  // Takes its groups and shows on the process-wide status board, until destroyed.
+  void useGroups(std::unique_ptr<Groups> groups);
 
   // The one path of every collective: refuses while async work is pending or once broken,
   // numbers it, marks it in flight, runs it on the group, and breaks the communicator if it fails.
@@ -196,12 +164,6 @@ class Communicator {
   Result<void> checkCaller(std::string_view call) const;
   Result<void> checkRoot(std::string_view call, int root) const;
   Error fail(Error error);
-  std::string rankList(const std::vector<int>& ranks) const;
-  // Communicator ranks of the dead ranks the bootstrap link knows of.
-  std::vector<int> deadMembers() const;
-  // What the bootstrap link has heard that breaks this communicator: a member that died, or one
-  // that announced an abort. Cheap when nothing has happened.
-  std::optional<std::string> remoteTrouble() const;
 
   int rank_ = 0;
   int size_ = 1;
@@ -212,7 +174,6 @@ class Communicator {
   std::uint64_t splits_ = 0;
   Algorithm algorithm_ = Algorithm::kAuto;
   Transport transport_ = Transport::kAuto;
-  bool spin_ = true;  // false when ranks outnumber CPUs: yield at once
   std::vector<RankInfo> ranks_;
   std::optional<Error> broken_;
   std::shared_ptr<CommStatus> status_;  // what statusReport() shows about this communicator
@@ -220,20 +181,7 @@ class Communicator {
   bool waitPublished_ = false;
   std::vector<std::uint64_t> sent_;      // per peer: point-to-point messages sent to it
   std::vector<std::uint64_t> received_;  // per peer: messages received from it
-  // Tensors of a communicator without a host group (every rank over libfabric).
-  std::optional<SegmentSpace> segments_;
-  std::unique_ptr<ShmGroup> shm_;  // every rank on this host
-  // libfabric: set when ranks span hosts or TORUS_COLL_TRANSPORT=ofi.
-  std::shared_ptr<BootstrapLink> link_;
-  std::shared_ptr<OfiEndpoint> endpoint_;
-  std::unique_ptr<NetGroup> net_;     // every rank
-  std::unique_ptr<ShmGroup> local_;   // the ranks of this host (hierarchical)
-  std::unique_ptr<NetGroup> column_;  // same local index on every host (hierarchical)
-  std::unique_ptr<HierarchicalGroup> hierarchical_;
-  Group* group_ = nullptr;               // the one every collective runs on
-  std::vector<int> endpointRanks_;       // endpoint rank of each of my ranks
-  std::vector<int> hostOf_;              // host index of each rank
-  std::uint16_t nextGroupId_ = 0;        // first tag group id free on this rank's endpoint
+  std::unique_ptr<Groups> groups_;       // what every collective runs on
   std::unique_ptr<AsyncWorker> worker_;  // last: stopped before anything it uses goes away
 };
 

@@ -1,18 +1,15 @@
-// Communicator creation: options from the environment, bootstrap, the host's shared-memory
-// group, split into sub-communicators, and tensors. Across hosts: communicator_net.cc.
+// Communicator creation: options from the environment, the bootstrap, and split into
+// sub-communicators; the groups for either come from group_builder.h.
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
 
 #include "common/base/log.h"
 #include "common/base/parse.h"
-#include "common/base/spin.h"
-#include "node-runtime/collectives/bootstrap/bootstrap_link.h"
 #include "node-runtime/collectives/communicator.h"
-#include "node-runtime/collectives/net/hierarchical_group.h"
-#include "node-runtime/collectives/net/net_group.h"
-#include "node-runtime/collectives/ofi/ofi_endpoint.h"
+#include "node-runtime/collectives/group_builder.h"
 #include "node-runtime/collectives/shm/control_layout.h"
+#include "node-runtime/collectives/shm/shm_group.h"
 
 namespace torus::coll {
 
@@ -187,56 +184,38 @@ Result<void> Communicator::setup(CommOptions& options) {
   received_.assign(static_cast<std::size_t>(size_), 0);
   const std::string context = "creating " + name_ + " (rank " + std::to_string(rank_) + " of " +
                               std::to_string(size_) + ")";
-
-  // Ranks on the same host share memory; anything else needs the libfabric transport.
-  std::vector<int> remote;
-  for (int r = 0; r < size_; ++r) {
-    if (ranks_[static_cast<std::size_t>(r)].hostId !=
-        ranks_[static_cast<std::size_t>(rank_)].hostId) {
-      remote.push_back(r);
-    }
-  }
-  if (!remote.empty() && transport_ == Transport::kShm) {
-    return makeError(ErrorCode::kFailedPrecondition,
-                     context + ": " + rankList(remote) + " on another host (" +
-                         ranks_[static_cast<std::size_t>(remote.front())].hostId +
-                         ") and TORUS_COLL_TRANSPORT=shm allows shared memory only");
-  }
-  if (!remote.empty() || transport_ == Transport::kOfi) {
-    if (control.data() != nullptr) control.unlinkNow();
-    return setupNet(options, std::move(boot->link), context);
-  }
-  return setupShm(std::move(control), context);
-}
-
-ShmGroupOptions Communicator::shmOptions(std::uint64_t session,
-                                         const std::vector<int>& members) const {
-  ShmGroupOptions options;
-  options.session = session;
-  options.rank =
-      static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
-  for (int r : members)
-    options.ranks.push_back(ranks_[static_cast<std::size_t>(r)]);
-  options.slotPath = algorithm_ != Algorithm::kDirect;
-  options.spin = spin_;
-  return options;
-}
-
-Result<void> Communicator::setupShm(ShmSegment control, const std::string& context) {
-  std::vector<int> everyone(static_cast<std::size_t>(size_));
-  std::iota(everyone.begin(), everyone.end(), 0);
-  spin_ = size_ <= usableCpus();
-  shm_ = std::make_unique<ShmGroup>(shmOptions(session_, everyone));
-  if (auto attached = shm_->attach(std::move(control), context, timeout_); !attached) {
-    return attached;
-  }
-  group_ = shm_.get();
-  registerStatus();
-  shm_->setStatus(status_.get(), &waitPublished_);
-  TORUS_LOG_AT(rank_ == 0 ? log::Level::kInfo : log::Level::kDebug, Coll, "communicator ready",
-               {"comm", name_}, {"rank", rank_}, {"size", size_}, {"transport", "shm"},
-               {"spin", spin_}, {"timeout_ms", timeout_.count()});
+  OfiOptions ofi;
+  ofi.provider = options.ofiProvider;
+  ofi.registerAlways = options.ofiRegisterAlways;
+  auto groups =
+      GroupBuilder::build(groupSettings(), std::move(control), std::move(boot->link), ofi, context);
+  if (!groups) return std::move(groups).error();
+  useGroups(std::move(*groups));
   return okResult();
+}
+
+GroupSettings Communicator::groupSettings() const {
+  GroupSettings settings;
+  settings.rank = rank_;
+  settings.name = name_;
+  settings.session = session_;
+  settings.ranks = ranks_;
+  settings.timeout = timeout_;
+  settings.algorithm = algorithm_;
+  settings.transport = transport_;
+  return settings;
+}
+
+void Communicator::useGroups(std::unique_ptr<Groups> groups) {
+  groups_ = std::move(groups);
+  status_ = std::make_shared<CommStatus>();
+  status_->name = name_;
+  status_->rank = rank_;
+  status_->size = size_;
+  for (const RankInfo& info : ranks_)
+    status_->pids.push_back(info.pid);
+  statusRegistration_.emplace(status_);
+  groups_->publishTo(status_.get(), &waitPublished_);
 }
 
 Communicator::~Communicator() = default;
@@ -250,7 +229,6 @@ std::unique_ptr<Communicator> Communicator::childOf(const std::vector<int>& memb
   child->timeout_ = timeout_;
   child->algorithm_ = algorithm_;
   child->transport_ = transport_;
-  child->spin_ = spin_;
   child->name_ = std::move(name);
   child->session_ = session;
   for (int r : members)
@@ -260,25 +238,14 @@ std::unique_ptr<Communicator> Communicator::childOf(const std::vector<int>& memb
   return child;
 }
 
-void Communicator::registerStatus() {
-  status_ = std::make_shared<CommStatus>();
-  status_->name = name_;
-  status_->rank = rank_;
-  status_->size = size_;
-  for (const RankInfo& info : ranks_)
-    status_->pids.push_back(info.pid);
-  statusRegistration_.emplace(status_);
-}
-
 std::string Communicator::transportName() const {
-  if (!net_) return "shm";
-  return hierarchical_ ? "shm+ofi" : "ofi";
+  return groups_->transportName();
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
   TORUS_RETURN_IF_ERROR(checkCaller("split"), "refused");
   // Everyone learns everyone's (color, key, first free tag group) in one small AllGather.
-  const std::int32_t mine[3] = {color, key, nextGroupId_};
+  const std::int32_t mine[3] = {color, key, groups_->nextGroupId()};
   std::vector<std::int32_t> all(3 * static_cast<std::size_t>(size_));
   TORUS_RETURN_IF_ERROR(allGather(mine, all.data(), 3, DataType::kI32),
                         "split of " + name_ + ": exchanging colors");
@@ -292,65 +259,33 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key) {
       return all[3 * static_cast<std::size_t>(a) + 1] < all[3 * static_cast<std::size_t>(b) + 1];
     });
   }
-  if (net_) return splitNet(color, all, members);
   std::unique_ptr<Communicator> child;
-  ShmSegment control;
-  Result<void> created = okResult();
+  SplitRequest request;
+  request.color = color;
+  request.index = splitIndex;
+  request.all = &all;
+  request.members = &members;
   if (color >= 0) {
     // Same session on every member, different for every group and split.
     child = childOf(members,
                     name_ + "/split" + std::to_string(splitIndex) + "." + std::to_string(color),
                     deriveSession(session_, splitIndex, static_cast<std::uint32_t>(color)));
-    if (child->rank_ == 0) {
-      auto made = ShmGroup::createControl(child->session_, child->size_);
-      if (made) {
-        control = std::move(*made);
-      } else {
-        created = std::move(made).error();
-      }
-    }
+    request.child = child->groupSettings();
   }
-  // Every group's control segment exists after this barrier on the parent.
-  TORUS_RETURN_IF_ERROR(barrier(), "split of " + name_);
-  if (!created) return std::move(created).error().withContext("split of " + name_);
-  if (color < 0) return std::unique_ptr<Communicator>();
-  const std::string context = "creating " + child->name_ + " (rank " +
-                              std::to_string(child->rank_) + " of " + std::to_string(child->size_) +
-                              ")";
-  TORUS_RETURN_IF_ERROR(child->setupShm(std::move(control), context), "split of " + name_);
+  request.context = "split of " + name_;
+  auto groups = GroupBuilder::split(*groups_, request, [this] { return barrier(); });
+  if (!groups) return std::move(groups).error();
+  if (!child) return child;
+  child->useGroups(std::move(*groups));
   return child;
 }
 
-std::string Communicator::rankList(const std::vector<int>& ranks) const {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(ranks[i]);
-    if (ranks_.size() > static_cast<std::size_t>(ranks[i])) {
-      out += " (pid " + std::to_string(ranks_[static_cast<std::size_t>(ranks[i])].pid) + ")";
-    }
-  }
-  return out;
+Result<Buffer> Communicator::allocate(std::size_t bytes) {
+  return groups_->allocate(bytes);
 }
 
-Result<Buffer> Communicator::allocate(std::size_t bytes) {
-  // The host's shared-memory group owns the tensors, so its collectives (the hierarchical
-  // AllReduce's local stages too) find them; over libfabric they are also registered once, for
-  // all their transfers, when the provider needs registration.
-  ShmGroup* host = shm_ ? shm_.get() : local_.get();
-  // Without a host group (every rank over libfabric) the tensors are this rank's own segments,
-  // which setupNet and splitNet always make.
-  Result<Buffer> buffer =
-      host != nullptr ? host->allocate(bytes, name_) : segments_->allocate(bytes, name_);
-  if (!buffer || !endpoint_) return buffer;
-  auto registration = endpoint_->registerRegion(buffer->data(), buffer->size());
-  if (!registration) {
-    return std::move(registration)
-        .error()
-        .withContext("registering a " + std::to_string(bytes) + "-byte tensor on " + name_);
-  }
-  buffer->registration_ = std::move(*registration);
-  return buffer;
+RegistrationCounts Communicator::registrationCounts() const {
+  return groups_->registrationCounts();
 }
 
 }  // namespace torus::coll

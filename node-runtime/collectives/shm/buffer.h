@@ -31,7 +31,7 @@ class Buffer {
 
  private:
   friend class SegmentSpace;  // makes them
-  friend class Communicator;  // registers them with libfabric
+  friend class Groups;        // registers them with libfabric
   std::shared_ptr<SegmentRegistry> registry_;
   ShmSegment segment_;
   std::shared_ptr<void> registration_;  // libfabric's, when the provider needs one; after segment_
