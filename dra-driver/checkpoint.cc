@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/file_io.h"
+#include "common/base/json_fields.h"
 #include "common/base/json_nesting.h"
 #include "common/base/stable_hash.h"
 #include "common/base/strings.h"
@@ -47,52 +47,12 @@ json toJson(const ResolvedClaim& claim) {
   return entry;
 }
 
-// Whether `value` is of the JSON shape T reads from, checked before converting: nlohmann
-// converts a float to int without a range check (undefined behaviour for 1e39).
-bool isIntegral(const json& value) {
-  if (!value.is_number_integer()) return false;
-  if (value.is_number_unsigned()) return value.get<std::uint64_t>() <= INT32_MAX;
-  const auto number = value.get<std::int64_t>();
-  return number >= INT32_MIN && number <= INT32_MAX;
-}
-
-template <typename T>
-bool hasShape(const json& value) {
-  if constexpr (std::is_same_v<T, int>) {
-    return isIntegral(value);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return value.is_boolean();
-  } else if constexpr (std::is_same_v<T, std::string>) {
-    return value.is_string();
-  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
-    return value.is_array() && std::all_of(value.begin(), value.end(), isIntegral);
-  } else {
-    static_assert(std::is_same_v<T, std::vector<std::string>>);
-    return value.is_array() && std::all_of(value.begin(), value.end(),
-                                           [](const json& item) { return item.is_string(); });
-  }
-}
-
-template <typename T>
-Result<T> field(const json& entry, const char* key, const std::string& where) {
-  const auto found = entry.find(key);
-  if (found == entry.end()) {
-    return makeError(ErrorCode::kInvalidArgument, where + ": \"" + key + "\" is missing");
-  }
-  if (!hasShape<T>(*found)) {
-    return makeError(ErrorCode::kInvalidArgument, where + ": \"" + key + "\" has the wrong type: " +
-                                                      std::string(clipForMessage(found->dump())));
-  }
-  return found->get<T>();
-}
-
 Result<topology::CoreSet> idSet(const json& entry, const char* key, const std::string& where) {
-  auto ids = field<std::vector<int>>(entry, key, where);
+  auto ids = required<std::vector<int>>(entry, key, where);
   if (!ids) return std::move(ids).error();
   for (const int id : *ids) {
     if (id < 0 || id >= topology::CoreSet::kCapacity) {
-      return makeError(ErrorCode::kInvalidArgument,
-                       where + ": \"" + key + "\" holds " + std::to_string(id) + ", out of range");
+      return fieldError(fieldPath(where, key), "holds " + std::to_string(id) + ", out of range");
     }
   }
   return topology::CoreSet::fromIds(*ids);
@@ -103,12 +63,12 @@ Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
   if (!entry.is_object()) return makeError(ErrorCode::kInvalidArgument, where + ": not an object");
   ResolvedClaim claim;
   claim.ref.uid = uid;
-  auto nameSpace = field<std::string>(entry, "namespace", where);
-  auto name = field<std::string>(entry, "name", where);
-  auto pool = field<std::string>(entry, "pool", where);
-  auto wholeChips = field<bool>(entry, "wholeChips", where);
-  auto lnc = field<int>(entry, "lnc", where);
-  auto visible = field<std::vector<int>>(entry, "visibleCores", where);
+  auto nameSpace = required<std::string>(entry, "namespace", where);
+  auto name = required<std::string>(entry, "name", where);
+  auto pool = required<std::string>(entry, "pool", where);
+  auto wholeChips = required<bool>(entry, "wholeChips", where);
+  auto lnc = required<int>(entry, "lnc", where);
+  auto visible = required<std::vector<int>>(entry, "visibleCores", where);
   auto chips = idSet(entry, "chips", where);
   auto cores = idSet(entry, "cores", where);
   for (const Error* error :
@@ -127,18 +87,18 @@ Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
   claim.chips = *chips;
   claim.cores = *cores;
   if (entry.contains("ultraServerMode")) {
-    auto mode = field<int>(entry, "ultraServerMode", where);
+    auto mode = required<int>(entry, "ultraServerMode", where);
     if (!mode) return std::move(mode).error();
     claim.ultraServerMode = *mode;
   }
   const auto devices = entry.find("devices");
   if (devices == entry.end() || !devices->is_array()) {
-    return makeError(ErrorCode::kInvalidArgument, where + ": \"devices\" is not a list");
+    return fieldError(fieldPath(where, "devices"), "expected a list");
   }
   for (const json& device : *devices) {
-    auto deviceName = field<std::string>(device, "name", where + " device");
+    auto deviceName = required<std::string>(device, "name", where + " device");
     if (!deviceName) return std::move(deviceName).error();
-    auto requests = field<std::vector<std::string>>(device, "requests", where + " device");
+    auto requests = required<std::vector<std::string>>(device, "requests", where + " device");
     if (!requests) return std::move(requests).error();
     const std::optional<NamedDevice> what = parseDeviceName(*deviceName);
     if (!what) {
@@ -148,7 +108,7 @@ Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
     // Written by drivers before per-device environments: the device showed the whole claim.
     std::vector<int> shown = claim.visibleCores;
     if (device.contains("visibleCores")) {
-      auto own = field<std::vector<int>>(device, "visibleCores", where + " device");
+      auto own = required<std::vector<int>>(device, "visibleCores", where + " device");
       if (!own) return std::move(own).error();
       shown = *own;
     }
@@ -202,7 +162,7 @@ Result<DriverState> parseCheckpoint(std::string_view text, const std::string& wh
   }
   const auto claims = data->find("claims");
   if (claims == data->end() || !claims->is_object()) {
-    return makeError(ErrorCode::kInvalidArgument, where + ": \"claims\" is not an object");
+    return fieldError(fieldPath(where, "claims"), "expected an object");
   }
   DriverState loaded;
   for (const auto& [uid, entry] : claims->items()) {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/json_fields.h"
 #include "common/base/strings.h"
 
 namespace torus::kube {
@@ -18,16 +19,13 @@ Error bad(const std::string& field, const std::string& why) {
 }
 
 Result<int> intField(const json& root, const char* key, int low, int high) {
-  const auto it = root.find(key);
-  if (it == root.end()) return bad(key, "missing");
-  if (!it->is_number_integer())
-    return bad(key, std::string("expected a number, got ") + it->type_name());
-  const auto value = it->get<std::int64_t>();
-  if (value < low || value > high) {
+  auto value = required<int>(root, key, "");
+  if (!value) return std::move(value).error().withContext("annotation torus.dev/topology");
+  if (*value < low || *value > high) {
     return bad(key, "expected " + std::to_string(low) + ".." + std::to_string(high) + ", got " +
-                        std::to_string(value));
+                        std::to_string(*value));
   }
-  return static_cast<int>(value);
+  return *value;
 }
 
 Result<std::vector<int>> deviceList(const json& value, const std::string& field, int devices) {
@@ -84,10 +82,9 @@ Result<TopologySummary> parseTopologyAnnotation(std::string_view text) {
   auto version = intField(root, "v", 1, 1);
   if (!version) return std::move(version).error();
   TopologySummary summary;
-  if (const auto type = root.find("instanceType"); type != root.end()) {
-    if (!type->is_string()) return bad("instanceType", "expected a string");
-    summary.instanceType = type->get<std::string>();
-  }
+  auto type = optional<std::string>(root, "instanceType", "");
+  if (!type) return std::move(type).error().withContext("annotation torus.dev/topology");
+  summary.instanceType = std::move(*type);
   auto lnc = intField(root, "lnc", 1, 8);
   auto devices = intField(root, "devices", 0, kMaxDevices);
   auto cores = intField(root, "coresPerDevice", 0, kMaxCoresPerDevice);

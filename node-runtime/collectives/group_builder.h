@@ -19,11 +19,11 @@ namespace torus::coll {
 
 struct SplitRequest {
   int color = -1;
-  std::uint64_t index = 0;               // the parent's split count, this one included
-  const std::vector<std::int32_t>* all;  // every parent rank's (color, key, nextGroupId)
-  const std::vector<int>* members;       // parent ranks in my new group, in their new order
-  std::optional<GroupSettings> child;    // none for a negative color
-  std::string context;                   // "split of <parent>"
+  std::uint64_t index = 0;                         // the parent's split count, this one included
+  const std::vector<std::int32_t>* all = nullptr;  // every parent rank's (color, key, nextGroupId)
+  const std::vector<int>* members = nullptr;  // parent ranks in my new group, in their new order
+  std::optional<GroupSettings> child;         // none for a negative color
+  std::string context;                        // "split of <parent>"
 };
 
 class GroupBuilder {

@@ -100,7 +100,7 @@ Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
       const auto metadata = node.find("metadata");
       if (metadata == node.end() || !metadata->is_object())
         return bad(path + ".metadata", "missing");
-      auto name = readStringField(*metadata, "name", path + ".metadata", Presence::kRequired);
+      auto name = required<std::string>(*metadata, "name", path + ".metadata");
       if (!name) return std::move(name).error();
       args.nodeNames.push_back(*name);
       args.nodes.push_back({*name, instanceTypeOf(node)});

@@ -106,11 +106,11 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   PodDemand demand;
   const auto metadata = pod->find("metadata");
   if (metadata == pod->end() || !metadata->is_object()) return bad(path + ".metadata", "missing");
-  auto name = readStringField(*metadata, "name", path + ".metadata", Presence::kRequired);
+  auto name = required<std::string>(*metadata, "name", path + ".metadata");
   if (!name) return std::move(name).error();
-  auto ns = readStringField(*metadata, "namespace", path + ".metadata", Presence::kOptional);
+  auto ns = optional<std::string>(*metadata, "namespace", path + ".metadata");
   if (!ns) return std::move(ns).error();
-  auto uid = readStringField(*metadata, "uid", path + ".metadata", Presence::kOptional);
+  auto uid = optional<std::string>(*metadata, "uid", path + ".metadata");
   if (!uid) return std::move(uid).error();
   demand.name = *name;
   demand.namespace_ = ns->empty() ? "default" : *ns;
