@@ -53,9 +53,16 @@ Result<T> read(const json& value, const std::string& field) {
   // Checked before converting: nlohmann converts a float to int without a range check
   // (undefined behaviour for 1e39).
   if (!hasShape<T>(value)) {
-    std::string got = jsonTypeName(value);
-    if (value.is_number()) got += " " + jsonText(value).substr(0, 32);
-    return fieldError(field, std::string("expected ") + expected<T>() + ", got " + got);
+    // Appended piece by piece: GCC 12 at -O3 reports a bogus -Wrestrict for "literal" + string&&.
+    std::string why = "expected ";
+    why += expected<T>();
+    why += ", got ";
+    why += jsonTypeName(value);
+    if (value.is_number()) {
+      why += ' ';
+      why += jsonText(value).substr(0, 32);
+    }
+    return fieldError(field, why);
   }
   return value.get<T>();
 }
