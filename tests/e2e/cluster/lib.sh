@@ -124,49 +124,23 @@ pod_succeeded() {
   }
 }
 
+# The named JSON, metrics and log checks of every suite (e2e_checks.py, tested by CTest).
+checks_py() { python3 "$REPO/tests/e2e/cluster/e2e_checks.py" "$@"; }
+
 # expand_ids "0-3,8": one id per line.
-expand_ids() {
-  python3 - "$1" <<'PY'
-import sys
-for part in filter(None, sys.argv[1].split(",")):
-    low, _, high = part.partition("-")
-    for i in range(int(low), int(high or low) + 1):
-        print(i)
-PY
-}
+expand_ids() { checks_py expand-ids "$1"; }
 
 # check_pod_saw NAME RESOURCE COUNT: the container's env and device nodes match what was asked:
 # COUNT cores or devices, every /dev/neuronN of those cores and no other, and devices that the
 # driver's connected_devices (the simulated sysfs) says are NeuronLink-connected (unless
 # E2E_ANY_DEVICES=1: a request that asked for no connectivity).
 check_pod_saw() {
-  local name="$1" resource="$2" count="$3" output
-  output="$(pod_report "$name")" || return 1
-  echo "$output"
-  PYTHONPATH="$REPO/tests/e2e/cluster" python3 - "$resource" "$count" "$CORES_PER_DEVICE" \
-    "$SIMULATED_NODE_DIR" "$output" "$EXPECTED_LNC" <<'PY'
-import os, sys
-from neuronlink import connected
-resource, count, per_device, node_dir, output, lnc = sys.argv[1:7]
-count, per_device = int(count), int(per_device)
-seen = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
-cores = []
-for part in filter(None, seen.get("CORES", "").split(",")):
-    low, _, high = part.partition("-")
-    cores += range(int(low), int(high or low) + 1)
-devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
-want_cores = count if resource == "neuroncore" else count * per_device
-assert len(cores) == want_cores == len(set(cores)), f"cores {cores}: want {want_cores}"
-assert devices == sorted({c // per_device for c in cores}), f"devices {devices} for cores {cores}"
-if resource == "neuron":
-    assert len(devices) == count, f"devices {devices}: want {count}"
-assert seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, want {lnc!r}"
-def neighbours(d):
-    path = os.path.join(node_dir, "sys/class/neuron_device", f"neuron{d}", "connected_devices")
-    return {int(x) for x in open(path).read().replace(",", " ").split()}
-if os.environ.get("E2E_ANY_DEVICES") != "1":
-    assert connected(devices, neighbours), f"devices {devices} are not NeuronLink-connected"
-PY
+  local name="$1" resource="$2" count="$3" report
+  report="$STATE_DIR/report-$name.txt"
+  pod_report "$name" > "$report" || return 1
+  cat "$report"
+  checks_py pod-saw "$report" "$resource" "$count" "$CORES_PER_DEVICE" "$SIMULATED_NODE_DIR" \
+    "$EXPECTED_LNC"
 }
 
 annotation_of() {
@@ -197,13 +171,7 @@ pod_running() { [[ "$(pod_phase "$1")" == Running ]]; }
 # cores_held_by POD: the cores kubelet gave the pod's containers, as the agent reports them
 # (from kubelet's pod-resources), one per line.
 cores_held_by() {
-  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/allocations" | python3 -c '
-import json, sys
-pod = sys.argv[1]
-for holder in json.load(sys.stdin)["holders"]:
-    if holder["pod"] == pod:
-        for core in holder["cores"]:
-            print(core)' "e2e/$1"
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/allocations" | checks_py cores-held-by "e2e/$1"
 }
 
 # klog_seconds LINE: the time of day of a klog line ("I1124 05:01:42.123456 ..."), in seconds.
@@ -220,12 +188,5 @@ ids_of() {
 
 # pod_on_device DEVICE: the running e2e pod whose AWS_NEURON_IDS start at DEVICE's first core.
 pod_on_device() {
-  k get pods -n e2e -o json | python3 -c '
-import json, sys
-first = int(sys.argv[1]) * int(sys.argv[2])
-for pod in json.load(sys.stdin)["items"]:
-    ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")
-    if pod["status"].get("phase") == "Running" and "deletionTimestamp" not in pod["metadata"] \
-            and ids and int(ids.split(",")[0].split("-")[0]) == first:
-        print(pod["metadata"]["name"])' "$1" "$CORES_PER_DEVICE"
+  k get pods -n e2e -o json | checks_py pod-on-device "$1" "$CORES_PER_DEVICE"
 }

@@ -1,0 +1,53 @@
+# Sourced by real_cluster_test.sh (its helpers and cluster are in scope).
+# kubectl neuron against the real API: nodes, node, pods (--json) and top, in a real terminal
+# (tmux) and as JSON.
+
+echo "== kubectl neuron against the real API"
+pod_manifest shown neuroncore 8 neuron-scheduler 600 | k apply -f - > /dev/null
+check "a pod for kubectl neuron runs" eventually 90 pod_running shown
+shows_pod() {
+  local ids
+  ids="$(annotation_of shown AWS_NEURON_IDS)"
+  neuron_cli nodes | grep -E "$NODE_NAME .*trn2.48xlarge.* 8/64 " &&
+    neuron_cli node "$NODE_NAME" | grep "e2e/shown" &&
+    neuron_cli pods --json | checks_py neuron-pods-show e2e/shown "$ids"
+}
+check "kubectl neuron nodes, node and pods show what the pod holds" eventually 30 shows_pod
+
+# kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place,
+# read from the agent at its node's address as on any cluster (no --agent-host).
+pod_manifest shown-too neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
+check "a second pod for kubectl neuron top runs" eventually 90 pod_running shown-too
+TMUX_SERVER="torus-e2e-top-$$"
+top_shows_both_pods_and_refreshes() {
+  local screen first second clock1 clock2 cores
+  tmux -L "$TMUX_SERVER" new-session -d -s top -x 200 -y 50 \
+    "KUBECONFIG='$KUBECONFIG' '$REPO/build/bin/kubectl-neuron' top --interval=1s" ||
+    return 1
+  local deadline=$((SECONDS + 30))
+  while ((SECONDS < deadline)); do
+    screen="$(tmux -L "$TMUX_SERVER" capture-pane -p -t top)"
+    if grep -q "shown-too" <<< "$screen" && grep -q " shown " <<< "$screen"; then break; fi
+    sleep 0.5
+  done
+  first="$screen"
+  sleep 2.5
+  second="$(tmux -L "$TMUX_SERVER" capture-pane -p -t top)"
+  tmux -L "$TMUX_SERVER" send-keys -t top C-c
+  sleep 0.5
+  tmux -L "$TMUX_SERVER" kill-server 2> /dev/null || true
+  printf '%s\n' "$second" > "$STATE_DIR/kubectl-neuron-top.txt"
+  echo "$second"
+  cores="$(annotation_of shown AWS_NEURON_IDS | checks_py compress-ids)"
+  grep -Eq " shown +\| .* $cores " <<< "$first" || { echo "shown's cores $cores not on screen"; return 1; }
+  grep -q "shown-too" <<< "$first" || { echo "shown-too not on screen"; return 1; }
+  clock1="$(head -n 1 <<< "$first")" clock2="$(head -n 1 <<< "$second")"
+  [[ "$clock1" == *"Ctrl-C to quit"* && "$clock1" != "$clock2" ]] ||
+    { echo "the view did not refresh: '$clock1' then '$clock2'"; return 1; }
+}
+check "kubectl neuron top shows both pods' cores and refreshes (tmux)" top_shows_both_pods_and_refreshes
+top_once_json_names_the_pods() {
+  neuron_cli top "$NODE_NAME" --json | checks_py top-names shown=cores:8 shown-too=devices:1
+}
+check "kubectl neuron top NODE --json names both pods and all 16 devices" top_once_json_names_the_pods
+k delete pod -n e2e shown shown-too --wait=false > /dev/null

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""What the end-to-end suites read from JSON, metrics and logs, as named checks.
+
+Each check is a function of plain inputs (text, parsed JSON, file paths) that returns nothing
+and raises CheckFailed with the reason, or returns what a shell needs to print; the command line
+runs one by name, so the suites call e.g.
+
+  e2e_checks.py metrics-name-holders METRICS ALLOCATIONS [GONE_POD...]
+  k get pods -n e2e -o json | e2e_checks.py pod-on-device 3 4
+
+A failed check prints its reason and exits 1; a usage error exits 2. e2e_checks_test.py holds the
+checks' own tests (CTest: e2e_checks), so a suite's check can fail only for what it names.
+"""
+import json
+import os
+import re
+import sys
+
+from neuronlink import connected
+
+
+class CheckFailed(Exception):
+    """A check saw something other than what it wants; the message says what."""
+
+
+def require(condition, message):
+    if not condition:
+        raise CheckFailed(message)
+
+
+# ---- ids ----
+
+def expand_ids(text):
+    """"0-3,8" -> [0, 1, 2, 3, 8] (the order given)."""
+    ids = []
+    for part in filter(None, text.strip().split(",")):
+        low, _, high = part.partition("-")
+        ids.extend(range(int(low), int(high or low) + 1))
+    return ids
+
+
+def compress_ids(ids):
+    """[0, 1, 2, 3, 8] -> "0-3,8", as the extender and kubectl-neuron print a set."""
+    runs = []
+    for i in sorted(set(ids)):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
+
+
+# ---- one pod ----
+
+def pod_saw(report, resource, count, cores_per_device, node_dir, lnc, any_devices=False):
+    """A container's report (CORES=, DEVICES=, LNC= lines) matches what its pod asked: `count`
+    cores or devices, every /dev/neuronN of those cores and no other, NEURON_LOGICAL_NC_CONFIG
+    equal to `lnc`, and devices the simulated sysfs says are NeuronLink-connected (unless
+    any_devices: a request that asked for no connectivity)."""
+    seen = dict(line.split("=", 1) for line in report.splitlines() if "=" in line)
+    cores = expand_ids(seen.get("CORES", ""))
+    devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
+    want_cores = count if resource == "neuroncore" else count * cores_per_device
+    require(len(cores) == want_cores == len(set(cores)), f"cores {cores}: want {want_cores}")
+    require(devices == sorted({c // cores_per_device for c in cores}),
+            f"devices {devices} for cores {cores}")
+    if resource == "neuron":
+        require(len(devices) == count, f"devices {devices}: want {count}")
+    require(seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, want {lnc!r}")
+
+    def neighbours(device):
+        path = os.path.join(node_dir, "sys/class/neuron_device", f"neuron{device}",
+                            "connected_devices")
+        with open(path, encoding="utf-8") as handle:
+            return {int(x) for x in handle.read().replace(",", " ").split()}
+
+    if not any_devices:
+        require(connected(devices, neighbours), f"devices {devices} are not NeuronLink-connected")
+
+
+def cores_held_by(allocations, pod):
+    """The cores kubelet gave `pod` ("namespace/name"), from the agent's /allocations."""
+    return [core for holder in allocations["holders"] if holder["pod"] == pod
+            for core in holder["cores"]]
+
+
+def pod_on_device(pods, device, cores_per_device):
+    """The running pod whose AWS_NEURON_IDS start at `device`'s first core, or None."""
+    first = device * cores_per_device
+    for pod in pods["items"]:
+        ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")
+        if (pod["status"].get("phase") == "Running" and "deletionTimestamp" not in pod["metadata"]
+                and ids and expand_ids(ids)[0] == first):
+            return pod["metadata"]["name"]
+    return None
+
+
+# ---- the agent's /metrics ----
+
+def _labels(line):
+    return dict(re.findall(r'(\w+)="([^"]*)"', line))
+
+
+def metrics_name_holders(metrics, allocations, gone=()):
+    """Every pod kubelet lists in /allocations has exactly its cores in torus_allocation_info and
+    its name on those cores' series; the `gone` pods appear nowhere. Returns a summary."""
+    info, tensors = {}, {}
+    for line in metrics.splitlines():
+        if line.startswith("torus_allocation_info{"):
+            labels = _labels(line)
+            info.setdefault(labels["pod"], set()).add(int(labels["neuroncore"]))
+        elif line.startswith("neuroncore_memory_usage_tensors{"):
+            labels = _labels(line)
+            tensors[int(labels["neuroncore"])] = labels["pod"]
+    pods = {}
+    for holder in allocations["holders"]:  # one entry per NUMA node of a container
+        pods.setdefault(holder["pod"].split("/", 1)[1], set()).update(holder["cores"])
+    require(len(pods) >= 2, f"want several pods, kubelet lists {sorted(pods)}")
+    for pod, cores in pods.items():
+        require(info.get(pod) == cores,
+                f"{pod}: kubelet lists cores {sorted(cores)}, metrics {sorted(info.get(pod, []))}")
+        wrong = [c for c in cores if tensors.get(c) != pod]
+        require(not wrong, f"{pod}: cores {wrong} are labelled {[tensors.get(c) for c in wrong]}")
+    for pod in gone:
+        require(f'pod="{pod}"' not in metrics, f"{pod} is deleted but still named in /metrics")
+    return f"{len(pods)} pods named on their cores"
+
+
+# ---- preemption ----
+
+def _cores_of(pod, cores_per_device):
+    annotations = pod["metadata"].get("annotations", {})
+    held = set(expand_ids(annotations.get("AWS_NEURON_IDS", "")))
+    if annotations.get("NEURON_RESOURCE_TYPE") == "aws.amazon.com/neuron":
+        held = {d * cores_per_device + c for d in held for c in range(cores_per_device)}
+    return held
+
+
+def victims_freed_exactly(new_ids, before, now, cores_per_device):
+    """The pods running in `before` and gone (or terminating) in `now` held exactly the cores
+    `new_ids` names: on a full node, a minimal choice evicts the pods on the new pod's cores and
+    no other. Returns what it saw."""
+    new = set(expand_ids(new_ids))
+    held = {p["metadata"]["name"]: _cores_of(p, cores_per_device)
+            for p in before["items"] if p["status"].get("phase") == "Running"}
+    alive = {p["metadata"]["name"] for p in now["items"] if "deletionTimestamp" not in p["metadata"]}
+    victims = {name: cores for name, cores in held.items() if name not in alive}
+    seen = f"new pod got {sorted(new)}, victims: { {n: sorted(c) for n, c in victims.items()} }"
+    require(victims, "no pod was preempted; " + seen)
+    require(set().union(*victims.values()) == new,
+            "the victims' cores differ from the new pod's; " + seen)
+    return seen
+
+
+# ---- the extender ----
+
+def extender_state_matches_pods(state, pods):
+    """The extender's /state allocations are the AWS_NEURON_IDS of the pending and running pods."""
+    held = {a["pod"]: a["ids"] for a in state["allocations"]}
+    want = {}
+    for pod in pods["items"]:
+        ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS")
+        if ids and pod["status"].get("phase") in ("Pending", "Running"):
+            want[pod["metadata"]["namespace"] + "/" + pod["metadata"]["name"]] = \
+                compress_ids(expand_ids(ids))
+    require(held == want, f"extender: {held} pods: {want}")
+
+
+# ---- kubectl neuron ----
+
+def neuron_pods_show(pods, name, ids, phase="Running"):
+    """kubectl neuron pods --json shows `name` ("namespace/name") with exactly `ids`, allocated."""
+    by_name = {p["namespace"] + "/" + p["name"]: p for p in pods}
+    require(name in by_name, f"{name} not in {sorted(by_name)}")
+    shown = by_name[name]
+    require(shown["ids"] == sorted(expand_ids(ids)) and shown["phase"] == phase and
+            shown["allocated"] == "true", f"{name} shown as {shown}")
+
+
+def top_names(top, pods_with_cores):
+    """kubectl neuron top NODE --json: the node's 16 devices, and each pod in `pods_with_cores`
+    ({pod: ("cores"|"devices", count)}) with that many."""
+    node = top["nodes"][0]
+    pods = {p["pod"]: p for p in node["pods"]}
+    for pod, (kind, count) in pods_with_cores.items():
+        require(pod in pods and len(pods[pod][kind]) == count,
+                f"{pod}: want {count} {kind}, top shows {pods.get(pod)}")
+    require(len(node["devices"]) == 16, f"{len(node['devices'])} devices, want 16")
+    return f"{sorted(pods)} {node['health']}"
+
+
+# ---- the API server and the node ----
+
+def audit_refusals(lines, users_prefix, exact_users=()):
+    """The 403s the audit log records for the chart's identities, as "user verb uri" lines."""
+    refused = set()
+    for line in lines:
+        event = json.loads(line)
+        user = event.get("user", {}).get("username", "")
+        code = event.get("responseStatus", {}).get("code", 0)
+        if code == 403 and (user.startswith(users_prefix) or user in exact_users):
+            refused.add(f'{user} {event["verb"]} {event["requestURI"]}')
+    return sorted(refused)
+
+
+def node_forgotten(node):
+    """No torus.dev/ or UltraServer label or annotation, no NeuronHealthy condition."""
+    meta = node["metadata"]
+    left = [k for k in list(meta.get("labels", {})) + list(meta.get("annotations", {}))
+            if k.startswith("torus.dev/") or k.startswith("neuron.amazonaws.com/ultraserver")]
+    left += [c["type"] for c in node["status"].get("conditions", []) if c["type"] == "NeuronHealthy"]
+    require(not left, f"left on the node: {left}")
+
+
+def at_most_seconds_apart(start, end, limit):
+    """`end` - `start` (seconds of the day) is at most `limit`; returns the sentence to print."""
+    delay = end - start
+    require(delay <= limit, f"{delay:.2f} s apart, more than {limit} s")
+    return f"{delay:.2f} s"
+
+
+# ---- command line ----
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _stdin_json():
+    return json.load(sys.stdin)
+
+
+COMMANDS = {
+    # name: (arguments, run(args) -> printed text or None)
+    "expand-ids": ("IDS", lambda a: "\n".join(map(str, expand_ids(a[0])))),
+    "compress-ids": ("(ids on stdin)", lambda a: compress_ids(expand_ids(sys.stdin.read()))),
+    "pod-saw": ("REPORT_FILE RESOURCE COUNT CORES_PER_DEVICE NODE_DIR LNC",
+                lambda a: pod_saw(open(a[0], encoding="utf-8").read(), a[1], int(a[2]), int(a[3]),
+                                  a[4], a[5], os.environ.get("E2E_ANY_DEVICES") == "1")),
+    "cores-held-by": ("POD (allocations on stdin)",
+                      lambda a: "\n".join(map(str, cores_held_by(_stdin_json(), a[0])))),
+    "pod-on-device": ("DEVICE CORES_PER_DEVICE (pods on stdin)",
+                      lambda a: pod_on_device(_stdin_json(), int(a[0]), int(a[1])) or ""),
+    "metrics-name-holders": ("METRICS_FILE ALLOCATIONS_FILE [GONE_POD...]",
+                             lambda a: metrics_name_holders(open(a[0], encoding="utf-8").read(),
+                                                            _load(a[1]), a[2:])),
+    "victims-freed-exactly": ("NEW_IDS PODS_BEFORE_FILE PODS_NOW_FILE CORES_PER_DEVICE",
+                              lambda a: victims_freed_exactly(a[0], _load(a[1]), _load(a[2]),
+                                                              int(a[3]))),
+    "extender-state-matches-pods": ("STATE_FILE PODS_FILE",
+                                    lambda a: extender_state_matches_pods(_load(a[0]),
+                                                                          _load(a[1]))),
+    "neuron-pods-show": ("NAMESPACE/NAME IDS (kubectl neuron pods --json on stdin)",
+                         lambda a: neuron_pods_show(_stdin_json(), a[0], a[1])),
+    "top-names": ("POD=KIND:COUNT... (kubectl neuron top --json on stdin)",
+                  lambda a: top_names(_stdin_json(), {
+                      pod: (spec.split(":")[0], int(spec.split(":")[1]))
+                      for pod, _, spec in (arg.partition("=") for arg in a)})),
+    "audit-refusals": ("AUDIT_LOG USER_PREFIX [USER...]",
+                       lambda a: _refusals(open(a[0], encoding="utf-8"), a[1], a[2:])),
+    "node-forgotten": ("(the Node on stdin)", lambda a: node_forgotten(_stdin_json())),
+    "at-most-seconds-apart": ("START END LIMIT",
+                              lambda a: at_most_seconds_apart(float(a[0]), float(a[1]),
+                                                              float(a[2]))),
+}
+
+
+def _refusals(lines, prefix, users):
+    refused = audit_refusals(lines, prefix, users)
+    require(not refused, "\n".join("403: " + r for r in refused))
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] not in COMMANDS:
+        asked = len(argv) > 1 and argv[1] in ("-h", "--help")
+        out = sys.stdout if asked else sys.stderr
+        print(__doc__.split("\n\n")[0], file=out)
+        for name, (args, _) in sorted(COMMANDS.items()):
+            print(f"  e2e_checks.py {name} {args}", file=out)
+        return 0 if asked else 2
+    try:
+        printed = COMMANDS[argv[1]][1](argv[2:])
+    except CheckFailed as failure:
+        print(failure, file=sys.stderr)
+        return 1
+    except (IndexError, ValueError, KeyError, OSError, json.JSONDecodeError) as error:
+        print(f"e2e_checks.py {argv[1]}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    if printed:
+        print(printed)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
