@@ -106,13 +106,13 @@ def without_implied(edges):
         graph[source].add(target)
 
     def reachable(start, skip_target):
-        seen, todo = set(), [n for n in graph[start] if n != skip_target]
-        while todo:
-            node = todo.pop()
+        seen, frontier = set(), [n for n in graph[start] if n != skip_target]
+        while frontier:
+            node = frontier.pop()
             if node in seen:
                 continue
             seen.add(node)
-            todo.extend(graph[node])
+            frontier.extend(graph[node])
         return seen
 
     return {(s, t): sites for (s, t), sites in edges.items() if t not in reachable(s, t)}

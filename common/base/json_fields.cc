@@ -123,17 +123,11 @@ Result<T> optional(const json& object, std::string_view key, const std::string& 
   return read<T>(*value, fieldPath(path, key));
 }
 
-#define TORUS_JSON_FIELD_TYPE(T)                                                        \
+#define TORUS_JSON_FIELD_INSTANTIATE(T)                                                 \
   template Result<T> required<T>(const json&, std::string_view, const std::string&);    \
   template Result<T> optional<T>(const json&, std::string_view, const std::string&, T); \
   template bool hasShape<T>(const json&);
-TORUS_JSON_FIELD_TYPE(std::string)
-TORUS_JSON_FIELD_TYPE(bool)
-TORUS_JSON_FIELD_TYPE(int)
-TORUS_JSON_FIELD_TYPE(std::int64_t)
-TORUS_JSON_FIELD_TYPE(std::uint64_t)
-TORUS_JSON_FIELD_TYPE(std::vector<int>)
-TORUS_JSON_FIELD_TYPE(std::vector<std::string>)
-#undef TORUS_JSON_FIELD_TYPE
+TORUS_JSON_FIELD_TYPES(TORUS_JSON_FIELD_INSTANTIATE)
+#undef TORUS_JSON_FIELD_INSTANTIATE
 
 }  // namespace torus

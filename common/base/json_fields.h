@@ -47,19 +47,23 @@ Result<T> optional(const nlohmann::json& object, std::string_view key, const std
 template <typename T>
 bool hasShape(const nlohmann::json& value);
 
-#define TORUS_JSON_FIELD_TYPE(T)                                                 \
+// The types above, for the explicit instantiations here and in json_fields.cc.
+#define TORUS_JSON_FIELD_TYPES(X) \
+  X(std::string)                  \
+  X(bool)                         \
+  X(int)                          \
+  X(std::int64_t)                 \
+  X(std::uint64_t)                \
+  X(std::vector<int>)             \
+  X(std::vector<std::string>)
+
+#define TORUS_JSON_FIELD_EXTERN(T)                                               \
   extern template Result<T> required<T>(const nlohmann::json&, std::string_view, \
                                         const std::string&);                     \
   extern template Result<T> optional<T>(const nlohmann::json&, std::string_view, \
                                         const std::string&, T);                  \
   extern template bool hasShape<T>(const nlohmann::json&);
-TORUS_JSON_FIELD_TYPE(std::string)
-TORUS_JSON_FIELD_TYPE(bool)
-TORUS_JSON_FIELD_TYPE(int)
-TORUS_JSON_FIELD_TYPE(std::int64_t)
-TORUS_JSON_FIELD_TYPE(std::uint64_t)
-TORUS_JSON_FIELD_TYPE(std::vector<int>)
-TORUS_JSON_FIELD_TYPE(std::vector<std::string>)
-#undef TORUS_JSON_FIELD_TYPE
+TORUS_JSON_FIELD_TYPES(TORUS_JSON_FIELD_EXTERN)
+#undef TORUS_JSON_FIELD_EXTERN
 
 }  // namespace torus

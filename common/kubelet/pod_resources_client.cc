@@ -7,13 +7,13 @@
 
 namespace torus::kubelet {
 
-struct PodResourcesClient::Stub {
+struct PodResourcesClient::Lister {
   std::unique_ptr<v1::PodResourcesLister::Stub> rpc;
 };
 
 PodResourcesClient::PodResourcesClient(std::string socket)
-    : socket_(std::move(socket)), stub_(std::make_unique<Stub>()) {
-  stub_->rpc = v1::PodResourcesLister::NewStub(
+    : socket_(std::move(socket)), lister_(std::make_unique<Lister>()) {
+  lister_->rpc = v1::PodResourcesLister::NewStub(
       grpc::CreateChannel(unixAddress(socket_), grpc::InsecureChannelCredentials()));
 }
 
@@ -23,7 +23,8 @@ Result<PodResourcesRows> PodResourcesClient::list(std::chrono::milliseconds time
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
   v1::ListPodResourcesResponse response;
-  const grpc::Status status = stub_->rpc->List(&context, v1::ListPodResourcesRequest(), &response);
+  const grpc::Status status =
+      lister_->rpc->List(&context, v1::ListPodResourcesRequest(), &response);
   if (!status.ok()) {
     return makeError(ErrorCode::kUnavailable,
                      "pod-resources List at " + socket_ + ": " + status.error_message());

@@ -57,9 +57,9 @@ class PodResourcesClient {
   const std::string& socket() const { return socket_; }
 
  private:
-  struct Stub;
+  struct Lister;  // the gRPC stub, kept out of this header
   std::string socket_;
-  std::unique_ptr<Stub> stub_;
+  std::unique_ptr<Lister> lister_;
 };
 
 }  // namespace torus::kubelet

@@ -21,14 +21,6 @@ using nlohmann::json;
 
 using contracts::kResourceNames;
 
-Error bad(const std::string& field, const std::string& why) {
-  return fieldError(field, why);
-}
-
-std::string typeName(const json& value) {
-  return jsonTypeName(value);
-}
-
 // The extender's own keys ("Pod", "NodeNames") are matched case-insensitively, as Go does.
 const json* field(const json& object, std::string_view name) {
   if (!object.is_object()) return nullptr;
@@ -42,26 +34,27 @@ const json* field(const json& object, std::string_view name) {
 // The request's Pod, as kube-scheduler embeds it.
 Result<PodDemand> podAt(const json& root) {
   const json* pod = field(root, "Pod");
-  if (pod == nullptr) return bad("Pod", "missing");
+  if (pod == nullptr) return fieldError("Pod", "missing");
   return parsePodObject(*pod, "Pod");
 }
 
 // Every request body is one JSON object.
 Result<json> parseObject(std::string_view body) {
   if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return bad("request body", "empty; expected a JSON object");
+    return fieldError("request body", "empty; expected a JSON object");
   }
   if (auto shallow = checkJsonNesting(body); !shallow) {
-    return bad("request body", shallow.error().message);
+    return fieldError("request body", shallow.error().message);
   }
   json root;
   try {
     root = json::parse(body.begin(), body.end());
   } catch (const json::exception& error) {
     // parse_error, and out_of_range for numbers beyond a double such as 1e999.
-    return bad("request body", std::string("not valid JSON (") + error.what() + ")");
+    return fieldError("request body", std::string("not valid JSON (") + error.what() + ")");
   }
-  if (!root.is_object()) return bad("request body", "expected an object, got " + typeName(root));
+  if (!root.is_object())
+    return fieldError("request body", "expected an object, got " + jsonTypeName(root));
   return root;
 }
 
@@ -77,11 +70,12 @@ Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
   const json* names = field(*root, "NodeNames");
   const json* nodes = field(*root, "Nodes");
   if (names != nullptr && !names->is_null()) {
-    if (!names->is_array()) return bad("NodeNames", "expected a list, got " + typeName(*names));
+    if (!names->is_array())
+      return fieldError("NodeNames", "expected a list, got " + jsonTypeName(*names));
     for (std::size_t i = 0; i < names->size(); ++i) {
       if (!(*names)[i].is_string()) {
-        return bad("NodeNames[" + std::to_string(i) + "]",
-                   "expected a string, got " + typeName((*names)[i]));
+        return fieldError("NodeNames[" + std::to_string(i) + "]",
+                          "expected a string, got " + jsonTypeName((*names)[i]));
       }
       args.nodeNames.push_back((*names)[i].get<std::string>());
     }
@@ -90,16 +84,16 @@ Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
   if (nodes != nullptr && !nodes->is_null()) {
     const auto items = nodes->find("items");
     if (!nodes->is_object() || items == nodes->end() || !items->is_array()) {
-      return bad("Nodes.items", "expected a NodeList with items");
+      return fieldError("Nodes.items", "expected a NodeList with items");
     }
     args.fullNodes = true;
     for (std::size_t i = 0; i < items->size(); ++i) {
       const json& node = (*items)[i];
       const std::string path = "Nodes.items[" + std::to_string(i) + "]";
-      if (!node.is_object()) return bad(path, "expected a Node, got " + typeName(node));
+      if (!node.is_object()) return fieldError(path, "expected a Node, got " + jsonTypeName(node));
       const auto metadata = node.find("metadata");
       if (metadata == node.end() || !metadata->is_object())
-        return bad(path + ".metadata", "missing");
+        return fieldError(path + ".metadata", "missing");
       auto name = required<std::string>(*metadata, "name", path + ".metadata");
       if (!name) return std::move(name).error();
       args.nodeNames.push_back(*name);
@@ -107,7 +101,7 @@ Result<ExtenderArgs> parseExtenderArgs(std::string_view body) {
     }
     return args;
   }
-  return bad("NodeNames", "missing (neither NodeNames nor Nodes was sent)");
+  return fieldError("NodeNames", "missing (neither NodeNames nor Nodes was sent)");
 }
 
 Result<BindingArgs> parseBindingArgs(std::string_view body) {
@@ -120,10 +114,11 @@ Result<BindingArgs> parseBindingArgs(std::string_view body) {
                                                          {"Node", &args.node}};
   for (const auto& [name, target] : fields) {
     const json* value = field(*root, name);
-    if (value == nullptr || value->is_null()) return bad(name, "missing");
-    if (!value->is_string()) return bad(name, "expected a string, got " + typeName(*value));
+    if (value == nullptr || value->is_null()) return fieldError(name, "missing");
+    if (!value->is_string())
+      return fieldError(name, "expected a string, got " + jsonTypeName(*value));
     *target = value->get<std::string>();
-    if (target->empty() && std::string_view(name) != "PodUID") return bad(name, "empty");
+    if (target->empty() && std::string_view(name) != "PodUID") return fieldError(name, "empty");
   }
   return args;
 }
@@ -141,11 +136,13 @@ Result<PreemptionArgs> parsePreemptionArgs(std::string_view body) {
   const json* victims = useMeta ? meta : full;
   const std::string path = useMeta ? "NodeNameToMetaVictims" : "NodeNameToVictims";
   if (victims == nullptr || victims->is_null()) return args;
-  if (!victims->is_object()) return bad(path, "expected a map, got " + typeName(*victims));
+  if (!victims->is_object())
+    return fieldError(path, "expected a map, got " + jsonTypeName(*victims));
   for (auto it = victims->begin(); it != victims->end(); ++it) {
     const std::string nodePath = path + "[\"" + it.key() + "\"]";
     const json* pods = field(it.value(), "Pods");
-    if (pods == nullptr || !pods->is_array()) return bad(nodePath + ".Pods", "expected a list");
+    if (pods == nullptr || !pods->is_array())
+      return fieldError(nodePath + ".Pods", "expected a list");
     std::vector<std::string>& uids = args.victimUidsByNode[it.key()];
     for (std::size_t i = 0; i < pods->size(); ++i) {
       const json& victim = (*pods)[i];
@@ -158,7 +155,8 @@ Result<PreemptionArgs> parsePreemptionArgs(std::string_view body) {
           if (found != metadata->end()) uid = &*found;
         }
       }
-      if (uid == nullptr || !uid->is_string()) return bad(victimPath, "missing the pod's UID");
+      if (uid == nullptr || !uid->is_string())
+        return fieldError(victimPath, "missing the pod's UID");
       uids.push_back(uid->get<std::string>());
     }
     const json* violations = field(it.value(), "NumPDBViolations");

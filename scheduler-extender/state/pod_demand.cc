@@ -22,41 +22,37 @@ using nlohmann::json;
 
 using contracts::kResourceNames;
 
-Error bad(const std::string& field, const std::string& why) {
-  return fieldError(field, why);
-}
-
-std::string typeName(const json& value) {
-  return jsonTypeName(value);
-}
-
 // A Kubernetes quantity for an extended resource: a whole number, sent as a string or a number.
 Result<int> wholeQuantity(const json& value, const std::string& path) {
   if (value.is_number_unsigned() || value.is_number_integer()) {
     const auto number = value.get<std::int64_t>();
-    if (number < 0 || number > 4096) return bad(path, "expected 0..4096, got " + jsonText(value));
+    if (number < 0 || number > 4096)
+      return fieldError(path, "expected 0..4096, got " + jsonText(value));
     return static_cast<int>(number);
   }
-  if (!value.is_string()) return bad(path, "expected a quantity, got " + typeName(value));
+  if (!value.is_string())
+    return fieldError(path, "expected a quantity, got " + jsonTypeName(value));
   auto count = kube::wholeQuantity(value.get<std::string>(), 0, 4096);
-  if (!count) return bad(path, count.error().message);
+  if (!count) return fieldError(path, count.error().message);
   return static_cast<int>(*count);
 }
 
 // Per resource, what one container asks for: requests, or limits when requests are absent.
 Result<std::map<std::string, int>> containerAsks(const json& container, const std::string& path) {
   std::map<std::string, int> asks;
-  if (!container.is_object()) return bad(path, "expected an object, got " + typeName(container));
+  if (!container.is_object())
+    return fieldError(path, "expected an object, got " + jsonTypeName(container));
   const auto resources = container.find("resources");
   if (resources == container.end() || resources->is_null()) return asks;
   if (!resources->is_object()) {
-    return bad(path + ".resources", "expected an object, got " + typeName(*resources));
+    return fieldError(path + ".resources", "expected an object, got " + jsonTypeName(*resources));
   }
   for (const char* section : {"limits", "requests"}) {  // requests win: read them last
     const auto map = resources->find(section);
     if (map == resources->end() || map->is_null()) continue;
     if (!map->is_object()) {
-      return bad(path + ".resources." + section, "expected an object, got " + typeName(*map));
+      return fieldError(path + ".resources." + section,
+                        "expected an object, got " + jsonTypeName(*map));
     }
     for (const std::string_view name : kResourceNames) {
       const auto value = map->find(name);
@@ -101,11 +97,13 @@ void readGang(const json& metadata, PodDemand& demand) {
 }
 
 Result<PodDemand> parsePod(const json* pod, const std::string& path) {
-  if (pod == nullptr || pod->is_null()) return bad(path, "missing");
-  if (!pod->is_object()) return bad(path, "expected a Pod object, got " + typeName(*pod));
+  if (pod == nullptr || pod->is_null()) return fieldError(path, "missing");
+  if (!pod->is_object())
+    return fieldError(path, "expected a Pod object, got " + jsonTypeName(*pod));
   PodDemand demand;
   const auto metadata = pod->find("metadata");
-  if (metadata == pod->end() || !metadata->is_object()) return bad(path + ".metadata", "missing");
+  if (metadata == pod->end() || !metadata->is_object())
+    return fieldError(path + ".metadata", "missing");
   auto name = required<std::string>(*metadata, "name", path + ".metadata");
   if (!name) return std::move(name).error();
   auto ns = optional<std::string>(*metadata, "namespace", path + ".metadata");
@@ -117,7 +115,7 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   demand.uid = *uid;
   readGang(*metadata, demand);
   const auto spec = pod->find("spec");
-  if (spec == pod->end() || !spec->is_object()) return bad(path + ".spec", "missing");
+  if (spec == pod->end() || !spec->is_object()) return fieldError(path + ".spec", "missing");
   if (const auto group = spec->find("schedulingGroup");
       group != spec->end() && group->is_object()) {
     const auto groupName = group->find("podGroupName");
@@ -128,14 +126,15 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   if (const auto priority = spec->find("priority");
       priority != spec->end() && !priority->is_null()) {
     if (!priority->is_number_integer()) {
-      return bad(path + ".spec.priority", "expected an integer, got " + typeName(*priority));
+      return fieldError(path + ".spec.priority",
+                        "expected an integer, got " + jsonTypeName(*priority));
     }
     const bool inRange =
         priority->is_number_unsigned()
             ? priority->get<std::uint64_t>() <= std::numeric_limits<std::int32_t>::max()
             : std::in_range<std::int32_t>(priority->get<std::int64_t>());
     if (!inRange)
-      return bad(path + ".spec.priority", priority->dump() + " is not a 32-bit integer");
+      return fieldError(path + ".spec.priority", priority->dump() + " is not a 32-bit integer");
     demand.priority = priority->get<int>();
   }
   std::map<std::string, int> total;
@@ -144,7 +143,8 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
     const auto containers = spec->find(list);
     if (containers == spec->end() || containers->is_null()) continue;
     if (!containers->is_array()) {
-      return bad(path + ".spec." + list, "expected a list, got " + typeName(*containers));
+      return fieldError(path + ".spec." + list,
+                        "expected a list, got " + jsonTypeName(*containers));
     }
     for (std::size_t i = 0; i < containers->size(); ++i) {
       auto asks =
@@ -166,8 +166,8 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
     std::vector<std::string> names;
     for (const auto& [resource, count] : total)
       names.push_back(resource);
-    return bad(path, "asks for " + joinStrings(names, " and ") +
-                         "; a pod can take Neuron cores or whole devices, not both");
+    return fieldError(path, "asks for " + joinStrings(names, " and ") +
+                                "; a pod can take Neuron cores or whole devices, not both");
   }
   if (!total.empty()) {
     demand.resourceName = total.begin()->first;
