@@ -89,6 +89,17 @@ Result<void> DevicePluginManager::start() {
         resetter_->kubeletAnswered();
         return handoff_ != nullptr && handoff_->kubeletHolds(tracker_.current().holders);
       });
+  // Kubelet hears our lists only once we know who holds what. After an agent restart its pods
+  // hold ids through both resources: lists sent before that would call a device whose cores a
+  // pod holds Healthy (kubelet could give it out twice), and the Node's report would leave out
+  // ids kubelet is still tearing down (the extender would offer them, kubelet refuse the pod).
+  if (!poller_->waitForFirstList(options_.firstListWait)) {
+    TORUS_LOG(Warn, Plugin,
+              "serving before kubelet's pod-resources answered: until it does, ids held through "
+              "the other resource count only from this agent's own Allocate calls",
+              {"socket", options_.podResourcesSocket},
+              {"waited_ms", static_cast<std::int64_t>(options_.firstListWait.count())});
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(options_.pluginDir, ec)) {
     TORUS_RETURN_IF_ERROR(restartServers(), "serving");

@@ -36,6 +36,8 @@ struct DevicePluginOptions {
   // At start, how long to wait for the agent this one replaces to stop serving our sockets (it
   // drains up to 10 s after tainting its node).
   std::chrono::milliseconds previousAgentWait{30'000};
+  // At start, how long kubelet's first pod-resources answer may take before we serve without it.
+  std::chrono::milliseconds firstListWait{5'000};
 };
 
 class DevicePluginManager {

@@ -30,6 +30,11 @@ class PodResourcesPoller {
 
   void pokeAfterAllocate() { poll_.pokeAfterAllocate(); }
   void pokeNow() { poll_.pokeNow(); }
+  // True once kubelet has answered the first List (the tracker holds it); false after `timeout`
+  // or when that List failed.
+  bool waitForFirstList(std::chrono::milliseconds timeout) {
+    return poll_.waitForFirstList(timeout);
+  }
 
  private:
   bool replace(kubelet::PodResourcesRows&& rows);

@@ -39,6 +39,12 @@ void PodResourcesPoll::pokeNow() {
   wake_.notify_all();
 }
 
+bool PodResourcesPoll::waitForFirstList(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  wake_.wait_for(lock, timeout, [&] { return firstTried_; });
+  return firstAnswered_;
+}
+
 void PodResourcesPoll::run(std::stop_token stop) {
   bool reachable = true;
   while (!stop.stop_requested()) {
@@ -60,6 +66,11 @@ void PodResourcesPoll::run(std::stop_token stop) {
       }
     }
     std::unique_lock lock(mutex_);
+    if (!firstTried_) {
+      firstTried_ = true;
+      firstAnswered_ = listed.ok();
+      wake_.notify_all();
+    }
     const auto wait = soon || std::chrono::steady_clock::now() < fastUntil_
                           ? std::min(options_.interval, kAfterPodEndInterval)
                           : options_.interval;

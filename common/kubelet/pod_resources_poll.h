@@ -37,6 +37,9 @@ class PodResourcesPoll {
   // A pod ended: List at once, and every 200 ms for 2 s, until kubelet has torn it down (it
   // lists the pod, and counts its ids in use, until then).
   void pokeNow();
+  // Waits until the first List has been tried (its answer handed over, if kubelet answered) or
+  // `timeout` passed; true when kubelet answered it.
+  bool waitForFirstList(std::chrono::milliseconds timeout);
 
  private:
   void run(std::stop_token stop);
@@ -48,6 +51,8 @@ class PodResourcesPoll {
   std::condition_variable_any wake_;
   bool poked_ = false;
   bool pokedNow_ = false;
+  bool firstTried_ = false;
+  bool firstAnswered_ = false;
   std::chrono::steady_clock::time_point fastUntil_{};
   std::jthread thread_;  // last: it starts once everything above is built
 };

@@ -450,6 +450,38 @@ TEST_F(DevicePluginTest, AnAgentRestartRecoversOwnershipAndResetsNothingInUse) {
   EXPECT_EQ(*readSmallFile(deviceDir(0) / "reset"), "0\n");
 }
 
+// A restarted agent must not tell kubelet anything before it knows who holds what: kubelet
+// would give out a device whose cores a pod holds, and the Node's report would leave out ids
+// kubelet still counts (the extender would offer them, kubelet refuse the pod for good).
+TEST_F(DevicePluginTest, AfterARestartKubeletsFirstListsAlreadyCountWhatPodsHold) {
+  start("trn2.48xlarge");
+  kubelet_->setAssignments({{kDevices, {"3"}}, {kCores, {"0", "1"}}});
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kCores, [](const auto& d) { return d.size() == 64 && d.at("12").health == "Unhealthy"; },
+      2s));
+  manager_.reset();
+  kubelet_->setListDelay(500ms);  // kubelet is busy: its first answer comes late
+  plugin::DevicePluginOptions options;
+  options.pluginDir = pluginDir_;
+  options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
+  options.podResourcesInterval = 100ms;
+  manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
+  ASSERT_TRUE(manager_->start().ok());
+  const auto cores = kubelet_->firstListOfStream(kCores, 2, 5s);
+  ASSERT_TRUE(cores.has_value());
+  ASSERT_EQ(cores->size(), 64U);
+  EXPECT_EQ(cores->at("12").health, "Unhealthy") << "device 3 is held whole";
+  EXPECT_EQ(cores->at("15").health, "Unhealthy");
+  EXPECT_EQ(cores->at("4").health, "Healthy");
+  const auto devices = kubelet_->firstListOfStream(kDevices, 2, 5s);
+  ASSERT_TRUE(devices.has_value());
+  EXPECT_EQ(devices->at("0").health, "Unhealthy") << "cores 0-1 of device 0 are held";
+  EXPECT_EQ(devices->at("1").health, "Healthy");
+  const auto told = manager_->kubeletUnavailable();
+  ASSERT_TRUE(told.has_value());
+  EXPECT_EQ(told->at(kDevices).toRangeString(), "0,3") << "device 0 blocked, device 3 held";
+}
+
 TEST_F(DevicePluginTest, AnyCoreInUseBlocksItsDevice) {
   start("trn1.32xlarge");
   ASSERT_TRUE(kubelet_->waitForRegistration(kDevices, 1, 5s));

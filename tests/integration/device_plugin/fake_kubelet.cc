@@ -1,6 +1,8 @@
 #include "tests/integration/device_plugin/fake_kubelet.h"
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 namespace torus::testing {
 
@@ -33,7 +35,12 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
  public:
   grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* response) override {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    if (const auto delay = delay_.load(); delay.count() > 0) {
+      lock.unlock();
+      std::this_thread::sleep_for(delay);
+      lock.lock();
+    }
     for (const PodHolding& holding : held_) {
       auto* pod = response->add_pod_resources();
       pod->set_name(holding.pod.empty() ? "pod-" + std::to_string(response->pod_resources_size())
@@ -52,8 +59,10 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
     std::lock_guard lock(mutex_);
     held_ = std::move(held);
   }
+  void setDelay(std::chrono::milliseconds delay) { delay_ = delay; }
 
  private:
+  std::atomic<std::chrono::milliseconds> delay_{std::chrono::milliseconds(0)};
   std::mutex mutex_;
   std::vector<PodHolding> held_;
 };
@@ -125,6 +134,7 @@ void FakeKubelet::watchPlugin(std::string resource, std::string endpoint) {
     }
     auto reader = stub->ListAndWatch(raw, v1beta1::Empty());
     v1beta1::ListAndWatchResponse response;
+    bool first = true;
     while (reader->Read(&response)) {
       std::map<std::string, SeenDevice> seen;
       for (const auto& device : response.devices()) {
@@ -135,6 +145,8 @@ void FakeKubelet::watchPlugin(std::string resource, std::string endpoint) {
         seen[device.id()] = entry;
       }
       std::lock_guard lock(mutex_);
+      if (first) firstLists_[resource].push_back(seen);
+      first = false;
       devices_[resource] = std::move(seen);
       changed_.notify_all();
     }
@@ -169,6 +181,17 @@ std::map<std::string, SeenDevice> FakeKubelet::devices(const std::string& resour
   return devices_[resource];
 }
 
+std::optional<std::map<std::string, SeenDevice>> FakeKubelet::firstListOfStream(
+    const std::string& resource, int stream, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!changed_.wait_for(lock, timeout, [&] {
+        return static_cast<int>(firstLists_[resource].size()) >= stream;
+      })) {
+    return std::nullopt;
+  }
+  return firstLists_[resource][static_cast<std::size_t>(stream - 1)];
+}
+
 int FakeKubelet::healthyCount(const std::string& resource) {
   int count = 0;
   for (const auto& [id, device] : devices(resource))
@@ -196,6 +219,10 @@ void FakeKubelet::setAssignments(std::map<std::string, std::vector<std::string>>
 
 void FakeKubelet::setPodAssignments(std::vector<PodHolding> held) {
   podResources_->set(std::move(held));
+}
+
+void FakeKubelet::setListDelay(std::chrono::milliseconds delay) {
+  podResources_->setDelay(delay);
 }
 
 }  // namespace torus::testing

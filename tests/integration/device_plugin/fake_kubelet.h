@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,10 @@ class FakeKubelet {
                       const std::function<bool(const std::map<std::string, SeenDevice>&)>& check,
                       std::chrono::milliseconds timeout);
   std::map<std::string, SeenDevice> devices(const std::string& resource);
+  // The first list the `stream`-th ListAndWatch stream of `resource` (counted from 1) gave, once
+  // it has; nullopt after `timeout`.
+  std::optional<std::map<std::string, SeenDevice>> firstListOfStream(
+      const std::string& resource, int stream, std::chrono::milliseconds timeout);
   int healthyCount(const std::string& resource);
 
   // A client for the plugin serving `resource`, over its own socket.
@@ -58,6 +63,8 @@ class FakeKubelet {
     std::vector<std::string> ids;
   };
   void setPodAssignments(std::vector<PodHolding> held);
+  // Each pod-resources List answers only after `delay` (a kubelet busy admitting pods).
+  void setListDelay(std::chrono::milliseconds delay);
 
  private:
   class Registration;
@@ -77,6 +84,7 @@ class FakeKubelet {
   std::map<std::string, v1beta1::RegisterRequest> lastRequest_;
   std::map<std::string, std::string> endpoints_;
   std::map<std::string, std::map<std::string, SeenDevice>> devices_;
+  std::map<std::string, std::vector<std::map<std::string, SeenDevice>>> firstLists_;
   std::vector<std::unique_ptr<grpc::ClientContext>> streams_;
   std::vector<std::jthread> watchers_;
 };
