@@ -20,23 +20,12 @@ std::string joinModes(const std::vector<int>& modes) {
   return joinStrings(names, ",");
 }
 
-const json* member(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  const auto found = object.find(key);
-  return found == object.end() ? nullptr : &*found;
-}
-
-std::string stringMember(const json& object, const char* key) {
-  const json* value = member(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
-}
-
 // A config applies to a result when it names no requests, or names the result's request or the
 // parent of a firstAvailable subrequest ("gpu" covers "gpu/large").
 bool configCovers(const json& config, const std::vector<std::string>& requests) {
-  const json* names = member(config, "requests");
-  if (names == nullptr || !names->is_array() || names->empty()) return true;
-  for (const json& name : *names) {
+  const json& names = kube::arrayAt(config, {"requests"});
+  if (names.empty()) return true;
+  for (const json& name : names) {
     if (!name.is_string()) continue;
     const std::string wanted = name.get<std::string>();
     for (const std::string& request : requests) {
@@ -49,24 +38,22 @@ bool configCovers(const json& config, const std::vector<std::string>& requests) 
 // The settings of the configs that cover `requests` (one request's, or one device's names).
 Result<void> applyConfigs(const json& allocation, const std::vector<std::string>& ourRequests,
                           NeuronSettings& settings) {
-  const json* devices = member(allocation, "devices");
-  const json* configs = devices != nullptr ? member(*devices, "config") : nullptr;
-  if (configs == nullptr) return okResult();
-  if (!configs->is_array()) {
+  const json& configs = kube::fieldAt(allocation, {"devices", "config"});
+  if (configs.is_null()) return okResult();
+  if (!configs.is_array()) {
     return makeError(ErrorCode::kInvalidArgument, "status.allocation.devices.config is not a list");
   }
   // Class configs first, claim configs after, each in order: the later one wins.
   for (const char* source : {"FromClass", "FromClaim"}) {
-    for (std::size_t i = 0; i < configs->size(); ++i) {
-      const json& config = (*configs)[i];
-      if (stringMember(config, "source") != source) continue;
-      const json* opaque = member(config, "opaque");
-      if (opaque == nullptr || stringMember(*opaque, "driver") != kDriverName) continue;
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      const json& config = configs[i];
+      if (kube::stringAt(config, {"source"}) != source) continue;
+      if (kube::stringAt(config, {"opaque", "driver"}) != kDriverName) continue;
       if (!configCovers(config, ourRequests)) continue;
-      const json* parameters = member(*opaque, "parameters");
-      if (parameters == nullptr) continue;
+      const json& parameters = kube::fieldAt(config, {"opaque", "parameters"});
+      if (parameters.is_null()) continue;
       TORUS_RETURN_IF_ERROR(
-          applyOpaqueParameters(*parameters, settings),
+          applyOpaqueParameters(parameters, settings),
           "status.allocation.devices.config[" + std::to_string(i) + "] (" +
               (std::string(source) == "FromClass" ? "from the DeviceClass" : "from the claim") +
               ")");
@@ -215,38 +202,30 @@ Result<void> assignVisibleCores(ResolvedClaim& claim, const std::vector<Containe
 std::vector<ContainerView> claimViews(const json& pod, const std::string& claimName) {
   // The pod's own names for the claim: how its containers refer to it.
   std::vector<std::string> podNames;
-  const json* spec = member(pod, "spec");
-  const json* status = member(pod, "status");
-  for (const json* list :
-       {spec != nullptr ? member(*spec, "resourceClaims") : nullptr,
-        status != nullptr ? member(*status, "resourceClaimStatuses") : nullptr}) {
-    if (list == nullptr || !list->is_array()) continue;
+  for (const json* list : {&kube::arrayAt(pod, {"spec", "resourceClaims"}),
+                           &kube::arrayAt(pod, {"status", "resourceClaimStatuses"})}) {
     for (const json& entry : *list) {
-      if (stringMember(entry, "resourceClaimName") == claimName) {
-        podNames.push_back(stringMember(entry, "name"));
+      if (kube::stringAt(entry, {"resourceClaimName"}) == claimName) {
+        podNames.push_back(kube::stringAt(entry, {"name"}));
       }
     }
   }
-  const json* metadata = member(pod, "metadata");
-  const std::string podName = metadata != nullptr ? stringMember(*metadata, "name") : "";
+  const std::string podName = kube::stringAt(pod, {"metadata", "name"});
   std::vector<ContainerView> views;
   for (const char* kind : {"initContainers", "containers"}) {
-    const json* containers = spec != nullptr ? member(*spec, kind) : nullptr;
-    if (containers == nullptr || !containers->is_array()) continue;
-    for (const json& container : *containers) {
-      const json* resources = member(container, "resources");
-      const json* claims = resources != nullptr ? member(*resources, "claims") : nullptr;
-      if (claims == nullptr || !claims->is_array()) continue;
-      ContainerView view{podName + "/" + stringMember(container, "name"), {}};
+    for (const json& container : kube::arrayAt(pod, {"spec", kind})) {
+      const json& claims = kube::arrayAt(container, {"resources", "claims"});
+      if (claims.empty()) continue;
+      ContainerView view{podName + "/" + kube::stringAt(container, {"name"}), {}};
       bool uses = false;
       bool whole = false;
-      for (const json& reference : *claims) {
-        const std::string name = stringMember(reference, "name");
+      for (const json& reference : claims) {
+        const std::string name = kube::stringAt(reference, {"name"});
         if (name.empty() || std::find(podNames.begin(), podNames.end(), name) == podNames.end()) {
           continue;
         }
         uses = true;
-        const std::string request = stringMember(reference, "request");
+        const std::string request = kube::stringAt(reference, {"request"});
         if (request.empty()) {
           whole = true;
         } else {
@@ -301,14 +280,14 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
   resolved.pool = pool;
   for (std::size_t i = 0; i < results->size(); ++i) {
     const json& result = (*results)[i];
-    if (stringMember(result, "driver") != kDriverName) continue;
+    if (kube::stringAt(result, {"driver"}) != kDriverName) continue;
     const std::string at = where + ": status.allocation.devices.results[" + std::to_string(i) + "]";
-    if (stringMember(result, "pool") != pool) {
+    if (kube::stringAt(result, {"pool"}) != pool) {
       return makeError(ErrorCode::kFailedPrecondition,
-                       at + " is from pool \"" + stringMember(result, "pool") +
+                       at + " is from pool \"" + kube::stringAt(result, {"pool"}) +
                            "\", not this node's (\"" + pool + "\")");
     }
-    const std::string name = stringMember(result, "device");
+    const std::string name = kube::stringAt(result, {"device"});
     const std::optional<NamedDevice> what = parseDeviceName(name);
     const bool known =
         what &&
@@ -319,9 +298,9 @@ Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const
       return makeError(ErrorCode::kInvalidArgument,
                        at + ": device \"" + name + "\" is not one this node publishes");
     }
-    const std::string request = stringMember(result, "request");
-    const json* admin = member(result, "adminAccess");
-    const bool adminAccess = admin != nullptr && admin->is_boolean() && admin->get<bool>();
+    const std::string request = kube::stringAt(result, {"request"});
+    const json& admin = kube::fieldAt(result, {"adminAccess"});
+    const bool adminAccess = admin.is_boolean() && admin.get<bool>();
     auto existing =
         std::find_if(resolved.devices.begin(), resolved.devices.end(),
                      [&](const AllocatedDevice& device) { return device.name == name; });

@@ -23,6 +23,23 @@ std::string stringAt(const json& object, std::initializer_list<const char*> path
   return value.is_string() ? value.get<std::string>() : "";
 }
 
+const json& arrayAt(const json& object, std::initializer_list<const char*> path) {
+  static const json kEmpty = json::array();
+  const json& value = fieldAt(object, path);
+  return value.is_array() ? value : kEmpty;
+}
+
+std::map<std::string, std::string> stringMapAt(const json& object,
+                                               std::initializer_list<const char*> path) {
+  std::map<std::string, std::string> strings;
+  const json& value = fieldAt(object, path);
+  if (!value.is_object()) return strings;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (it->is_string()) strings[it.key()] = it->get<std::string>();
+  }
+  return strings;
+}
+
 std::string stringField(const json& object, const char* outer, const char* inner) {
   return stringAt(object, {outer, inner});
 }

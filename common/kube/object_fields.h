@@ -3,6 +3,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -14,6 +15,12 @@ const nlohmann::json& fieldAt(const nlohmann::json& object,
                               std::initializer_list<const char*> path);
 // The same when it is a string; "" otherwise.
 std::string stringAt(const nlohmann::json& object, std::initializer_list<const char*> path);
+// The same when it is an array; an empty array otherwise (so it can always be iterated).
+const nlohmann::json& arrayAt(const nlohmann::json& object,
+                              std::initializer_list<const char*> path);
+// The string members of the object at `path` (others skipped); empty when it is not an object.
+std::map<std::string, std::string> stringMapAt(const nlohmann::json& object,
+                                               std::initializer_list<const char*> path);
 // object[outer][inner] when both are there and the value is a string; "" otherwise.
 std::string stringField(const nlohmann::json& object, const char* outer, const char* inner);
 // metadata.annotations[key] when it is a string; "" otherwise.

@@ -7,35 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/kube/object_fields.h"
+
 namespace torus::extender {
 namespace {
 
 using nlohmann::json;
-
-const json* child(const json* object, const char* key) {
-  if (object == nullptr || !object->is_object()) return nullptr;
-  const auto it = object->find(key);
-  return it == object->end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string text(const json* object, const char* key) {
-  const json* value = child(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
-}
-
-std::map<std::string, std::string> stringMap(const json* object) {
-  std::map<std::string, std::string> out;
-  if (object == nullptr || !object->is_object()) return out;
-  for (auto it = object->begin(); it != object->end(); ++it) {
-    if (it->is_string()) out[it.key()] = it->get<std::string>();
-  }
-  return out;
-}
-
-const json* list(const json* object, const char* key) {
-  const json* value = child(object, key);
-  return value != nullptr && value->is_array() ? value : nullptr;
-}
 
 std::optional<std::int64_t> integer(const std::string& value) {
   std::int64_t out = 0;
@@ -72,52 +49,42 @@ bool matches(const NodeSelectorRequirement& requirement, const NodeFacts& node) 
 
 NodeFacts parseNodeFacts(const json& node) {
   NodeFacts facts;
-  const json* metadata = child(&node, "metadata");
-  facts.name = text(metadata, "name");
-  facts.labels = stringMap(child(metadata, "labels"));
-  const json* spec = child(&node, "spec");
-  const json* unschedulable = child(spec, "unschedulable");
-  facts.unschedulable =
-      unschedulable != nullptr && unschedulable->is_boolean() && unschedulable->get<bool>();
-  if (const json* taints = list(spec, "taints")) {
-    for (const json& taint : *taints) {
-      facts.taints.push_back({text(&taint, "key"), text(&taint, "value"), text(&taint, "effect")});
-    }
+  facts.name = kube::stringAt(node, {"metadata", "name"});
+  facts.labels = kube::stringMapAt(node, {"metadata", "labels"});
+  const json& unschedulable = kube::fieldAt(node, {"spec", "unschedulable"});
+  facts.unschedulable = unschedulable.is_boolean() && unschedulable.get<bool>();
+  for (const json& taint : kube::arrayAt(node, {"spec", "taints"})) {
+    facts.taints.push_back({kube::stringAt(taint, {"key"}), kube::stringAt(taint, {"value"}),
+                            kube::stringAt(taint, {"effect"})});
   }
   return facts;
 }
 
 PodNodeRules parsePodNodeRules(const json& pod) {
   PodNodeRules rules;
-  const json* spec = child(&pod, "spec");
-  rules.nodeSelector = stringMap(child(spec, "nodeSelector"));
-  if (const json* tolerations = list(spec, "tolerations")) {
-    for (const json& toleration : *tolerations) {
-      rules.tolerations.push_back({text(&toleration, "key"), text(&toleration, "operator"),
-                                   text(&toleration, "value"), text(&toleration, "effect")});
-    }
+  rules.nodeSelector = kube::stringMapAt(pod, {"spec", "nodeSelector"});
+  for (const json& toleration : kube::arrayAt(pod, {"spec", "tolerations"})) {
+    rules.tolerations.push_back(
+        {kube::stringAt(toleration, {"key"}), kube::stringAt(toleration, {"operator"}),
+         kube::stringAt(toleration, {"value"}), kube::stringAt(toleration, {"effect"})});
   }
-  const json* required = child(child(child(spec, "affinity"), "nodeAffinity"),
-                               "requiredDuringSchedulingIgnoredDuringExecution");
-  if (required == nullptr) return rules;
+  const json& required = kube::fieldAt(
+      pod, {"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"});
+  if (required.is_null()) return rules;
   rules.hasRequiredAffinity = true;
-  if (const json* terms = list(required, "nodeSelectorTerms")) {
-    for (const json& term : *terms) {
-      std::vector<NodeSelectorRequirement>& parsed = rules.requiredTerms.emplace_back();
-      for (const auto& [section, onField] :
-           {std::pair{"matchExpressions", false}, std::pair{"matchFields", true}}) {
-        const json* requirements = list(&term, section);
-        if (requirements == nullptr) continue;
-        for (const json& requirement : *requirements) {
-          NodeSelectorRequirement entry{
-              text(&requirement, "key"), text(&requirement, "operator"), {}, onField};
-          if (const json* values = list(&requirement, "values")) {
-            for (const json& value : *values) {
-              if (value.is_string()) entry.values.push_back(value.get<std::string>());
-            }
-          }
-          parsed.push_back(std::move(entry));
+  for (const json& term : kube::arrayAt(required, {"nodeSelectorTerms"})) {
+    std::vector<NodeSelectorRequirement>& parsed = rules.requiredTerms.emplace_back();
+    for (const auto& [section, onField] :
+         {std::pair{"matchExpressions", false}, std::pair{"matchFields", true}}) {
+      for (const json& requirement : kube::arrayAt(term, {section})) {
+        NodeSelectorRequirement entry{kube::stringAt(requirement, {"key"}),
+                                      kube::stringAt(requirement, {"operator"}),
+                                      {},
+                                      onField};
+        for (const json& value : kube::arrayAt(requirement, {"values"})) {
+          if (value.is_string()) entry.values.push_back(value.get<std::string>());
         }
+        parsed.push_back(std::move(entry));
       }
     }
   }
