@@ -11,6 +11,7 @@ runs one by name, so the suites call e.g.
 A failed check prints its reason and exits 1; a usage error exits 2. e2e_checks_test.py holds the
 checks' own tests (CTest: e2e_checks), so a suite's check can fail only for what it names.
 """
+import datetime
 import json
 import os
 import re
@@ -219,6 +220,44 @@ def at_most_seconds_apart(start, end, limit):
     return f"{delay:.2f} s"
 
 
+# ---- several nodes ----
+
+ULTRASERVER_LABEL = "neuron.amazonaws.com/ultraserver-"
+
+
+def ultraserver_places(nodes, names):
+    """Of `names`, the first four name one UltraServer (server-id-4) at positions 0-3 (node-id-4)
+    and the fifth none; returns what the labels say."""
+    labels = {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in nodes["items"]}
+    us = [labels[n].get(ULTRASERVER_LABEL + "server-id-4") for n in names[:4]]
+    positions = [labels[n].get(ULTRASERVER_LABEL + "node-id-4") for n in names[:4]]
+    outsider = {k: v for k, v in labels[names[4]].items() if k.startswith(ULTRASERVER_LABEL)}
+    require(us[0] and len(set(us)) == 1, f"the UltraServer nodes name different UltraServers: {us}")
+    require(positions == ["0", "1", "2", "3"], f"positions are not 0 to 3: {positions}")
+    require(not any(k.startswith(ULTRASERVER_LABEL + "server-id") for k in outsider),
+            f"{names[4]} claims an UltraServer: {outsider}")
+    return f"{us} {positions} {outsider}"
+
+
+def top_devices_per_node(top, names, devices):
+    """kubectl neuron top --json shows `devices` devices on each of `names`."""
+    counts = {n["node"]: len(n["devices"]) for n in top["nodes"]}
+    short = {name: counts.get(name) for name in names if counts.get(name) != devices}
+    require(not short, f"want {devices} devices on each node, got {short}")
+    return str(counts)
+
+
+def finished_within(finished, since, limit):
+    """A container's finishedAt (RFC 3339, whole seconds, so at most the true end) lies less than
+    `limit` s after `since` (seconds since the epoch); returns the sentence to print."""
+    at = datetime.datetime.fromisoformat(finished.replace("Z", "+00:00")).timestamp()
+    delay = at - since
+    require(delay < limit, f"finished {delay:.0f} s after, not within {limit} s")
+    if delay < 0:  # the same second, truncated to below `since`
+        return "finished within the same second (finishedAt has whole seconds)"
+    return f"finished {delay:.0f} s (whole seconds) after"
+
+
 # ---- command line ----
 
 def _load(path):
@@ -259,6 +298,12 @@ COMMANDS = {
     "audit-refusals": ("AUDIT_LOG USER_PREFIX [USER...]",
                        lambda a: _refusals(open(a[0], encoding="utf-8"), a[1], a[2:])),
     "node-forgotten": ("(the Node on stdin)", lambda a: node_forgotten(_stdin_json())),
+    "ultraserver-places": ("NODE... (five: four of one UltraServer, then one outside; nodes on stdin)",
+                           lambda a: ultraserver_places(_stdin_json(), a)),
+    "top-devices-per-node": ("DEVICES NODE... (kubectl neuron top --json on stdin)",
+                             lambda a: top_devices_per_node(_stdin_json(), a[1:], int(a[0]))),
+    "finished-within": ("FINISHED_AT SINCE LIMIT",
+                        lambda a: finished_within(a[0], float(a[1]), float(a[2]))),
     "at-most-seconds-apart": ("START END LIMIT",
                               lambda a: at_most_seconds_apart(float(a[0]), float(a[1]),
                                                               float(a[2]))),

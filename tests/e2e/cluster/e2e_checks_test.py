@@ -183,6 +183,42 @@ class CommandLineTest(unittest.TestCase):
         return subprocess.run([sys.executable, os.path.join(HERE, "e2e_checks.py"), *args],
                               input=stdin, capture_output=True, text=True, timeout=30, check=False)
 
+    def test_four_nodes_of_one_ultraserver_and_one_outside(self):
+        def node(name, us=None, position=None):
+            labels = {"kubernetes.io/hostname": name}
+            if us:
+                labels[checks.ULTRASERVER_LABEL + "server-id-4"] = us
+                labels[checks.ULTRASERVER_LABEL + "node-id-4"] = position
+            return {"metadata": {"name": name, "labels": labels}}
+        names = ["a", "b", "c", "d", "e"]
+        good = [node(n, "us0", str(i)) for i, n in enumerate(names[:4])] + [node("e")]
+        checks.ultraserver_places({"items": good}, names)
+        split = [node(n, "us0" if i < 2 else "us1", str(i)) for i, n in enumerate(names[:4])]
+        with self.assertRaisesRegex(checks.CheckFailed, "different UltraServers"):
+            checks.ultraserver_places({"items": split + [node("e")]}, names)
+        swapped = [node(n, "us0", str(3 - i)) for i, n in enumerate(names[:4])]
+        with self.assertRaisesRegex(checks.CheckFailed, "positions"):
+            checks.ultraserver_places({"items": swapped + [node("e")]}, names)
+        with self.assertRaisesRegex(checks.CheckFailed, "e claims an UltraServer"):
+            checks.ultraserver_places({"items": good[:4] + [node("e", "us0", "4")]}, names)
+
+    def test_top_shows_every_nodes_devices(self):
+        top = {"nodes": [{"node": "a", "devices": [{}] * 16}, {"node": "b", "devices": [{}] * 15}]}
+        checks.top_devices_per_node(top, ["a"], 16)
+        with self.assertRaisesRegex(checks.CheckFailed, "'b': 15"):
+            checks.top_devices_per_node(top, ["a", "b"], 16)
+        with self.assertRaisesRegex(checks.CheckFailed, "'c': None"):
+            checks.top_devices_per_node(top, ["c"], 16)
+
+    def test_finished_within(self):
+        since = 1_800_000_000.4  # 2027-01-15T08:00:00.4Z
+        self.assertEqual(checks.finished_within("2027-01-15T08:00:01Z", since, 2),
+                         "finished 1 s (whole seconds) after")
+        self.assertEqual(checks.finished_within("2027-01-15T08:00:00Z", since, 2),
+                         "finished within the same second (finishedAt has whole seconds)")
+        with self.assertRaisesRegex(checks.CheckFailed, "not within 2"):
+            checks.finished_within("2027-01-15T08:00:03Z", since, 2)
+
     def test_a_failed_check_exits_1_with_its_reason_and_bad_usage_exits_2(self):
         done = self.run_cli("pod-on-device", "1", "4",
                             stdin=json.dumps({"items": [pod("here", "4-7")]}))

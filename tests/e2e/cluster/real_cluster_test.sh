@@ -6,9 +6,9 @@
 # the default scheduler and through the chart's second scheduler and extender, the hand-off, helm
 # test and upgrade, and that no Torus identity was ever refused by the API server.
 #
-# The checks are in cases/*.sh, sourced in order on the one cluster (a case may use what an
-# earlier one left: the e2e namespace, the chart's values); the JSON they read is checked by the
-# named functions of e2e_checks.py.
+# The checks are in cases/real_cluster/*.sh, sourced in order on the one cluster (a case may use
+# what an earlier one left: the e2e namespace, the chart's values); the JSON they read is checked
+# by the named functions of e2e_checks.py.
 #
 # Usage: tests/e2e/cluster/real_cluster_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root (kubelet, containerd). Prints 'N passed, N failed'; exits non-zero on any failure,
@@ -70,7 +70,7 @@ neuron_cli() { KUBECONFIG="$KUBECONFIG" "$REPO/build/bin/kubectl-neuron" "$@"; }
 
 for case in device_plugin admission_stress full_node preemption faults kubectl_neuron \
   helm_and_audit node_agent_rbac aws_health uninstall_and_lnc1; do
-  source "$REPO/tests/e2e/cluster/cases/$case.sh"
+  source "$REPO/tests/e2e/cluster/cases/real_cluster/$case.sh"
 done
 
 echo "took $((SECONDS - started)) s"
