@@ -258,6 +258,110 @@ def finished_within(finished, since, limit):
     return f"finished {delay:.0f} s (whole seconds) after"
 
 
+# ---- DRA: slices, claims, the agent's /allocations and /metrics ----
+
+def pool_counts(devices, chips, cores):
+    """The pool (device name -> device, as dra_lib.sh's pool_devices prints it) has `chips`
+    chips and `cores` cores."""
+    have_chips = sum(name.startswith("neurondevice") for name in devices)
+    have_cores = sum(name.startswith("neuroncore") for name in devices)
+    require((have_chips, have_cores) == (chips, cores), f"{have_chips} chips, {have_cores} cores")
+
+
+def trn2_chip5_attributes(devices):
+    """neurondevice5 of a trn2.48xlarge carries AWS's attribute names and values, its memory and
+    the counter of its cores."""
+    device = devices["neurondevice5"]
+    attributes = device["attributes"]
+    want = {"deviceId": {"int": 5}, "resourceType": {"string": "neuron_device"},
+            "instanceType": {"string": "trn2.48xlarge"}, "topology_x": {"int": 1},
+            "topology8_id": {"int": 0}, "neuronDriverVersion": {"version": "2.24.7"}}
+    wrong = {k: attributes.get(k) for k, v in want.items() if attributes.get(k) != v}
+    require(not wrong, f"attributes {wrong}, want {want}")
+    require("resource.aws.com/devicegroup4_id" in attributes, f"no devicegroup4_id: {attributes}")
+    require(device["capacity"]["memory"] == {"value": "96Gi"}, f"capacity {device['capacity']}")
+    counters = device["consumesCounters"][0]["counters"]
+    require(counters == {"device5": {"value": "4"}}, f"counters {counters}")
+
+
+def slice_device_index(slices, node, device):
+    """"SLICE INDEX": where the driver's slice of `node` lists `device`."""
+    for item in slices["items"]:
+        spec = item["spec"]
+        if spec.get("nodeName") == node and spec["driver"] == "neuron.aws.com":
+            for index, entry in enumerate(spec.get("devices", [])):
+                if entry["name"] == device:
+                    return f'{item["metadata"]["name"]} {index}'
+    raise CheckFailed(f"no slice of {node} lists {device}")
+
+
+def device_attribute_is(devices, device, attribute, kind, value):
+    have = devices[device]["attributes"].get(attribute)
+    require(have == {kind: value}, f"{device} {attribute}: {have}, want {{{kind!r}: {value!r}}}")
+
+
+def device_taints_are(devices, device, want):
+    """The device's taints, as "key=value:effect,...", are `want` ("" for none)."""
+    taints = devices[device].get("taints", [])
+    have = ",".join(t["key"] + "=" + t.get("value", "") + ":" + t["effect"] for t in taints)
+    require(have == want, f"{device} taints: {have!r}, want {want!r}")
+
+
+def claim_cores(allocations):
+    """Every core of every claim the agent has prepared."""
+    return sorted(core for claim in allocations["claims"] for core in claim["cores"])
+
+
+def claim_metrics_name_the_pod(metrics, cores, claim, node, pod, cores_per_chip):
+    """/metrics names `pod` on exactly the claim's cores (torus_allocation_info), and every
+    per-core family carries NVIDIA's dra_* labels: the claim and each core's own chip on the
+    claim's cores, no claim on the others."""
+    named, per_core = {}, {}
+    for line in metrics.splitlines():
+        labels = _labels(line)
+        if line.startswith("torus_allocation_info{"):
+            require(labels["resource"] == "neuron.aws.com", f"allocation of {labels}")
+            named[int(labels["neuroncore"])] = labels["pod"]
+        if line.startswith("neuroncore_memory_usage_tensors{"):
+            per_core[int(labels["neuroncore"])] = labels
+    require(set(named) == set(cores) and set(named.values()) == {pod},
+            f"claim cores {sorted(cores)}, /metrics names {named}")
+    for core in cores:
+        got = {k: v for k, v in per_core.get(core, {}).items() if k.startswith("dra_")}
+        want = {"dra_claim_name": claim, "dra_claim_namespace": "e2e",
+                "dra_device_name": f"neurondevice{core // cores_per_chip}",
+                "dra_pool_name": node, "dra_driver_name": "neuron.aws.com"}
+        require(got == want, f"core {core}: {got}, want {want}")
+    free = [core for core in per_core if core not in cores]
+    require(free and all(per_core[c]["dra_claim_name"] == "" for c in free),
+            "a free core names a claim")
+    return f"claim cores {sorted(cores)} named {sorted(set(named.values()))}"
+
+
+def chips_disjoint_from_first_claim(allocations, device_nodes, count):
+    """A container's DEVICES= report (/dev/neuronN names) has `count` chips, none of them held by
+    the agent's first prepared claim."""
+    held = set(allocations["claims"][0]["devices"])
+    got = {int(name[len("neuron"):]) for name in device_nodes.split()}
+    require(len(got) == count and not held & got, f"held {sorted(held)}, got {sorted(got)}")
+    return f"held {sorted(held)}, got {sorted(got)}"
+
+
+def slice_device_count(slices):
+    return str(sum(len(item["spec"].get("devices", [])) for item in slices["items"]))
+
+
+def claim_devices_of(claims, pod, pool):
+    """The devices of `pool` allocated to the claim `pod` owns, sorted ("" if none)."""
+    for claim in claims["items"]:
+        owners = [o["name"] for o in claim["metadata"].get("ownerReferences", [])]
+        allocation = claim.get("status", {}).get("allocation") or {}
+        results = allocation.get("devices", {}).get("results", [])
+        if pod in owners:
+            return " ".join(sorted({r["device"] for r in results if r["pool"] == pool}))
+    return ""
+
+
 # ---- command line ----
 
 def _load(path):
@@ -304,6 +408,29 @@ COMMANDS = {
                              lambda a: top_devices_per_node(_stdin_json(), a[1:], int(a[0]))),
     "finished-within": ("FINISHED_AT SINCE LIMIT",
                         lambda a: finished_within(a[0], float(a[1]), float(a[2]))),
+    "pool-counts": ("CHIPS CORES (pool devices on stdin)",
+                    lambda a: pool_counts(_stdin_json(), int(a[0]), int(a[1]))),
+    "trn2-chip5-attributes": ("(pool devices on stdin)",
+                              lambda a: trn2_chip5_attributes(_stdin_json())),
+    "slice-device-index": ("NODE DEVICE (resourceslices on stdin)",
+                           lambda a: slice_device_index(_stdin_json(), a[0], a[1])),
+    "device-attribute-is": ("DEVICE ATTRIBUTE TYPE VALUE (pool devices on stdin)",
+                            lambda a: device_attribute_is(_stdin_json(), *a[:4])),
+    "device-taints-are": ("DEVICE KEY=VALUE:EFFECT,... (pool devices on stdin)",
+                          lambda a: device_taints_are(_stdin_json(), a[0], a[1])),
+    "claim-cores": ("(/allocations on stdin)",
+                    lambda a: " ".join(map(str, claim_cores(_stdin_json())))),
+    "claim-metrics-name-the-pod": ("METRICS_FILE CLAIM NODE POD CORES_PER_CHIP (/allocations on stdin)",
+                                   lambda a: claim_metrics_name_the_pod(
+                                       open(a[0], encoding="utf-8").read(),
+                                       claim_cores(_stdin_json()), a[1], a[2], a[3], int(a[4]))),
+    "chips-disjoint-from-first-claim": ("COUNT DEVICE_NODES (/allocations on stdin)",
+                                        lambda a: chips_disjoint_from_first_claim(
+                                            _stdin_json(), a[1], int(a[0]))),
+    "slice-device-count": ("(resourceslices on stdin)",
+                           lambda a: slice_device_count(_stdin_json())),
+    "claim-devices-of": ("POD POOL (resourceclaims on stdin)",
+                         lambda a: claim_devices_of(_stdin_json(), a[0], a[1])),
     "at-most-seconds-apart": ("START END LIMIT",
                               lambda a: at_most_seconds_apart(float(a[0]), float(a[1]),
                                                               float(a[2]))),

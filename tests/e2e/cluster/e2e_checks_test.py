@@ -219,6 +219,95 @@ class CommandLineTest(unittest.TestCase):
         with self.assertRaisesRegex(checks.CheckFailed, "not within 2"):
             checks.finished_within("2027-01-15T08:00:03Z", since, 2)
 
+    # ---- DRA ----
+
+    def pool(self):
+        devices = {f"neurondevice{i}": {"attributes": {}} for i in range(16)}
+        devices.update({f"neuroncore{i}": {"attributes": {}} for i in range(64)})
+        devices["neurondevice5"] = {
+            "attributes": {"deviceId": {"int": 5}, "resourceType": {"string": "neuron_device"},
+                           "instanceType": {"string": "trn2.48xlarge"}, "topology_x": {"int": 1},
+                           "topology8_id": {"int": 0}, "neuronDriverVersion": {"version": "2.24.7"},
+                           "resource.aws.com/devicegroup4_id": {"int": 1}},
+            "capacity": {"memory": {"value": "96Gi"}},
+            "consumesCounters": [{"counters": {"device5": {"value": "4"}}}],
+            "taints": [{"key": "neuron.aws.com/unhealthy", "value": "UncorrectedECC",
+                        "effect": "NoSchedule"}]}
+        return devices
+
+    def test_a_pool_of_16_chips_and_64_cores_with_awss_attributes(self):
+        devices = self.pool()
+        checks.pool_counts(devices, 16, 64)
+        with self.assertRaisesRegex(checks.CheckFailed, "16 chips, 64 cores"):
+            checks.pool_counts(devices, 16, 128)
+        checks.trn2_chip5_attributes(devices)
+        checks.device_attribute_is(devices, "neurondevice5", "instanceType", "string",
+                                   "trn2.48xlarge")
+        devices["neurondevice5"]["attributes"]["instanceType"] = {"string": "edited-by-hand"}
+        with self.assertRaisesRegex(checks.CheckFailed, "instanceType"):
+            checks.trn2_chip5_attributes(devices)
+        with self.assertRaisesRegex(checks.CheckFailed, "edited-by-hand"):
+            checks.device_attribute_is(devices, "neurondevice5", "instanceType", "string",
+                                       "trn2.48xlarge")
+
+    def test_taints_read_as_key_value_effect(self):
+        devices = self.pool()
+        checks.device_taints_are(devices, "neurondevice5",
+                                 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule")
+        checks.device_taints_are(devices, "neurondevice8", "")
+        with self.assertRaisesRegex(checks.CheckFailed, "want ''"):
+            checks.device_taints_are(devices, "neurondevice5", "")
+
+    def test_slices_index_count_and_claims(self):
+        slices = {"items": [
+            {"metadata": {"name": "other"}, "spec": {"nodeName": "n2", "driver": "neuron.aws.com",
+                                                     "devices": [{"name": "neurondevice5"}]}},
+            {"metadata": {"name": "mine"}, "spec": {"nodeName": "n1", "driver": "neuron.aws.com",
+                                                    "devices": [{"name": "neurondevice4"},
+                                                                {"name": "neurondevice5"}]}}]}
+        self.assertEqual(checks.slice_device_index(slices, "n1", "neurondevice5"), "mine 1")
+        with self.assertRaisesRegex(checks.CheckFailed, "no slice of n3"):
+            checks.slice_device_index(slices, "n3", "neurondevice5")
+        self.assertEqual(checks.slice_device_count(slices), "3")
+        claims = {"items": [{"metadata": {"ownerReferences": [{"name": "p"}]},
+                             "status": {"allocation": {"devices": {"results": [
+                                 {"pool": "n1", "device": "neurondevice1"},
+                                 {"pool": "n1", "device": "neurondevice0"},
+                                 {"pool": "n2", "device": "neurondevice3"}]}}}},
+                            {"metadata": {}, "status": {}}]}
+        self.assertEqual(checks.claim_devices_of(claims, "p", "n1"), "neurondevice0 neurondevice1")
+        self.assertEqual(checks.claim_devices_of(claims, "q", "n1"), "")
+
+    def test_claim_cores_metrics_and_disjoint_chips(self):
+        allocations = {"claims": [{"cores": [8, 9, 10, 11], "devices": [2]}]}
+        self.assertEqual(checks.claim_cores(allocations), [8, 9, 10, 11])
+
+        def metrics(pod_on_core_9="held", claim_on_free=""):
+            lines = []
+            for core in range(12):
+                mine = core >= 8
+                if mine:
+                    pod = pod_on_core_9 if core == 9 else "held"
+                    lines.append(f'torus_allocation_info{{resource="neuron.aws.com",'
+                                 f'neuroncore="{core}",pod="{pod}"}} 1')
+                claim = "c" if mine else claim_on_free
+                device = f"neurondevice{core // 4}" if mine else ""
+                lines.append(f'neuroncore_memory_usage_tensors{{neuroncore="{core}",'
+                             f'dra_claim_name="{claim}",dra_claim_namespace="{"e2e" if mine else ""}",'
+                             f'dra_device_name="{device}",dra_pool_name="{"n" if mine else ""}",'
+                             f'dra_driver_name="{"neuron.aws.com" if mine else ""}"}} 0')
+            return "\n".join(lines)
+        checks.claim_metrics_name_the_pod(metrics(), [8, 9, 10, 11], "c", "n", "held", 4)
+        with self.assertRaisesRegex(checks.CheckFailed, "names"):
+            checks.claim_metrics_name_the_pod(metrics("other"), [8, 9, 10, 11], "c", "n", "held", 4)
+        with self.assertRaisesRegex(checks.CheckFailed, "a free core names a claim"):
+            checks.claim_metrics_name_the_pod(metrics(claim_on_free="c"), [8, 9, 10, 11], "c",
+                                              "n", "held", 4)
+        self.assertEqual(checks.chips_disjoint_from_first_claim(
+            allocations, "neuron0 neuron1 neuron3 neuron4", 4), "held [2], got [0, 1, 3, 4]")
+        with self.assertRaisesRegex(checks.CheckFailed, "held"):
+            checks.chips_disjoint_from_first_claim(allocations, "neuron0 neuron1 neuron2 neuron3", 4)
+
     def test_a_failed_check_exits_1_with_its_reason_and_bad_usage_exits_2(self):
         done = self.run_cli("pod-on-device", "1", "4",
                             stdin=json.dumps({"items": [pod("here", "4-7")]}))

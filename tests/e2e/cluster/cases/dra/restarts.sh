@@ -1,0 +1,68 @@
+# Sourced by dra_test.sh (its helpers, dra_lib.sh's and the cluster are in scope).
+# Agent and kubelet restarts keep every prepared claim; unprepare resets and cleans up; a
+# NoExecute taint evicts.
+
+echo "== restarts keep every prepared claim"
+dra_pod dra-held four-connected-chips 3600
+check "a long-running claim pod runs" eventually 120 phase_is dra-held Running
+check "its claim is prepared" eventually 30 claims_prepared 1
+# The claim's cores carry the pod kubelet's pod-resources lists for it (dynamic resources).
+claim_cores_name_the_pod() {
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" > "$STATE_DIR/metrics.txt" || return 1
+  allocations > "$STATE_DIR/allocations.json" || return 1
+  # Who the agent sees using the claim, should this fail.
+  cat "$STATE_DIR/allocations.json"
+  checks_py claim-metrics-name-the-pod "$STATE_DIR/metrics.txt" "$(claim_name_of dra-held)" \
+    "$NODE_NAME" dra-held "$CORES_PER_DEVICE" < "$STATE_DIR/allocations.json"
+}
+claim_name_of() {
+  k get pod -n e2e "$1" -o jsonpath='{.status.resourceClaimStatuses[0].resourceClaimName}'
+}
+check "/metrics names dra-held on exactly its claim's 16 cores, with the claim's dra_* labels" \
+  eventually 15 claim_cores_name_the_pod
+old_agent="$(agent_pod)"
+k delete pod -n kube-system "$old_agent" --wait=true > /dev/null
+check "the agent comes back" eventually 120 agent_ready
+check "the restarted agent still holds the claim (checkpoint)" eventually 30 claims_prepared 1
+dra_pod dra-during-restart four-connected-chips
+check "a claim after the agent restart runs" eventually 120 pod_succeeded dra-during-restart
+disjoint_from_held() {
+  allocations | checks_py chips-disjoint-from-first-claim 4 \
+    "$(pod_report dra-during-restart | sed -n 's/^DEVICES=//p')"
+}
+check "it did not get the held pod's chips" disjoint_from_held
+cluster restart "kubelet-$NODE_NAME" > /dev/null
+node_ready() {
+  [[ "$(k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]
+}
+check "after a kubelet restart the node is Ready" eventually 120 node_ready
+check "after a kubelet restart a claim runs (registered again)" run_claim dra-after-kubelet one-chip
+resets_before="$(release_resets)"
+k delete pod -n e2e dra-held --wait=true > /dev/null
+check "deleting the held pod unprepares its claim" eventually 60 claims_prepared 0
+check "... and resets its chips" eventually 15 resets_at_least $((resets_before + 1))
+check "... and removes its CDI spec" no_cdi_specs
+
+echo "== dra.taintEffect=NoExecute: a fault evicts the pod using the chip"
+check "helm upgrade with dra.taintEffect=NoExecute" "$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" \
+  upgrade torus "$REPO/helm/torus" -n kube-system --reuse-values --set dra.taintEffect=NoExecute \
+  --wait --timeout 3m
+check "the DRA agent runs again" eventually 120 agent_ready
+dra_pod dra-evicted chip-nine 3600
+check "a pod holding chip 9 runs" eventually 120 phase_is dra-evicted Running
+echo 2 > "$ECC"
+check "uncorrected ECC on chip 9: a NoExecute taint on it" eventually 30 taint_on neurondevice9 \
+  "neuron.aws.com/unhealthy=UncorrectedECC:NoExecute"
+# kube-controller-manager's device taint eviction marks the pod and deletes it; its event stays.
+evicted_by_device_taint() {
+  local reasons
+  reasons="$(k get events -n e2e --field-selector involvedObject.name=dra-evicted -o jsonpath='{.items[*].reason}')"
+  grep -qw DeviceTaintManagerEviction <<< "$reasons" ||
+    { echo "no DeviceTaintManagerEviction event yet (events: $reasons)"; return 1; }
+  [[ -z "$(k get pod -n e2e dra-evicted -o name 2> /dev/null)" ]] ||
+    [[ -n "$(k get pod -n e2e dra-evicted -o jsonpath='{.metadata.deletionTimestamp}')" ]] ||
+    { echo "dra-evicted is not being deleted"; return 1; }
+}
+check "the device taint eviction deletes the pod using chip 9" eventually 60 evicted_by_device_taint
+echo 0 > "$ECC"
+check "fault cleared: the taint is gone" eventually 30 taint_on neurondevice9 ""

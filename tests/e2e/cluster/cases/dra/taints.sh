@@ -1,0 +1,33 @@
+# Sourced by dra_test.sh (its helpers, dra_lib.sh's and the cluster are in scope).
+# A hardware fault taints the chip (and the pod's resource health says so); cleared, it goes.
+
+echo "== a hardware fault taints the chip; cleared, the taint goes"
+apply_chip_nine_template
+# What kubelet shows in the pod's status from the driver's resource-health stream.
+resource_health_is() {
+  local health
+  health="$(k get pod -n e2e "$1" -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus[*].resources[*].health}')"
+  [[ "$health" == "$2" ]] || { echo "allocatedResourcesStatus health: '${health}', want '$2'"; return 1; }
+}
+dra_pod dra-nine-held chip-nine 3600
+check "a pod holding chip 9 runs" eventually 120 phase_is dra-nine-held Running
+check "its status shows chip 9 Healthy (resource health)" eventually 60 resource_health_is dra-nine-held Healthy
+faulted=$SECONDS
+echo 2 > "$ECC"
+check "uncorrected ECC on chip 9: NoSchedule taint on it" eventually 10 taint_on neurondevice9 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule"
+echo "      tainted $((SECONDS - faulted)) s after the fault"
+check "... and on its cores" taint_on neuroncore37 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule"
+check "... and not on its neighbour" taint_on neurondevice8 ""
+check "the running pod's status shows chip 9 Unhealthy" eventually 30 resource_health_is dra-nine-held Unhealthy
+k delete pod -n e2e dra-nine-held --wait=true > /dev/null
+dra_pod dra-nine chip-nine
+check "a new claim for chip 9 stays Pending while it is tainted (Unschedulable)" \
+  eventually 60 unschedulable dra-nine
+recoveries_before="$(recoveries_reset_only)"
+echo 0 > "$ECC"
+check "fault cleared: the taint is gone" eventually 15 taint_on neurondevice9 ""
+check "... once the agent had reset chip 9 (memory not tested: /sys is read-only)" \
+  recoveries_at_least $((recoveries_before + 1))
+check "fault cleared: the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
+saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
+check "chip 9's claim saw /dev/neuron9" saw_chip_nine
