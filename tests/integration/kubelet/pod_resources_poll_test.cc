@@ -3,6 +3,7 @@
 // is found by the loop without a restart.
 #include "common/kubelet/pod_resources_poll.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -114,6 +115,39 @@ TEST(PodResourcesPoll, FindsASocketThatAppearsAfterItStarted) {
   EXPECT_EQ(claims, 1U);
   lock.unlock();
   server->Shutdown();
+}
+
+// The device plugin serves kubelet only after this: the first answer must already be handed over
+// when it returns true, and a kubelet that is not there must not hold the agent up for long.
+TEST(PodResourcesPoll, TheFirstListIsHandedOverBeforeTheWaitForItReturns) {
+  auto dir = TempDir::create("pod-resources");
+  ASSERT_TRUE(dir.ok());
+  const std::string socket = (dir->path() / "kubelet.sock").string();
+  OnePod service;
+  auto server = serve(service, socket);
+  ASSERT_NE(server, nullptr);
+  std::atomic<std::size_t> devices = 0;
+  PodResourcesPoll poll({socket, 10s, log::Component::kPlugin, "nothing is lost in this test"},
+                        [&](PodResourcesRows&& rows) {
+                          devices = rows.devices.size();
+                          return false;
+                        });
+  ASSERT_TRUE(poll.waitForFirstList(10s));
+  EXPECT_EQ(devices.load(), 1U) << "the answer reached its owner before the wait returned";
+  server->Shutdown();
+}
+
+TEST(PodResourcesPoll, AMissingKubeletEndsTheWaitForTheFirstListUnanswered) {
+  auto dir = TempDir::create("pod-resources");
+  ASSERT_TRUE(dir.ok());
+  PodResourcesPoll poll({(dir->path() / "absent.sock").string(), 10s, log::Component::kPlugin,
+                         "nothing is lost in this test"},
+                        [](PodResourcesRows&&) { return false; });
+  // Long enough to outlast any scheduling delay: the wait ends when the List fails, not then.
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(poll.waitForFirstList(60s));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s)
+      << "the failed List ended the wait, not the timeout";
 }
 
 }  // namespace
