@@ -81,6 +81,18 @@ class DevicePluginTest : public ::testing::Test {
     }
   }
 
+  // A new agent in place of the old one (kubelet and its pods stay): the same plugin directory,
+  // pod-resources socket and poll interval as start(), default options otherwise, no hand-off.
+  void restartAgent() {
+    manager_.reset();
+    plugin::DevicePluginOptions options;
+    options.pluginDir = pluginDir_;
+    options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
+    options.podResourcesInterval = 100ms;
+    manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
+    ASSERT_TRUE(manager_->start().ok());
+  }
+
   void TearDown() override {
     manager_.reset();
     handoff_.reset();
@@ -427,13 +439,7 @@ TEST_F(DevicePluginTest, AnAgentRestartRecoversOwnershipAndResetsNothingInUse) {
   ASSERT_TRUE(writeFile(deviceDir(0) / "reset", "0\n").ok());
   // The agent goes away and comes back (kubelet and its pods stay): its first view of who holds
   // what comes from pod-resources, and nothing held is reset.
-  manager_.reset();
-  plugin::DevicePluginOptions options;
-  options.pluginDir = pluginDir_;
-  options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
-  options.podResourcesInterval = 100ms;
-  manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
-  ASSERT_TRUE(manager_->start().ok());
+  ASSERT_NO_FATAL_FAILURE(restartAgent());
   ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 2, 5s));
   ASSERT_TRUE(kubelet_->waitForDevices(
       kCores,
@@ -461,12 +467,7 @@ TEST_F(DevicePluginTest, AfterARestartKubeletsFirstListsAlreadyCountWhatPodsHold
       2s));
   manager_.reset();
   kubelet_->setListDelay(500ms);  // kubelet is busy: its first answer comes late
-  plugin::DevicePluginOptions options;
-  options.pluginDir = pluginDir_;
-  options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
-  options.podResourcesInterval = 100ms;
-  manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_);
-  ASSERT_TRUE(manager_->start().ok());
+  ASSERT_NO_FATAL_FAILURE(restartAgent());
   const auto cores = kubelet_->firstListOfStream(kCores, 2, 5s);
   ASSERT_TRUE(cores.has_value());
   ASSERT_EQ(cores->size(), 64U);
