@@ -478,8 +478,9 @@ TEST_F(DevicePluginTest, AfterARestartKubeletsFirstListsAlreadyCountWhatPodsHold
   ASSERT_TRUE(devices.has_value());
   EXPECT_EQ(devices->at("0").health, "Unhealthy") << "cores 0-1 of device 0 are held";
   EXPECT_EQ(devices->at("1").health, "Healthy");
+  // The report follows each list once its write returned, a moment after kubelet has it.
+  ASSERT_TRUE(eventually([&] { return manager_->kubeletUnavailable().has_value(); }, 2s));
   const auto told = manager_->kubeletUnavailable();
-  ASSERT_TRUE(told.has_value());
   EXPECT_EQ(told->at(kDevices).toRangeString(), "0,3") << "device 0 blocked, device 3 held";
 }
 
