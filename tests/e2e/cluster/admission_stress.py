@@ -23,12 +23,13 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks.ids import expand_ids  # noqa: E402
+from checks.pods import neighbours_in  # noqa: E402
+from kube_watch import Kube, Watch  # noqa: E402
 from neuronlink import connected  # noqa: E402
 
 NAMESPACE = "e2e"
@@ -91,55 +92,6 @@ def parse_args():
     return args
 
 
-class Kube:
-    def __init__(self, kubectl, kubeconfig):
-        self.base = [kubectl, "--kubeconfig", kubeconfig]
-
-    def run(self, *args, stdin=None):
-        return subprocess.run(self.base + list(args), input=stdin, text=True, check=True,
-                              capture_output=True).stdout
-
-    def pods(self, run):
-        return json.loads(self.run("get", "pods", "-n", NAMESPACE, "-l", f"stress={run}",
-                                   "-o", "json"))["items"]
-
-
-def expand(text):
-    ids = []
-    for part in filter(None, text.split(",")):
-        low, _, high = part.partition("-")
-        ids += range(int(low), int(high or low) + 1)
-    return ids
-
-
-class Watch:
-    """`kubectl get --watch` of one kind in a thread: every object as it arrived, with the time."""
-
-    def __init__(self, kube, *selection):
-        self.events = []
-        self.process = subprocess.Popen(
-            kube.base + ["get", *selection, "--watch", "--output-watch-events", "-o", "json"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self):
-        decoder = json.JSONDecoder()
-        buffer = ""
-        for line in self.process.stdout:
-            buffer += line
-            try:
-                event, end = decoder.raw_decode(buffer.strip())
-            except ValueError:
-                continue
-            self.events.append((time.monotonic(), event["object"]))
-            buffer = buffer.strip()[end:]
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=10)
-
-
 def release_delays(pod_events, node_events, cores_per_device):
     """Seconds from each pod's end (its first Succeeded event) to the first report of the agent
     that no longer withholds from the other resource the ids only that pod made it withhold.
@@ -149,8 +101,8 @@ def release_delays(pod_events, node_events, cores_per_device):
         text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable")
         if text:
             told = json.loads(text)
-            reports.append((at, set(expand(told.get("aws.amazon.com/neuron", ""))),
-                            set(expand(told.get("aws.amazon.com/neuroncore", "")))))
+            reports.append((at, set(expand_ids(told.get("aws.amazon.com/neuron", ""))),
+                            set(expand_ids(told.get("aws.amazon.com/neuroncore", "")))))
 
     def withheld_through_other(devices_held, ids):
         """(devices withheld as neuron, cores withheld as neuroncore) by a pod holding `ids`."""
@@ -162,7 +114,7 @@ def release_delays(pod_events, node_events, cores_per_device):
     delays = []
     for at, pod in pod_events:
         name = pod["metadata"]["name"]
-        ids = set(expand(pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")))
+        ids = set(expand_ids(pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")))
         if not ids:
             continue
         devices_held = "aws.amazon.com/neuron" in pod["spec"]["containers"][0]["resources"]["limits"]
@@ -220,7 +172,7 @@ def wait_until_ended(kube, args):
     deadline = time.monotonic() + args.timeout
     last = ""
     while True:
-        pods = kube.pods(args.run)
+        pods = kube.items("pods", "-n", NAMESPACE, "-l", f"stress={args.run}")
         phases = {}
         for pod in pods:
             phase = pod["status"].get("phase", "Unknown")
@@ -242,12 +194,7 @@ def check(pods, args):
     placement = []  # what kubelet chose: disconnected sets, cores given twice
     failures = {}
     runs = []  # (start, end, cores, name)
-
-    def neighbours(device):
-        path = os.path.join(args.node_dir, "sys/class/neuron_device", f"neuron{device}",
-                            "connected_devices")
-        with open(path) as text:
-            return {int(x) for x in text.read().replace(",", " ").split()}
+    neighbours = neighbours_in(args.node_dir)
 
     for pod in pods:
         name = pod["metadata"]["name"]
@@ -262,7 +209,7 @@ def check(pods, args):
         terminated = status["containerStatuses"][0]["state"].get("terminated", {})
         seen = dict(line.split("=", 1) for line in terminated.get("message", "").splitlines()
                     if "=" in line)
-        cores = expand(seen.get("CORES", ""))
+        cores = expand_ids(seen.get("CORES", ""))
         devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
         want = count if resource == "neuroncore" else count * args.cores_per_device
         if len(cores) != want or len(set(cores)) != want:

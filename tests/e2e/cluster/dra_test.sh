@@ -9,8 +9,9 @@
 # deploy/examples/dra), an unsatisfiable claim, a bad opaque config, a health taint that comes and
 # goes, old `aws.amazon.com/neuron` pods, unprepare, agent and kubelet restarts, and uninstall.
 #
-# The checks are in cases/dra/*.sh, sourced in order on the one cluster (a case may use what an
-# earlier one left); the JSON they read is checked by the named functions of e2e_checks.py.
+# The checks are in cases/dra/*.sh and cases/dra_common/*.sh, sourced in order on the one cluster
+# (a case may use what an earlier one left); the JSON they read is checked by the named functions
+# of checks/ (run by e2e_checks.py).
 #
 # Usage: tests/e2e/cluster/dra_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Every wait is bounded.
@@ -21,25 +22,19 @@ source "$REPO/tests/e2e/cluster/dra_lib.sh"
 
 cluster_test_setup torus-dra "${1:-}"
 
-started=$SECONDS
-echo "== local cluster in DRA mode (state: $STATE_DIR)"
 # Three real DRA nodes; the pods below run on the first (NODE_NAME), whose driver they check. Plus
 # two kwok nodes, one that advertises the device plugin's resources and one in DRA mode with the
 # slices the driver publishes for a trn2: a mixed cluster.
-cluster up --dra --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1 \
+cluster_up_for_test "local cluster in DRA mode" --dra \
+  --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1 \
   --fake-nodes=trn2.48xlarge:1 --dra-nodes=trn2.48xlarge:1
-source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT NODE_IP
 PIN_NODE="$NODE_NAME"  # pod_manifest's pods too
-read -r -a node_names <<< "$NODE_NAMES"
-TRN2U_NODE="${node_names[1]}"
-echo "cluster with Torus (DRA) up in $((SECONDS - started)) s"
+TRN2U_NODE="${names[1]}"
 
 # trn2.48xlarge: 16 chips of 8 physical cores; LNC 2 makes 4 logical cores per chip.
 CORES_PER_DEVICE=4
 EXPECTED_LNC=2
 export CORES_PER_DEVICE EXPECTED_LNC
-k create namespace e2e > /dev/null
 
 # Helpers more than one case uses.
 # taint_on DEVICE TAINTS: the device's taints in this node's pool are TAINTS
@@ -54,9 +49,11 @@ resets_at_least() {
 # Chip 9's uncorrected-ECC counter in the simulated driver: 2 is a fault, 0 clears it.
 ECC="$(ecc_counter 9)"
 
-for case in pool examples refusals partitions taints old_specs restarts mixed_cluster \
-  corrupt_checkpoint; do
-  source "$REPO/tests/e2e/cluster/cases/dra/$case.sh"
+# Cases of cases/dra, and of cases/dra_common (what dra_134_test.sh checks too), in order.
+for case in dra/pool dra_common/chip_examples dra/examples dra_common/prioritized_list \
+  dra/request_configs dra_common/admin_access dra/refusals dra/partitions dra/taints \
+  dra/old_specs dra/restarts dra/mixed_cluster dra/corrupt_checkpoint; do
+  source "$REPO/tests/e2e/cluster/cases/$case.sh"
 done
 
 uninstall_and_report

@@ -1,4 +1,4 @@
-# Helpers of the real-cluster end-to-end tests (sourced by real_cluster_test.sh and dra_test.sh):
+# Helpers of every real-cluster end-to-end suite (sourced by each *_test.sh here):
 # the cluster's setup and teardown, checks with deadlines, pods built from one template, and what
 # a pod's container saw.
 
@@ -16,6 +16,25 @@ cluster_test_setup() {
 }
 
 cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
+
+# cluster_up_for_test TITLE UP_ARGUMENT...: the suite's cluster (scripts/local-cluster.sh up with
+# those arguments), what it wrote loaded (cluster.env: the kubeconfig, the checked node's name,
+# address, ports and simulated tree) and the namespace e2e the checks use. Sets `started` and
+# the arrays `names` and `ips` (every node, in the order given).
+cluster_up_for_test() {
+  local title="$1"
+  shift
+  started=$SECONDS
+  echo "== $title (state: $STATE_DIR)"
+  cluster up "$@"
+  source "$STATE_DIR/cluster.env"
+  export KUBECONFIG KUBECTL NODE_NAME NODE_IP SIMULATED_NODE_DIR AGENT_METRICS_PORT EXTENDER_PORT \
+    EXTENDER_HOST
+  read -r -a names <<< "$NODE_NAMES"
+  read -r -a ips <<< "$NODE_IPS"
+  echo "cluster with Torus up in $((SECONDS - started)) s"
+  k create namespace e2e > /dev/null
+}
 
 # Pod logs are read from each node's /var/log/pods (kubelet's files), which keep the containers
 # that already exited too.
@@ -124,7 +143,8 @@ pod_succeeded() {
   }
 }
 
-# The named JSON, metrics and log checks of every suite (e2e_checks.py, tested by CTest).
+# The named JSON, metrics and log checks of every suite (checks/, run by e2e_checks.py; their
+# own tests run in CTest).
 checks_py() { python3 "$REPO/tests/e2e/cluster/e2e_checks.py" "$@"; }
 
 # expand_ids "0-3,8": one id per line.

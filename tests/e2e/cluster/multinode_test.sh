@@ -12,7 +12,7 @@
 # node's loss leaves the others' pods alone and heals when it returns.
 #
 # The checks are in cases/multinode/*.sh, sourced in order on the one cluster; the JSON they read
-# is checked by the named functions of e2e_checks.py.
+# is checked by the named functions of checks/ (run by e2e_checks.py).
 #
 # Usage: tests/e2e/cluster/multinode_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root. Prints 'N passed, N failed'; exits non-zero on any failure. Bounded: every wait has
@@ -23,17 +23,10 @@ source "$REPO/tests/e2e/cluster/lib.sh"
 
 cluster_test_setup torus-multinode "${1:-}"
 
-started=$SECONDS
-echo "== five real nodes: an UltraServer of four trn2u and a trn2 (state: $STATE_DIR)"
-cluster up --nodes=trn2u.48xlarge:4@us0,trn2.48xlarge:1
-source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL
-read -r -a names <<< "$NODE_NAMES"
-read -r -a ips <<< "$NODE_IPS"
-echo "cluster with Torus up in $((SECONDS - started)) s"
+cluster_up_for_test "five real nodes: an UltraServer of four trn2u and a trn2" \
+  --nodes=trn2u.48xlarge:4@us0,trn2.48xlarge:1
 ULTRASERVER=(0 1 2 3)  # indices of the UltraServer's nodes in names; the trn2 is index 4
 TRN2=4
-k create namespace e2e > /dev/null
 neuron_cli() { "$REPO/build/bin/kubectl-neuron" "$@"; }
 agent_pod_on() {
   k get pods -n kube-system -l app.kubernetes.io/component=node-agent \

@@ -8,7 +8,7 @@
 #
 # The checks are in cases/real_cluster/*.sh, sourced in order on the one cluster (a case may use
 # what an earlier one left: the e2e namespace, the chart's values); the JSON they read is checked
-# by the named functions of e2e_checks.py.
+# by the named functions of checks/ (run by e2e_checks.py).
 #
 # Usage: tests/e2e/cluster/real_cluster_test.sh [--keep]   (--keep leaves the cluster running)
 # Needs root (kubelet, containerd). Prints 'N passed, N failed'; exits non-zero on any failure,
@@ -19,17 +19,13 @@ source "$REPO/tests/e2e/cluster/lib.sh"
 
 cluster_test_setup torus-e2e "${1:-}"
 
-started=$SECONDS
 # Three real nodes, as a cluster has: the trn2 the checks below count on (torus-node-1, NODE_NAME),
 # a trn2u of a simulated UltraServer and an inf2.xlarge, each with its own agent. The pods here are
 # pinned to the first node (PIN_NODE), since what they check is per node (ids, counts, kubelet's
 # view); the others run beside it all along (multinode_test.sh checks what happens between nodes).
-echo "== local cluster: trn2, trn2u and inf2 nodes (state: $STATE_DIR)"
-cluster up --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1
-source "$STATE_DIR/cluster.env"
-export KUBECONFIG KUBECTL SIMULATED_NODE_DIR AGENT_METRICS_PORT EXTENDER_PORT EXTENDER_HOST NODE_IP
+cluster_up_for_test "local cluster: trn2, trn2u and inf2 nodes" \
+  --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1
 PIN_NODE="$NODE_NAME"
-echo "cluster with Torus up in $((SECONDS - started)) s"
 # The node agent's pod on NODE_NAME.
 agent_pods() {
   k get pods -n kube-system -l app.kubernetes.io/component=node-agent \

@@ -5,8 +5,8 @@ echo "== partitions: a chip and one of its own cores are never allocated at once
 # kube-scheduler keeps them apart with the neuron-chips counters; its message names no counter
 # ("cannot allocate all claims"), so the proof is that the same waiting pod is placed as soon as
 # the chip is given back, nothing else changed.
-apply_chip_nine_template
-apply_chip_nine_template core-of-nine core.neuron.aws.com
+claim_template chip-nine chip.neuron.aws.com "$(chip_id_is 9)"
+claim_template core-of-nine core.neuron.aws.com "$(chip_id_is 9)"
 dra_pod part-chip chip-nine 3600
 check "a pod holding chip 9 runs" eventually 120 phase_is part-chip Running
 dra_pod part-core-a core-of-nine 3600

@@ -2,7 +2,7 @@
 # A hardware fault taints the chip (and the pod's resource health says so); cleared, it goes.
 
 echo "== a hardware fault taints the chip; cleared, the taint goes"
-apply_chip_nine_template
+claim_template chip-nine chip.neuron.aws.com "$(chip_id_is 9)"
 # What kubelet shows in the pod's status from the driver's resource-health stream.
 resource_health_is() {
   local health

@@ -6,8 +6,6 @@ check "kubelet advertises aws.amazon.com/neuroncore: 64" eventually 30 allocatab
 check "kubelet advertises aws.amazon.com/neuron: 16" eventually 30 allocatable_is neuron 16
 check "the agent labels its node torus.dev/lnc=2" eventually 30 lnc_label_is 2
 
-k create namespace e2e > /dev/null
-
 # run_pods SCHEDULER SUFFIX: pods of every size, one after the other (they exit after printing).
 run_pods() {
   local scheduler="$1" suffix="$2" resource count name

@@ -5,8 +5,7 @@
 echo "== the node agent writes only its own Node and the pods bound to it"
 # Node B is the second real node, with a pod of its own. The agent's token is one bound to its
 # pod, as kubelet mounts it, so the API server names the agent's node in it.
-read -r -a node_names <<< "$NODE_NAMES"
-node_b="${node_names[1]}"
+node_b="${names[1]}"
 pod_manifest on-node-a neuroncore 4 neuron-scheduler 600 | k apply -f - > /dev/null
 PIN_NODE="$node_b" pod_manifest on-node-b neuroncore 1 neuron-scheduler 600 | k apply -f - > /dev/null
 check "a pod on the agent's node and one on node B run" eventually 90 all_running on-node-a on-node-b

@@ -1,0 +1,44 @@
+# Sourced by ultraserver_test.sh (its helpers, lib.sh's and dra_lib.sh's and the cluster are in scope).
+# RestartAll: when a node of the workload is lost, every pod of it restarts once the UltraServer
+# is whole again.
+
+echo "== RestartAll: a node lost, all four pods restart once the UltraServer is whole again"
+deployment trainer second 4
+check "four pods of workload second run, one per node" eventually 180 count_running trainer 4
+before="$(running_pods trainer)"
+lost="${names[2]}"
+stop_node "$lost"
+check "$lost goes NotReady" eventually 60 node_not_ready "$lost"
+# The lost node's agent is down with it, so its slices keep the old tag until it is back.
+released() {
+  state_is second Pending || return 1
+  local tagged
+  tagged="$(tagged_nodes second)"
+  [[ "$tagged" == "" || "$tagged" == "$lost" ]] || { echo "still tagged: $tagged"; return 1; }
+}
+check "second is released (Pending, no healthy node's device tagged)" eventually 60 released
+others_deleted() {
+  local entry pod node
+  for entry in $before; do
+    node="${entry#*@}"
+    [[ "$node" == "$lost" ]] && continue
+    pod="${entry%@*}"
+    ! running_pods trainer | grep -q "$pod" || { echo "pod $pod on $node still runs"; return 1; }
+  done
+}
+check "the pods on the three healthy nodes are deleted too" eventually 60 others_deleted
+start_node "$lost"
+check "$lost is Ready again" eventually 90 node_ready "$lost"
+all_new() {
+  count_running trainer 4 || return 1
+  local now entry
+  now="$(running_pods trainer)"
+  for entry in $before; do
+    ! grep -q "${entry%@*}" <<< "$now" || { echo "old pod ${entry%@*} is still one of them"; return 1; }
+  done
+}
+check "second is Allocated again and four new pods run" eventually 240 all_new
+k delete deploy -n e2e trainer --wait=false > /dev/null
+k delete nusw -n e2e second --wait=false > /dev/null
+gone() { ! k get nusw -n e2e "$1" > /dev/null 2>&1; }
+check "second is deleted" eventually 90 gone second

@@ -1,0 +1,112 @@
+"""One pod: what its container saw, what the agent says it holds, and how the extender,
+preemption and kubectl neuron account for it."""
+import os
+
+from neuronlink import connected
+
+from checks import require
+from checks.ids import compress_ids, expand_ids
+
+
+def neighbours_in(node_dir):
+    """device -> the devices the simulated node's sysfs says it is NeuronLink-connected to."""
+    def neighbours(device):
+        path = os.path.join(node_dir, "sys/class/neuron_device", f"neuron{device}",
+                            "connected_devices")
+        with open(path, encoding="utf-8") as handle:
+            return {int(x) for x in handle.read().replace(",", " ").split()}
+    return neighbours
+
+
+def pod_saw(report, resource, count, cores_per_device, node_dir, lnc, any_devices=False):
+    """A container's report (CORES=, DEVICES=, LNC= lines) matches what its pod asked: `count`
+    cores or devices, every /dev/neuronN of those cores and no other, NEURON_LOGICAL_NC_CONFIG
+    equal to `lnc`, and devices the simulated sysfs says are NeuronLink-connected (unless
+    any_devices: a request that asked for no connectivity)."""
+    seen = dict(line.split("=", 1) for line in report.splitlines() if "=" in line)
+    cores = expand_ids(seen.get("CORES", ""))
+    devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
+    want_cores = count if resource == "neuroncore" else count * cores_per_device
+    require(len(cores) == want_cores == len(set(cores)), f"cores {cores}: want {want_cores}")
+    require(devices == sorted({c // cores_per_device for c in cores}),
+            f"devices {devices} for cores {cores}")
+    if resource == "neuron":
+        require(len(devices) == count, f"devices {devices}: want {count}")
+    require(seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, want {lnc!r}")
+    if not any_devices:
+        require(connected(devices, neighbours_in(node_dir)),
+                f"devices {devices} are not NeuronLink-connected")
+
+
+def cores_held_by(allocations, pod):
+    """The cores kubelet gave `pod` ("namespace/name"), from the agent's /allocations."""
+    return [core for holder in allocations["holders"] if holder["pod"] == pod
+            for core in holder["cores"]]
+
+
+def pod_on_device(pods, device, cores_per_device):
+    """The running pod whose AWS_NEURON_IDS start at `device`'s first core, or None."""
+    first = device * cores_per_device
+    for pod in pods["items"]:
+        ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", "")
+        if (pod["status"].get("phase") == "Running" and "deletionTimestamp" not in pod["metadata"]
+                and ids and expand_ids(ids)[0] == first):
+            return pod["metadata"]["name"]
+    return None
+
+
+def _cores_of(pod, cores_per_device):
+    annotations = pod["metadata"].get("annotations", {})
+    held = set(expand_ids(annotations.get("AWS_NEURON_IDS", "")))
+    if annotations.get("NEURON_RESOURCE_TYPE") == "aws.amazon.com/neuron":
+        held = {d * cores_per_device + c for d in held for c in range(cores_per_device)}
+    return held
+
+
+def victims_freed_exactly(new_ids, before, now, cores_per_device):
+    """The pods running in `before` and gone (or terminating) in `now` held exactly the cores
+    `new_ids` names: on a full node, a minimal choice evicts the pods on the new pod's cores and
+    no other. Returns what it saw."""
+    new = set(expand_ids(new_ids))
+    held = {p["metadata"]["name"]: _cores_of(p, cores_per_device)
+            for p in before["items"] if p["status"].get("phase") == "Running"}
+    alive = {p["metadata"]["name"] for p in now["items"] if "deletionTimestamp" not in p["metadata"]}
+    victims = {name: cores for name, cores in held.items() if name not in alive}
+    seen = f"new pod got {sorted(new)}, victims: { {n: sorted(c) for n, c in victims.items()} }"
+    require(victims, "no pod was preempted; " + seen)
+    require(set().union(*victims.values()) == new,
+            "the victims' cores differ from the new pod's; " + seen)
+    return seen
+
+
+def extender_state_matches_pods(state, pods):
+    """The extender's /state allocations are the AWS_NEURON_IDS of the pending and running pods."""
+    held = {a["pod"]: a["ids"] for a in state["allocations"]}
+    want = {}
+    for pod in pods["items"]:
+        ids = pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS")
+        if ids and pod["status"].get("phase") in ("Pending", "Running"):
+            want[pod["metadata"]["namespace"] + "/" + pod["metadata"]["name"]] = \
+                compress_ids(expand_ids(ids))
+    require(held == want, f"extender: {held} pods: {want}")
+
+
+def neuron_pods_show(pods, name, ids, phase="Running"):
+    """kubectl neuron pods --json shows `name` ("namespace/name") with exactly `ids`, allocated."""
+    by_name = {p["namespace"] + "/" + p["name"]: p for p in pods}
+    require(name in by_name, f"{name} not in {sorted(by_name)}")
+    shown = by_name[name]
+    require(shown["ids"] == sorted(expand_ids(ids)) and shown["phase"] == phase and
+            shown["allocated"] == "true", f"{name} shown as {shown}")
+
+
+def top_names(top, pods_with_cores):
+    """kubectl neuron top NODE --json: the node's 16 devices, and each pod in `pods_with_cores`
+    ({pod: ("cores"|"devices", count)}) with that many."""
+    node = top["nodes"][0]
+    pods = {p["pod"]: p for p in node["pods"]}
+    for pod, (kind, count) in pods_with_cores.items():
+        require(pod in pods and len(pods[pod][kind]) == count,
+                f"{pod}: want {count} {kind}, top shows {pods.get(pod)}")
+    require(len(node["devices"]) == 16, f"{len(node['devices'])} devices, want 16")
+    return f"{sorted(pods)} {node['health']}"
