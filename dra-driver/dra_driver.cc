@@ -41,12 +41,15 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   if (!created) return std::move(created).error().withContext("starting the DRA driver");
   driver->preparer_ = std::move(*created);
 
+  SliceOptions slices;
+  slices.coreDevices = options.coreDevices;
+  slices.taintEffect = options.taintEffect;
+  driver->slices_ = std::make_unique<NeuronSliceSource>(options.nodeName, node, slices);
   PublisherOptions publisher;
+  publisher.driverName = std::string(kDriverName);
   publisher.nodeName = options.nodeName;
-  publisher.slices.coreDevices = options.coreDevices;
-  publisher.slices.taintEffect = options.taintEffect;
   publisher.resync = options.resync;
-  driver->publisher_ = std::make_unique<SlicePublisher>(kube, node, publisher);
+  driver->publisher_ = std::make_unique<SlicePublisher>(kube, *driver->slices_, publisher);
   if (options.ultraServerReservations) {
     if (options.reservationNamespace.empty()) {
       return makeError(ErrorCode::kInvalidArgument,
@@ -56,7 +59,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
     driver->preparer_->setReservation(false, "");
     driver->reservation_ = std::make_unique<UltraServerReservation>(
         kube, options.reservationNamespace, options.nodeName,
-        [preparer = driver->preparer_.get(), slices = driver->publisher_.get()](
+        [preparer = driver->preparer_.get(), slices = driver->slices_.get()](
             bool known, const std::string& workload) {
           preparer->setReservation(known, workload);
           slices->setWorkloadId(workload);

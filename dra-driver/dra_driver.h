@@ -13,7 +13,8 @@
 #include "common/kubelet/node_view.h"
 #include "dra-driver/claim_preparer.h"
 #include "dra-driver/kubelet/kubelet_plugin.h"
-#include "dra-driver/slice_publisher.h"
+#include "dra-driver/kubelet/slice_publisher.h"
+#include "dra-driver/neuron_slice_source.h"
 #include "dra-driver/ultraserver_reservation.h"
 
 namespace torus::dra {
@@ -52,6 +53,7 @@ class DraDriver {
   // Declared in dependency order: the publisher and the sockets go before the preparer.
   std::unique_ptr<ClaimPreparer> preparer_;
   std::unique_ptr<KubeletPlugin> plugin_;
+  std::unique_ptr<NeuronSliceSource> slices_;
   std::unique_ptr<SlicePublisher> publisher_;
   std::unique_ptr<UltraServerReservation> reservation_;  // first to go: it calls the two above
   // Every ten resyncs: claims the API no longer has that kubelet never unprepared (first to stop).

@@ -20,8 +20,9 @@ std::string keyOf(const std::string& collection, const json& object) {
   return collection == "pods" ? metadata.value("namespace", "default") + "/" + name : name;
 }
 
-// A field selector as the API server reads one for pods and nodes: comma-separated terms
-// FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, all of which must hold; empty matches everything.
+// A field selector as the API server reads one for pods, nodes and ResourceSlices: comma-separated
+// terms FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, all of which must hold; empty matches
+// everything.
 struct FieldTerm {
   std::string field;
   bool equal = true;
@@ -38,7 +39,7 @@ std::string fieldOf(const json& object, const std::string& field) {
 // The terms, or the API server's message for a selector it refuses.
 std::variant<std::vector<FieldTerm>, std::string> parseFieldSelector(const std::string& text) {
   static const std::set<std::string> kSupported = {"metadata.name", "metadata.namespace",
-                                                   "spec.nodeName", "status.phase"};
+                                                   "spec.nodeName", "spec.driver", "status.phase"};
   std::vector<FieldTerm> terms;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -73,15 +74,15 @@ bool matches(const json& object, const std::vector<FieldTerm>& terms) {
   });
 }
 
-void status(httplib::Response& response, int code, const std::string& reason,
-            const std::string& message) {
+}  // namespace
+
+void FakeApiServer::fail(httplib::Response& response, int code, const std::string& reason,
+                         const std::string& message) {
   response.status = code;
   const json body = {{"kind", "Status"},   {"apiVersion", "v1"}, {"status", "Failure"},
                      {"message", message}, {"reason", reason},   {"code", code}};
   response.set_content(body.dump(), "application/json");
 }
-
-}  // namespace
 
 FakeApiServer::FakeApiServer() {
   for (const std::string collection : {"nodes", "pods"}) {
@@ -97,7 +98,7 @@ FakeApiServer::FakeApiServer() {
     if (auto pod = get("pods", key)) {
       response.set_content(pod->dump(), "application/json");
     } else {
-      status(response, 404, "NotFound", "pods \"" + key + "\" not found");
+      fail(response, 404, "NotFound", "pods \"" + key + "\" not found");
     }
   });
   // pods/status: only the patch's status is applied, as the API server's status subresource does.
@@ -120,7 +121,7 @@ FakeApiServer::FakeApiServer() {
                 if (auto node = get("nodes", name)) {
                   response.set_content(node->dump(), "application/json");
                 } else {
-                  status(response, 404, "NotFound", "nodes \"" + name + "\" not found");
+                  fail(response, 404, "NotFound", "nodes \"" + name + "\" not found");
                 }
               });
   server_.Patch(R"(/api/v1/nodes/([^/]+)/status)",
@@ -143,7 +144,7 @@ FakeApiServer::FakeApiServer() {
                  if (injectedFailure(request, response)) return;
                  json event = json::parse(request.body, nullptr, false);
                  if (!event.is_object()) {
-                   status(response, 400, "BadRequest", "event body is not JSON");
+                   fail(response, 400, "BadRequest", "event body is not JSON");
                    return;
                  }
                  {
@@ -153,6 +154,7 @@ FakeApiServer::FakeApiServer() {
                  response.status = 201;
                  response.set_content(event.dump(), "application/json");
                });
+  serveResourceSlices();
   port_ = server_.bind_to_any_port("127.0.0.1");
   thread_ = std::jthread([this] { server_.listen_after_bind(); });
   while (!server_.is_running())
@@ -257,7 +259,7 @@ bool FakeApiServer::injectedFailure(const httplib::Request& request, httplib::Re
     if (it->method == request.method && request.path.find(it->pathPart) != std::string::npos) {
       const int code = it->status;
       failures_.erase(it);
-      status(response, code, "InternalError", "injected failure");
+      fail(response, code, "InternalError", "injected failure");
       return true;
     }
   }
@@ -267,7 +269,8 @@ bool FakeApiServer::injectedFailure(const httplib::Request& request, httplib::Re
 void FakeApiServer::recordWrite(const httplib::Request& request) {
   std::lock_guard lock(mutex_);
   writes_.push_back({request.method, request.path, request.get_header_value("Content-Type"),
-                     json::parse(request.body, nullptr, false)});
+                     json::parse(request.body, nullptr, false),
+                     request.get_param_value("dryRun") == "All"});
 }
 
 std::vector<FakeApiServer::Write> FakeApiServer::writes() const {
@@ -296,7 +299,7 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
   if (injectedFailure(request, response)) return;
   auto selector = parseFieldSelector(request.get_param_value("fieldSelector"));
   if (const auto* refused = std::get_if<std::string>(&selector)) {
-    status(response, 400, "BadRequest", *refused);
+    fail(response, 400, "BadRequest", *refused);
     return;
   }
   std::vector<FieldTerm> terms = std::get<std::vector<FieldTerm>>(std::move(selector));
@@ -305,7 +308,7 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
     try {
       from = std::stoull(request.get_param_value("resourceVersion"));
     } catch (const std::exception&) {
-      status(response, 400, "BadRequest", "resourceVersion must be a number");
+      fail(response, 400, "BadRequest", "resourceVersion must be a number");
       return;
     }
     handleWatch(
@@ -318,8 +321,10 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
   for (const auto& [key, object] : objects_[collection]) {
     if (matches(object, terms)) items.push_back(object);
   }
-  const json list = {{"kind", collection == "pods" ? "PodList" : "NodeList"},
-                     {"apiVersion", "v1"},
+  const json list = {{"kind", collection == "pods"    ? "PodList"
+                              : collection == "nodes" ? "NodeList"
+                                                      : "ResourceSliceList"},
+                     {"apiVersion", collection == kResourceSlices ? "resource.k8s.io/v1" : "v1"},
                      {"metadata", {{"resourceVersion", std::to_string(version_)}}},
                      {"items", std::move(items)}};
   response.set_content(list.dump(), "application/json");
@@ -402,27 +407,26 @@ void FakeApiServer::handlePatch(const std::string& collection, const std::string
   recordWrite(request);
   if (injectedFailure(request, response)) return;
   if (request.get_header_value("Content-Type") != "application/merge-patch+json") {
-    status(response, 415, "UnsupportedMediaType",
-           "only application/merge-patch+json is served here");
+    fail(response, 415, "UnsupportedMediaType", "only application/merge-patch+json is served here");
     return;
   }
   json patch = json::parse(request.body, nullptr, false);
   if (!patch.is_object()) {
-    status(response, 400, "BadRequest", "patch body is not a JSON object");
+    fail(response, 400, "BadRequest", "patch body is not a JSON object");
     return;
   }
   std::lock_guard lock(mutex_);
   const auto it = objects_[collection].find(key);
   if (it == objects_[collection].end()) {
-    status(response, 404, "NotFound", collection + " \"" + key + "\" not found");
+    fail(response, 404, "NotFound", collection + " \"" + key + "\" not found");
     return;
   }
   json object = it->second;
   if (patch.contains("metadata") && patch["metadata"].contains("uid")) {
     if (patch["metadata"]["uid"] != object["metadata"]["uid"]) {
-      status(response, 409, "Conflict",
-             "Precondition failed: UID in precondition: " + patch["metadata"]["uid"].dump() +
-                 ", UID in object meta: " + object["metadata"]["uid"].dump());
+      fail(response, 409, "Conflict",
+           "Precondition failed: UID in precondition: " + patch["metadata"]["uid"].dump() +
+               ", UID in object meta: " + object["metadata"]["uid"].dump());
       return;
     }
     patch["metadata"].erase("uid");
@@ -430,10 +434,10 @@ void FakeApiServer::handlePatch(const std::string& collection, const std::string
   // A resourceVersion in the patch is a precondition, as the API server has it.
   if (patch.contains("metadata") && patch["metadata"].contains("resourceVersion")) {
     if (patch["metadata"]["resourceVersion"] != object["metadata"]["resourceVersion"]) {
-      status(response, 409, "Conflict",
-             "Operation cannot be fulfilled on " + collection + " \"" + key +
-                 "\": the object has been modified; please apply your changes to the latest "
-                 "version and try again");
+      fail(response, 409, "Conflict",
+           "Operation cannot be fulfilled on " + collection + " \"" + key +
+               "\": the object has been modified; please apply your changes to the latest "
+               "version and try again");
       return;
     }
     patch["metadata"].erase("resourceVersion");
@@ -452,19 +456,19 @@ void FakeApiServer::handleStatusPatch(const std::string& node, const httplib::Re
   recordWrite(request);
   if (injectedFailure(request, response)) return;
   if (request.get_header_value("Content-Type") != "application/strategic-merge-patch+json") {
-    status(response, 415, "UnsupportedMediaType",
-           "node status is patched with application/strategic-merge-patch+json here");
+    fail(response, 415, "UnsupportedMediaType",
+         "node status is patched with application/strategic-merge-patch+json here");
     return;
   }
   json patch = json::parse(request.body, nullptr, false);
   if (!patch.is_object() || !patch.contains("status")) {
-    status(response, 400, "BadRequest", "expected a patch of status");
+    fail(response, 400, "BadRequest", "expected a patch of status");
     return;
   }
   std::lock_guard lock(mutex_);
   const auto it = objects_["nodes"].find(node);
   if (it == objects_["nodes"].end()) {
-    status(response, 404, "NotFound", "nodes \"" + node + "\" not found");
+    fail(response, 404, "NotFound", "nodes \"" + node + "\" not found");
     return;
   }
   json object = it->second;
@@ -494,23 +498,23 @@ void FakeApiServer::handleBinding(const std::string& key, const httplib::Request
   const json binding = json::parse(request.body, nullptr, false);
   if (!binding.is_object() || binding.value("kind", "") != "Binding" ||
       !binding.contains("target") || !binding["target"].contains("name")) {
-    status(response, 400, "BadRequest", "not a Binding");
+    fail(response, 400, "BadRequest", "not a Binding");
     return;
   }
   std::lock_guard lock(mutex_);
   const auto it = objects_["pods"].find(key);
   if (it == objects_["pods"].end()) {
-    status(response, 404, "NotFound", "pods \"" + key + "\" not found");
+    fail(response, 404, "NotFound", "pods \"" + key + "\" not found");
     return;
   }
   json pod = it->second;
   if (binding["metadata"].contains("uid") && binding["metadata"]["uid"] != pod["metadata"]["uid"]) {
-    status(response, 409, "Conflict", "Precondition failed: UID mismatch");
+    fail(response, 409, "Conflict", "Precondition failed: UID mismatch");
     return;
   }
   if (pod["spec"].contains("nodeName")) {
-    status(response, 409, "Conflict",
-           "pod " + key + " is already assigned to node " + pod["spec"]["nodeName"].dump());
+    fail(response, 409, "Conflict",
+         "pod " + key + " is already assigned to node " + pod["spec"]["nodeName"].dump());
     return;
   }
   pod["spec"]["nodeName"] = binding["target"]["name"];

@@ -3,8 +3,11 @@
 // streams, 410 Gone for a compacted history, fieldSelector on metadata.name/namespace,
 // spec.nodeName and status.phase with =, == and !=; a watched object leaving the selection arrives
 // DELETED), GET of one object, JSON merge-patch (with the UID and resourceVersion preconditions;
-// of pods/status too), pods/binding and events. Tests change objects through it, inject failures,
-// and read back every write the client made.
+// of pods/status too), pods/binding and events; and ResourceSlices (resource.k8s.io/v1: list and
+// watch by spec.nodeName and spec.driver, create with generateName and ?dryRun=All, replace with
+// the resourceVersion precondition, delete), which can drop the fields of a switched-off feature
+// as an older API server does. Tests change objects through it, inject failures, and read back
+// every write the client made.
 #pragma once
 
 #include <condition_variable>
@@ -34,8 +37,8 @@ class FakeApiServer {
   // A kubeconfig (token auth) pointing here, written to `path`.
   void writeKubeconfig(const std::string& path) const;
 
-  // collection: "nodes" or "pods". Adds or replaces the object (a UID and a resourceVersion are
-  // assigned) and tells the watchers.
+  // collection: "nodes", "pods" or "resourceslices" (kResourceSlices). Adds or replaces the object
+  // (a UID and a resourceVersion are assigned) and tells the watchers.
   void put(const std::string& collection, nlohmann::json object);
   void remove(const std::string& collection, const std::string& key);
   // Stores without telling the watchers: a watch that lags behind the API (a list sees it).
@@ -49,11 +52,16 @@ class FakeApiServer {
   // The next request whose method matches and whose path contains `pathPart` gets `status`.
   void failNext(const std::string& method, const std::string& pathPart, int status);
 
+  // As an API server with DRAPartitionableDevices (counters) or DRADeviceTaints (taints) off:
+  // ResourceSlices are stored, and dry runs answered, without those fields.
+  void dropSliceFields(bool counters, bool taints);
+
   struct Write {
     std::string method;
     std::string path;
     std::string contentType;
     nlohmann::json body;
+    bool dryRun = false;  // ?dryRun=All: answered, not stored
   };
   std::vector<Write> writes() const;
   std::vector<nlohmann::json> events() const;
@@ -81,6 +89,12 @@ class FakeApiServer {
                          httplib::Response& response);
   void handleBinding(const std::string& key, const httplib::Request& request,
                      httplib::Response& response);
+  // fake_api_server_slices.cc: the resource.k8s.io/v1 ResourceSlice routes.
+  void serveResourceSlices();
+  // A ResourceSlice as this server would store it (dropped fields removed); with mutex_ held.
+  nlohmann::json asStoredLocked(nlohmann::json slice) const;
+  static void fail(httplib::Response& response, int code, const std::string& reason,
+                   const std::string& message);
   bool injectedFailure(const httplib::Request& request, httplib::Response& response);
   void recordWrite(const httplib::Request& request);
   // With mutex_ held.
@@ -109,7 +123,12 @@ class FakeApiServer {
     int status;
   };
   std::vector<Failure> failures_;
+  bool dropCounters_ = false;  // (mutex_)
+  bool dropTaints_ = false;    // (mutex_)
+  std::uint64_t generatedNames_ = 0;
 };
+
+inline constexpr const char* kResourceSlices = "resourceslices";
 
 // Minimal objects as the API server returns them.
 nlohmann::json makeNode(const std::string& name, const std::string& instanceType);

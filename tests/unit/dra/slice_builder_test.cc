@@ -8,7 +8,7 @@
 
 #include "common/contracts/dra_names.h"
 #include "common/topology/neuronlink_graph.h"
-#include "dra-driver/slice_publisher.h"
+#include "dra-driver/kubelet/slice_publisher.h"
 
 namespace torus::dra {
 namespace {

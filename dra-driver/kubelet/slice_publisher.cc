@@ -1,10 +1,8 @@
-#include "dra-driver/slice_publisher.h"
+#include "dra-driver/kubelet/slice_publisher.h"
 
 #include <utility>
 
 #include "common/base/log.h"
-#include "common/base/utc_time.h"
-#include "common/contracts/dra_names.h"
 #include "common/kube/object_fields.h"
 #include "common/metrics/event_counters.h"
 
@@ -15,11 +13,6 @@ using nlohmann::json;
 
 constexpr const char* kSlicesPath = "/apis/resource.k8s.io/v1/resourceslices";
 constexpr auto kRetryAfterError = std::chrono::seconds(5);
-
-std::string listPath(const std::string& nodeName) {
-  return std::string(kSlicesPath) + "?fieldSelector=spec.nodeName%3D" + nodeName +
-         "%2Cspec.driver%3D" + std::string(kDriverName);
-}
 
 const json& itemsOf(const json& list) {
   static const json kEmpty = json::array();
@@ -76,12 +69,11 @@ bool anyDeviceHas(const json& slice, const char* field) {
 
 }  // namespace
 
-SlicePublisher::SlicePublisher(kube::KubeConfig kube, kubelet::NodeView& node,
-                               PublisherOptions options)
+SlicePublisher::SlicePublisher(kube::KubeConfig kube, SliceSource& source, PublisherOptions options)
     : client_(kube),
       // A watch blocks reading for minutes; its own client keeps writes from waiting behind it.
       watchClient_(std::move(kube), std::chrono::minutes(10)),
-      node_(node),
+      source_(source),
       options_(std::move(options)) {}
 
 SlicePublisher::~SlicePublisher() {
@@ -89,7 +81,7 @@ SlicePublisher::~SlicePublisher() {
 }
 
 void SlicePublisher::start() {
-  subscription_ = node_.onChange([this] {
+  subscription_ = source_.onChange([this] {
     std::lock_guard lock(mutex_);
     changed_ = true;
     wake_.notify_all();
@@ -112,17 +104,14 @@ void SlicePublisher::stop() {
   }
 }
 
-void SlicePublisher::setWorkloadId(std::string workloadId) {
+KeptFields SlicePublisher::kept() const {
   std::lock_guard lock(mutex_);
-  if (workloadId_ == workloadId) return;
-  workloadId_ = std::move(workloadId);
-  changed_ = true;
-  wake_.notify_all();
+  return kept_;
 }
 
-SliceOptions SlicePublisher::effectiveOptions() const {
-  std::lock_guard lock(mutex_);
-  return options_.slices;
+std::string SlicePublisher::listPath() const {
+  return std::string(kSlicesPath) + "?fieldSelector=spec.nodeName%3D" + options_.nodeName +
+         "%2Cspec.driver%3D" + options_.driverName;
 }
 
 void SlicePublisher::run(std::stop_token stop) {
@@ -142,7 +131,7 @@ void SlicePublisher::run(std::stop_token stop) {
 
 void SlicePublisher::watchSlices(std::stop_token stop) {
   while (!stop.stop_requested()) {
-    auto listed = watchClient_.get(listPath(options_.nodeName));
+    auto listed = watchClient_.get(listPath());
     Result<void> watched = okResult();
     if (listed) {
       const auto metadata = listed->find("metadata");
@@ -152,7 +141,7 @@ void SlicePublisher::watchSlices(std::stop_token stop) {
                                       ? (*metadata)["resourceVersion"].get<std::string>()
                                       : "";
       watched = watchClient_.watch(
-          listPath(options_.nodeName), version,
+          listPath(), version,
           [this](const kube::WatchEvent& event) {
             if (event.type != "DELETED" && event.type != "MODIFIED" && event.type != "ADDED") {
               return;
@@ -208,37 +197,20 @@ Result<void> SlicePublisher::refreshNode() {
 
 Result<void> SlicePublisher::publishOnce() {
   bool rewrite = false;
-  std::string workloadId;
   {
     std::lock_guard lock(mutex_);
     changed_ = false;
     rewrite = std::exchange(rewrite_, false);
-    workloadId = workloadId_;
   }
   // Labels and the owner uid change rarely; a failed read keeps the last ones.
   if (auto refreshed = refreshNode(); !refreshed && nodeUid_.empty()) {
     return std::move(refreshed).error();
   }
-  const kubelet::NodeSnapshot snapshot = node_.snapshot();
-  SliceInputs inputs;
-  inputs.nodeName = options_.nodeName;
-  inputs.node = snapshot.node;
-  inputs.nodeLabels = labels_;
-  for (int device = 0; device < snapshot.node.deviceCount(); ++device) {
-    if (snapshot.node.devices[static_cast<std::size_t>(device)].health.healthy) {
-      unhealthySince_.erase(device);
-    } else if (!unhealthySince_.contains(device)) {
-      unhealthySince_[device] = utcNowRfc3339();
-    }
-  }
-  inputs.unhealthySince = unhealthySince_;
-  inputs.workloadId = std::move(workloadId);
-  inputs.options = effectiveOptions();
 
   if (!generationKnown_) {
     // Continue the pool's generation where an earlier run left it, so consumers never see it go
     // backwards.
-    auto existing = client_.get(listPath(options_.nodeName));
+    auto existing = client_.get(listPath());
     if (!existing) return std::move(existing).error().withContext("listing ResourceSlices");
     for (const json& item : itemsOf(*existing)) {
       const json* pool =
@@ -250,19 +222,16 @@ Result<void> SlicePublisher::publishOnce() {
     }
     generationKnown_ = true;
   }
-  std::vector<json> slices = buildSlices(inputs, 0);
+  std::vector<json> slices = source_.slices(kept(), labels_);
   if (!fieldsProbed_) {
     // Before the first write: does the API keep counters and taints? Found out by dry run, so
-    // the scheduler never sees a pool that lost them (cores without counters, unhealthy chips
-    // untainted) even for the moment a real write and its correction would take.
+    // the scheduler never sees a pool that lost them (partitions without counters, unhealthy
+    // devices untainted) even for the moment a real write and its correction would take.
     auto dropped = probeDroppedFields(slices);
     if (!dropped)
       return std::move(dropped).error().withContext("probing which fields the API keeps");
     fieldsProbed_ = true;
-    if (*dropped) {
-      inputs.options = effectiveOptions();
-      slices = buildSlices(inputs, 0);
-    }
+    if (*dropped) slices = source_.slices(kept(), labels_);
   }
   const json unchanged = slices;  // built with generation 0: what "nothing changed" compares
   if (unchanged == publishedCopy() && !rewrite) return okResult();
@@ -296,9 +265,10 @@ Result<void> SlicePublisher::publishOnce() {
     lastPublished_ = json();  // unknown: the next pass writes whatever it builds
     return written;
   }
+  const KeptFields keeps = kept();
   TORUS_LOG(Info, Dra, "ResourceSlices published", {"node", options_.nodeName},
             {"generation", generation}, {"slices", static_cast<std::int64_t>(slices.size())},
-            {"core_devices", inputs.options.coreDevices}, {"taints", inputs.options.taints});
+            {"counters", keeps.counters}, {"taints", keeps.taints});
   return okResult();
 }
 
@@ -309,20 +279,20 @@ bool SlicePublisher::dropsFields(const json& sent, const json& stored) {
       sent["spec"].contains("sharedCounters") || anyDeviceHas(sent, "consumesCounters");
   const bool keptCounters = stored.contains("spec") && (stored["spec"].contains("sharedCounters") ||
                                                         anyDeviceHas(stored, "consumesCounters"));
-  if (options_.slices.counters && sentCounters && !keptCounters) {
+  if (kept_.counters && sentCounters && !keptCounters) {
     TORUS_LOG(Warn, Dra,
               "the API server dropped device counters (DRAPartitionableDevices is off); "
-              "publishing whole chips (and an UltraServer's node device) without counters",
+              "publishing the pool without them (no devices that share counters)",
               {"slice", sliceLabel(sent)});
-    options_.slices.counters = false;
+    kept_.counters = false;
     dropped = true;
   }
-  if (options_.slices.taints && anyDeviceHas(sent, "taints") && !anyDeviceHas(stored, "taints")) {
+  if (kept_.taints && anyDeviceHas(sent, "taints") && !anyDeviceHas(stored, "taints")) {
     TORUS_LOG(Warn, Dra,
-              "the API server dropped device taints (DRADeviceTaints is off); unhealthy chips "
+              "the API server dropped device taints (DRADeviceTaints is off); unhealthy devices "
               "are left out of the pool instead",
               {"slice", sliceLabel(sent)});
-    options_.slices.taints = false;
+    kept_.taints = false;
     dropped = true;
   }
   if (dropped) changed_ = true;
@@ -378,7 +348,7 @@ bool SlicePublisher::isPublishedContent(const json& stored) const {
 
 Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices) {
   bool dropped = false;
-  bool taintProbed = !effectiveOptions().taints;
+  bool taintProbed = !kept().taints;
   for (const json& slice : slices) {
     json probe = slice;
     bool useful =
@@ -390,7 +360,7 @@ Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices)
       // A healthy node has no taint to tell by; the probe carries one.
       if (!anyDeviceHas(probe, "taints")) {
         probe["spec"]["devices"][0]["taints"] =
-            json::array({{{"key", std::string(kDriverName) + "/probe"}, {"effect", "NoSchedule"}}});
+            json::array({{{"key", options_.driverName + "/probe"}, {"effect", "NoSchedule"}}});
       }
       taintProbed = true;
       useful = true;
@@ -407,7 +377,7 @@ Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices)
 }
 
 Result<void> SlicePublisher::write(const std::vector<json>& slices) {
-  auto existing = client_.get(listPath(options_.nodeName));
+  auto existing = client_.get(listPath());
   if (!existing) return std::move(existing).error().withContext("listing ResourceSlices");
   std::map<std::string, std::string> versions;  // name -> resourceVersion
   for (const json& item : itemsOf(*existing)) {

@@ -1,15 +1,14 @@
-// SlicePublisher: keeps this node's ResourceSlice pool in the API equal to what slice_builder
-// makes of the current node model. It republishes (with the next pool generation) when health,
-// LNC or the devices change and otherwise checks every resync period; slices are owned by the
+// SlicePublisher: keeps this node's ResourceSlice pool in the API equal to what its SliceSource
+// (slice_source.h) says it is now. It republishes (with the next pool generation) when the source
+// says it may have changed and otherwise checks every resync period; slices are owned by the
 // Node, so deleting the Node deletes them, and kubelet removes them once the plugin stays
 // unregistered (uninstall).
 //
 // The API server silently drops fields of features that are switched off (device taints,
 // partitionable devices on older clusters). Before its first write the publisher creates its
 // slices by dry run (?dryRun=All) and reads what would be stored, and after each write it reads
-// what was: if counters were dropped it stops publishing core devices (a chip and its cores must
-// never be allocatable together) and counters; if taints were dropped it leaves unhealthy
-// devices out. So even the first pool a scheduler sees is one the API keeps whole.
+// what was: if counters or taints were dropped, it asks the source again without them (KeptFields)
+// and publishes that. So even the first pool a scheduler sees is one the API keeps whole.
 //
 // A watch on the pool's slices catches deletions and edits by others (kubelet wipes a node's
 // slices when it starts, an operator's kubectl delete or edit, an old controller), so the pool is
@@ -28,15 +27,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/result.h"
 #include "common/kube/kube_client.h"
-#include "common/kubelet/node_view.h"
-#include "dra-driver/slice_builder.h"
+#include "dra-driver/kubelet/slice_source.h"
 
 namespace torus::dra {
 
 struct PublisherOptions {
-  std::string nodeName;
-  SliceOptions slices;
+  std::string driverName;  // spec.driver of the pool's slices
+  std::string nodeName;    // the pool's node, and the slices' owner
   std::chrono::milliseconds resync = std::chrono::seconds(60);
 };
 
@@ -47,21 +46,21 @@ bool sameSliceContent(const nlohmann::json& stored, const nlohmann::json& publis
 
 class SlicePublisher {
  public:
-  SlicePublisher(kube::KubeConfig kube, kubelet::NodeView& node, PublisherOptions options);
+  SlicePublisher(kube::KubeConfig kube, SliceSource& source, PublisherOptions options);
   ~SlicePublisher();
   SlicePublisher(const SlicePublisher&) = delete;
   SlicePublisher& operator=(const SlicePublisher&) = delete;
 
   void start();
   void stop();
-  // The workload this node is reserved for ("" for none): republished on every device at once.
-  void setWorkloadId(std::string workloadId);
+  // What the API server keeps of the pool, as far as the publisher has found out.
+  KeptFields kept() const;
 
  private:
   void run(std::stop_token stop);
   // One reconciliation: the pool as built now, written if it differs from the last one.
   Result<void> publishOnce();
-  SliceOptions effectiveOptions() const;
+  std::string listPath() const;
   void watchSlices(std::stop_token stop);
   Result<void> refreshNode();
   Result<void> write(const std::vector<nlohmann::json>& slices);
@@ -76,13 +75,14 @@ class SlicePublisher {
 
   kube::KubeClient client_;
   kube::KubeClient watchClient_;
-  kubelet::NodeView& node_;
+  SliceSource& source_;
   PublisherOptions options_;
 
   mutable std::mutex mutex_;
   std::condition_variable_any wake_;
   bool changed_ = true;
   bool rewrite_ = false;  // a slice was deleted under us: write even if nothing changed
+  KeptFields kept_;       // (mutex_)
   std::int64_t generation_ = 0;
   bool generationKnown_ = false;
   bool fieldsProbed_ = false;     // the first publication dry-runs its slices (worker thread only)
@@ -91,8 +91,6 @@ class SlicePublisher {
   bool editWarned_ = false;                                           // (mutex_)
   std::map<std::string, std::string> labels_;
   std::string nodeUid_;
-  std::map<int, std::string> unhealthySince_;
-  std::string workloadId_;  // guarded by mutex_
   ChangeNotifier::Subscription subscription_;
   std::jthread worker_;
   std::jthread watcher_;

@@ -1,0 +1,54 @@
+#include "dra-driver/neuron_slice_source.h"
+
+#include <utility>
+
+#include "common/base/utc_time.h"
+
+namespace torus::dra {
+
+NeuronSliceSource::NeuronSliceSource(std::string nodeName, kubelet::NodeView& node,
+                                     SliceOptions options)
+    : nodeName_(std::move(nodeName)),
+      node_(node),
+      options_(std::move(options)),
+      nodeChanged_(node_.onChange([this] { changed_.notify(); })) {}
+
+std::vector<nlohmann::json> NeuronSliceSource::slices(
+    const KeptFields& kept, const std::map<std::string, std::string>& nodeLabels) {
+  const kubelet::NodeSnapshot snapshot = node_.snapshot();
+  SliceInputs inputs;
+  inputs.nodeName = nodeName_;
+  inputs.node = snapshot.node;
+  inputs.nodeLabels = nodeLabels;
+  inputs.options = options_;
+  inputs.options.counters = options_.counters && kept.counters;
+  inputs.options.taints = options_.taints && kept.taints;
+  {
+    std::lock_guard lock(mutex_);
+    for (int device = 0; device < snapshot.node.deviceCount(); ++device) {
+      if (snapshot.node.devices[static_cast<std::size_t>(device)].health.healthy) {
+        unhealthySince_.erase(device);
+      } else if (!unhealthySince_.contains(device)) {
+        unhealthySince_[device] = utcNowRfc3339();
+      }
+    }
+    inputs.unhealthySince = unhealthySince_;
+    inputs.workloadId = workloadId_;
+  }
+  return buildSlices(inputs, 0);
+}
+
+ChangeNotifier::Subscription NeuronSliceSource::onChange(std::function<void()> notify) {
+  return changed_.subscribe(std::move(notify));
+}
+
+void NeuronSliceSource::setWorkloadId(std::string workloadId) {
+  {
+    std::lock_guard lock(mutex_);
+    if (workloadId_ == workloadId) return;
+    workloadId_ = std::move(workloadId);
+  }
+  changed_.notify();
+}
+
+}  // namespace torus::dra

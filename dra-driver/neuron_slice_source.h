@@ -1,0 +1,44 @@
+// NeuronSliceSource: the Neuron half of publishing (kubelet/slice_source.h). It builds this
+// node's pool with slice_builder from the current node model, remembers since when each
+// unhealthy chip has been so (the taint's timeAdded), carries the UltraServer reservation's
+// workload tag, and calls the publisher back when health, LNC, the devices or the reservation
+// change.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/base/change_notifier.h"
+#include "common/kubelet/node_view.h"
+#include "dra-driver/kubelet/slice_source.h"
+#include "dra-driver/slice_builder.h"
+
+namespace torus::dra {
+
+class NeuronSliceSource final : public SliceSource {
+ public:
+  // `options` as configured (core devices, the health taint's effect); what the API keeps is
+  // applied on top of them at each build.
+  NeuronSliceSource(std::string nodeName, kubelet::NodeView& node, SliceOptions options);
+
+  std::vector<nlohmann::json> slices(const KeptFields& kept,
+                                     const std::map<std::string, std::string>& nodeLabels) override;
+  ChangeNotifier::Subscription onChange(std::function<void()> notify) override;
+
+  // The workload this node is reserved for ("" for none): republished on every device at once.
+  void setWorkloadId(std::string workloadId);
+
+ private:
+  const std::string nodeName_;
+  kubelet::NodeView& node_;
+  const SliceOptions options_;
+  ChangeNotifier changed_;  // the node model's changes and the reservation's
+  std::mutex mutex_;
+  std::map<int, std::string> unhealthySince_;  // (mutex_)
+  std::string workloadId_;                     // (mutex_)
+  ChangeNotifier::Subscription nodeChanged_;   // last: it calls changed_ until it goes
+};
+
+}  // namespace torus::dra
