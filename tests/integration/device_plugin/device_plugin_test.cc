@@ -515,7 +515,16 @@ TEST_F(DevicePluginTest, ReRegistersWithinTwoSecondsAfterKubeletRestarts) {
 TEST_F(DevicePluginTest, ReRegistersWhenTheWholeDirectoryIsRecreated) {
   start("inf2.xlarge");
   kubelet_->stopAndWipe();
-  fs::remove_all(pluginDir_);
+  // The agent puts back a socket it sees removed, so it may create one in the directory while
+  // remove_all empties it ("Directory not empty"): removing a directory someone writes into takes
+  // as many tries as that race does. Once the directory itself is gone, the agent can write none.
+  std::error_code removing;
+  fs::remove_all(pluginDir_, removing);
+  for (int tries = 1; removing && tries < 50; ++tries) {
+    std::this_thread::sleep_for(10ms);
+    fs::remove_all(pluginDir_, removing);
+  }
+  ASSERT_FALSE(fs::exists(pluginDir_)) << removing.message();
   std::this_thread::sleep_for(200ms);  // the agent notices the directory is gone
   fs::create_directories(pluginDir_);
   kubelet_->start();
