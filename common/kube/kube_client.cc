@@ -101,10 +101,10 @@ KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
   httplib::Client& client = *transport_->client;
   if (!config_.caFile.empty()) client.set_ca_cert_path(config_.caFile.c_str());
   client.enable_server_certificate_verification(!config_.insecureSkipTlsVerify);
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
-  client.set_connection_timeout(seconds, 0);
-  client.set_read_timeout(seconds, 0);
-  client.set_write_timeout(seconds, 0);
+  // As a duration: whole seconds would make a timeout under one second zero (every call fails).
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
   // One TLS connection for every request of this client: a handshake costs more than most calls.
   client.set_keep_alive(true);
 }

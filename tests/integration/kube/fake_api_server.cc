@@ -14,12 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string keyOf(const std::string& collection, const json& object) {
-  const json& metadata = object["metadata"];
-  const std::string name = metadata.value("name", "");
-  return collection == "pods" ? metadata.value("namespace", "default") + "/" + name : name;
-}
-
 // A field selector as the API server reads one for pods, nodes and ResourceSlices: comma-separated
 // terms FIELD=VALUE, FIELD==VALUE or FIELD!=VALUE, all of which must hold; empty matches
 // everything.
@@ -75,6 +69,13 @@ bool matches(const json& object, const std::vector<FieldTerm>& terms) {
 }
 
 }  // namespace
+
+std::string FakeApiServer::keyOf(const std::string& collection, const json& object) {
+  const json& metadata = object["metadata"];
+  const std::string name = metadata.value("name", "");
+  const bool namespaced = collection == "pods" || collection == kLeases;
+  return namespaced ? metadata.value("namespace", "default") + "/" + name : name;
+}
 
 void FakeApiServer::fail(httplib::Response& response, int code, const std::string& reason,
                          const std::string& message) {
@@ -154,7 +155,7 @@ FakeApiServer::FakeApiServer() {
                  response.status = 201;
                  response.set_content(event.dump(), "application/json");
                });
-  serveResourceSlices();
+  serveWrittenObjects();
   port_ = server_.bind_to_any_port("127.0.0.1");
   thread_ = std::jthread([this] { server_.listen_after_bind(); });
   while (!server_.is_running())
@@ -201,7 +202,9 @@ void FakeApiServer::put(const std::string& collection, json object) {
   std::lock_guard lock(mutex_);
   json& metadata = object["metadata"];
   if (!metadata.contains("uid")) metadata["uid"] = "uid-" + std::to_string(++uids_);
-  if (collection == "pods" && !metadata.contains("namespace")) metadata["namespace"] = "default";
+  if ((collection == "pods" || collection == kLeases) && !metadata.contains("namespace")) {
+    metadata["namespace"] = "default";
+  }
   const bool exists = objects_[collection].count(keyOf(collection, object)) != 0;
   changeLocked(collection, exists ? "MODIFIED" : "ADDED", std::move(object));
 }

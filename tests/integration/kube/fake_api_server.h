@@ -3,11 +3,12 @@
 // streams, 410 Gone for a compacted history, fieldSelector on metadata.name/namespace,
 // spec.nodeName and status.phase with =, == and !=; a watched object leaving the selection arrives
 // DELETED), GET of one object, JSON merge-patch (with the UID and resourceVersion preconditions;
-// of pods/status too), pods/binding and events; and ResourceSlices (resource.k8s.io/v1: list and
+// of pods/status too), pods/binding and events; ResourceSlices (resource.k8s.io/v1: list and
 // watch by spec.nodeName and spec.driver, create with generateName and ?dryRun=All, replace with
 // the resourceVersion precondition, delete), which can drop the fields of a switched-off feature
-// as an older API server does. Tests change objects through it, inject failures, and read back
-// every write the client made.
+// as an older API server does; and Leases (coordination.k8s.io/v1: get, create, replace with the
+// resourceVersion precondition, delete). Tests change objects through it, inject failures, and read
+// back every write the client made.
 #pragma once
 
 #include <condition_variable>
@@ -37,15 +38,15 @@ class FakeApiServer {
   // A kubeconfig (token auth) pointing here, written to `path`.
   void writeKubeconfig(const std::string& path) const;
 
-  // collection: "nodes", "pods" or "resourceslices" (kResourceSlices). Adds or replaces the object
-  // (a UID and a resourceVersion are assigned) and tells the watchers.
+  // collection: "nodes", "pods", "resourceslices" (kResourceSlices) or "leases" (kLeases). Adds or
+  // replaces the object (a UID and a resourceVersion are assigned) and tells the watchers.
   void put(const std::string& collection, nlohmann::json object);
   void remove(const std::string& collection, const std::string& key);
   // Stores without telling the watchers: a watch that lags behind the API (a list sees it).
   void putSilently(const std::string& collection, nlohmann::json object);
   // Removes without telling the watchers: a missed event, healed only by a re-list.
   void removeSilently(const std::string& collection, const std::string& key);
-  // Key: "namespace/name" for pods, "name" for nodes.
+  // Key: "namespace/name" for pods and leases, "name" for nodes and slices.
   std::optional<nlohmann::json> get(const std::string& collection, const std::string& key) const;
   // Ends every open watch with 410 Gone and forgets the history: clients must list again.
   void expireWatches();
@@ -89,10 +90,14 @@ class FakeApiServer {
                          httplib::Response& response);
   void handleBinding(const std::string& key, const httplib::Request& request,
                      httplib::Response& response);
-  // fake_api_server_slices.cc: the resource.k8s.io/v1 ResourceSlice routes.
-  void serveResourceSlices();
-  // A ResourceSlice as this server would store it (dropped fields removed); with mutex_ held.
-  nlohmann::json asStoredLocked(nlohmann::json slice) const;
+  // fake_api_server_objects.cc: the ResourceSlice and Lease routes.
+  void serveWrittenObjects();
+  // POST to `path`, PUT and DELETE of `path`/NAME (`group`: the API group, for messages).
+  void serveWholeObjectWrites(const std::string& collection, const std::string& path,
+                              const std::string& group);
+  // An object as this server would store it (a slice's dropped fields removed); mutex_ held.
+  nlohmann::json asStoredLocked(const std::string& collection, nlohmann::json object) const;
+  static std::string keyOf(const std::string& collection, const nlohmann::json& object);
   static void fail(httplib::Response& response, int code, const std::string& reason,
                    const std::string& message);
   bool injectedFailure(const httplib::Request& request, httplib::Response& response);
@@ -129,6 +134,7 @@ class FakeApiServer {
 };
 
 inline constexpr const char* kResourceSlices = "resourceslices";
+inline constexpr const char* kLeases = "leases";
 
 // Minimal objects as the API server returns them.
 nlohmann::json makeNode(const std::string& name, const std::string& instanceType);

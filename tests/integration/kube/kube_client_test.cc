@@ -86,6 +86,11 @@ class FakeApiServer {
           "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n",
           "application/json");
     });
+    // Answers after 1.5 s: longer than a client that waits under a second should.
+    server_.Get("/api/v1/nodes/slow", [](const httplib::Request&, httplib::Response& response) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      response.set_content(R"({"kind":"Node"})", "application/json");
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::jthread([this] { server_.listen_after_bind(); });
     while (!server_.is_running())
@@ -175,6 +180,22 @@ TEST(KubeClient, AnUnreachableServerIsUnavailable) {
   EXPECT_EQ(reply.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(reply.error().message.find("cannot connect to http://127.0.0.1:1"), std::string::npos)
       << reply.error().message;
+}
+
+// A timeout under a second (a lease's renew deadline, a CLI's --timeout) is that long: it was
+// once cut to whole seconds, zero, and every call failed at once.
+TEST(KubeClient, ATimeoutUnderASecondIsKeptNotRoundedToZero) {
+  FakeApiServer api;
+  KubeClient client(api.config(), std::chrono::milliseconds(500));
+  auto node = client.get("/api/v1/nodes/n1");
+  ASSERT_TRUE(node.ok()) << node.error().message;
+  const auto started = std::chrono::steady_clock::now();
+  auto slow = client.get("/api/v1/nodes/slow");
+  const auto waited = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(slow.ok());
+  EXPECT_EQ(slow.error().code, ErrorCode::kUnavailable) << slow.error().message;
+  EXPECT_GE(waited, std::chrono::milliseconds(400)) << "it waited for the reply";
+  EXPECT_LT(waited, std::chrono::milliseconds(1400)) << "and no longer than its timeout";
 }
 
 // A server whose certificate the kubeconfig's authority did not sign: the error says so, and the
