@@ -11,7 +11,10 @@ namespace torus::coll {
 
 Groups::Groups(GroupSettings settings) : settings_(std::move(settings)) {}
 
-Groups::~Groups() = default;
+Groups::~Groups() {
+  // Last chance: a hostmate killed during the final call may have exited only by now.
+  unlinkSegmentsOfTheDead();
+}
 
 std::string Groups::transportName() const {
   if (!net_) return "shm";
@@ -80,15 +83,23 @@ void Groups::abort(const std::string& message) {
   if (link_ && !link_->anyTrouble()) {
     link_->announceAbort(settings_.session, settings_.rank, message);
   }
-  // A hostmate that died over libfabric (no pidfd wait saw it) leaves its segments behind:
-  // remove them, as the shared-memory path does (probe row 14).
-  if (link_ && segments_) {
-    const std::string& myHost = settings_.ranks[static_cast<std::size_t>(settings_.rank)].hostId;
-    for (const int r : deadMembers()) {
-      if (settings_.ranks[static_cast<std::size_t>(r)].hostId == myHost) {
-        segments_->unlinkOwnedBy(r);
-      }
-    }
+  unlinkSegmentsOfTheDead();
+}
+
+void Groups::unlinkSegmentsOfTheDead() const {
+  // A killed hostmate cannot remove its segments. The failure may reach this rank (its bootstrap
+  // connection closing, another host's abort) before any wait here saw the exit, or even before
+  // its pidfd reads ready: remove the segments of every member whose process has exited, and of
+  // every hostmate the link saw go (probe row 14).
+  if (shm_) shm_->unlinkSegmentsOfExited();
+  if (local_) local_->unlinkSegmentsOfExited();
+  if (!link_) return;
+  const std::string& myHost = settings_.ranks[static_cast<std::size_t>(settings_.rank)].hostId;
+  for (const int r : deadMembers()) {
+    const RankInfo& member = settings_.ranks[static_cast<std::size_t>(r)];
+    if (member.hostId != myHost) continue;
+    if (segments_) segments_->unlinkOwnedBy(r);
+    if (local_) local_->unlinkSegmentsOfProcess(member.pid);
   }
 }
 

@@ -82,7 +82,7 @@ class Groups {
   std::optional<std::string> remoteTrouble() const;
   // The communicator broke: hostmates waiting on shared memory learn of it at once, ranks on
   // other hosts through the bootstrap link (unless it is the link that told us), and the
-  // segments of hostmates that died over libfabric are removed.
+  // segments of hostmates that died are removed (unlinkSegmentsOfTheDead).
   void abort(const std::string& message);
 
  private:
@@ -90,6 +90,8 @@ class Groups {
   explicit Groups(GroupSettings settings);
   // Communicator ranks of the dead ranks the bootstrap link knows of.
   std::vector<int> deadMembers() const;
+  // Removes the shared-memory segments of members that died on this host (they cannot).
+  void unlinkSegmentsOfTheDead() const;
   // With a host group and a column, AllReduce runs hierarchically; else on the group of all.
   void useHierarchyWhenComplete();
 

@@ -44,6 +44,26 @@ ShmGroup::ShmGroup(ShmGroupOptions options)
 
 ShmGroup::~ShmGroup() = default;
 
+bool ShmGroup::exited(int r) const {
+  if (r < 0 || static_cast<std::size_t>(r) >= pidfds_.size()) return false;
+  const UniqueFd& fd = pidfds_[static_cast<std::size_t>(r)];
+  if (!fd) return false;
+  pollfd ready{fd.get(), POLLIN, 0};
+  return ::poll(&ready, 1, 0) == 1;
+}
+
+void ShmGroup::unlinkSegmentsOfExited() const {
+  for (int r = 0; r < size_; ++r) {
+    if (exited(r)) segments_.unlinkOwnedBy(r);
+  }
+}
+
+void ShmGroup::unlinkSegmentsOfProcess(int pid) const {
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_ && ranks_[static_cast<std::size_t>(r)].pid == pid) segments_.unlinkOwnedBy(r);
+  }
+}
+
 Result<void> ShmGroup::attach(ShmSegment control, const std::string& context,
                               std::chrono::milliseconds timeout) {
   if (rank_ == 0) {

@@ -79,8 +79,17 @@ class ShmGroup final : public Group {
   }
   // Tells the peers this rank gave up, with why: their waits end at once with that reason.
   void markAborted(const std::string& reason);
-  // Removes the segments of `rank`, which died.
-  void unlinkSegmentsOf(int rank) const { segments_.unlinkOwnedBy(rank); }
+  // Whether member `r`'s process has exited (its pidfd reads ready; a zombie counts). False for
+  // this rank and for a peer whose pidfd could not be opened.
+  bool exited(int r) const;
+  // Removes every segment of a member whose process has exited. A killed rank cannot, and a
+  // survivor may hear of the failure from another host (an abort over libfabric) before any wait
+  // of its own sees the exit (Groups calls it when the communicator aborts and when it goes).
+  void unlinkSegmentsOfExited() const;
+  // Removes the segments of the member whose process is `pid`, which this rank learned died
+  // (its bootstrap connection closed) perhaps before its pidfd reads ready; none when no member
+  // is that process.
+  void unlinkSegmentsOfProcess(int pid) const;
 
   Result<Buffer> allocate(std::size_t bytes, const std::string& what) {
     return segments_.allocate(bytes, what);

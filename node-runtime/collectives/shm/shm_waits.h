@@ -8,7 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include <poll.h>
 #include <sched.h>
 
 #include "common/base/spin.h"
@@ -73,10 +72,7 @@ Result<void> ShmGroup::waitUntil(const GroupCall& call, Done done, Pending pendi
     }
     std::vector<int> dead;
     for (int r : waitingFor) {
-      const UniqueFd& fd = pidfds_[static_cast<std::size_t>(r)];
-      if (!fd) continue;
-      pollfd pfd{fd.get(), POLLIN, 0};
-      if (::poll(&pfd, 1, 0) == 1) dead.push_back(r);
+      if (exited(r)) dead.push_back(r);
     }
     if (!dead.empty()) {
       // A killed rank cannot unlink its segments (tensors, staging): remove every name of

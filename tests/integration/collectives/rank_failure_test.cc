@@ -4,12 +4,16 @@
 // the peer is dead) with an error naming the missing rank, the communicator and the sequence.
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "common/base/temp_dir.h"
 #include "node-runtime/collectives/communicator.h"
 #include "tests/integration/collectives/rank_launcher.h"
 
@@ -47,6 +51,43 @@ std::string warmUp(Communicator& comm, int collectives) {
   return {};
 }
 
+// Where the ranks of a failure test write the /dev/shm names they map (their own segments and
+// the peers' they read), so the test can check afterwards that none outlived the run: a killed
+// rank cannot unlink its own, so a survivor must.
+class MappedNames {
+ public:
+  MappedNames() : dir_(std::move(TempDir::create("mapped").value())) {}
+
+  // In a rank: records what this process maps now (names already unlinked do not count).
+  void record(int rank) const {
+    std::ifstream maps("/proc/self/maps");
+    std::set<std::string> names;
+    for (std::string line; std::getline(maps, line);) {
+      const auto at = line.find("/dev/shm/torus-");
+      if (at != std::string::npos && line.find("(deleted)") == std::string::npos) {
+        names.insert(line.substr(at + std::string("/dev/shm/").size()));
+      }
+    }
+    std::ofstream out(dir_.path() / ("rank-" + std::to_string(rank)));
+    for (const std::string& name : names)
+      out << name << "\n";
+  }
+  // After the run: every recorded name still in /dev/shm.
+  std::vector<std::string> leftBehind() const {
+    std::set<std::string> left;
+    for (const auto& file : std::filesystem::directory_iterator(dir_.path())) {
+      std::ifstream in(file.path());
+      for (std::string name; std::getline(in, name);) {
+        if (std::filesystem::exists("/dev/shm/" + name)) left.insert(name);
+      }
+    }
+    return {left.begin(), left.end()};
+  }
+
+ private:
+  TempDir dir_;
+};
+
 // How the ranks of a failure test reach each other: shared memory (one host), libfabric for
 // every rank, or two "hosts" of two ranks (shared memory inside, libfabric between).
 enum class Placement { kOneHost, kOfi, kTwoHosts };
@@ -63,40 +104,45 @@ TEST_P(KilledRank, IsNamedByEverySurvivorLongBeforeTheTimeout) {
   options.size = 4;
   options.commTimeout = std::chrono::milliseconds(30000);
   const Placement placement = GetParam();
-  const auto outcomes = launchRanks(options, [placement](CommOptions commOptions) -> std::string {
-    place(commOptions, placement);
-    auto comm = Communicator::create(std::move(commOptions));
-    if (!comm) return "create: " + comm.error().message;
-    if (auto e = warmUp(**comm, 3); !e.empty()) return e;
-    if ((*comm)->rank() == 2) {
-      // Dies once the others are surely waiting for it; killing itself (rather than being killed
-      // after a fixed delay) keeps a slow start (sanitizers, a loaded machine) out of the test.
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      ::raise(SIGKILL);
-    }
-    std::vector<float> data(1 << 20, 1.0F);
-    const auto start = Clock::now();
-    auto status =
-        (*comm)->allReduce(data.data(), data.data(), data.size(), DataType::kF32, ReduceOp::kSum);
-    if (status) return "allReduce succeeded without rank 2";
-    if (millisSince(start) > 6000) {
-      return "took " + std::to_string(millisSince(start)) + " ms to notice";
-    }
-    if (auto e = expectMentions(status.error().message, {"rank 2", "seq=4", "test-comm"});
-        !e.empty()) {
-      return e;
-    }
-    // Broken stays broken, with the same culprit.
-    auto again = (*comm)->barrier();
-    if (again) return "barrier succeeded on a broken communicator";
-    return expectMentions(again.error().message, {"broken", "rank 2"});
-  });
+  const MappedNames mapped;
+  const auto outcomes =
+      launchRanks(options, [placement, &mapped](CommOptions commOptions) -> std::string {
+        place(commOptions, placement);
+        auto comm = Communicator::create(std::move(commOptions));
+        if (!comm) return "create: " + comm.error().message;
+        if (auto e = warmUp(**comm, 3); !e.empty()) return e;
+        mapped.record((*comm)->rank());
+        if ((*comm)->rank() == 2) {
+          // Dies once the others are surely waiting for it; killing itself (rather than being
+          // killed after a fixed delay) keeps a slow start (sanitizers, a loaded machine) out of
+          // the test.
+          std::this_thread::sleep_for(std::chrono::milliseconds(300));
+          ::raise(SIGKILL);
+        }
+        std::vector<float> data(1 << 20, 1.0F);
+        const auto start = Clock::now();
+        auto status = (*comm)->allReduce(data.data(), data.data(), data.size(), DataType::kF32,
+                                         ReduceOp::kSum);
+        if (status) return "allReduce succeeded without rank 2";
+        if (millisSince(start) > 6000) {
+          return "took " + std::to_string(millisSince(start)) + " ms to notice";
+        }
+        if (auto e = expectMentions(status.error().message, {"rank 2", "seq=4", "test-comm"});
+            !e.empty()) {
+          return e;
+        }
+        // Broken stays broken, with the same culprit.
+        auto again = (*comm)->barrier();
+        if (again) return "barrier succeeded on a broken communicator";
+        return expectMentions(again.error().message, {"broken", "rank 2"});
+      });
   ASSERT_EQ(outcomes.size(), 4U);
   EXPECT_FALSE(outcomes[2].exited) << "rank 2 should have been killed";
   for (int r : {0, 1, 3}) {
     EXPECT_TRUE(outcomes[r].exited && outcomes[r].exitCode == 0 && !outcomes[r].hung)
         << "rank " << r << ": " << outcomes[r].message;
   }
+  EXPECT_EQ(mapped.leftBehind(), std::vector<std::string>{}) << "in /dev/shm after the run";
 }
 
 INSTANTIATE_TEST_SUITE_P(Placements, KilledRank,
@@ -126,27 +172,30 @@ TEST_P(KilledRankOnTwoHosts, EverySurvivorNamesItWithinASecond) {
   options.size = 4;
   options.commTimeout = std::chrono::milliseconds(30000);
   static constexpr int kDiesAfterMs = 300;
-  const auto outcomes = launchRanks(options, [victim](CommOptions commOptions) -> std::string {
-    place(commOptions, Placement::kTwoHosts);
-    auto comm = Communicator::create(std::move(commOptions));
-    if (!comm) return "create: " + comm.error().message;
-    if (auto e = warmUp(**comm, 3); !e.empty()) return e;
-    if ((*comm)->rank() == victim) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(kDiesAfterMs));
-      ::raise(SIGKILL);
-    }
-    std::vector<float> data(1 << 20, 1.0F);
-    const auto start = Clock::now();
-    auto status =
-        (*comm)->allReduce(data.data(), data.data(), data.size(), DataType::kF32, ReduceOp::kSum);
-    if (status) return "allReduce succeeded without rank " + std::to_string(victim);
-    if (millisSince(start) > kDiesAfterMs + 1000) {
-      return "took " + std::to_string(millisSince(start) - kDiesAfterMs) +
-             " ms after the death to notice: " + status.error().message;
-    }
-    return expectMentions(status.error().message,
-                          {"rank " + std::to_string(victim), "seq=4", "test-comm"});
-  });
+  const MappedNames mapped;
+  const auto outcomes =
+      launchRanks(options, [victim, &mapped](CommOptions commOptions) -> std::string {
+        place(commOptions, Placement::kTwoHosts);
+        auto comm = Communicator::create(std::move(commOptions));
+        if (!comm) return "create: " + comm.error().message;
+        if (auto e = warmUp(**comm, 3); !e.empty()) return e;
+        mapped.record((*comm)->rank());
+        if ((*comm)->rank() == victim) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(kDiesAfterMs));
+          ::raise(SIGKILL);
+        }
+        std::vector<float> data(1 << 20, 1.0F);
+        const auto start = Clock::now();
+        auto status = (*comm)->allReduce(data.data(), data.data(), data.size(), DataType::kF32,
+                                         ReduceOp::kSum);
+        if (status) return "allReduce succeeded without rank " + std::to_string(victim);
+        if (millisSince(start) > kDiesAfterMs + 1000) {
+          return "took " + std::to_string(millisSince(start) - kDiesAfterMs) +
+                 " ms after the death to notice: " + status.error().message;
+        }
+        return expectMentions(status.error().message,
+                              {"rank " + std::to_string(victim), "seq=4", "test-comm"});
+      });
   ASSERT_EQ(outcomes.size(), 4U);
   EXPECT_FALSE(outcomes[static_cast<std::size_t>(victim)].exited);
   for (int r = 0; r < 4; ++r) {
@@ -154,6 +203,7 @@ TEST_P(KilledRankOnTwoHosts, EverySurvivorNamesItWithinASecond) {
     EXPECT_TRUE(outcomes[r].exited && outcomes[r].exitCode == 0 && !outcomes[r].hung)
         << "rank " << r << ": " << outcomes[r].message;
   }
+  EXPECT_EQ(mapped.leftBehind(), std::vector<std::string>{}) << "in /dev/shm after the run";
 }
 
 INSTANTIATE_TEST_SUITE_P(Victims, KilledRankOnTwoHosts, ::testing::Values(0, 1, 2, 3),
