@@ -1,0 +1,113 @@
+// NeuronSliceSource, the Neuron half of slice publishing: the node's pool built for what the API
+// keeps (counters, taints), an unhealthy chip's taint dated from when it was first seen so, and
+// the publisher told of every change of the node or of the UltraServer reservation.
+#include "dra-driver/neuron_slice_source.h"
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/contracts/dra_names.h"
+#include "common/contracts/neuron_names.h"
+#include "common/topology/node.h"
+
+namespace torus::dra {
+namespace {
+
+using nlohmann::json;
+
+class FakeNode : public kubelet::NodeView {
+ public:
+  FakeNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
+  kubelet::NodeSnapshot snapshot() const override { return snapshot_; }
+  ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
+    return notifier_.subscribe(std::move(notify));
+  }
+  Result<void> prepareCores(const topology::CoreSet&, const topology::CoreSet&) override {
+    return okResult();
+  }
+  void setHealth(int device, topology::DeviceHealth health) {
+    snapshot_.node.devices[static_cast<std::size_t>(device)].health = std::move(health);
+    notifier_.notify();
+  }
+
+ private:
+  kubelet::NodeSnapshot snapshot_;
+  ChangeNotifier notifier_;
+};
+
+// Every device of the pool, by name, and whether any slice shares counters.
+struct Pool {
+  std::map<std::string, json> devices;
+  bool sharedCounters = false;
+};
+
+Pool poolOf(const std::vector<json>& slices) {
+  Pool pool;
+  for (const json& slice : slices) {
+    const json& spec = slice.at("spec");
+    pool.sharedCounters = pool.sharedCounters || spec.contains("sharedCounters");
+    for (const json& device : spec.value("devices", json::array()))
+      pool.devices[device.at("name").get<std::string>()] = device;
+  }
+  return pool;
+}
+
+TEST(NeuronSliceSource, BuildsThePoolForWhatTheApiKeeps) {
+  FakeNode node;
+  NeuronSliceSource source("node-a", node, SliceOptions{});
+  const Pool full = poolOf(source.slices(KeptFields{}, {}));
+  EXPECT_TRUE(full.sharedCounters);
+  EXPECT_TRUE(full.devices.contains("neuroncore5")) << "core partitions where counters are kept";
+  EXPECT_TRUE(full.devices.at("neurondevice1").contains("consumesCounters"));
+
+  const Pool noCounters = poolOf(source.slices(KeptFields{.counters = false}, {}));
+  EXPECT_FALSE(noCounters.sharedCounters);
+  EXPECT_FALSE(noCounters.devices.contains("neuroncore5")) << "no partitions without counters";
+  EXPECT_EQ(noCounters.devices.size(), 16U);
+  EXPECT_FALSE(noCounters.devices.at("neurondevice1").contains("consumesCounters"));
+}
+
+TEST(NeuronSliceSource, AnUnhealthyChipIsTaintedSinceFirstSeenOrLeftOutWithoutTaints) {
+  FakeNode node;
+  NeuronSliceSource source("node-a", node, SliceOptions{});
+  node.setHealth(3, topology::DeviceHealth::unhealthy("stats/hardware/mem_ecc_uncorrected is 1"));
+  const json taint =
+      poolOf(source.slices(KeptFields{}, {})).devices.at("neurondevice3")["taints"][0];
+  EXPECT_EQ(taint["key"], std::string(kHealthTaintKey));
+  EXPECT_EQ(taint["effect"], "NoSchedule");
+  ASSERT_TRUE(taint.contains("timeAdded"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // RFC 3339 has whole seconds
+  const json later =
+      poolOf(source.slices(KeptFields{}, {})).devices.at("neurondevice3")["taints"][0];
+  EXPECT_EQ(later["timeAdded"], taint["timeAdded"]) << "dated from when it was first seen";
+
+  const Pool untainted = poolOf(source.slices(KeptFields{.taints = false}, {}));
+  EXPECT_FALSE(untainted.devices.contains("neurondevice3")) << "left out where taints are dropped";
+  EXPECT_TRUE(untainted.devices.contains("neurondevice2"));
+}
+
+TEST(NeuronSliceSource, TellsOfEveryChangeOfTheNodeOrTheReservation) {
+  FakeNode node;
+  NeuronSliceSource source("node-a", node, SliceOptions{});
+  std::atomic<int> told = 0;
+  const auto subscription = source.onChange([&] { ++told; });
+  node.setHealth(5, topology::DeviceHealth::unhealthy("the device node is missing"));
+  EXPECT_EQ(told.load(), 1);
+  source.setWorkloadId("e2e/allreduce-us");
+  EXPECT_EQ(told.load(), 2);
+  source.setWorkloadId("e2e/allreduce-us");
+  EXPECT_EQ(told.load(), 2) << "the same reservation again is no change";
+  for (const auto& [name, device] : poolOf(source.slices(KeptFields{}, {})).devices) {
+    EXPECT_EQ(device["attributes"][std::string(contracts::kWorkloadIdAttribute)],
+              json({{"string", "e2e/allreduce-us"}}))
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace torus::dra
