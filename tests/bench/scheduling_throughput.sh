@@ -231,7 +231,7 @@ echo "== $PODS pods through neuron-scheduler and the Torus extender"
 read -r ext_pods ext_seconds ext_rate < <(measure neuron-scheduler bench-extender)
 read -r valid total < <(valid_share bench-extender)
 # Where the extender path's time goes: the extender's own time per verb, from its /metrics.
-extender_time=$(curl -sf "http://127.0.0.1:$EXTENDER_PORT/metrics" | python3 -c '
+extender_time=$(curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" | python3 -c '
 import re, sys
 sums, counts = {}, {}
 for line in sys.stdin:
