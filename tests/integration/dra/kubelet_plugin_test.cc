@@ -17,6 +17,7 @@
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "dra_health/v1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
+#include "tests/integration/dra/fake_node_view.h"
 
 namespace torus::dra {
 namespace {
@@ -25,32 +26,7 @@ using nlohmann::json;
 namespace drav1 = k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
-class FakeNode : public kubelet::NodeView {
- public:
-  FakeNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
-  kubelet::NodeSnapshot snapshot() const override {
-    std::lock_guard lock(mutex_);
-    return snapshot_;
-  }
-  ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
-    return notifier_.subscribe(std::move(notify));
-  }
-  Result<void> prepareCores(const topology::CoreSet&, const topology::CoreSet&) override {
-    return okResult();
-  }
-  void setHealth(int device, topology::DeviceHealth health) {
-    {
-      std::lock_guard lock(mutex_);
-      snapshot_.node.devices[static_cast<std::size_t>(device)].health = std::move(health);
-    }
-    notifier_.notify();
-  }
-
- private:
-  mutable std::mutex mutex_;
-  kubelet::NodeSnapshot snapshot_;
-  ChangeNotifier notifier_;
-};
+using FakeNode = testing::FakeNodeView;
 
 json claimObject(const std::string& uid, const std::vector<std::string>& devices,
                  const std::string& request = "neurons") {

@@ -14,31 +14,14 @@
 #include "common/contracts/dra_names.h"
 #include "common/contracts/neuron_names.h"
 #include "common/topology/node.h"
+#include "tests/integration/dra/fake_node_view.h"
 
 namespace torus::dra {
 namespace {
 
 using nlohmann::json;
 
-class FakeNode : public kubelet::NodeView {
- public:
-  FakeNode() { snapshot_.node = *topology::catalogNode("trn2.48xlarge"); }
-  kubelet::NodeSnapshot snapshot() const override { return snapshot_; }
-  ChangeNotifier::Subscription onChange(std::function<void()> notify) override {
-    return notifier_.subscribe(std::move(notify));
-  }
-  Result<void> prepareCores(const topology::CoreSet&, const topology::CoreSet&) override {
-    return okResult();
-  }
-  void setHealth(int device, topology::DeviceHealth health) {
-    snapshot_.node.devices[static_cast<std::size_t>(device)].health = std::move(health);
-    notifier_.notify();
-  }
-
- private:
-  kubelet::NodeSnapshot snapshot_;
-  ChangeNotifier notifier_;
-};
+using FakeNode = testing::FakeNodeView;
 
 // Every device of the pool, by name, and whether any slice shares counters.
 struct Pool {
