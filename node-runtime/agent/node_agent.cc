@@ -230,9 +230,10 @@ void NodeAgent::drainDevicePlugin() {
   }
   if (!handoff_) return;
   // Pods bound here before the taint reached the schedulers (one in a binding cycle then lands up
-  // to a moment later) must be admitted while kubelet still counts our ids: wait until kubelet's
-  // pod-resources lists every pod of this node that asks for a Neuron resource, and nothing new
-  // was bound for a second. Kubelet admits a bound pod quickly, but one at a time.
+  // to a moment later; the extender refuses binds here from the moment it sees the taint) must be
+  // admitted while kubelet still counts our ids: wait until kubelet has admitted every pod of this
+  // node that asks for a Neuron resource (its pod-resources lists it, or its status shows it), and
+  // nothing new was bound for a second. Kubelet admits a bound pod quickly, but one at a time.
   constexpr auto kQuiet = std::chrono::seconds(1);
   constexpr auto kLongest = std::chrono::seconds(10);
   const auto started = std::chrono::steady_clock::now();
@@ -242,7 +243,7 @@ void NodeAgent::drainDevicePlugin() {
     std::set<std::string> admitted;
     for (const plugin::Holder& holder : plugins_->assignments().holders)
       admitted.insert(holder.pod);
-    pending = handoff_->neuronPodsNotIn(admitted);
+    pending = handoff_->awaitingAdmissionExcept(admitted);
     const auto now = std::chrono::steady_clock::now();
     if (!pending.empty()) {
       lastPending = now;

@@ -104,15 +104,29 @@ bool asksForNeuron(const json& pod) {
   return false;
 }
 
+// Whether kubelet has admitted the pod, as its status shows: kubelet writes a pod's first status
+// (its conditions, Running) only once admission passed. A pod refused there is Failed instead.
+bool kubeletAdmitted(const json& pod) {
+  if (kube::stringField(pod, "status", "phase") == "Running") return true;
+  for (const json& condition : kube::arrayAt(pod, {"status", "conditions"})) {
+    const std::string type = kube::stringAt(condition, {"type"});
+    if (type == "PodReadyToStartContainers" || type == "Initialized" || type == "Ready" ||
+        type == "ContainersReady") {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void PodAnnotationHandoff::keepLocked(const json& pod) {
   auto promise = promiseOfPod(pod);
   const std::string uid = kube::stringField(pod, "metadata", "uid");
-  if (asksForNeuron(pod)) {
-    neuronPods_[uid] = podKey(pod);
+  if (asksForNeuron(pod) && !kubeletAdmitted(pod)) {
+    awaitingAdmission_[uid] = podKey(pod);
   } else {
-    neuronPods_.erase(uid);
+    awaitingAdmission_.erase(uid);
   }
   if (!promise) {
     promises_.erase(uid);
@@ -140,7 +154,7 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
   std::lock_guard lock(mutex_);
   promises_.clear();
   paths_.clear();
-  neuronPods_.clear();
+  awaitingAdmission_.clear();
   std::set<std::string> listed;
   for (const auto& item : items) {
     listed.insert(kube::stringField(*item, "metadata", "uid"));
@@ -164,7 +178,7 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
       paths_.erase(uid);
       handedOut_.erase(uid);
       corrected_.erase(uid);
-      neuronPods_.erase(uid);
+      awaitingAdmission_.erase(uid);
     } else {
       keepLocked(*event.object);
     }
@@ -172,11 +186,11 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
   if (ended) podEnded_.notify();
 }
 
-std::vector<std::string> PodAnnotationHandoff::neuronPodsNotIn(
+std::vector<std::string> PodAnnotationHandoff::awaitingAdmissionExcept(
     const std::set<std::string>& admitted) {
   std::lock_guard lock(mutex_);
   std::vector<std::string> pods;
-  for (const auto& [uid, key] : neuronPods_) {
+  for (const auto& [uid, key] : awaitingAdmission_) {
     if (admitted.count(key) == 0) pods.push_back(key);
   }
   return pods;

@@ -52,9 +52,10 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   ChangeNotifier::Subscription onPodEnded(std::function<void()> notify) {
     return podEnded_.subscribe(std::move(notify));
   }
-  // Pods bound here, not finished, asking for a Neuron resource, and not among `admitted`
-  // (namespace/name, as pod-resources names the pods kubelet gave ids to).
-  std::vector<std::string> neuronPodsNotIn(const std::set<std::string>& admitted);
+  // Pods bound here asking for a Neuron resource that kubelet has not admitted yet: not finished,
+  // no status from kubelet, and not among `admitted` (namespace/name, as pod-resources names the
+  // pods kubelet gave ids to; a short pod may have come and gone from there before its status).
+  std::vector<std::string> awaitingAdmissionExcept(const std::set<std::string>& admitted);
 
  private:
   struct Patch {
@@ -84,7 +85,8 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   std::map<std::string, topology::CoreSet> corrected_;   // UID -> ids we wrote as what it holds
   std::deque<Patch> patches_;
   ChangeNotifier podEnded_;
-  std::map<std::string, std::string> neuronPods_;  // UID -> namespace/name, asking for Neuron
+  // UID -> namespace/name: pods asking for Neuron that kubelet has not admitted yet.
+  std::map<std::string, std::string> awaitingAdmission_;
   // namespace/name -> when the API showed it ended; kept while kubelet still lists the pod.
   std::map<std::string, std::chrono::steady_clock::time_point> endedPods_;
   std::jthread patcher_;

@@ -23,6 +23,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -81,6 +82,9 @@ def parse_args():
     parser.add_argument("--node", default="",
                         help="the node the pods run on (nodeSelector), whose agent's report to "
                         "time (--node-dir is its tree)")
+    parser.add_argument("--agent-logs", default="",
+                        help="a directory to keep each restarted agent's log in (kubelet deletes "
+                        "a deleted pod's logs, and a stopping agent logs what it waited for)")
     parser.add_argument("--placement-as-findings", action="store_true",
                         help="report disconnected sets and shared cores without failing")
     args = parser.parse_args()
@@ -136,7 +140,22 @@ def release_delays(pod_events, node_events, cores_per_device):
     return delays
 
 
-def submit(kube, args, rng):
+def follow_agent_logs(kube, args, followers):
+    """Starts `kubectl logs --follow` of the node agent's pods into --agent-logs, once per pod:
+    each ends when its container does."""
+    on_node = ["--field-selector", f"spec.nodeName={args.node}"] if args.node else []
+    for pod in kube.items("pods", "-n", "kube-system", "-l",
+                          "app.kubernetes.io/component=node-agent", *on_node):
+        name = pod["metadata"]["name"]
+        if name in followers or pod["status"].get("phase") != "Running":
+            continue
+        with open(os.path.join(args.agent_logs, f"agent-{name}.log"), "w") as out:
+            followers[name] = subprocess.Popen(
+                kube.base + ["logs", "--follow", "-n", "kube-system", name],
+                stdout=out, stderr=subprocess.STDOUT)
+
+
+def submit(kube, args, rng, followers):
     """Creates the pods in bursts of 1-25, 0-2 s apart; restarts the agent where asked."""
     started = time.monotonic()
     made = 0
@@ -156,6 +175,8 @@ def submit(kube, args, rng):
             if made in args.restart_agent_after:
                 kube.run("apply", "-f", "-", stdin="---\n".join(documents))
                 documents = []
+                if args.agent_logs:
+                    follow_agent_logs(kube, args, followers)
                 on_node = ["--field-selector", f"spec.nodeName={args.node}"] if args.node else []
                 kube.run("delete", "pod", "-n", "kube-system", "-l",
                          "app.kubernetes.io/component=node-agent", *on_node, "--wait=false")
@@ -242,8 +263,12 @@ def main():
     if args.node:
         watches = [Watch(kube, "pods", "-n", NAMESPACE, "-l", f"stress={args.run}"),
                    Watch(kube, "nodes", args.node)]
-    submit(kube, args, rng)
+    followers = {}
+    submit(kube, args, rng, followers)
     pods = wait_until_ended(kube, args)
+    for follower in followers.values():
+        follower.terminate()
+        follower.wait()
     problems, placement, failures = check(pods, args)
     if watches:
         time.sleep(2)  # the reports that followed the last pods' ends

@@ -5,6 +5,7 @@
 PASSED=0
 FAILED=0
 FAILURES=()
+FAILURE_TAILS=()
 
 # cluster_test_setup PREFIX [--keep]: a fresh state directory for scripts/local-cluster.sh and,
 # on exit, the component logs when anything failed, then the cluster stopped (unless --keep).
@@ -54,9 +55,22 @@ print_logs() {
   done
 }
 
+# The failed checks again, after the long logs: what a reader of the output's end sees first.
+print_failures() {
+  ((FAILED > 0)) || return 0
+  echo "--- $FAILED failed checks (the end of each one's output) ---"
+  local i
+  for i in "${!FAILURES[@]}"; do
+    printf 'FAIL  %s\n%s\n' "${FAILURES[$i]}" "${FAILURE_TAILS[$i]}"
+  done
+}
+
 finish() {
   local status=$?
-  if ((FAILED > 0 || status != 0)); then print_logs; fi
+  if ((FAILED > 0 || status != 0)); then
+    print_logs
+    print_failures
+  fi
   if ((keep)); then
     echo "cluster left running: export KUBECONFIG=$KUBECONFIG; scripts/local-cluster.sh down --state-dir=$STATE_DIR"
   else
@@ -75,6 +89,7 @@ check() {
   else
     FAILED=$((FAILED + 1))
     FAILURES+=("$name")
+    FAILURE_TAILS+=("$(printf '%s\n' "$output" | tail -n 12 | sed 's/^/      /')")
     printf 'FAIL  %s\n%s\n' "$name" "$(printf '%s\n' "$output" | tail -n 40 | sed 's/^/      /')"
   fi
 }

@@ -11,6 +11,7 @@
 # by the named functions of checks/ (run by e2e_checks.py).
 #
 # Usage: tests/e2e/cluster/real_cluster_test.sh [--keep]   (--keep leaves the cluster running)
+# TORUS_E2E_CASES="case ..." runs only those cases of cases/real_cluster/, in that order.
 # Needs root (kubelet, containerd). Prints 'N passed, N failed'; exits non-zero on any failure,
 # printing the component logs that explain it. Bounded: every wait has a deadline.
 set -euo pipefail
@@ -64,8 +65,9 @@ all_running() {
 HELM="$REPO/build/tools/helm"
 neuron_cli() { KUBECONFIG="$KUBECONFIG" "$REPO/build/bin/kubectl-neuron" "$@"; }
 
-for case in device_plugin admission_stress full_node preemption faults kubectl_neuron \
-  helm_and_audit node_agent_rbac aws_health uninstall_and_lnc1; do
+# TORUS_E2E_CASES="admission_stress faults" runs only those (a developer's loop; CI runs all).
+for case in ${TORUS_E2E_CASES:-device_plugin admission_stress full_node preemption faults \
+  kubectl_neuron helm_and_audit node_agent_rbac aws_health uninstall_and_lnc1}; do
   source "$REPO/tests/e2e/cluster/cases/real_cluster/$case.sh"
 done
 

@@ -50,6 +50,22 @@ TEST(NodeRecord, BadMetadataIsNamedAndTheCatalogStillServes) {
   EXPECT_NE(badAnnotation->topologyProblem.find("not valid JSON"), std::string::npos);
 }
 
+TEST(NodeRecord, KubeletRefusesEverythingWhileTheDevicePluginRestarts) {
+  json restarting = node({{"node.kubernetes.io/instance-type", "trn2.48xlarge"}},
+                         {{"torus.dev/kubelet-unavailable", R"({"aws.amazon.com/neuron":"3"})"}});
+  auto serving = parseNodeRecord(restarting);
+  ASSERT_TRUE(serving.ok());
+  EXPECT_FALSE(serving->kubeletRefuses.everything);
+  EXPECT_EQ(serving->kubeletRefuses.devices.toRangeString(), "3");
+  restarting["spec"]["taints"] =
+      json::array({{{"key", "example.com/other"}, {"effect", "NoSchedule"}},
+                   {{"key", "torus.dev/device-plugin-restarting"}, {"effect", "NoSchedule"}}});
+  auto stopped = parseNodeRecord(restarting);
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_TRUE(stopped->kubeletRefuses.everything);
+  EXPECT_TRUE(stopped->kubeletViewProblem.empty()) << "a restart is no unreadable report";
+}
+
 TEST(TopologyAnnotation, RoundTripsANode) {
   auto model = topology::catalogNode("trn2.48xlarge");
   ASSERT_TRUE(model.ok());

@@ -11,7 +11,8 @@ stress_run() {
   python3 "$REPO/tests/e2e/cluster/admission_stress.py" --kubectl "$KUBECTL" \
     --kubeconfig "$KUBECONFIG" --scheduler "$1" --run "$2" --mix "$3" --pods 200 \
     --node-dir "$SIMULATED_NODE_DIR" --node "$NODE_NAME" \
-    --cores-per-device "$CORES_PER_DEVICE" --timeout 600 --placement-as-findings "${@:4}" \
+    --cores-per-device "$CORES_PER_DEVICE" --timeout 600 --placement-as-findings \
+    --agent-logs "$STATE_DIR/logs" "${@:4}" \
     > "$STATE_DIR/$2.log" 2>&1
   local status=$?
   cat "$STATE_DIR/$2.log"
