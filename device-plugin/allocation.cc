@@ -27,7 +27,8 @@ std::vector<AdvertisedDevice> advertisedDevices(ResourceKind kind, const topolog
 Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology::Node& node,
                                               const std::string& devRoot,
                                               const std::vector<std::string>& ids,
-                                              const topology::CoreSet& blocked) {
+                                              const topology::CoreSet& blocked,
+                                              std::optional<int> ultraServerNodes) {
   auto parsed = parseIds(kind, node, ids);
   if (!parsed) return std::move(parsed).error();
   if (parsed->empty()) {
@@ -56,7 +57,8 @@ Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology:
     const std::string name = "neuron" + std::to_string(device);
     allocation.deviceNodes.push_back({devRoot + "/" + name, "/dev/" + name});
   });
-  for (auto& [name, value] : contracts::neuronContainerEnv(node, allocation.cores, node.lnc)) {
+  for (auto& [name, value] :
+       contracts::neuronContainerEnv(node, allocation.cores, node.lnc, ultraServerNodes)) {
     allocation.env[name] = std::move(value);
   }
   return allocation;

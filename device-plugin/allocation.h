@@ -38,10 +38,13 @@ struct ContainerAllocation {
 };
 
 // Checks kubelet's ids (known, not duplicated, healthy, not held through another resource)
-// and builds the container's devices and environment. Errors are InvalidArgument naming the ids.
+// and builds the container's devices and environment; with `ultraServerNodes` (the hand-off of a
+// gang running as one UltraServer job) the environment names the node's place in it. Errors are
+// InvalidArgument naming the ids.
 Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology::Node& node,
                                               const std::string& devRoot,
                                               const std::vector<std::string>& ids,
-                                              const topology::CoreSet& blocked);
+                                              const topology::CoreSet& blocked,
+                                              std::optional<int> ultraServerNodes = {});
 
 }  // namespace torus::plugin

@@ -232,7 +232,12 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
   topology::CoreSet granted;
   for (const auto& container : request->container_requests()) {
     const std::vector<std::string> asked = toStrings(container.devices_ids());
-    auto allocation = allocateContainer(kind_, snapshot.node, snapshot.devRoot, asked, blocked);
+    std::optional<int> ultraServerNodes;
+    if (auto ids = parseIds(kind_, snapshot.node, asked); ids && handoff_ != nullptr) {
+      ultraServerNodes = handoff_->ultraServerNodes(kind_, *ids);
+    }
+    auto allocation =
+        allocateContainer(kind_, snapshot.node, snapshot.devRoot, asked, blocked, ultraServerNodes);
     if (!allocation) return refuse(allocation.error());
     const topology::CoreSet ids = *parseIds(kind_, snapshot.node, asked);
     if (ids.intersects(granted)) {

@@ -23,7 +23,8 @@ struct PromisedPod {
   ResourceKind kind = ResourceKind::kNeuronCore;
   topology::CoreSet ids;  // AWS_NEURON_IDS
   std::int64_t allocTimeNs = 0;
-  bool allocated = false;  // NEURON_ALLOCATED=true, or we already gave these ids out
+  bool allocated = false;               // NEURON_ALLOCATED=true, or we already gave these ids out
+  std::optional<int> ultraServerNodes;  // torus.dev/ultraserver-nodes: an UltraServer job's
 };
 
 // The promise kubelet's request fits, if any. `kind` matches neuron and neurondevice with each
@@ -41,6 +42,13 @@ class SchedulerHandoff {
                                                        const topology::CoreSet& mustInclude) = 0;
   // kubelet allocated these ids: the pod promised them is marked NEURON_ALLOCATED=true.
   virtual void allocated(ResourceKind kind, const topology::CoreSet& ids) = 0;
+  // How many nodes of one UltraServer the pod promised exactly these ids runs on as one job
+  // (PromisedPod::ultraServerNodes), asked before `allocated`; none when no such promise.
+  virtual std::optional<int> ultraServerNodes(ResourceKind kind, const topology::CoreSet& ids) {
+    (void)kind;
+    (void)ids;
+    return std::nullopt;
+  }
   // The plugin would not hand out this promise (`why`: the placement rule it breaks on the node
   // as discovered, e.g. a NeuronLink that is down); the pod is told (an Event).
   virtual void refused(ResourceKind kind, const topology::CoreSet& ids, const std::string& why) {

@@ -17,6 +17,9 @@ nlohmann::json handoffAnnotations(const Handoff& handoff) {
   annotations[kAllocTimeAnnotation] = std::to_string(handoff.allocTimeNs);
   annotations[kAllocatedAnnotation] = handoff.allocated ? "true" : "false";
   if (!handoff.resourceType.empty()) annotations[kResourceTypeAnnotation] = handoff.resourceType;
+  if (handoff.ultraServerNodes) {
+    annotations[kUltraServerNodesAnnotation] = std::to_string(*handoff.ultraServerNodes);
+  }
   return annotations;
 }
 
@@ -37,6 +40,15 @@ Result<std::optional<Handoff>> handoffOf(const nlohmann::json& pod) {
   }
   handoff.allocated = kube::annotationOf(pod, kAllocatedAnnotation) == "true";
   handoff.resourceType = kube::annotationOf(pod, kResourceTypeAnnotation);
+  if (const std::string nodes = kube::annotationOf(pod, kUltraServerNodesAnnotation);
+      !nodes.empty()) {
+    if (nodes != "1" && nodes != "2" && nodes != "4") {
+      return makeError(ErrorCode::kInvalidArgument,
+                       std::string("annotation ") + kUltraServerNodesAnnotation + "=" +
+                           quoteJsonString(clipForMessage(nodes)) + " is not 1, 2 or 4");
+    }
+    handoff.ultraServerNodes = nodes[0] - '0';
+  }
   return std::optional<Handoff>(std::move(handoff));
 }
 

@@ -33,6 +33,8 @@ inline constexpr const char* kNeuronIdsAnnotation = "AWS_NEURON_IDS";     // "0,
 inline constexpr const char* kAllocTimeAnnotation = "NEURON_ALLOC_TIME";  // ns since the epoch
 inline constexpr const char* kAllocatedAnnotation = "NEURON_ALLOCATED";   // "false", then "true"
 inline constexpr const char* kResourceTypeAnnotation = "NEURON_RESOURCE_TYPE";
+// Torus's own: "4", "2" or "1" on a gang member that holds a whole node of one UltraServer job.
+inline constexpr const char* kUltraServerNodesAnnotation = "torus.dev/ultraserver-nodes";
 
 // ---- Node metadata: what the agent publishes, what the extender and operators read ----
 // Every key under this prefix is the agent's (except kNeuronModeLabel, the operator's).

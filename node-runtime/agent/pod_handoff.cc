@@ -52,6 +52,7 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
                      : plugin::ResourceKind::kNeuron;
   promise.allocTimeNs = (*handoff)->allocTimeNs;
   promise.allocated = (*handoff)->allocated;
+  promise.ultraServerNodes = (*handoff)->ultraServerNodes;
   return promise;
 }
 
@@ -240,6 +241,18 @@ std::optional<topology::CoreSet> PodAnnotationHandoff::promisedIds(
   TORUS_LOG(Debug, Plugin, "matched the scheduler's hand-off", {"pod", match->key},
             {"ids", match->ids.toRangeString()});
   return match->ids;
+}
+
+std::optional<int> PodAnnotationHandoff::ultraServerNodes(plugin::ResourceKind kind,
+                                                          const topology::CoreSet& ids) {
+  std::lock_guard lock(mutex_);
+  for (const auto& [uid, promise] : promises_) {
+    if (!promise.allocated && promise.ids == ids &&
+        plugin::countsDevices(promise.kind) == plugin::countsDevices(kind)) {
+      return promise.ultraServerNodes;
+    }
+  }
+  return std::nullopt;
 }
 
 void PodAnnotationHandoff::allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) {

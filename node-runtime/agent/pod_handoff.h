@@ -43,6 +43,8 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
                                                const topology::CoreSet& available,
                                                const topology::CoreSet& mustInclude) override;
   void allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) override;
+  std::optional<int> ultraServerNodes(plugin::ResourceKind kind,
+                                      const topology::CoreSet& ids) override;
   bool kubeletHolds(const std::vector<plugin::Holder>& holders) override;
   void refused(plugin::ResourceKind kind, const topology::CoreSet& ids,
                const std::string& why) override;

@@ -35,6 +35,9 @@ NodeDomains nodeDomainsFromLabels(const nlohmann::json& node) {
     if (label != labels->end() && label->is_string())
       domains.levels[level] = label->get<std::string>();
   }
+  const auto pair = labels->find(std::string(contracts::kUltraServerLabelPrefix) + "server-id-2");
+  if (pair != labels->end() && pair->is_string())
+    domains.ultraServerPair = pair->get<std::string>();
   return domains;
 }
 

@@ -20,6 +20,8 @@ inline constexpr std::size_t kDomainLevels = 4;
 struct NodeDomains {
   // Tightest first: UltraServer id, network layer 3, layer 2, layer 1; "" when not labelled.
   std::array<std::string, kDomainLevels> levels;
+  // The node's pair inside its UltraServer (server-id-2): two nodes that can run as one job.
+  std::string ultraServerPair;
   bool operator==(const NodeDomains&) const = default;
 };
 

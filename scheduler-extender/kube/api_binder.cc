@@ -26,8 +26,10 @@ std::string nodeNameOf(const json& pod) {
 
 ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), courtesy_(config) {}
 
-Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation) {
-  const contracts::Handoff handoff{allocation.ids, allocation.allocTimeNs, false, pod.resourceName};
+Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation,
+                             std::optional<int> ultraServerNodes) {
+  const contracts::Handoff handoff{allocation.ids, allocation.allocTimeNs, false, pod.resourceName,
+                                   ultraServerNodes};
   auto client = clients_.acquire();
   if (auto bound = postBinding(*client, pod, allocation.node, handoff); !bound) {
     postEvent(pod, false, "NeuronBindFailed", bound.error().message);
@@ -35,7 +37,10 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation)
   }
   postEvent(pod, true, "NeuronAllocated",
             "assigned " + pod.resourceName + " " + allocation.ids.toRangeString() + " on node " +
-                allocation.node);
+                allocation.node +
+                (ultraServerNodes ? ", one of " + std::to_string(*ultraServerNodes) +
+                                        " UltraServer nodes running as one job"
+                                  : ""));
   return okResult();
 }
 

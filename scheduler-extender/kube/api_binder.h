@@ -24,7 +24,8 @@ class ApiBinder final : public PodBinder {
  public:
   explicit ApiBinder(const kube::KubeConfig& config);
 
-  Result<void> bind(const PodDemand& pod, const Allocation& allocation) override;
+  Result<void> bind(const PodDemand& pod, const Allocation& allocation,
+                    std::optional<int> ultraServerNodes) override;
   Result<PodDemand> fetchPod(const std::string& podNamespace, const std::string& name) override;
   void nominate(const PodDemand& pod, const std::string& node) override;
 

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/base/log.h"
+#include "scheduler-extender/gang/ultraserver_job.h"
 #include "scheduler-extender/server/extender_json.h"
 #include "scheduler-extender/server/state_json.h"
 #include "scheduler-extender/verbs/gang_verbs.h"
@@ -186,7 +187,14 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              TORUS_LOG(Warn, Extender, "bind for an unknown pod", {"error", pod.error().message});
              return json(bindingResultJson(pod.error().message));
            }
-           auto allocation = bindPod(context.state, *pod, args->node, context.binder);
+           resolvePodGroup(context, *pod);
+           std::optional<int> ultraServerNodes;
+           if (isGangMember(*pod) && pod->gang) {
+             ultraServerNodes = ultraServerJobNodes(context.state, *context.nodeDomains,
+                                                    context.gangMembers->of(pod->gangKey()));
+           }
+           auto allocation =
+               bindPod(context.state, *pod, args->node, context.binder, ultraServerNodes);
            if (!allocation) {
              ok = false;
              TORUS_LOG(Warn, Extender, "bind refused", {"pod", pod->key()}, {"node", args->node},

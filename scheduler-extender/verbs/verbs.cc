@@ -43,14 +43,14 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
 }
 
 Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
-                           PodBinder* binder) {
+                           PodBinder* binder, std::optional<int> ultraServerNodes) {
   if (!pod.wantsNeuron()) {
     return makeError(ErrorCode::kFailedPrecondition,
                      "pod " + pod.key() + " asks for no Neuron resource; nothing to bind here");
   }
   auto allocation = state.reserve(node, pod);
   if (!allocation || binder == nullptr) return allocation;
-  if (auto handedOff = binder->bind(pod, *allocation); !handedOff) {
+  if (auto handedOff = binder->bind(pod, *allocation, ultraServerNodes); !handedOff) {
     // Only a decision not yet seen on the pod is ours to take back.
     if (allocation->assumed) state.release(pod.uid);
     return std::move(handedOff).error();

@@ -31,10 +31,12 @@ FilterResult filter(const ClusterState& state, const PodDemand& pod,
 std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand& pod,
                                      const std::vector<std::string>& nodeNames);
 
-// Picks and records the exact ids and hands them to `binder` (when there is one); idempotent for
-// a retried bind of the same pod and node. A failed hand-off gives the ids back.
+// Picks and records the exact ids and hands them to `binder` (when there is one), with
+// `ultraServerNodes` for a gang's pod (PodBinder::bind); idempotent for a retried bind of the
+// same pod and node. A failed hand-off gives the ids back.
 Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
-                           PodBinder* binder = nullptr);
+                           PodBinder* binder = nullptr,
+                           std::optional<int> ultraServerNodes = std::nullopt);
 
 // Per node, the victims whose eviction frees a valid set for the pod (chooseVictims: kube-
 // scheduler's own when they do, a minimal set of lower-priority pods otherwise); nodes where no

@@ -722,6 +722,29 @@ TEST_F(DevicePluginTest, FollowsTheSchedulerExtendersHandOffAndMarksItAllocated)
   EXPECT_EQ(preferred(kCores, 4, rest), "0,1,2,3");
 }
 
+// A gang holding the four nodes of an UltraServer whole: the extender's hand-off says so, and the
+// container learns its place in the job (what AWS's UltraServer operator sets for its workloads).
+TEST_F(DevicePluginTest, AnUltraServerJobsPodIsToldItsPlaceInTheJob) {
+  FakeApiServer api;
+  nlohmann::json job = promisedPod("rank-0", "node-a", "0-15", "", "1700000000000000001");
+  job["metadata"]["annotations"]["torus.dev/ultraserver-nodes"] = "4";
+  api.put("pods", job);
+  ASSERT_NO_FATAL_FAILURE(followHandoff(api, "node-a"));
+  start("trn2u.48xlarge");
+
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(allocate(kDevices, {range(0, 16)}, &response).ok());
+  const auto& env = response.container_responses(0).envs();
+  ASSERT_EQ(env.count("NEURON_RT_ULTRASERVER_MODE"), 1U);
+  EXPECT_EQ(env.at("NEURON_RT_ULTRASERVER_MODE"), "1") << "X4";
+  EXPECT_EQ(env.at("NEURON_RT_ULTRASERVER_NODE_ID"), "0");
+  EXPECT_EQ(env.at("NEURON_RT_ULTRASERVER_SERVER_ID").size(), 16U);
+  // The promise is used up: the same ids for a pod without one come without the job's variables.
+  v1beta1::AllocateResponse plain;
+  ASSERT_TRUE(allocate(kDevices, {range(0, 16)}, &plain).ok());
+  EXPECT_EQ(plain.container_responses(0).envs().count("NEURON_RT_ULTRASERVER_MODE"), 0U);
+}
+
 // The extender placed on its view of the node; a NeuronLink cut since (or one its view lacks) must
 // not reach a container: the plugin checks every promise against the node as discovered, refuses
 // one that needs the cut link (log, counter, an Event on the pod) and places the pod itself.

@@ -13,7 +13,7 @@ nlohmann::json podWith(const nlohmann::json& annotations) {
 // What the extender's bind writes is what the plugin and the extender's informer read back.
 TEST(NeuronHandoff, WhatABindWritesReadsBack) {
   for (const std::string type : {"aws.amazon.com/neuroncore", "aws.amazon.com/neuron", ""}) {
-    const Handoff written{*topology::CoreSet::parse("8-11"), 1700000000000000002, false, type};
+    const Handoff written{*topology::CoreSet::parse("8-11"), 1700000000000000002, false, type, {}};
     const nlohmann::json annotations = handoffAnnotations(written);
     EXPECT_EQ(annotations["AWS_NEURON_IDS"], "8,9,10,11");
     EXPECT_EQ(annotations["NEURON_ALLOCATED"], "false");
@@ -26,6 +26,22 @@ TEST(NeuronHandoff, WhatABindWritesReadsBack) {
     EXPECT_EQ((*read)->allocated, written.allocated);
     EXPECT_EQ((*read)->resourceType, written.resourceType);
   }
+}
+
+TEST(NeuronHandoff, AnUltraServerGangsNodeCountReadsBack) {
+  Handoff written{*topology::CoreSet::parse("0-15"), 1700000000000000002, false, "", {}};
+  EXPECT_FALSE(handoffAnnotations(written).contains("torus.dev/ultraserver-nodes"));
+  for (int nodes : {1, 2, 4}) {
+    written.ultraServerNodes = nodes;
+    const nlohmann::json annotations = handoffAnnotations(written);
+    EXPECT_EQ(annotations["torus.dev/ultraserver-nodes"], std::to_string(nodes));
+    auto read = handoffOf(podWith(annotations));
+    ASSERT_TRUE(read.ok() && read->has_value());
+    EXPECT_EQ((*read)->ultraServerNodes, nodes);
+  }
+  auto bad = handoffOf(podWith({{"AWS_NEURON_IDS", "0-15"}, {"torus.dev/ultraserver-nodes", "3"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "annotation torus.dev/ultraserver-nodes=\"3\" is not 1, 2 or 4");
 }
 
 TEST(NeuronHandoff, AbsentIsNothingAndUnreadableIsNamed) {

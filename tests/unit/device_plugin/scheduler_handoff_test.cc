@@ -13,7 +13,7 @@ topology::CoreSet ids(std::string_view text) {
 
 PromisedPod promise(const std::string& uid, ResourceKind kind, std::string_view set,
                     std::int64_t time, bool allocated = false) {
-  return {uid, "ml/" + uid, kind, ids(set), time, allocated};
+  return {uid, "ml/" + uid, kind, ids(set), time, allocated, {}};
 }
 
 TEST(MatchPromise, OldestFittingPromiseWins) {

@@ -134,7 +134,8 @@ TEST(ClusterState, NodeUpdatesKeepAllocationsUnlessTheLncChanges) {
 
 class RecordingBinder : public PodBinder {
  public:
-  Result<void> bind(const PodDemand& demand, const Allocation& allocation) override {
+  Result<void> bind(const PodDemand& demand, const Allocation& allocation,
+                    std::optional<int>) override {
     bound.push_back(demand.uid + "@" + allocation.node + ":" + allocation.ids.toRangeString());
     if (fail) return makeError(ErrorCode::kUnavailable, "API down");
     return okResult();

@@ -161,7 +161,9 @@ double gangFilters(const char* outcome) {
 
 class Nominations : public PodBinder {
  public:
-  Result<void> bind(const PodDemand&, const Allocation&) override { return okResult(); }
+  Result<void> bind(const PodDemand&, const Allocation&, std::optional<int>) override {
+    return okResult();
+  }
   Result<PodDemand> fetchPod(const std::string&, const std::string&) override {
     return makeError(ErrorCode::kNotFound, "not used");
   }

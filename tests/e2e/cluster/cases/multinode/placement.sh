@@ -41,6 +41,21 @@ all_running_on() {
 }
 check "a gang of 4 whole-node pods runs on the UltraServer's 4 nodes (not on the trn2)" \
   eventually 120 all_running_on four 4 "$ultraserver_nodes"
+# Each pod learns its place in the UltraServer job as AWS's operator sets it (docs/gangs.md):
+# mode X4 (1), and the UltraServer's and its node's ids, the ones its node's labels carry.
+told_its_place() {
+  local i node seen want
+  for i in 0 1 2 3; do
+    node="$(node_of "four-$i")"
+    seen="$(k exec -n e2e "four-$i" -- sh -c \
+      'echo "$NEURON_RT_ULTRASERVER_MODE $NEURON_RT_ULTRASERVER_SERVER_ID $NEURON_RT_ULTRASERVER_NODE_ID"')"
+    want="1 $(k get node "$node" -o 'jsonpath={.metadata.labels.neuron\.amazonaws\.com/ultraserver-server-id-4} {.metadata.labels.neuron\.amazonaws\.com/ultraserver-node-id-4}')"
+    echo "four-$i on $node: '$seen', its node's labels: '$want'"
+    [[ "$seen" == "$want" ]] || return 1
+  done
+}
+check "...and each of its pods is told its place in the UltraServer job (X4, server, node id)" \
+  told_its_place
 k delete pods -n e2e --all --wait=true > /dev/null
 # Three nodes busy (two of the UltraServer's and the trn2): two whole nodes are free.
 for index in 0 1 "$TRN2"; do
