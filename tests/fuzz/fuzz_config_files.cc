@@ -10,9 +10,23 @@
 #include "common/config/settings.h"
 #include "common/kube/kube_config.h"
 
+namespace {
+
+// The one file every input is written to, removed when the fuzzer exits (it once stayed behind).
+struct InputFile {
+  std::string path = "/dev/shm/torus-fuzz-config-" + std::to_string(::getpid());
+  InputFile() = default;
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  ~InputFile() { ::unlink(path.c_str()); }
+};
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace torus;
-  static const std::string path = "/dev/shm/torus-fuzz-config-" + std::to_string(::getpid());
+  static const InputFile file;
+  const std::string& path = file.path;
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
