@@ -43,19 +43,20 @@ check "a gang of 4 whole-node pods runs on the UltraServer's 4 nodes (not on the
   eventually 120 all_running_on four 4 "$ultraserver_nodes"
 # Each pod learns its place in the UltraServer job as AWS's operator sets it (docs/gangs.md):
 # mode X4 (1), and the UltraServer's and its node's ids, the ones its node's labels carry.
+# told_its_place PREFIX: pods PREFIX-0 .. PREFIX-3 each see their place.
 told_its_place() {
   local i node seen want
   for i in 0 1 2 3; do
-    node="$(node_of "four-$i")"
-    seen="$(k exec -n e2e "four-$i" -- sh -c \
+    node="$(node_of "$1-$i")"
+    seen="$(k exec -n e2e "$1-$i" -- sh -c \
       'echo "$NEURON_RT_ULTRASERVER_MODE $NEURON_RT_ULTRASERVER_SERVER_ID $NEURON_RT_ULTRASERVER_NODE_ID"')"
     want="1 $(k get node "$node" -o 'jsonpath={.metadata.labels.neuron\.amazonaws\.com/ultraserver-server-id-4} {.metadata.labels.neuron\.amazonaws\.com/ultraserver-node-id-4}')"
-    echo "four-$i on $node: '$seen', its node's labels: '$want'"
+    echo "$1-$i on $node: '$seen', its node's labels: '$want'"
     [[ "$seen" == "$want" ]] || return 1
   done
 }
 check "...and each of its pods is told its place in the UltraServer job (X4, server, node id)" \
-  told_its_place
+  told_its_place four
 k delete pods -n e2e --all --wait=true > /dev/null
 # Three nodes busy (two of the UltraServer's and the trn2): two whole nodes are free.
 for index in 0 1 "$TRN2"; do
@@ -98,5 +99,6 @@ for i in 0 1 2 3; do
 done
 check "a PodGroup of 4 whole-node pods runs on the UltraServer's 4 nodes" \
   eventually 120 all_running_on grouped 4 "$ultraserver_nodes"
+check "...and each of its pods is told its place in the UltraServer job" told_its_place grouped
 k delete pods -n e2e --all --wait=true > /dev/null
 k delete podgroup -n e2e group-of-four --timeout=60s > /dev/null
