@@ -232,14 +232,14 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
   topology::CoreSet granted;
   for (const auto& container : request->container_requests()) {
     const std::vector<std::string> asked = toStrings(container.devices_ids());
+    const auto parsed = parseIds(kind_, snapshot.node, asked);
     std::optional<int> ultraServerNodes;
-    if (auto ids = parseIds(kind_, snapshot.node, asked); ids && handoff_ != nullptr) {
-      ultraServerNodes = handoff_->ultraServerNodes(kind_, *ids);
-    }
+    if (parsed && handoff_ != nullptr)
+      ultraServerNodes = handoff_->ultraServerNodes(kind_, *parsed);
     auto allocation =
         allocateContainer(kind_, snapshot.node, snapshot.devRoot, asked, blocked, ultraServerNodes);
-    if (!allocation) return refuse(allocation.error());
-    const topology::CoreSet ids = *parseIds(kind_, snapshot.node, asked);
+    if (!allocation) return refuse(allocation.error());  // it refuses ids that do not parse
+    const topology::CoreSet& ids = *parsed;
     if (ids.intersects(granted)) {
       return refuse(makeError(ErrorCode::kInvalidArgument,
                               std::string(resourceName(kind_)) + ": ids " +

@@ -6,8 +6,16 @@
 
 #include "common/base/strings.h"
 #include "common/contracts/neuron_names.h"
+#include "common/kube/object_fields.h"
 
 namespace torus::contracts {
+
+bool hasRestartingTaint(const nlohmann::json& node) {
+  const nlohmann::json& taints = kube::arrayAt(node, {"spec", "taints"});
+  return std::any_of(taints.begin(), taints.end(), [](const nlohmann::json& taint) {
+    return kube::stringAt(taint, {"key"}) == kRestartingTaintKey;
+  });
+}
 
 std::string renderKubeletUnavailable(const KubeletUnavailable& unhealthy) {
   nlohmann::json object = nlohmann::json::object();

@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/base/result.h"
 #include "common/topology/core_set.h"
 
@@ -32,6 +34,9 @@ inline constexpr const char* kRestartingTaintEffect = "NoSchedule";
 
 // Resource name -> ids kubelet would not give a new pod (only resources the plugin serves).
 using KubeletUnavailable = std::map<std::string, topology::CoreSet>;
+
+// Whether a Node object (as the API returns it) carries the restarting taint.
+bool hasRestartingTaint(const nlohmann::json& node);
 
 std::string renderKubeletUnavailable(const KubeletUnavailable& unhealthy);
 // Refuses anything but an object of our resource names to id ranges, naming what is wrong.

@@ -1,6 +1,5 @@
 #include "node-runtime/agent/forget_nodes.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -58,7 +57,7 @@ Result<int> forgetPass(kube::KubeClient& client, int& failures) {
         TORUS_LOG(Info, Agent, "removed the agent's labels and annotations", {"node", name});
       }
     }
-    if (hasRestartingTaint(node)) {
+    if (contracts::hasRestartingTaint(node)) {
       ++changed;
       if (auto removed = setRestartingTaint(client, name, false); !removed) {
         ++failures;
@@ -99,14 +98,6 @@ json forgetMetadataPatch(const json& node) {
     }
   }
   return patch;
-}
-
-bool hasRestartingTaint(const json& node) {
-  const json& taints = kube::fieldAt(node, {"spec", "taints"});
-  if (!taints.is_array()) return false;
-  return std::any_of(taints.begin(), taints.end(), [](const json& taint) {
-    return kube::stringAt(taint, {"key"}) == contracts::kRestartingTaintKey;
-  });
 }
 
 bool hasNeuronCondition(const json& node) {

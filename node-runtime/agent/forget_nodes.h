@@ -13,8 +13,6 @@ namespace torus::agent {
 
 // The merge-patch that removes the agent's keys from `node`; null when it carries none.
 nlohmann::json forgetMetadataPatch(const nlohmann::json& node);
-// Whether `node` carries the taint a stopping device plugin sets (common/contracts/kubelet_view.h).
-bool hasRestartingTaint(const nlohmann::json& node);
 // Whether `node` carries the agent's NeuronHealthy condition.
 bool hasNeuronCondition(const nlohmann::json& node);
 

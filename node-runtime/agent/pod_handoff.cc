@@ -243,31 +243,30 @@ std::optional<topology::CoreSet> PodAnnotationHandoff::promisedIds(
   return match->ids;
 }
 
+std::map<std::string, plugin::PromisedPod>::iterator PodAnnotationHandoff::openPromiseLocked(
+    plugin::ResourceKind kind, const topology::CoreSet& ids) {
+  return std::find_if(promises_.begin(), promises_.end(), [&](const auto& entry) {
+    const plugin::PromisedPod& promise = entry.second;
+    return !promise.allocated && promise.ids == ids &&
+           plugin::countsDevices(promise.kind) == plugin::countsDevices(kind);
+  });
+}
+
 std::optional<int> PodAnnotationHandoff::ultraServerNodes(plugin::ResourceKind kind,
                                                           const topology::CoreSet& ids) {
   std::lock_guard lock(mutex_);
-  for (const auto& [uid, promise] : promises_) {
-    if (!promise.allocated && promise.ids == ids &&
-        plugin::countsDevices(promise.kind) == plugin::countsDevices(kind)) {
-      return promise.ultraServerNodes;
-    }
-  }
-  return std::nullopt;
+  const auto open = openPromiseLocked(kind, ids);
+  return open == promises_.end() ? std::nullopt : open->second.ultraServerNodes;
 }
 
 void PodAnnotationHandoff::allocated(plugin::ResourceKind kind, const topology::CoreSet& ids) {
   std::lock_guard lock(mutex_);
-  for (auto& [uid, promise] : promises_) {
-    if (promise.allocated || promise.ids != ids ||
-        plugin::countsDevices(promise.kind) != plugin::countsDevices(kind)) {
-      continue;
-    }
-    promise.allocated = true;
-    handedOut_.insert(uid);
-    queueLocked(uid, {{contracts::kAllocatedAnnotation, "true"}},
-                "marked the scheduler's hand-off allocated");
-    return;
-  }
+  const auto open = openPromiseLocked(kind, ids);
+  if (open == promises_.end()) return;
+  open->second.allocated = true;
+  handedOut_.insert(open->first);
+  queueLocked(open->first, {{contracts::kAllocatedAnnotation, "true"}},
+              "marked the scheduler's hand-off allocated");
 }
 
 void PodAnnotationHandoff::queueLocked(const std::string& uid, json annotations, std::string what) {

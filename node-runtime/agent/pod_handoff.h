@@ -70,6 +70,9 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   void applyList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
   void applyEvent(const kube::WatchEvent& event);
   void keepLocked(const nlohmann::json& pod);
+  // The promise not yet handed out whose ids are exactly `ids` of `kind`'s unit, or end().
+  std::map<std::string, plugin::PromisedPod>::iterator openPromiseLocked(
+      plugin::ResourceKind kind, const topology::CoreSet& ids);
   void queueLocked(const std::string& uid, nlohmann::json annotations, std::string what);
   // A fresh list of this node's pods, straight from the API: kubelet may ask for a pod's ids
   // before the watch has delivered the extender's annotation on it.

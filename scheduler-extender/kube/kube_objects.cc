@@ -43,11 +43,7 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
   // From the moment a stopping agent taints its node until the next one removes the taint,
   // kubelet counts none of our ids: nothing there is offered, and a bind already on its way when
   // the taint arrived is refused here (the pod waits) rather than bound into the gap.
-  for (const json& taint : kube::arrayAt(node, {"spec", "taints"})) {
-    if (kube::stringAt(taint, {"key"}) == contracts::kRestartingTaintKey) {
-      record.kubeletRefuses.everything = true;
-    }
-  }
+  if (contracts::hasRestartingTaint(node)) record.kubeletRefuses.everything = true;
   const std::string topologyText = kube::annotationOf(node, contracts::kTopologyAnnotation);
   if (topologyText.empty()) return record;
   auto summary = kube::parseTopologyAnnotation(topologyText);

@@ -24,6 +24,7 @@
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
+#include "tests/integration/device_plugin/followed_handoff.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
@@ -153,13 +154,7 @@ class DevicePluginTest : public ::testing::Test {
   // The agent's view of the extender's hand-off, for pods bound to `node` in `api`; before
   // start().
   void followHandoff(const FakeApiServer& api, const std::string& node) {
-    kube::KubeConfig config;
-    config.server = api.url();
-    handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, node);
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(10ms);
-    ASSERT_TRUE(handoff_->hasSynced());
+    testing::followHandoff(api, node, handoff_);
   }
 
   static std::vector<std::string> range(int first, int count) {

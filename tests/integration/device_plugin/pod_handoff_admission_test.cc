@@ -10,8 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "node-runtime/agent/pod_handoff.h"
-#include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/device_plugin/followed_handoff.h"
 
 namespace torus {
 namespace {
@@ -38,16 +37,6 @@ nlohmann::json withCondition(nlohmann::json pod, const std::string& type) {
 
 class PodHandoffAdmissionTest : public ::testing::Test {
  protected:
-  void follow(const std::string& node) {
-    kube::KubeConfig config;
-    config.server = api_.url();
-    handoff_ = std::make_unique<agent::PodAnnotationHandoff>(config, node);
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!handoff_->hasSynced() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(10ms);
-    ASSERT_TRUE(handoff_->hasSynced());
-  }
-
   // What the watch shows within 5 s (the list may still be on its way).
   std::vector<std::string> awaitingEventually(const std::vector<std::string>& expected,
                                               const std::set<std::string>& admitted = {}) {
@@ -82,7 +71,7 @@ TEST_F(PodHandoffAdmissionTest, WaitsOnlyForBoundNeuronPodsKubeletHasNotAdmitted
   api_.put("pods", boundPod("elsewhere", "node-b"));
   // Scheduled here but with only the scheduler's condition: kubelet has not written its status.
   api_.put("pods", withCondition(boundPod("scheduled", "node-a"), "PodScheduled"));
-  ASSERT_NO_FATAL_FAILURE(follow("node-a"));
+  ASSERT_NO_FATAL_FAILURE(testing::followHandoff(api_, "node-a", handoff_));
 
   EXPECT_EQ(awaitingEventually({"ml/bound", "ml/scheduled"}),
             (std::vector<std::string>{"ml/bound", "ml/scheduled"}));
