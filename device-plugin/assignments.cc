@@ -38,6 +38,11 @@ void AssignmentTracker::replaceFromKubelet(Assignments listed, Clock::time_point
     });
     listed_ = std::move(listed);
     changed = publishLocked(now);
+    // The first answer is news even when it lists nothing: who holds what is known from now on.
+    if (!kubeletListed_) {
+      kubeletListed_ = true;
+      changed = true;
+    }
   }
   if (changed) notifier_.notify();
 }
@@ -58,6 +63,11 @@ void AssignmentTracker::recordAllocate(ResourceKind kind, const topology::CoreSe
     changed = publishLocked(now);
   }
   if (changed) notifier_.notify();
+}
+
+bool AssignmentTracker::kubeletListed() const {
+  std::lock_guard lock(mutex_);
+  return kubeletListed_;
 }
 
 std::size_t AssignmentTracker::pendingCount() const {

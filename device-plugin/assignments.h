@@ -54,6 +54,9 @@ class AssignmentTracker {
   void recordAllocate(ResourceKind kind, const topology::CoreSet& ids,
                       Clock::time_point now = Clock::now());
   Assignments current(Clock::time_point now = Clock::now()) const;
+  // Kubelet has answered a List since this tracker began: current() includes what kubelet holds,
+  // not only this agent's own Allocate calls.
+  bool kubeletListed() const;
   std::size_t pendingCount() const;  // own grants kubelet has not listed yet, for tests
   ChangeNotifier::Subscription onChange(std::function<void()> notify) {
     return notifier_.subscribe(std::move(notify));
@@ -73,6 +76,7 @@ class AssignmentTracker {
   const std::chrono::milliseconds grace_;
   mutable std::mutex mutex_;
   Assignments listed_;
+  bool kubeletListed_ = false;
   Assignments published_;
   std::vector<Pending> pending_;
   ChangeNotifier notifier_;

@@ -112,6 +112,7 @@ Result<void> DevicePluginManager::start() {
 }
 
 std::optional<contracts::KubeletUnavailable> DevicePluginManager::kubeletUnavailable() const {
+  if (!tracker_.kubeletListed()) return std::nullopt;
   auto unavailable = report_.current();
   if (!unavailable) return std::nullopt;
   const Assignments held = tracker_.current();

@@ -62,7 +62,8 @@ class DevicePluginManager {
   }
   // Per resource, the ids kubelet would not give a new pod now: Unhealthy in the last list it
   // has, or held by a container it still counts (pod-resources); nullopt before it has every
-  // resource's list.
+  // resource's list and before kubelet's pod-resources has answered (until then the ids its
+  // running pods hold are unknown, and saying nothing is held would invite pods it refuses).
   std::optional<contracts::KubeletUnavailable> kubeletUnavailable() const;
   // A pod on this node ended (the API says so): re-read kubelet's assignments at once, so the
   // ids it held through one resource are offered again through the other without a poll's delay.

@@ -34,7 +34,8 @@ Result<void> KubeletViewPublisher::publish() {
     std::lock_guard lock(mutex_);
     if (stopped_) return okResult();
   }
-  if (const auto told = plugins_.kubeletUnavailable()) {
+  const auto told = plugins_.kubeletUnavailable();
+  if (told) {
     const std::string value = contracts::renderKubeletUnavailable(*told);
     if (value != published_) {
       auto patched = client_.mergePatch(
@@ -46,7 +47,18 @@ Result<void> KubeletViewPublisher::publish() {
                 {"unhealthy", value});
     }
   }
-  if (!plugins_.kubeletReport().serving()) {
+  // The taint goes only once the Node says what kubelet refuses, held ids included: removed
+  // while kubelet's pod-resources has not answered, the extender would offer ids kubelet's
+  // running pods hold.
+  const bool serving = plugins_.kubeletReport().serving();
+  if (!told || !serving) {
+    if (serving && !saidAwaitingHolders_) {
+      TORUS_LOG(Info, Plugin,
+                "kubelet has our lists, but its pod-resources has not answered: the node keeps "
+                "the restarting taint until it says which ids its pods hold",
+                {"node", nodeName_}, {"taint", contracts::kRestartingTaintKey});
+      saidAwaitingHolders_ = true;
+    }
     taintCleared_ = false;
     return okResult();
   }

@@ -1,7 +1,8 @@
 // KubeletViewPublisher: keeps the Node's torus.dev/kubelet-unavailable annotation equal to what
 // kubelet would refuse a new pod (the plugin's last lists and what kubelet still counts in use),
 // so the scheduler extender offers only ids kubelet will admit; removes the restarting taint once
-// kubelet has every resource's list, and sets it when the agent stops
+// kubelet has every resource's list and its pod-resources has said which ids its pods hold, and
+// sets it when the agent stops
 // (common/contracts/kubelet_view.h). Retries with backoff while the API server is away; a publish
 // never holds up the plugin.
 #pragma once
@@ -45,6 +46,7 @@ class KubeletViewPublisher {
   std::mutex apiMutex_;  // one write at a time: an untaint must never follow stopServing's taint
   std::optional<std::string> published_;  // the annotation as last written
   bool taintCleared_ = false;             // known absent since kubelet last had our lists
+  bool saidAwaitingHolders_ = false;      // logged that pod-resources keeps the taint on
   ChangeNotifier::Subscription reportChanged_;
   ChangeNotifier::Subscription assignmentsChanged_;
   std::jthread thread_;

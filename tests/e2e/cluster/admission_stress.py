@@ -28,6 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks.admission_timeline import explain  # noqa: E402
 from checks.ids import expand_ids  # noqa: E402
 from checks.pods import neighbours_in  # noqa: E402
 from kube_watch import Kube, Watch  # noqa: E402
@@ -156,10 +157,11 @@ def follow_agent_logs(kube, args, followers):
 
 
 def submit(kube, args, rng, followers):
-    """Creates the pods in bursts of 1-25, 0-2 s apart; restarts the agent where asked."""
+    """Creates the pods in bursts of 1-25, 0-2 s apart; restarts the agent where asked. Returns
+    the times (monotonic) the agent's pod was deleted."""
     started = time.monotonic()
     made = 0
-    restarts = 0
+    restarts = []
     while made < args.pods:
         burst = min(rng.randint(1, 25), args.pods - made)
         documents = []
@@ -180,13 +182,14 @@ def submit(kube, args, rng, followers):
                 on_node = ["--field-selector", f"spec.nodeName={args.node}"] if args.node else []
                 kube.run("delete", "pod", "-n", "kube-system", "-l",
                          "app.kubernetes.io/component=node-agent", *on_node, "--wait=false")
-                restarts += 1
+                restarts.append(time.monotonic())
                 print(f"  [{time.monotonic() - started:5.1f} s] {made} pods created; "
-                      f"node agent restarted ({restarts})", flush=True)
+                      f"node agent restarted ({len(restarts)})", flush=True)
         if documents:
             kube.run("apply", "-f", "-", stdin="---\n".join(documents))
         time.sleep(rng.uniform(0, 2))
     print(f"  [{time.monotonic() - started:5.1f} s] all {made} pods created", flush=True)
+    return restarts
 
 
 def wait_until_ended(kube, args):
@@ -264,16 +267,23 @@ def main():
         watches = [Watch(kube, "pods", "-n", NAMESPACE, "-l", f"stress={args.run}"),
                    Watch(kube, "nodes", args.node)]
     followers = {}
-    submit(kube, args, rng, followers)
+    restarts = submit(kube, args, rng, followers)
     pods = wait_until_ended(kube, args)
     for follower in followers.values():
         follower.terminate()
         follower.wait()
     problems, placement, failures = check(pods, args)
+    explained = []
     if watches:
         time.sleep(2)  # the reports that followed the last pods' ends
         for watch in watches:
             watch.stop()
+        # Each failed pod's surroundings, times in s since the run began: which side was late.
+        # Printed last, where a CI log's excerpt of the check keeps it.
+        for pod in pods:
+            if pod["status"].get("phase") == "Failed":
+                explained += explain(pod["metadata"]["name"], watches[0].events,
+                                     watches[1].events, restarts, args.cores_per_device, began)
         delays = release_delays(watches[0].events, watches[1].events, args.cores_per_device)
         if delays:
             delays.sort()
@@ -294,6 +304,8 @@ def main():
     print(f"{len(placement)} placement findings (disconnected sets, cores given twice)")
     for problem in problems[:40]:
         print(f"  {problem}")
+    for line in explained[:40]:
+        print(f"  {line}")
     return 1 if problems else 0
 
 

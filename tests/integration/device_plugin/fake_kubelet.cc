@@ -35,6 +35,7 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
  public:
   grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* response) override {
+    if (refused_) return {grpc::StatusCode::UNAVAILABLE, "pod-resources refused by the test"};
     std::unique_lock lock(mutex_);
     if (const auto delay = delay_.load(); delay.count() > 0) {
       lock.unlock();
@@ -60,8 +61,10 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
     held_ = std::move(held);
   }
   void setDelay(std::chrono::milliseconds delay) { delay_ = delay; }
+  void setRefused(bool refused) { refused_ = refused; }
 
  private:
+  std::atomic<bool> refused_{false};
   std::atomic<std::chrono::milliseconds> delay_{std::chrono::milliseconds(0)};
   std::mutex mutex_;
   std::vector<PodHolding> held_;
@@ -223,6 +226,10 @@ void FakeKubelet::setPodAssignments(std::vector<PodHolding> held) {
 
 void FakeKubelet::setListDelay(std::chrono::milliseconds delay) {
   podResources_->setDelay(delay);
+}
+
+void FakeKubelet::setListRefused(bool refused) {
+  podResources_->setRefused(refused);
 }
 
 }  // namespace torus::testing

@@ -65,6 +65,8 @@ class FakeKubelet {
   void setPodAssignments(std::vector<PodHolding> held);
   // Each pod-resources List answers only after `delay` (a kubelet busy admitting pods).
   void setListDelay(std::chrono::milliseconds delay);
+  // While true, pod-resources List answers UNAVAILABLE (kubelet busy or rate-limiting).
+  void setListRefused(bool refused);
 
  private:
   class Registration;

@@ -52,14 +52,18 @@ TEST(AssignmentTracker, OwnAllocationsCountUntilKubeletListsThemOrTheyExpire) {
   tracker.recordAllocate(ResourceKind::kNeuron, ids("2"), t0);
   EXPECT_EQ(tracker.current(t0).held[ResourceKind::kNeuron], ids("2"));
   EXPECT_EQ(notifications, 1);
+  EXPECT_FALSE(tracker.kubeletListed()) << "only our own grants are known";
   // kubelet lists it: tracked through kubelet from now on; when kubelet drops it, it is free.
   Assignments listed;
   listed.held[ResourceKind::kNeuron] = ids("2");
   tracker.replaceFromKubelet(listed, t0 + 1s);
-  EXPECT_EQ(notifications, 1);  // nothing changed
+  EXPECT_TRUE(tracker.kubeletListed());
+  EXPECT_EQ(notifications, 2) << "kubelet's first answer is news even when nothing changed";
+  tracker.replaceFromKubelet(listed, t0 + 1500ms);
+  EXPECT_EQ(notifications, 2);  // nothing changed
   tracker.replaceFromKubelet({}, t0 + 2s);
   EXPECT_TRUE(tracker.current(t0 + 2s).held.empty());
-  EXPECT_EQ(notifications, 2);
+  EXPECT_EQ(notifications, 3);
   // Never listed: held for the grace period only.
   tracker.recordAllocate(ResourceKind::kNeuronCore, ids("0-3"), t0 + 3s);
   tracker.replaceFromKubelet({}, t0 + 5s);

@@ -1,0 +1,89 @@
+// The restarting taint a stopping agent leaves on its Node goes only when the next agent's Node
+// report is complete: kubelet has its lists AND kubelet's pod-resources has said which ids running
+// pods hold. Removed on the lists alone, the extender would read a report that holds nothing and
+// bind pods onto ids kubelet counts in use (they fail admission for good).
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/base/temp_dir.h"
+#include "tests/integration/device_plugin/fake_kubelet.h"
+#include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/node_runtime/process_runner.h"
+
+namespace torus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr const char* kCores = "aws.amazon.com/neuroncore";
+constexpr const char* kDevices = "aws.amazon.com/neuron";
+constexpr const char* kTaint = "torus.dev/device-plugin-restarting";
+
+TEST(NodeAgentBinary, KeepsTheRestartingTaintUntilKubeletSaysWhatItsPodsHold) {
+  auto dir = TempDir::create("agent-taint");
+  ASSERT_TRUE(dir.ok());
+  const std::string plugins = (dir->path() / "plugins").string();
+  const std::string podResources = (dir->path() / "pod-resources.sock").string();
+  fs::create_directories(plugins);
+  FakeKubelet kubelet(plugins, podResources);
+  kubelet.start();
+  // A running pod holds device 2, and kubelet cannot answer pod-resources for now.
+  kubelet.setPodAssignments({{"ml", "whole", kDevices, {"2"}}});
+  kubelet.setListRefused(true);
+  FakeApiServer api;
+  nlohmann::json node = makeNode("node-a", "trn2.48xlarge");
+  node["spec"]["taints"] = nlohmann::json::array({{{"key", kTaint}, {"effect", "NoSchedule"}}});
+  api.put("nodes", node);  // as the agent before this one left it
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  const auto current = [&] { return api.get("nodes", "node-a").value(); };
+  const auto tainted = [&] {
+    const nlohmann::json taints = current()["spec"]["taints"];
+    return taints.is_array() && !taints.empty() && taints[0]["key"] == kTaint;
+  };
+
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--metrics-addr=127.0.0.1:0", "--device-plugin-dir=" + plugins,
+                           "--pod-resources-socket=" + podResources,
+                           "--pod-resources-interval=200ms", "--kubeconfig=" + kubeconfig,
+                           "--node-name=node-a", "--kernel-log=none"});
+  // It serves kubelet all the same (without lists kubelet could admit nothing at all) ...
+  ASSERT_TRUE(kubelet.waitForRegistration(kCores, 1, 10s)) << agent.stderrText();
+  ASSERT_TRUE(kubelet.waitForDevices(
+      kDevices, [](const auto& d) { return d.size() == 16; }, 10s));
+  ASSERT_TRUE(eventually(
+      [&] { return agent.stderrText().find("keeps the restarting taint") != std::string::npos; },
+      10s))
+      << agent.stderrText();
+  // ... but the node stays tainted, and no report of what kubelet refuses says "nothing held".
+  EXPECT_TRUE(tainted());
+  EXPECT_FALSE(current()["metadata"]["annotations"].contains("torus.dev/kubelet-unavailable"))
+      << current().dump();
+
+  // Kubelet answers: the report names device 2 before the taint goes, and its cores once
+  // kubelet's next list of cores calls them Unhealthy.
+  kubelet.setListRefused(false);
+  ASSERT_TRUE(eventually([&] { return !tainted(); }, 10s)) << agent.stderrText();
+  const auto annotation = [&] {
+    return current()["metadata"]["annotations"].value("torus.dev/kubelet-unavailable", "");
+  };
+  EXPECT_NE(annotation().find(R"("aws.amazon.com/neuron":"2")"), std::string::npos) << annotation();
+  EXPECT_TRUE(eventually(
+      [&] {
+        return annotation() ==
+               R"({"aws.amazon.com/neuron":"2","aws.amazon.com/neuroncore":"8-11"})";
+      },
+      5s))
+      << annotation();
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
+}
+
+}  // namespace
+}  // namespace torus::testing
