@@ -146,17 +146,18 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
       conflicting_.erase(pod.uid);
       return std::nullopt;
     }
-    if (!observed) {
+    if (observed) {
+      conflicting_.erase(pod.uid);
+    } else {
       TORUS_LOG(Warn, Extender,
-                "pod's Neuron ids are held by another pod here; tracking it once they are free",
+                "pod's Neuron ids are held by another pod here; it keeps what it held, and is "
+                "tracked as it is once they are free",
                 {"pod", pod.key()}, {"node", record->nodeName},
                 {"ids", record->assignedIds->toRangeString()}, {"error", observed.error().message});
       conflicting_[pod.uid] = *record;
-      return pod.uid;
     }
-    conflicting_.erase(pod.uid);
   }
-  // Its move may have freed what a parked pod holds.
+  // Its move may have freed what a parked pod holds, or it waits on a parked pod itself.
   retryConflicting();
   return pod.uid;
 }
@@ -172,6 +173,27 @@ void ClusterMirror::retryConflicting() {
     TORUS_LOG(Info, Extender, "pod's Neuron ids are free now; tracked",
               {"pod", record.demand.key()}, {"ids", record.assignedIds->toRangeString()});
     it = conflicting_.erase(it);
+  }
+  // What is left may wait on each other: kubelet gave two pods each other's ids (it picks which
+  // pod a preference was for). Each pair is tried together, so neither waits for the other to end.
+  for (auto first = conflicting_.begin(); first != conflicting_.end();) {
+    bool swapped = false;
+    for (auto second = std::next(first); second != conflicting_.end(); ++second) {
+      const PodRecord& a = first->second;
+      const PodRecord& b = second->second;
+      if (!state_.observeTogether(
+              {{a.nodeName, a.demand, *a.assignedIds}, {b.nodeName, b.demand, *b.assignedIds}})) {
+        continue;
+      }
+      TORUS_LOG(Info, Extender, "pods hold each other's promised Neuron ids; tracked as they are",
+                {"pod", a.demand.key()}, {"ids", a.assignedIds->toRangeString()},
+                {"other_pod", b.demand.key()}, {"other_ids", b.assignedIds->toRangeString()});
+      conflicting_.erase(second);
+      first = conflicting_.erase(first);
+      swapped = true;
+      break;
+    }
+    if (!swapped) ++first;
   }
 }
 

@@ -381,9 +381,50 @@ Result<Allocation> ClusterState::observe(const std::string& nodeName, const PodD
       held->second.priority = pod.priority;
       return held->second;
     }
-    releaseLocked(held);  // the pod's annotation is the truth; our guess was superseded
   }
-  return recordLocked(nodeName, pod, ids);
+  // The pod's annotation is the truth and replaces our guess — once its ids are free here.
+  // Until then the pod keeps counting what it was known to hold: kubelet gave two pods each
+  // other's ids, and their corrections arrive one at a time; releasing the first pod's old ids
+  // at its correction would show them free while the second pod still runs on them.
+  std::vector<Observation> one{{nodeName, pod, ids}};
+  auto replaced = replaceLocked(one);
+  if (!replaced) return std::move(replaced).error();
+  return allocations_.at(pod.uid);
+}
+
+Result<void> ClusterState::observeTogether(const std::vector<Observation>& observations) {
+  std::lock_guard lock(mutex_);
+  return replaceLocked(observations);
+}
+
+Result<void> ClusterState::replaceLocked(const std::vector<Observation>& observations) {
+  std::vector<Allocation> previous;
+  for (const Observation& seen : observations) {
+    if (const auto held = allocations_.find(seen.pod.uid); held != allocations_.end()) {
+      previous.push_back(held->second);
+      releaseLocked(held);
+    }
+  }
+  std::vector<std::string> recorded;
+  for (const Observation& seen : observations) {
+    auto allocation = recordLocked(seen.node, seen.pod, seen.ids);
+    if (allocation) {
+      recorded.push_back(seen.pod.uid);
+      continue;
+    }
+    // All or nothing: the new ones go, the previous ones come back (their cores were freed
+    // above under this lock, so nothing else took them).
+    for (const std::string& uid : recorded)
+      releaseLocked(allocations_.find(uid));
+    for (const Allocation& old : previous) {
+      if (const auto node = nodes_.find(old.node); node != nodes_.end()) {
+        node->second.usedCores |= old.cores;
+      }
+      allocations_[old.podUid] = old;
+    }
+    return std::move(allocation).error();
+  }
+  return okResult();
 }
 
 std::vector<Allocation> ClusterState::expireAssumptions(std::chrono::steady_clock::time_point now,

@@ -116,9 +116,18 @@ class ClusterState {
   Result<Allocation> record(const std::string& node, const PodDemand& pod,
                             const topology::CoreSet& ids);
   // What the API says the pod holds (bound to `node` with these ids): confirms an assumption
-  // that matches, replaces one that does not, records it otherwise.
+  // that matches, replaces one that does not, records it otherwise. When the ids are held by
+  // another pod (kAborted), the pod keeps what it held before.
   Result<Allocation> observe(const std::string& node, const PodDemand& pod,
                              const topology::CoreSet& ids);
+  // observe() for several pods at once, all or none: pods kubelet gave each other's ids, each
+  // refused alone while the other holds what it wants.
+  struct Observation {
+    std::string node;
+    PodDemand pod;
+    topology::CoreSet ids;
+  };
+  Result<void> observeTogether(const std::vector<Observation>& observations);
   // Drops assumptions older than `ttl` (the bind never reached the API, or the pod went while we
   // were not watching) and returns them.
   std::vector<Allocation> expireAssumptions(std::chrono::steady_clock::time_point now,
@@ -148,6 +157,7 @@ class ClusterState {
   Result<Allocation> recordLocked(const std::string& node, const PodDemand& pod,
                                   const topology::CoreSet& ids);
   void releaseLocked(std::map<std::string, Allocation>::iterator it);
+  Result<void> replaceLocked(const std::vector<Observation>& observations);
   int dropAllocationsLocked(const std::string& node);
   // `usedNow`: the node's used cores as they would be (a group being placed), else entry.usedCores.
   Result<Trial> tryPlaceLocked(const NodeEntry& entry, const PodDemand& pod, bool withScore,

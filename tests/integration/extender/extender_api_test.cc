@@ -125,7 +125,8 @@ TEST_F(ExtenderApiTest, DeletingAPodFreesItsCores) {
 
 // kubelet can give pod A the ids promised to B and B those of A; the node's agent then rewrites
 // both pods' AWS_NEURON_IDS, one after the other. The first update conflicts with the second pod
-// until that one moves too; neither pod may be dropped from the state on the way.
+// until that one moves too; neither pod may be dropped from the state on the way, nor its cores
+// offered (a pod bound there would fail admission).
 TEST_F(ExtenderApiTest, SwappedHandOffsCorrectedByTheNodeAreBothTracked) {
   ASSERT_EQ(schedule("first", kCores, 4, "trn-a")["Error"], "");
   ASSERT_EQ(schedule("second", kCores, 4, "trn-a")["Error"], "");
@@ -140,6 +141,8 @@ TEST_F(ExtenderApiTest, SwappedHandOffsCorrectedByTheNodeAreBothTracked) {
   ASSERT_TRUE(eventually([&] {
     return extender_->stderrText().find("held by another pod here") != std::string::npos;
   })) << extender_->stderrText();
+  // Meanwhile the second pod still runs on the first one's old cores: none of them is offered.
+  EXPECT_EQ(freeCores("trn-a"), "8-63");
   second["metadata"]["annotations"]["AWS_NEURON_IDS"] = firstIds;
   api_.put("pods", second);
   const auto asRange = [](const std::string& list) {

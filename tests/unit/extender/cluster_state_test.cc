@@ -91,6 +91,40 @@ TEST(ClusterState, ConflictingObservationsAreRefused) {
   EXPECT_EQ(state.node("n")->freeCores, ids("4-63"));
 }
 
+// Kubelet gave two pods each other's promised ids; the agent corrects one annotation, then the
+// other. In between, the first pod's old cores must not look free: the second one runs on them
+// (seen in CI: a waiting 4-core pod bound there was refused with "Available: 0").
+TEST(ClusterState, PodsThatHoldEachOthersIdsNeverShowEitherSetFree) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.record("n", pod("a", kCore, 4), ids("8-11")).ok());
+  ASSERT_TRUE(state.record("n", pod("b", kCore, 4), ids("52-55")).ok());
+  const topology::CoreSet freeBefore = state.node("n")->freeCores;
+  auto first = state.observe("n", pod("a", kCore, 4), ids("52-55"));
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.error().code, ErrorCode::kAborted);
+  EXPECT_EQ(state.allocationOf("a")->ids, ids("8-11")) << "keeps what it held";
+  EXPECT_EQ(state.node("n")->freeCores, freeBefore);
+  EXPECT_FALSE(state.observe("n", pod("b", kCore, 4), ids("8-11")).ok());
+  EXPECT_EQ(state.node("n")->freeCores, freeBefore);
+  // Together they fit: both move, nothing else changes.
+  ASSERT_TRUE(state
+                  .observeTogether({{"n", pod("a", kCore, 4), ids("52-55")},
+                                    {"n", pod("b", kCore, 4), ids("8-11")}})
+                  .ok());
+  EXPECT_EQ(state.allocationOf("a")->ids, ids("52-55"));
+  EXPECT_EQ(state.allocationOf("b")->ids, ids("8-11"));
+  EXPECT_EQ(state.node("n")->freeCores, freeBefore);
+  // All or none: one that does not fit leaves every pod where it was.
+  ASSERT_TRUE(state.record("n", pod("c", kCore, 4), ids("0-3")).ok());
+  auto mixed = state.observeTogether(
+      {{"n", pod("a", kCore, 4), ids("16-19")}, {"n", pod("b", kCore, 4), ids("2-5")}});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(state.allocationOf("a")->ids, ids("52-55"));
+  EXPECT_EQ(state.allocationOf("b")->ids, ids("8-11"));
+  EXPECT_EQ(state.node("n")->freeCores, freeBefore - ids("0-3"));
+}
+
 TEST(ClusterState, OldAssumptionsExpireAndFreeTheirCores) {
   ClusterState state;
   ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
