@@ -6,6 +6,7 @@
 #   $TORUS_CACHE/etcd-<version>/bin/etcd
 #   $TORUS_CACHE/kwok-<version>/bin/kwok
 #   $TORUS_CACHE/runc-<version>/bin/runc
+#   $TORUS_CACHE/scheduler-perf-<version>/bin/dra.test   (only when asked: --only=scheduler-perf)
 # A finished build leaves a stamp; a second call with the same versions does nothing.
 #
 # Usage: build-components.sh [--k8s-version=v1.37.2] [--only=k8s,containerd,runc,etcd,kwok]
@@ -17,7 +18,7 @@ for arg in "$@"; do
   case "$arg" in
     --k8s-version=*) K8S_VERSION="${arg#*=}" ;;
     --only=*) only="${arg#*=}" ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-components: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -110,8 +111,8 @@ build_module() {
 # The k8s.io/kubernetes module points its k8s.io/* staging modules at ./staging, which a
 # dependent module cannot use; each is published as k8s.io/<name> v0.<minor>.<patch>. The first
 # build on a machine takes about 8 minutes on 2 cores.
-build_kubernetes() {
-  local version="$K8S_VERSION"
+kubernetes_replaces() {
+  local version="$1"
   (cd /tmp && go mod download -json "k8s.io/kubernetes@$version" > /dev/null)
   local gomod
   gomod="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$version.mod"
@@ -120,6 +121,11 @@ build_kubernetes() {
   while read -r name; do
     MODULE_REPLACES+=("$name=$name $staging_version")
   done < <(awk '$2 == "=>" && $3 ~ /^\.\/staging\// {print $1}' "$gomod")
+}
+
+build_kubernetes() {
+  local version="$K8S_VERSION"
+  kubernetes_replaces "$version"
   local major minor
   major="${version#v}"; major="${major%%.*}"
   minor="${version#v*.}"; minor="${minor%%.*}"
@@ -134,6 +140,37 @@ build_kubernetes() {
   done
   build_module k8s k8s.io/kubernetes "$version" "" "$ldflags" "${targets[@]}"
   MODULE_REPLACES=()
+}
+
+# Upstream's scheduler_perf DRA benchmarks (test/integration/scheduler_perf/dra and its
+# partitionabledevices) as test binaries, for tests/bench/dra_scheduler_perf.sh. Each reads its
+# workloads from ./performance-config.yaml and starts its own etcd (on PATH). About 8 minutes on
+# 2 cores once.
+build_scheduler_perf() {
+  local version="$K8S_VERSION" base=k8s.io/kubernetes/test/integration/scheduler_perf/dra
+  local out="$TORUS_CACHE/scheduler-perf-$version"
+  if [[ -f "$out/.complete" ]]; then log "scheduler-perf $version: cached in $out"; return; fi
+  local started=$SECONDS
+  kubernetes_replaces "$version"
+  make_tools_module "$out/src" k8s.io/kubernetes "$version" "${MODULE_REPLACES[@]}"
+  (
+    cd "$out/src"
+    log "scheduler-perf $version: resolving dependencies"
+    with_progress "scheduler-perf $version: dependencies" \
+      go get -t "$base@$version" "$base/partitionabledevices@$version" > /dev/null
+    mkdir -p "$out/bin"
+    log "scheduler-perf $version: building dra.test, partitionable.test"
+    # Without -trimpath: the harness finds its API server's test certificates by source path.
+    local flags="-buildvcs=false"
+    with_progress "scheduler-perf $version: dra.test" \
+      env GOFLAGS="$flags" go test -c -o "$out/bin/dra.test" "$base"
+    with_progress "scheduler-perf $version: partitionable.test" \
+      env GOFLAGS="$flags" go test -c -o "$out/bin/partitionable.test" "$base/partitionabledevices"
+  )
+  check_built_version "$out/src" k8s.io/kubernetes "$version"
+  MODULE_REPLACES=()
+  touch "$out/.complete"
+  log "scheduler-perf $version: built in $((SECONDS - started)) s"
 }
 
 build_containerd() {
@@ -169,6 +206,7 @@ for part in "${parts[@]}"; do
     runc) build_runc ;;
     etcd) build_etcd ;;
     kwok) build_kwok ;;
-    *) echo "build-components: unknown component '$part' (k8s, containerd, runc, etcd, kwok)" >&2; exit 2 ;;
+    scheduler-perf) build_scheduler_perf ;;
+    *) echo "build-components: unknown component '$part' (k8s, containerd, runc, etcd, kwok, scheduler-perf)" >&2; exit 2 ;;
   esac
 done

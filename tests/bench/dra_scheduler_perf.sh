@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# DRA scheduling throughput measured the way upstream measures it: upstream's scheduler_perf
+# (k8s.io/kubernetes/test/integration/scheduler_perf, the pinned version, its own API server,
+# etcd and kube-scheduler in one process) runs, in one invocation of this script:
+#   - upstream's own DRA workloads, unchanged, from their directory in the module cache: the
+#     anchor (claims from a template; five requests under matchAttribute; partitionable devices);
+#   - dra_scheduler_perf/performance-config.yaml: nodes whose ResourceSlices are exactly what
+#     Torus's driver publishes for a trn2.48xlarge (`neuron-ls --resource-slices`, the driver's
+#     code), with the chart's DeviceClasses and the claims docs/dra.md recommends, each beside a
+#     reference case of upstream's devices with as many devices per node and the same request
+#     shape. The ratio Torus / reference is what Torus's slice layout costs.
+#
+#   tests/bench/dra_scheduler_perf.sh [--only-torus] [--keep]
+#     --only-torus   skip upstream's own workloads (the reference cases still run)
+#     --keep         keep the work directory (configs, templates, raw results)
+#
+# The first run builds upstream's benchmark binaries (scripts/cluster/build-components.sh
+# --only=scheduler-perf, about 8 minutes on 2 cores); later runs take about 10 minutes.
+# Prints a table (pods/s as scheduler_perf's SchedulingThroughput average) and the ratios.
+set -euo pipefail
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$REPO/scripts/cluster/versions.sh"
+
+only_torus=0 keep=0
+for arg in "$@"; do
+  case "$arg" in
+    --only-torus) only_torus=1 ;;
+    --keep) keep=1 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "dra_scheduler_perf: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[dra-perf %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+"$REPO/scripts/cluster/build-components.sh" --only=etcd,scheduler-perf
+PERF_BIN="$TORUS_CACHE/scheduler-perf-$K8S_VERSION/bin"
+export PATH="$TORUS_CACHE/etcd-$ETCD_VERSION/bin:$PATH"  # scheduler_perf starts its own etcd
+cmake --build "$REPO/build" --target neuron-ls > /dev/null
+[[ -x "$REPO/build/tools/helm" ]] || "$REPO/scripts/get-helm.sh" > /dev/null
+UPSTREAM="$(go env GOMODCACHE)/k8s.io/kubernetes@$K8S_VERSION/test/integration/scheduler_perf/dra"
+[[ -d "$UPSTREAM" ]] || { echo "no $UPSTREAM (the build above downloads it)" >&2; exit 1; }
+
+WORK="$(mktemp -d /tmp/torus-dra-perf-XXXXXX)"
+((keep)) || trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/torus/templates" "$WORK/results"
+cp "$UPSTREAM"/templates/*.yaml "$WORK/torus/templates/"
+cp "$REPO/tests/bench/dra_scheduler_perf/performance-config.yaml" "$WORK/torus/"
+cp "$REPO"/tests/bench/dra_scheduler_perf/torus-claim-*.yaml "$WORK/torus/templates/"
+
+# The driver's slices for a trn2.48xlarge named NODE, turned into scheduler_perf templates: the
+# node is upstream's scheduler-perf-dra-<index>, and every NeuronLink group id gets the index in
+# front, so no two nodes share one (as node names make them differ on a real cluster).
+# slice_templates PREFIX [NEURON-LS FLAGS...]: writes templates/PREFIX-<k>.yaml, one per slice.
+slice_templates() {
+  local prefix="$1"
+  shift
+  "$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --resource-slices=NODE "$@" |
+    python3 -c '
+import json, re, sys
+prefix, out = sys.argv[1], sys.argv[2]
+slices = json.load(sys.stdin)["items"]
+for k, item in enumerate(slices):
+    text = json.dumps(item, indent=1)
+    text = text.replace("\"NODE", "\"scheduler-perf-dra-{{.Index}}")
+    text = re.sub(r"(\"resource\.aws\.com/devicegroup\d+_id\": \{\s*\"string\": \")",
+                  r"\1{{.Index}}-", text)
+    with open(f"{out}/{prefix}-{k}.yaml", "w") as file:
+        file.write(text + "\n")
+print(len(slices))' "$prefix" "$WORK/torus/templates"
+}
+chip_slices="$(slice_templates torus-slice-chips --dra-core-devices=false)"
+core_slices="$(slice_templates torus-slice-cores)"
+[[ "$chip_slices" == 1 && "$core_slices" == 3 ]] || {
+  echo "the driver now publishes $chip_slices slice(s) of chips and $core_slices with cores;" \
+    "performance-config.yaml creates 1 and 3: update it" >&2
+  exit 1
+}
+# The chart's DeviceClasses, one file each.
+"$REPO/build/tools/helm" template torus "$REPO/helm/torus" --set dra.enabled=true \
+  --show-only templates/dra-deviceclasses.yaml | python3 -c '
+import sys
+out = sys.argv[1]
+for document in sys.stdin.read().split("\n---"):
+    for name, file in (("chip.neuron.aws.com", "torus-class-chip"),
+                       ("core.neuron.aws.com", "torus-class-core")):
+        if f"name: {name}\n" in document:
+            open(f"{out}/{file}.yaml", "w").write(document.strip() + "\n")' "$WORK/torus/templates"
+for class in chip core; do
+  [[ -s "$WORK/torus/templates/torus-class-$class.yaml" ]] ||
+    { echo "the chart renders no $class.neuron.aws.com DeviceClass" >&2; exit 1; }
+done
+
+# run DIR BINARY BENCH-REGEX: upstream's benchmark binary on the config in DIR. Upstream's own
+# workloads carry perf-dash thresholds (set for its 6-core benchmark machines); a figure below
+# one fails the binary but is still written, so it is reported here, not treated as a failure.
+run() {
+  local dir="$1" binary="$2" regex="$3" started=$SECONDS
+  local output="$WORK/results/$(basename "$binary")-$(date +%s%N).log"
+  log "running $regex"
+  if ! (cd "$dir" && "$binary" -test.run='^$' -test.bench="$regex" -test.benchtime=1x \
+    -test.timeout=60m -perf-scheduling-label-filter= -data-items-dir="$WORK/results" \
+    > "$output" 2>&1); then
+    if grep -q 'FATAL ERROR\|^panic:' "$output" || ! grep -q 'to be higher' "$output"; then
+      log "$regex failed: the end of its log follows"
+      tail -n 30 "$output"
+      exit 1
+    fi
+    grep -o 'BenchmarkPerfScheduling/[^ ]*: expected "SchedulingThroughput".*' "$output" |
+      sed 's/^/  below its upstream threshold: /' >&2
+  fi
+  log "done in $((SECONDS - started)) s"
+}
+
+if ((!only_torus)); then
+  run "$UPSTREAM" "$PERF_BIN/dra.test" \
+    'BenchmarkPerfScheduling$/^SchedulingWithResourceClaimTemplate$/^(2000pods_200nodes|match_empty_500nodes)$'
+  run "$UPSTREAM/partitionabledevices" "$PERF_BIN/partitionable.test" \
+    'BenchmarkPerfScheduling$/^Partitionable$/^empty_500nodes$'
+fi
+run "$WORK/torus" "$PERF_BIN/dra.test" \
+  'BenchmarkPerfScheduling$/^(ReferenceDevices|TorusChips|TorusConnectedChips|TorusCores)$/'
+
+python3 - "$WORK/results" <<'PY'
+import glob, json, sys
+throughput = {}
+for path in glob.glob(f"{sys.argv[1]}/*.json"):
+    for item in json.load(open(path))["dataItems"]:
+        if item["labels"].get("Metric") == "SchedulingThroughput":
+            name = item["labels"]["Name"].removeprefix("BenchmarkPerfScheduling/")
+            throughput[name.removesuffix("/test")] = item["data"]["Average"]
+rows = [
+    ("upstream: claim from template, 1 of 10 devices", "SchedulingWithResourceClaimTemplate/2000pods_200nodes", None),
+    ("upstream: 5 requests, matchAttribute (steady)", "SchedulingWithResourceClaimTemplate/match_empty_500nodes", None),
+    ("upstream: partitionable devices (steady)", "Partitionable/empty_500nodes", None),
+    ("reference: 1 of 16 devices", "ReferenceDevices/one_of_16", None),
+    ("Torus: 1 chip of a trn2 (16 chips)", "TorusChips/one_chip", "ReferenceDevices/one_of_16"),
+    ("reference: 4 of 16 sharing pciRoot", "ReferenceDevices/match4_of_16", None),
+    ("Torus: 4 connected chips (devicegroup4_id)", "TorusConnectedChips/four_connected", "ReferenceDevices/match4_of_16"),
+    ("reference: 1 of 80 devices", "ReferenceDevices/one_of_80", None),
+    ("Torus: 1 core of a trn2 (16 chips + 64 cores)", "TorusCores/one_core", "ReferenceDevices/one_of_80"),
+]
+print(f"\n{'workload':<48} {'pods/s':>8} {'vs reference':>13}")
+for label, name, reference in rows:
+    if name not in throughput:
+        continue
+    ratio = ""
+    if reference and reference in throughput:
+        ratio = f"{throughput[name] / throughput[reference]:.2f}x"
+    print(f"{label:<48} {throughput[name]:8.1f} {ratio:>13}")
+cores, partitionable = "TorusCores/one_core", "Partitionable/empty_500nodes"
+if cores in throughput and partitionable in throughput:
+    print(f"Torus's cores against upstream's partitionable workload: "
+          f"{throughput[cores] / throughput[partitionable]:.2f}x")
+missing = [name for _, name, _ in rows[3:] if name not in throughput]
+if missing:
+    print(f"no result for {', '.join(missing)}", file=sys.stderr)
+    sys.exit(1)
+PY
+((keep)) && echo "kept: $WORK"
