@@ -15,7 +15,7 @@
 #     --keep         keep the work directory (configs, templates, raw results)
 #
 # The first run builds upstream's benchmark binaries (scripts/cluster/build-components.sh
-# --only=scheduler-perf, about 8 minutes on 2 cores); later runs take about 10 minutes.
+# --only=scheduler-perf, about 9 minutes on 2 cores); later runs take about 7 minutes.
 # Prints a table (pods/s as scheduler_perf's SchedulingThroughput average) and the ratios.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
