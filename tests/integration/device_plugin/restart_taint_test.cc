@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/temp_dir.h"
+#include "common/contracts/kubelet_view.h"
+#include "common/contracts/neuron_names.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
@@ -21,9 +23,9 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-constexpr const char* kCores = "aws.amazon.com/neuroncore";
-constexpr const char* kDevices = "aws.amazon.com/neuron";
-constexpr const char* kTaint = "torus.dev/device-plugin-restarting";
+const std::string kCores(contracts::kNeuronCoreResource);
+const std::string kDevices(contracts::kNeuronResource);
+constexpr const char* kTaint = contracts::kRestartingTaintKey;
 
 TEST(NodeAgentBinary, KeepsTheRestartingTaintUntilKubeletSaysWhatItsPodsHold) {
   auto dir = TempDir::create("agent-taint");

@@ -6,18 +6,10 @@ which side was late."""
 import json
 
 from checks.ids import compress_ids, expand_ids
+from checks.pods import cores_of
 
 RESTARTING_TAINT = "torus.dev/device-plugin-restarting"
 RECENT = 15.0  # seconds before the bind in which an ended pod may still be live in kubelet
-
-
-def _cores(pod, cores_per_device):
-    """The cores the extender gave a pod (its AWS_NEURON_IDS), whichever resource it asked for."""
-    ids = expand_ids(pod["metadata"].get("annotations", {}).get("AWS_NEURON_IDS", ""))
-    limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
-    if "aws.amazon.com/neuron" in limits:
-        return {d * cores_per_device + c for d in ids for c in range(cores_per_device)}
-    return set(ids)
 
 
 def _node_at(node_events, at):
@@ -56,7 +48,7 @@ def pod_lifetimes(pod_events, cores_per_device):
         entry["resource"] = next(iter(limits), "")
         if pod["spec"].get("nodeName") and entry["bound"] is None:
             entry["bound"] = when
-        cores = _cores(pod, cores_per_device)
+        cores = cores_of(pod, cores_per_device)
         if cores:
             entry["cores"] = cores
         if entry["ended"] is None and pod["status"].get("phase") in ("Succeeded", "Failed"):

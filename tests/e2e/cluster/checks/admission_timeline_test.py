@@ -6,7 +6,8 @@ from checks import admission_timeline
 
 
 def pod(name, resource, ids=None, node=None, phase="Pending"):
-    annotations = {"AWS_NEURON_IDS": ids} if ids else {}
+    # As the extender writes them at bind.
+    annotations = {"AWS_NEURON_IDS": ids, "NEURON_RESOURCE_TYPE": resource} if ids else {}
     spec = {"containers": [{"resources": {"limits": {resource: "1"}}}]}
     if node:
         spec["nodeName"] = node

@@ -55,7 +55,8 @@ def pod_on_device(pods, device, cores_per_device):
     return None
 
 
-def _cores_of(pod, cores_per_device):
+def cores_of(pod, cores_per_device):
+    """The cores the extender gave a pod (AWS_NEURON_IDS; a device pod's as its devices' cores)."""
     annotations = pod["metadata"].get("annotations", {})
     held = set(expand_ids(annotations.get("AWS_NEURON_IDS", "")))
     if annotations.get("NEURON_RESOURCE_TYPE") == "aws.amazon.com/neuron":
@@ -68,7 +69,7 @@ def victims_freed_exactly(new_ids, before, now, cores_per_device):
     `new_ids` names: on a full node, a minimal choice evicts the pods on the new pod's cores and
     no other. Returns what it saw."""
     new = set(expand_ids(new_ids))
-    held = {p["metadata"]["name"]: _cores_of(p, cores_per_device)
+    held = {p["metadata"]["name"]: cores_of(p, cores_per_device)
             for p in before["items"] if p["status"].get("phase") == "Running"}
     alive = {p["metadata"]["name"] for p in now["items"] if "deletionTimestamp" not in p["metadata"]}
     victims = {name: cores for name, cores in held.items() if name not in alive}
