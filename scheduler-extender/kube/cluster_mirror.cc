@@ -117,7 +117,15 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
   if (gangs_ != nullptr)
     gangs_->apply(pod, record->nodeName, record->finished() || record->deleting);
   if (!record->holdsNeuron()) {
-    if (state_.allocationOf(pod.uid) && (record->finished() || !pod.wantsNeuron())) {
+    if (!record->finished() && pod.wantsNeuron()) return std::nullopt;  // not bound yet
+    {
+      // A pod parked because another pod held its ids must not be tracked once they are freed:
+      // it has ended, and nothing would release it again until it is deleted.
+      std::lock_guard lock(waitingMutex_);
+      waitingForNode_.erase(pod.uid);
+      conflicting_.erase(pod.uid);
+    }
+    if (state_.allocationOf(pod.uid)) {
       state_.release(pod.uid);
       TORUS_LOG(Info, Extender, "released", {"pod", pod.key()}, {"phase", record->phase});
       retryConflicting();
