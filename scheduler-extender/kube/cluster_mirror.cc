@@ -183,12 +183,20 @@ void ClusterMirror::retryConflicting() {
     it = conflicting_.erase(it);
   }
   // What is left may wait on each other: kubelet gave two pods each other's ids (it picks which
-  // pod a preference was for). Each pair is tried together, so neither waits for the other to end.
+  // pod a preference was for). Each such pair is tried together, so neither waits for the other
+  // to end. Only pairs where each holds what the other wants are tried: pods parked for another
+  // reason (ids written twice by another tool) never make this quadratic.
+  const auto wantsWhatIsHeldBy = [&](const PodRecord& wanting, const PodRecord& holding) {
+    const auto held = state_.allocationOf(holding.demand.uid);
+    return held && held->node == wanting.nodeName && held->unit == wanting.demand.unit &&
+           held->ids.intersects(*wanting.assignedIds);
+  };
   for (auto first = conflicting_.begin(); first != conflicting_.end();) {
     bool swapped = false;
     for (auto second = std::next(first); second != conflicting_.end(); ++second) {
       const PodRecord& a = first->second;
       const PodRecord& b = second->second;
+      if (!wantsWhatIsHeldBy(a, b) || !wantsWhatIsHeldBy(b, a)) continue;
       if (!state_.observeTogether(
               {{a.nodeName, a.demand, *a.assignedIds}, {b.nodeName, b.demand, *b.assignedIds}})) {
         continue;
