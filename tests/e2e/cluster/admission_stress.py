@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checks.admission_timeline import explain  # noqa: E402
 from checks.ids import expand_ids  # noqa: E402
-from checks.pods import neighbours_in  # noqa: E402
+from checks.pods import neighbours_in, why_not_succeeded  # noqa: E402
 from kube_watch import Kube, Watch  # noqa: E402
 from neuronlink import connected  # noqa: E402
 
@@ -226,7 +226,7 @@ def check(pods, args):
         if status.get("phase") != "Succeeded":
             reason = status.get("reason") or status.get("phase", "Unknown")
             failures[reason] = failures.get(reason, 0) + 1
-            problems.append(f"{name}: {status.get('phase')} {reason}: {status.get('message', '')}")
+            problems.append(f"{name}: {status.get('phase')} {reason}: {why_not_succeeded(status)}")
             continue
         limits = pod["spec"]["containers"][0]["resources"]["limits"]
         resource, count = next((k.split("/", 1)[1], int(v)) for k, v in limits.items())

@@ -111,3 +111,14 @@ def top_names(top, pods_with_cores):
                 f"{pod}: want {count} {kind}, top shows {pods.get(pod)}")
     require(len(node["devices"]) == 16, f"{len(node['devices'])} devices, want 16")
     return f"{sorted(pods)} {node['health']}"
+
+
+def why_not_succeeded(status):
+    """A pod status's own message (a failed admission says why), else, while it is still Pending,
+    why the scheduler has not placed it: a pod that waits for good says what it waits for."""
+    if status.get("message"):
+        return status["message"]
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return f"not scheduled: {condition.get('message') or condition.get('reason', '')}"
+    return ""

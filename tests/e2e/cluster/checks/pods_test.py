@@ -147,3 +147,22 @@ class ChipCoresTest(unittest.TestCase):
     def test_chip_cores_are_each_chips_block(self):
         self.assertEqual(ids.chip_cores(["neuron2", "neuron0"], 4), [0, 1, 2, 3, 8, 9, 10, 11])
         self.assertEqual(ids.chip_cores([], 4), [])
+
+
+class WhyNotSucceededTest(unittest.TestCase):
+    def test_a_refused_pod_says_what_kubelet_said(self):
+        status = {"phase": "Failed", "reason": "UnexpectedAdmissionError",
+                  "message": "Allocate failed ... Requested: 4, Available: 0"}
+        self.assertEqual(pods.why_not_succeeded(status), status["message"])
+
+    def test_a_waiting_pod_says_why_the_scheduler_left_it(self):
+        status = {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/3 nodes are available: 3 Insufficient aws.amazon.com/neuron."}]}
+        self.assertEqual(pods.why_not_succeeded(status), "not scheduled: 0/3 nodes are available: "
+                                                         "3 Insufficient aws.amazon.com/neuron.")
+
+    def test_a_scheduled_pod_waiting_on_its_node_says_nothing_it_does_not_know(self):
+        status = {"phase": "Pending",
+                  "conditions": [{"type": "PodScheduled", "status": "True"}]}
+        self.assertEqual(pods.why_not_succeeded(status), "")
