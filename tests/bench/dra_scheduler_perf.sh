@@ -10,8 +10,10 @@
 #     reference case of upstream's devices with as many devices per node and the same request
 #     shape. The ratio Torus / reference is what Torus's slice layout costs.
 #
-#   tests/bench/dra_scheduler_perf.sh [--only-torus] [--keep]
+#   tests/bench/dra_scheduler_perf.sh [--only-torus] [--baseline=NEURON-LS] [--keep]
 #     --only-torus   skip upstream's own workloads (the reference cases still run)
+#     --baseline=B   also run the Torus cases with the slices of another build's neuron-ls B (an
+#                    earlier commit's build/bin/neuron-ls), same run: a slice change before/after
 #     --keep         keep the work directory (configs, templates, raw results)
 #
 # The first run builds upstream's benchmark binaries (scripts/cluster/build-components.sh
@@ -21,12 +23,13 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$REPO/scripts/cluster/versions.sh"
 
-only_torus=0 keep=0
+only_torus=0 keep=0 baseline=""
 for arg in "$@"; do
   case "$arg" in
     --only-torus) only_torus=1 ;;
+    --baseline=*) baseline="${arg#--baseline=}" ;;
     --keep) keep=1 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "dra_scheduler_perf: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,21 +44,20 @@ cmake --build "$REPO/build" --target neuron-ls > /dev/null
 UPSTREAM="$(go env GOMODCACHE)/k8s.io/kubernetes@$K8S_VERSION/test/integration/scheduler_perf/dra"
 [[ -d "$UPSTREAM" ]] || { echo "no $UPSTREAM (the build above downloads it)" >&2; exit 1; }
 
+[[ -z "$baseline" || -x "$baseline" ]] || { echo "--baseline: $baseline is not executable" >&2; exit 2; }
+
 WORK="$(mktemp -d /tmp/torus-dra-perf-XXXXXX)"
 ((keep)) || trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/torus/templates" "$WORK/results"
-cp "$UPSTREAM"/templates/*.yaml "$WORK/torus/templates/"
-cp "$REPO/tests/bench/dra_scheduler_perf/performance-config.yaml" "$WORK/torus/"
-cp "$REPO"/tests/bench/dra_scheduler_perf/torus-claim-*.yaml "$WORK/torus/templates/"
 
 # The driver's slices for a trn2.48xlarge named NODE, turned into scheduler_perf templates: the
 # node is upstream's scheduler-perf-dra-<index>, and every NeuronLink group id gets the index in
 # front, so no two nodes share one (as node names make them differ on a real cluster).
-# slice_templates PREFIX [NEURON-LS FLAGS...]: writes templates/PREFIX-<k>.yaml, one per slice.
+# slice_templates NEURON-LS DIR PREFIX [NEURON-LS FLAGS...]: writes DIR/PREFIX-<k>.yaml, one per
+# slice, and prints how many.
 slice_templates() {
-  local prefix="$1"
-  shift
-  "$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --resource-slices=NODE "$@" |
+  local neuron_ls="$1" dir="$2" prefix="$3"
+  shift 3
+  "$neuron_ls" --simulate=trn2.48xlarge --resource-slices=NODE "$@" |
     python3 -c '
 import json, re, sys
 prefix, out = sys.argv[1], sys.argv[2]
@@ -67,39 +69,55 @@ for k, item in enumerate(slices):
                   r"\1{{.Index}}-", text)
     with open(f"{out}/{prefix}-{k}.yaml", "w") as file:
         file.write(text + "\n")
-print(len(slices))' "$prefix" "$WORK/torus/templates"
+print(len(slices))' "$prefix" "$dir"
 }
-chip_slices="$(slice_templates torus-slice-chips --dra-core-devices=false)"
-core_slices="$(slice_templates torus-slice-cores)"
-[[ "$chip_slices" == 1 && "$core_slices" == 3 ]] || {
-  echo "the driver now publishes $chip_slices slice(s) of chips and $core_slices with cores;" \
-    "performance-config.yaml creates 1 and 3: update it" >&2
-  exit 1
-}
-# The chart's DeviceClasses, one file each.
-"$REPO/build/tools/helm" template torus "$REPO/helm/torus" --set dra.enabled=true \
-  --show-only templates/dra-deviceclasses.yaml | python3 -c '
+
+# prepare DIR NEURON-LS: DIR/ holds the config and DIR/templates/ upstream's templates, the slices
+# of NEURON-LS, the chart's DeviceClasses and the claims.
+prepare() {
+  local dir="$1" neuron_ls="$2"
+  mkdir -p "$dir/templates"
+  cp "$UPSTREAM"/templates/*.yaml "$dir/templates/"
+  cp "$REPO/tests/bench/dra_scheduler_perf/performance-config.yaml" "$dir/"
+  cp "$REPO"/tests/bench/dra_scheduler_perf/torus-claim-*.yaml "$dir/templates/"
+  local chip_slices core_slices
+  chip_slices="$(slice_templates "$neuron_ls" "$dir/templates" torus-slice-chips \
+    --dra-core-devices=false)"
+  core_slices="$(slice_templates "$neuron_ls" "$dir/templates" torus-slice-cores)"
+  [[ "$chip_slices" == 1 && "$core_slices" == 3 ]] || {
+    echo "$neuron_ls publishes $chip_slices slice(s) of chips and $core_slices with cores;" \
+      "performance-config.yaml creates 1 and 3: update it" >&2
+    exit 1
+  }
+  # The chart's DeviceClasses, one file each.
+  "$REPO/build/tools/helm" template torus "$REPO/helm/torus" --set dra.enabled=true \
+    --show-only templates/dra-deviceclasses.yaml | python3 -c '
 import sys
 out = sys.argv[1]
 for document in sys.stdin.read().split("\n---"):
     for name, file in (("chip.neuron.aws.com", "torus-class-chip"),
                        ("core.neuron.aws.com", "torus-class-core")):
         if f"name: {name}\n" in document:
-            open(f"{out}/{file}.yaml", "w").write(document.strip() + "\n")' "$WORK/torus/templates"
-for class in chip core; do
-  [[ -s "$WORK/torus/templates/torus-class-$class.yaml" ]] ||
-    { echo "the chart renders no $class.neuron.aws.com DeviceClass" >&2; exit 1; }
-done
+            open(f"{out}/{file}.yaml", "w").write(document.strip() + "\n")' "$dir/templates"
+  for class in chip core; do
+    [[ -s "$dir/templates/torus-class-$class.yaml" ]] ||
+      { echo "the chart renders no $class.neuron.aws.com DeviceClass" >&2; exit 1; }
+  done
+}
+mkdir -p "$WORK/results" "$WORK/baseline-results"
+prepare "$WORK/torus" "$REPO/build/bin/neuron-ls"
+[[ -z "$baseline" ]] || prepare "$WORK/baseline" "$baseline"
 
-# run DIR BINARY BENCH-REGEX: upstream's benchmark binary on the config in DIR. Upstream's own
-# workloads carry perf-dash thresholds (set for its 6-core benchmark machines); a figure below
-# one fails the binary but is still written, so it is reported here, not treated as a failure.
+# run DIR BINARY BENCH-REGEX [RESULTS]: upstream's benchmark binary on the config in DIR, its
+# figures into RESULTS (default $WORK/results). Upstream's own workloads carry perf-dash thresholds
+# (set for its 6-core benchmark machines); a figure below one fails the binary but is still
+# written, so it is reported here, not treated as a failure.
 run() {
-  local dir="$1" binary="$2" regex="$3" started=$SECONDS
-  local output="$WORK/results/$(basename "$binary")-$(date +%s%N).log"
+  local dir="$1" binary="$2" regex="$3" results="${4:-$WORK/results}" started=$SECONDS
+  local output="$results/$(basename "$binary")-$(date +%s%N).log"
   log "running $regex"
   if ! (cd "$dir" && "$binary" -test.run='^$' -test.bench="$regex" -test.benchtime=1x \
-    -test.timeout=60m -perf-scheduling-label-filter= -data-items-dir="$WORK/results" \
+    -test.timeout=60m -perf-scheduling-label-filter= -data-items-dir="$results" \
     > "$output" 2>&1); then
     if grep -q 'FATAL ERROR\|^panic:' "$output" || ! grep -q 'to be higher' "$output"; then
       log "$regex failed: the end of its log follows"
@@ -118,17 +136,28 @@ if ((!only_torus)); then
   run "$UPSTREAM/partitionabledevices" "$PERF_BIN/partitionable.test" \
     'BenchmarkPerfScheduling$/^Partitionable$/^empty_500nodes$'
 fi
-run "$WORK/torus" "$PERF_BIN/dra.test" \
-  'BenchmarkPerfScheduling$/^(ReferenceDevices|TorusChips|TorusConnectedChips|TorusCores)$/'
+TORUS_CASES='TorusChips|TorusConnectedChips|TorusCores|TorusChipsOnPartitionedNodes'
+run "$WORK/torus" "$PERF_BIN/dra.test" "BenchmarkPerfScheduling\$/^(ReferenceDevices|$TORUS_CASES)\$/"
+if [[ -n "$baseline" ]]; then
+  run "$WORK/baseline" "$PERF_BIN/dra.test" "BenchmarkPerfScheduling\$/^($TORUS_CASES)\$/" \
+    "$WORK/baseline-results"
+fi
 
-python3 - "$WORK/results" <<'PY'
+python3 - "$WORK/results" "$WORK/baseline-results" <<'PY'
 import glob, json, sys
-throughput = {}
-for path in glob.glob(f"{sys.argv[1]}/*.json"):
-    for item in json.load(open(path))["dataItems"]:
-        if item["labels"].get("Metric") == "SchedulingThroughput":
-            name = item["labels"]["Name"].removeprefix("BenchmarkPerfScheduling/")
-            throughput[name.removesuffix("/test")] = item["data"]["Average"]
+
+
+def throughputs(directory):
+    found = {}
+    for path in glob.glob(f"{directory}/*.json"):
+        for item in json.load(open(path))["dataItems"]:
+            if item["labels"].get("Metric") == "SchedulingThroughput":
+                name = item["labels"]["Name"].removeprefix("BenchmarkPerfScheduling/")
+                found[name.removesuffix("/test")] = item["data"]["Average"]
+    return found
+
+
+throughput, baseline = throughputs(sys.argv[1]), throughputs(sys.argv[2])
 rows = [
     ("upstream: claim from template, 1 of 10 devices", "SchedulingWithResourceClaimTemplate/2000pods_200nodes", None),
     ("upstream: 5 requests, matchAttribute (steady)", "SchedulingWithResourceClaimTemplate/match_empty_500nodes", None),
@@ -139,15 +168,20 @@ rows = [
     ("Torus: 4 connected chips (devicegroup4_id)", "TorusConnectedChips/four_connected", "ReferenceDevices/match4_of_16"),
     ("reference: 1 of 80 devices", "ReferenceDevices/one_of_80", None),
     ("Torus: 1 core of a trn2 (16 chips + 64 cores)", "TorusCores/one_core", "ReferenceDevices/one_of_80"),
+    ("Torus: 1 chip of a trn2 with core partitions", "TorusChipsOnPartitionedNodes/one_chip", "ReferenceDevices/one_of_80"),
 ]
-print(f"\n{'workload':<48} {'pods/s':>8} {'vs reference':>13}")
+header = f"\n{'workload':<48} {'pods/s':>8} {'vs reference':>13}"
+print(header + (f" {'baseline':>9} {'vs baseline':>12}" if baseline else ""))
 for label, name, reference in rows:
     if name not in throughput:
         continue
     ratio = ""
     if reference and reference in throughput:
         ratio = f"{throughput[name] / throughput[reference]:.2f}x"
-    print(f"{label:<48} {throughput[name]:8.1f} {ratio:>13}")
+    line = f"{label:<48} {throughput[name]:8.1f} {ratio:>13}"
+    if name in baseline:
+        line += f" {baseline[name]:9.1f} {throughput[name] / baseline[name]:11.2f}x"
+    print(line)
 cores, partitionable = "TorusCores/one_core", "Partitionable/empty_500nodes"
 if cores in throughput and partitionable in throughput:
     print(f"Torus's cores against upstream's partitionable workload: "
@@ -157,4 +191,4 @@ if missing:
     print(f"no result for {', '.join(missing)}", file=sys.stderr)
     sys.exit(1)
 PY
-((keep)) && echo "kept: $WORK"
+if ((keep)); then echo "kept: $WORK"; fi
