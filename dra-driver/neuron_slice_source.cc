@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "common/base/log.h"
 #include "common/base/utc_time.h"
+#include "common/contracts/neuron_names.h"
 
 namespace torus::dra {
 
@@ -21,6 +23,7 @@ std::vector<nlohmann::json> NeuronSliceSource::slices(
   inputs.node = snapshot.node;
   inputs.nodeLabels = nodeLabels;
   inputs.options = options_;
+  inputs.options.coreDevices = coreDevicesHere(nodeLabels);
   inputs.options.counters = options_.counters && kept.counters;
   inputs.options.taints = options_.taints && kept.taints;
   {
@@ -36,6 +39,22 @@ std::vector<nlohmann::json> NeuronSliceSource::slices(
     inputs.workloadId = workloadId_;
   }
   return buildSlices(inputs, 0);
+}
+
+bool NeuronSliceSource::coreDevicesHere(const std::map<std::string, std::string>& nodeLabels) {
+  const auto label = nodeLabels.find(contracts::kCoreDevicesLabel);
+  if (label == nodeLabels.end()) return options_.coreDevices;
+  if (label->second == "true") return true;
+  if (label->second == "false") return false;
+  std::lock_guard lock(mutex_);
+  if (std::exchange(saidBadCoreDevicesLabel_, label->second) != label->second) {
+    TORUS_LOG(Warn, Dra,
+              "the Node's core-partition label is neither \"true\" nor \"false\"; "
+              "the configured setting applies",
+              {"label", contracts::kCoreDevicesLabel}, {"value", label->second},
+              {"configured", options_.coreDevices});
+  }
+  return options_.coreDevices;
 }
 
 ChangeNotifier::Subscription NeuronSliceSource::onChange(std::function<void()> notify) {

@@ -1,5 +1,6 @@
 // NeuronSliceSource: the Neuron half of publishing (kubelet/slice_source.h). It builds this
-// node's pool with slice_builder from the current node model, remembers since when each
+// node's pool with slice_builder from the current node model (core partitions as configured,
+// unless the Node's torus.dev/dra-core-devices label says otherwise), remembers since when each
 // unhealthy chip has been so (the taint's timeAdded), carries the UltraServer reservation's
 // workload tag, and calls the publisher back when health, LNC, the devices or the reservation
 // change.
@@ -31,6 +32,9 @@ class NeuronSliceSource final : public SliceSource {
   void setWorkloadId(std::string workloadId);
 
  private:
+  // The configured core-partition setting, or the Node label's when it says "true" or "false".
+  bool coreDevicesHere(const std::map<std::string, std::string>& nodeLabels);
+
   const std::string nodeName_;
   kubelet::NodeView& node_;
   const SliceOptions options_;
@@ -38,6 +42,7 @@ class NeuronSliceSource final : public SliceSource {
   std::mutex mutex_;
   std::map<int, std::string> unhealthySince_;  // (mutex_)
   std::string workloadId_;                     // (mutex_)
+  std::string saidBadCoreDevicesLabel_;        // (mutex_) the last bad label value logged
   ChangeNotifier::Subscription nodeChanged_;   // last: it calls changed_ until it goes
 };
 

@@ -47,6 +47,11 @@ inline constexpr const char* kHealthyDevicesLabel = "torus.dev/healthy-devices";
 // Set by the operator (the chart's dra.nodeLabel default), never by the agent: `dra` puts the
 // node's Neuron devices under the DRA driver instead of the device plugin.
 inline constexpr const char* kNeuronModeLabel = "torus.dev/neuron-mode";
+// Set by the operator, never by the agent: "true" or "false" overrides the DRA driver's
+// core-partition setting (--dra-core-devices) on this node. Partitions cost every claim the
+// scheduler filters there (a core claim rejects the chips first, a chip claim checks counters),
+// so nodes that only run whole-chip jobs schedule faster without them (docs/benchmarks.md).
+inline constexpr const char* kCoreDevicesLabel = "torus.dev/dra-core-devices";
 // AWS's UltraServer labels: <prefix>mode, server-id-2, server-id-4, node-id-2, node-id-4.
 inline constexpr const char* kUltraServerLabelPrefix = "neuron.amazonaws.com/ultraserver-";
 // Kubernetes' well-known label, and its deprecated spelling older nodes still carry.

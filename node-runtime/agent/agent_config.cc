@@ -38,7 +38,9 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   &config->cdiRoot);
   table.addSwitch("dra-core-devices", "TORUS_DRA_CORE_DEVICES", "draCoreDevices",
                   "publish single NeuronCores as partitions of their chip (needs the "
-                  "DRAPartitionableDevices feature; switched off on its own when the API drops it)",
+                  "DRAPartitionableDevices feature; switched off on its own when the API drops "
+                  "it); the Node's label torus.dev/dra-core-devices=true|false overrides it there "
+                  "(read at each resync)",
                   &config->draCoreDevices);
   table.add({"dra-taint-effect", "TORUS_DRA_TAINT_EFFECT", "draTaintEffect", "EFFECT", "NoSchedule",
              "effect of the taint on an unhealthy device: NoSchedule (new claims stay off it), "

@@ -91,8 +91,8 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
 }
 
 bool ownedLabel(const std::string& key) {
-  if (key == contracts::kNeuronModeLabel)
-    return false;  // the operator's choice of device plugin or DRA
+  if (key == contracts::kNeuronModeLabel || key == contracts::kCoreDevicesLabel)
+    return false;  // the operator's choices: device plugin or DRA, core partitions or not
   return startsWith(key, kTorusPrefix) || startsWith(key, kUltraServerLabelPrefix);
 }
 

@@ -74,6 +74,7 @@ TEST(NodeMetadata, WhatTheAgentPublishesIsWhatTheExtenderReads) {
   for (const auto& [key, value] : metadata.labels)
     EXPECT_TRUE(agent::ownedLabel(key)) << key;
   EXPECT_FALSE(agent::ownedLabel(kNeuronModeLabel));
+  EXPECT_FALSE(agent::ownedLabel(kCoreDevicesLabel)) << "the operator's, the agent never drops it";
 
   json labels(metadata.labels);
   labels[kInstanceTypeLabel] = "trn2.48xlarge";  // kubelet's

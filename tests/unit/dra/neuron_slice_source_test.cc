@@ -55,6 +55,31 @@ TEST(NeuronSliceSource, BuildsThePoolForWhatTheApiKeeps) {
   EXPECT_FALSE(noCounters.devices.at("neurondevice1").contains("consumesCounters"));
 }
 
+// Partitions cost every claim the scheduler filters on a node, so an operator can keep them to
+// the nodes that run core claims: the Node's label overrides the configured setting both ways.
+TEST(NeuronSliceSource, TheNodesLabelDecidesWhetherItPublishesCorePartitions) {
+  FakeNode node;
+  NeuronSliceSource byDefault("node-a", node, SliceOptions{});
+  const std::string label = contracts::kCoreDevicesLabel;
+  const Pool off = poolOf(byDefault.slices(KeptFields{}, {{label, "false"}}));
+  EXPECT_FALSE(off.devices.contains("neuroncore5"));
+  EXPECT_EQ(off.devices.size(), 16U);
+  EXPECT_FALSE(off.sharedCounters) << "a trn2 without partitions needs no counters";
+  EXPECT_TRUE(
+      poolOf(byDefault.slices(KeptFields{}, {{label, "true"}})).devices.contains("neuroncore5"));
+  // A value that is neither keeps the configured setting (and is logged once).
+  EXPECT_TRUE(
+      poolOf(byDefault.slices(KeptFields{}, {{label, "no"}})).devices.contains("neuroncore5"));
+
+  NeuronSliceSource configuredOff("node-a", node, SliceOptions{.coreDevices = false});
+  EXPECT_FALSE(poolOf(configuredOff.slices(KeptFields{}, {})).devices.contains("neuroncore5"));
+  EXPECT_TRUE(poolOf(configuredOff.slices(KeptFields{}, {{label, "true"}}))
+                  .devices.contains("neuroncore5"));
+  // Where the API keeps no counters the label cannot bring partitions back.
+  EXPECT_FALSE(poolOf(configuredOff.slices(KeptFields{.counters = false}, {{label, "true"}}))
+                   .devices.contains("neuroncore5"));
+}
+
 TEST(NeuronSliceSource, AnUnhealthyChipIsTaintedSinceFirstSeenOrLeftOutWithoutTaints) {
   FakeNode node;
   NeuronSliceSource source("node-a", node, SliceOptions{});

@@ -32,3 +32,16 @@ check "kubectl patch changes neurondevice5's instanceType" edit_a_slice
 check "... the agent writes it back" eventually 30 instance_type_is trn2.48xlarge
 said_written_back() { agent_log | grep -q "differs from what was published; writing it back"; }
 check "... and says why" said_written_back
+
+CORE_DEVICES_LABEL=torus.dev/dra-core-devices
+echo "== a node labelled $CORE_DEVICES_LABEL=false publishes whole chips only"
+# Partitions cost every claim filtered on the node (docs/benchmarks.md); the operator keeps them
+# to the nodes that run core claims. The agent reads the Node at each resync (60 s).
+chips_only() { pool_devices | checks_py pool-counts 16 0; }
+check "label the node ${CORE_DEVICES_LABEL}=false" \
+  k label node "$NODE_NAME" "$CORE_DEVICES_LABEL=false"
+check "... its pool drops the cores within a resync" eventually 90 chips_only
+check "... the agent never removes the operator's label" \
+  test "$(k get node "$NODE_NAME" -o jsonpath="{.metadata.labels.torus\.dev/dra-core-devices}")" = false
+check "remove the label" k label node "$NODE_NAME" "$CORE_DEVICES_LABEL-"
+check "... the cores are back within a resync" eventually 90 pool_is_complete
