@@ -97,6 +97,17 @@ class ExtenderApiTest : public ::testing::Test {
                          {"Node", node}});
   }
 
+  // Pods "first" and "second", four cores each, bound to trn-a (cores 0-7) and tracked; `first`
+  // and `second` are the pods as the API then holds them, for a test to rewrite their ids as the
+  // node's agent would. Call under ASSERT_NO_FATAL_FAILURE.
+  void scheduleTwoFourCorePodsOnTrnA(json* first, json* second) {
+    ASSERT_EQ(schedule("first", kCores, 4, "trn-a")["Error"], "");
+    ASSERT_EQ(schedule("second", kCores, 4, "trn-a")["Error"], "");
+    ASSERT_TRUE(eventually([&] { return freeCores("trn-a") == "8-63"; }));
+    *first = *api_.get("pods", "ml/first");
+    *second = *api_.get("pods", "ml/second");
+  }
+
   FakeApiServer api_;
   std::unique_ptr<TempDir> dir_;
   std::string kubeconfig_;

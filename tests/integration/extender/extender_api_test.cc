@@ -128,11 +128,8 @@ TEST_F(ExtenderApiTest, DeletingAPodFreesItsCores) {
 // until that one moves too; neither pod may be dropped from the state on the way, nor its cores
 // offered (a pod bound there would fail admission).
 TEST_F(ExtenderApiTest, SwappedHandOffsCorrectedByTheNodeAreBothTracked) {
-  ASSERT_EQ(schedule("first", kCores, 4, "trn-a")["Error"], "");
-  ASSERT_EQ(schedule("second", kCores, 4, "trn-a")["Error"], "");
-  ASSERT_TRUE(eventually([&] { return freeCores("trn-a") == "8-63"; }));
-  json first = *api_.get("pods", "ml/first");
-  json second = *api_.get("pods", "ml/second");
+  json first, second;
+  ASSERT_NO_FATAL_FAILURE(scheduleTwoFourCorePodsOnTrnA(&first, &second));
   const std::string firstIds = first["metadata"]["annotations"]["AWS_NEURON_IDS"];
   const std::string secondIds = second["metadata"]["annotations"]["AWS_NEURON_IDS"];
   ASSERT_NE(firstIds, secondIds);
@@ -163,11 +160,8 @@ TEST_F(ExtenderApiTest, SwappedHandOffsCorrectedByTheNodeAreBothTracked) {
 // when they are: otherwise the ended pod holds its cores until it is deleted, and a pod needing
 // the whole node waits for good (CI: 36 of 200 pods Pending).
 TEST_F(ExtenderApiTest, APodThatEndsWhileWaitingForItsIdsIsNotTrackedWhenTheyFree) {
-  ASSERT_EQ(schedule("first", kCores, 4, "trn-a")["Error"], "");
-  ASSERT_EQ(schedule("second", kCores, 4, "trn-a")["Error"], "");
-  ASSERT_TRUE(eventually([&] { return freeCores("trn-a") == "8-63"; }));
-  json first = *api_.get("pods", "ml/first");
-  json second = *api_.get("pods", "ml/second");
+  json first, second;
+  ASSERT_NO_FATAL_FAILURE(scheduleTwoFourCorePodsOnTrnA(&first, &second));
   first["metadata"]["annotations"]["AWS_NEURON_IDS"] =
       second["metadata"]["annotations"]["AWS_NEURON_IDS"];
   api_.put("pods", first);
