@@ -27,6 +27,15 @@ bool isSocket(const std::string& path) {
   return ::lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
 }
 
+// Which kubelet.sock is at `path`: kubelet deletes and re-creates it on every start, and the new
+// one can get the old one's inode number (ext4 hands a freed inode out again at once), so the
+// change time tells two sockets with the same number apart.
+std::optional<SocketIdentity> socketIdentity(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) return std::nullopt;
+  return SocketIdentity{info.st_dev, info.st_ino, info.st_ctim.tv_sec, info.st_ctim.tv_nsec};
+}
+
 // Whether a process accepts connections on the unix socket at `path` (a stale file refuses).
 bool someoneServes(const std::string& path) {
   if (!isSocket(path)) return false;
@@ -160,25 +169,31 @@ Result<void> DevicePluginManager::restartServers() {
   return okResult();
 }
 
-bool DevicePluginManager::registerAll() {
+std::optional<SocketIdentity> DevicePluginManager::registerAll(std::set<ResourceKind>& registered) {
   const std::string kubelet = options_.pluginDir + "/" + std::string(kKubeletSocket);
-  if (!isSocket(kubelet)) {
+  // Taken before registering: if kubelet restarts meanwhile, the new socket differs from this one
+  // and its creation event registers again.
+  const auto identity = socketIdentity(kubelet);
+  if (!identity) {
     // The directory watch notices kubelet.sock appearing; no need to knock until then.
     TORUS_LOG(Debug, Plugin, "kubelet.sock not present yet", {"path", kubelet});
-    return false;
+    return std::nullopt;
   }
   const auto started = Clock::now();
   for (const ResourceKind kind : options_.resources) {
-    auto registered =
-        registerWithKubelet(kubelet, socketName(kind), kind, options_.registerTimeout);
+    // Kubelet refuses a second registration of a plugin it is still connected to, so a retry
+    // after a partial failure registers only what it has not accepted yet.
+    if (registered.contains(kind)) continue;
+    auto accepted = registerWithKubelet(kubelet, socketName(kind), kind, options_.registerTimeout);
     metrics::processCounters().add(
         metrics::names::kRegistrationsTotal,
-        {{"resource", std::string(resourceName(kind))}, {"result", registered ? "ok" : "error"}});
-    if (!registered) {
+        {{"resource", std::string(resourceName(kind))}, {"result", accepted ? "ok" : "error"}});
+    if (!accepted) {
       TORUS_LOG(Warn, Plugin, "kubelet registration failed", {"resource", resourceName(kind)},
-                {"error", registered.error().message});
-      return false;
+                {"error", accepted.error().message});
+      return std::nullopt;
     }
+    registered.insert(kind);
     TORUS_LOG(Info, Plugin, "registered with kubelet", {"resource", resourceName(kind)},
               {"endpoint", socketName(kind)},
               {"elapsed_ms",
@@ -186,13 +201,18 @@ bool DevicePluginManager::registerAll() {
                    std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started)
                        .count())});
   }
-  return true;
+  return identity;
 }
 
 void DevicePluginManager::watch(std::stop_token stop) {
   UniqueFd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
   int directoryWatch = -1;  // inotify watch of the plugin directory; -1 while it is gone
   bool needRegister = true;
+  // The kinds kubelet accepted since our servers last (re)started, and the kubelet.sock they were
+  // registered through once all were: a creation event for that same socket (the watch can see
+  // kubelet create it after we registered through it) is no restart of kubelet.
+  std::set<ResourceKind> registered;
+  std::optional<SocketIdentity> registeredThrough;
   auto backoff = std::chrono::milliseconds(1000);
   Clock::time_point nextAttempt = Clock::now();
   const auto restart = [&](const char* why) {
@@ -202,6 +222,8 @@ void DevicePluginManager::watch(std::stop_token stop) {
                 {"error", restarted.error().message});
     }
     needRegister = true;
+    registered.clear();
+    registeredThrough.reset();
     backoff = std::chrono::milliseconds(1000);
     nextAttempt = Clock::now();
   };
@@ -221,7 +243,8 @@ void DevicePluginManager::watch(std::stop_token stop) {
       }
     }
     if (needRegister && Clock::now() >= nextAttempt) {
-      if (registerAll()) {
+      registeredThrough = registerAll(registered);
+      if (registeredThrough) {
         needRegister = false;
       } else {
         nextAttempt = Clock::now() + backoff;
@@ -260,7 +283,13 @@ void DevicePluginManager::watch(std::stop_token stop) {
         continue;
       }
       if ((event->mask & (IN_CREATE | IN_MOVED_TO)) != 0 && name == kKubeletSocket) {
-        kubeletRestarted = true;
+        const std::string kubelet = options_.pluginDir + "/" + name;
+        if (registeredThrough && socketIdentity(kubelet) == registeredThrough) {
+          TORUS_LOG(Debug, Plugin, "kubelet.sock event for the socket we registered through",
+                    {"path", kubelet});
+        } else {
+          kubeletRestarted = true;
+        }
       }
       if ((event->mask & IN_DELETE) != 0) {
         for (const ResourceKind kind : options_.resources) {

@@ -6,12 +6,17 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "common/base/result.h"
 #include "common/kubelet/node_view.h"
@@ -38,6 +43,15 @@ struct DevicePluginOptions {
   std::chrono::milliseconds previousAgentWait{30'000};
   // At start, how long kubelet's first pod-resources answer may take before we serve without it.
   std::chrono::milliseconds firstListWait{5'000};
+};
+
+// One kubelet.sock, told apart from a later one at the same path.
+struct SocketIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::int64_t changedSeconds = 0;
+  std::int64_t changedNanoseconds = 0;
+  bool operator==(const SocketIdentity&) const = default;
 };
 
 class DevicePluginManager {
@@ -73,7 +87,9 @@ class DevicePluginManager {
   void waitForPreviousAgent() const;
   void watch(std::stop_token stop);
   Result<void> restartServers();
-  bool registerAll();
+  // Registers the kinds not in `registered` yet (adding each kubelet accepts); the identity of
+  // the kubelet.sock used once every kind is registered, nullopt while one is not.
+  std::optional<SocketIdentity> registerAll(std::set<ResourceKind>& registered);
 
   const DevicePluginOptions options_;
   kubelet::NodeView& node_;
