@@ -42,6 +42,10 @@ leaderElection:
 {{- with .Values.scheduler.percentageOfNodesToScore }}
 percentageOfNodesToScore: {{ . }}
 {{- end }}
+{{- with .Values.scheduler.clientConnection }}
+clientConnection:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
 profiles:
   - schedulerName: {{ $name }}
 extenders:

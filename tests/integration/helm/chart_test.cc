@@ -72,6 +72,9 @@ TEST(HelmChart, LintsStrictlyForEveryVariant) {
   const ProcessResult badEffect = runProcess(
       {TORUS_HELM, "lint", "--strict", kChart, "--set", "dra.taintEffect=PreferNoSchedule"});
   EXPECT_NE(badEffect.exitCode, 0) << "the schema must refuse a node taint's effect for devices";
+  const ProcessResult badClient = runProcess(
+      {TORUS_HELM, "lint", "--strict", kChart, "--set", "scheduler.clientConnection.qbs=150"});
+  EXPECT_NE(badClient.exitCode, 0) << "the schema must refuse a misspelt client setting";
 }
 
 TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
@@ -477,6 +480,17 @@ TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
     if (object["kind"].as<std::string>() == "ConfigMap" && object["data"]["config.yaml"]) {
       const YAML::Node searched = YAML::Load(object["data"]["config.yaml"].as<std::string>());
       EXPECT_EQ(searched["percentageOfNodesToScore"].as<int>(), 100);
+    }
+  }
+  // Its client's rate limit is kube-scheduler's own unless set (DRA clusters raise it).
+  EXPECT_FALSE(config["clientConnection"]);
+  for (const YAML::Node& object :
+       render({"a raised client rate limit",
+               {"scheduler.clientConnection.qps=150", "scheduler.clientConnection.burst=300"}})) {
+    if (object["kind"].as<std::string>() == "ConfigMap" && object["data"]["config.yaml"]) {
+      const YAML::Node raised = YAML::Load(object["data"]["config.yaml"].as<std::string>());
+      EXPECT_EQ(raised["clientConnection"]["qps"].as<int>(), 150);
+      EXPECT_EQ(raised["clientConnection"]["burst"].as<int>(), 300);
     }
   }
 }
