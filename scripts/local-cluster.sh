@@ -37,6 +37,12 @@
 #                         no device-plugin resources, and the ResourceSlices the driver publishes
 #                         for the type (DeviceClasses installed); with --fake-nodes, a mixed cluster
 #   --set key=value       passed to `helm install` (repeatable)
+#   --control-plane-qps=QPS:BURST  the API client rate limit of kube-controller-manager, kube-scheduler
+#                         and neuron-scheduler (default: each one's own, 20:30 and 50:100); DRA
+#                         wants 150:300 (docs/install.md, "Control-plane settings for DRA")
+#   --placers=LIST        also run these placers on Torus's labels, built from their Go modules
+#                         (kueue, lws; e.g. --placers=kueue,lws): their webhooks act only in
+#                         namespaces labelled torus.dev/placers=enabled (docs/gangs.md)
 # Options of every command:
 #   --state-dir=DIR       where state, logs, pids and the kubeconfig live
 #                         (default ~/.cache/torus/local-cluster; tests use a fresh directory)
@@ -70,6 +76,8 @@ FAKE_NODES=""
 DRA_NODES=""
 DRA=0
 HELM_SETS=()
+PLACERS=""
+CONTROL_PLANE_QPS=""
 while [[ $# -gt 0 ]]; do
   # shell NODE COMMAND...: once the command began, every argument is its (but --state-dir).
   if ((${#SHELL_COMMAND[@]})) && [[ "$1" != --state-dir=* ]]; then
@@ -90,8 +98,16 @@ while [[ $# -gt 0 ]]; do
     --dra) DRA=1 ;;
     --set) HELM_SETS+=(--set "$2"); shift ;;
     --set=*) HELM_SETS+=(--set "${1#*=}") ;;
+    --control-plane-qps=*)
+      CONTROL_PLANE_QPS="${1#*=}"
+      [[ "$CONTROL_PLANE_QPS" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] ||
+        { echo "local-cluster: --control-plane-qps takes QPS:BURST (e.g. 150:300), not '$CONTROL_PLANE_QPS'" >&2; exit 2; } ;;
+    --placers=*)
+      PLACERS="${1#*=}"
+      [[ "$PLACERS" =~ ^(kueue|lws)(,(kueue|lws))*$ ]] ||
+        { echo "local-cluster: --placers takes kueue, lws or both (kueue,lws), not '$PLACERS'" >&2; exit 2; } ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *)
       if [[ "$command" == shell ]]; then
         SHELL_COMMAND=("$1")
@@ -139,6 +155,7 @@ HOST_NETNS_PID=$$
 source "$REPO/scripts/cluster/pki.sh"
 source "$REPO/scripts/cluster/config.sh"
 source "$REPO/scripts/cluster/images.sh"
+source "$REPO/scripts/cluster/placers.sh"
 
 kubectl_() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
@@ -189,6 +206,11 @@ start_apiserver() {
 }
 
 start_control_plane() {
+  # --control-plane-qps: the same limit for the controller manager and the cluster's scheduler
+  # (neuron-scheduler gets it through the chart's scheduler.clientConnection).
+  local client_limits=()
+  [[ -z "$CONTROL_PLANE_QPS" ]] ||
+    client_limits=(--kube-api-qps "${CONTROL_PLANE_QPS%:*}" --kube-api-burst "${CONTROL_PLANE_QPS#*:}")
   write_kubeconfig "$STATE/controller-manager.kubeconfig" controller-manager
   write_kubeconfig "$STATE/scheduler.kubeconfig" scheduler
   start_process kube-controller-manager "$K8S_BIN/kube-controller-manager" \
@@ -199,12 +221,14 @@ start_control_plane() {
     --node-monitor-grace-period 20s "${WORKLOAD_GATES[@]}" \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --use-service-account-credentials=true \
-    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key"
+    --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+    "${client_limits[@]}"
   start_process kube-scheduler "$K8S_BIN/kube-scheduler" \
     --kubeconfig "$STATE/scheduler.kubeconfig" \
     --authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
     --authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false
+    --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false \
+    "${client_limits[@]}"
   wait_for kube-controller-manager 60 curl -sfk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
   wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 }
@@ -251,6 +275,7 @@ scheduler:
   extraEnv: $env
   extraArgs: [${WORKLOAD_GATES[0]:-}]
   nodeSelector: {kubernetes.io/hostname: $first_node}
+  clientConnection: {$([[ -z "$CONTROL_PLANE_QPS" ]] || echo "qps: ${CONTROL_PLANE_QPS%:*}, burst: ${CONTROL_PLANE_QPS#*:}")}
   image:
     repository: $SCHEDULER_IMAGE_REPO
     tag: $K8S_VERSION
@@ -383,6 +408,7 @@ up() {
     log "Torus installed"
   fi
   [[ -z "$FAKE_NODES$DRA_NODES" ]] || add_fake_nodes
+  [[ -z "$PLACERS" ]] || start_placers "$PLACERS"
   log "cluster up in $((SECONDS - started)) s"
   echo "export KUBECONFIG=$KUBECONFIG_FILE"
   if ((INSTALL_TORUS)) && [[ -x "$REPO/build/bin/kubectl-neuron" ]]; then
@@ -489,6 +515,6 @@ case "$command" in
   down) down ;;
   status) status ;;
   shell) node_shell ;;
-  -h | --help | "") sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  -h | --help | "") sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
   *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart, stop, start, shell)" >&2; exit 2 ;;
 esac

@@ -8,3 +8,5 @@
 # containerd 2 writes OCI runtime specs newer than Debian bookworm's runc (1.1) understands.
 : "${RUNC_VERSION:=v1.5.2}"
 : "${TORUS_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/torus}"
+: "${KUEUE_VERSION:=v0.17.0}"
+: "${LWS_VERSION:=v0.7.0}"
