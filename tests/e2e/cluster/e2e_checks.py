@@ -12,7 +12,7 @@ import os
 import sys
 
 from checks import CheckFailed, require
-from checks import cluster, dra, ids, metrics, pods, ultraserver
+from checks import cluster, dra, ids, metrics, placers, pods, ultraserver
 
 
 def _load(path):
@@ -146,6 +146,15 @@ COMMANDS = {
     "pod-on-node": ("NODE (pods on stdin)", lambda a: ultraserver.pod_on_node(_stdin_json(), a[0])),
     "running-pods": ("(pods on stdin; prints uid@node of each Running one)",
                      lambda a: ultraserver.running_pods(_stdin_json())),
+    # ---- the ecosystem's placers (Kueue, LeaderWorkerSet) ----
+    "running-one-on-each": ("NODE... (pods on stdin)",
+                            lambda a: placers.running_one_on_each(_stdin_json(), a)),
+    "running-within": ("COUNT NODE... (pods on stdin)",
+                       lambda a: placers.running_within(_stdin_json(), a[1:], int(a[0]))),
+    "kueue-waiting-reason": ("JOB WANTED (workloads on stdin; prints the message)",
+                             lambda a: placers.kueue_waiting_reason(_stdin_json(), a[0], a[1])),
+    "unschedulable-by": ("POD_PREFIX WANTED (pods on stdin)",
+                         lambda a: placers.unschedulable_by(_stdin_json(), a[0], a[1])),
 }
 
 

@@ -6,7 +6,8 @@
 # production values. Checked: each node is seen as its own (devices, UltraServer place, address:
 # logs, exec and top), the agent's pod is the production one (args, mounts, capabilities:
 # rendered and diffed) and a write production forbids fails, pods land where they are sent, gangs
-# start whole on one UltraServer or not at all (holding nothing meanwhile), an
+# start whole on one UltraServer or not at all (holding nothing meanwhile), Kueue and
+# LeaderWorkerSet place jobs and groups on Torus's UltraServer label (--placers=kueue,lws), an
 # AllReduce runs between pods on the UltraServer's four nodes over libfabric tcp and a dead rank
 # stops the others, a chip whose reset fails holds its pod back until a reset succeeds, and one
 # node's loss leaves the others' pods alone and heals when it returns.
@@ -24,7 +25,7 @@ source "$REPO/tests/e2e/cluster/lib.sh"
 cluster_test_setup torus-multinode "${1:-}"
 
 cluster_up_for_test "five real nodes: an UltraServer of four trn2u and a trn2" \
-  --nodes=trn2u.48xlarge:4@us0,trn2.48xlarge:1
+  --nodes=trn2u.48xlarge:4@us0,trn2.48xlarge:1 --placers=kueue,lws
 ULTRASERVER=(0 1 2 3)  # indices of the UltraServer's nodes in names; the trn2 is index 4
 TRN2=4
 neuron_cli() { "$REPO/build/bin/kubectl-neuron" "$@"; }
@@ -39,7 +40,7 @@ pinned_pod() {
     sed "s|^spec:|spec:\n  nodeSelector: {kubernetes.io/hostname: $node}|"
 }
 
-for case in every_node production_agent placement allreduce reset_failure node_lost; do
+for case in every_node production_agent placement placers allreduce reset_failure node_lost; do
   source "$REPO/tests/e2e/cluster/cases/multinode/$case.sh"
 done
 
