@@ -26,6 +26,9 @@
 # DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected. The
 # DRA pods' claims (made from the template by the controller manager) exist before the scheduler
 # resumes, as the pods themselves do: creating either is not measured.
+# For the three 4-chip runs it also prints each component's CPU seconds while the pods were being
+# scheduled (API server, etcd, controller manager, both schedulers, the extender, kwok): on a
+# small machine they share the CPUs, and the DRA path costs some of them work the others do not.
 # Needs root; stops everything it started. Prints a table and the ratios, and draws them as
 # $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
@@ -113,7 +116,30 @@ profile_scheduler() {
     echo "no profile: kube-scheduler's /debug/pprof did not answer" >&2
 }
 
-# measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second".
+# cpu_ticks: "component ticks" for each control-plane process and the two schedulers' helpers, the
+# CPU time (user + system, in clock ticks) each has used so far (/proc/PID/stat fields 14-15).
+cpu_ticks() {
+  local name pid
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+    pid="$(cat "$STATE_DIR/pids/$name.pid" 2> /dev/null)" || continue
+    echo "$name $(awk '{print $14 + $15}' "/proc/$pid/stat" 2> /dev/null || echo 0)"
+  done
+  pid="$(scheduler_pid neuron-scheduler)"
+  [[ -n "$pid" ]] && echo "neuron-scheduler $(awk '{print $14 + $15}' "/proc/$pid/stat")"
+  pid="$(pgrep -f '^/usr/local/bin/neuron-scheduler-extender' | head -1)"
+  [[ -n "$pid" ]] && echo "extender $(awk '{print $14 + $15}' "/proc/$pid/stat")"
+  return 0
+}
+
+# cpu_spent BEFORE_FILE: "component seconds" of CPU each used since BEFORE_FILE was written.
+cpu_spent() {
+  local hz
+  hz="$(getconf CLK_TCK)"
+  join <(sort "$1") <(cpu_ticks | sort) | awk -v hz="$hz" '{printf "%s %.1f\n", $1, ($3 - $2) / hz}'
+}
+
+# measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second", and writes the CPU
+# each component used while the pods were being scheduled to $STATE_DIR/cpu-NAMESPACE.
 measure() {
   local scheduler="$1" namespace="$2" kind="${3:-mixed}" pid
   pid="$(scheduler_pid "$scheduler")"
@@ -139,6 +165,7 @@ YAML
   kill -STOP "$pid"
   pods "$namespace" "$scheduler" "$PODS" "$kind" | k create -f - > /dev/null
   [[ "$kind" == dra4 ]] && wait_for_claims "$namespace"
+  cpu_ticks > "$STATE_DIR/cpu-before-$namespace"
   kill -CONT "$pid"
   [[ "$kind" == dra4 && -n "${DRA_PROFILE:-}" ]] && profile_scheduler "$DRA_PROFILE" > /dev/null &
   local deadline=$((SECONDS + 900)) bound=0
@@ -148,6 +175,7 @@ YAML
     sleep 2
   done
   ((bound >= PODS)) || echo "only $bound of $PODS pods bound by $scheduler" >&2
+  cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
   k get pods -n "$namespace" -o json | python3 -c '
 import datetime, json, sys
 times = []
@@ -278,6 +306,28 @@ else
   python3 -c "print(f'DRA / extender: {$dra_rate / $e4_rate:.2f}x (target >= 0.5x, 100 % valid); DRA / counting: {$dra_rate / $d4_rate:.2f}x')"
 fi
 echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs"
+
+# Where the machine's time went in the three 4-chip runs: each component's CPU seconds from the
+# scheduler's resume until every pod was bound (the run's wall time is the span above, plus the
+# polling's last 2 s at most).
+echo
+echo "CPU SECONDS WHILE 4-CHIP PODS WERE SCHEDULED (per component)"
+python3 - "$STATE_DIR" <<'PY'
+import os, sys
+state = sys.argv[1]
+runs = [("counting", "bench-default-4"), ("extender", "bench-extender-4"), ("DRA", "bench-dra")]
+spent, names = {}, []
+for label, namespace in runs:
+    path = os.path.join(state, "cpu-" + namespace)
+    if not os.path.exists(path):
+        continue
+    spent[label] = dict(line.split() for line in open(path) if line.strip())
+    names += [n for n in spent[label] if n not in names]
+print(f"{'component':<26}" + "".join(f"{label:>12}" for label in spent))
+for name in names:
+    print(f"{name:<26}" + "".join(f"{spent[label].get(name, '-'):>12}" for label in spent))
+print(f"{'all':<26}" + "".join(f"{sum(float(v) for v in spent[label].values()):>12.1f}" for label in spent))
+PY
 
 plot_dir="${PLOT_DIR:-$REPO/build/bench-plots}"
 mkdir -p "$plot_dir"
