@@ -74,55 +74,59 @@ PY
     die "$name: cannot install its webhook configurations"
 }
 
+# write_placer_config NAME API_VERSION [MORE_YAML]: NAME's CRDs installed, its serving certificate
+# in DIR/certs and DIR/config.yaml (DIR=$STATE/placers/NAME) with the controller-runtime settings
+# both placers share (health, metrics and webhook on 127.0.0.1, free ports; no leader election;
+# certificates from here, not made by the placer), then MORE_YAML. Sets PLACER_DIR, PLACER_OUT,
+# PLACER_HEALTH_PORT and PLACER_WEBHOOK_PORT for start_placer_process.
+write_placer_config() {
+  local name="$1" api_version="$2" more="${3:-}" version_var
+  version_var="${name^^}_VERSION"
+  PLACER_OUT="$TORUS_CACHE/$name-${!version_var}" PLACER_DIR="$STATE/placers/$name"
+  PLACER_HEALTH_PORT="$(free_port)" PLACER_WEBHOOK_PORT="$(free_port)"
+  install_placer_crds "$name" "$PLACER_OUT/config"
+  serving_certs_in "$PLACER_DIR/certs" "$name"
+  cat > "$PLACER_DIR/config.yaml" <<YAML
+apiVersion: $api_version
+kind: Configuration
+health: {healthProbeBindAddress: "127.0.0.1:$PLACER_HEALTH_PORT"}
+metrics: {bindAddress: "127.0.0.1:$(free_port)"}
+webhook: {host: 127.0.0.1, port: $PLACER_WEBHOOK_PORT, certDir: "$PLACER_DIR/certs"}
+leaderElection: {leaderElect: false}
+internalCertManagement: {enable: false}
+$more
+YAML
+}
+
+# start_placer_process NAME COMMAND...: COMMAND started as NAME, waited for until ready, then
+# NAME's webhooks installed (only then, so no request reaches a webhook that does not serve yet).
+start_placer_process() {
+  local name="$1"
+  shift
+  start_process "$name" "$@"
+  wait_for "$name" 120 curl -sf "http://127.0.0.1:$PLACER_HEALTH_PORT/readyz"
+  install_placer_webhooks "$name" "$PLACER_OUT/config/manifests.yaml" "$PLACER_WEBHOOK_PORT"
+}
+
 # Kueue reads its metrics server's certificate from the fixed path /etc/kueue/metrics/certs when
 # it does not make its own. It runs in a mount namespace of its own, where /etc is the host's with
 # that one folder added (a read-only overlay): the host's /etc is never written.
 start_kueue() {
-  local out="$TORUS_CACHE/kueue-$KUEUE_VERSION" dir="$STATE/placers/kueue"
-  local webhook_port health_port metrics_port
-  webhook_port="$(free_port)" health_port="$(free_port)" metrics_port="$(free_port)"
-  install_placer_crds kueue "$out/config"
-  serving_certs_in "$dir/certs" kueue
-  serving_certs_in "$dir/etc/kueue/metrics/certs" kueue
-  cat > "$dir/config.yaml" <<YAML
-apiVersion: config.kueue.x-k8s.io/v1beta2
-kind: Configuration
-health: {healthProbeBindAddress: "127.0.0.1:$health_port"}
-metrics: {bindAddress: "127.0.0.1:$metrics_port"}
-webhook: {host: 127.0.0.1, port: $webhook_port, certDir: "$dir/certs"}
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-manageJobsWithoutQueueName: false
+  write_placer_config kueue config.kueue.x-k8s.io/v1beta2 "manageJobsWithoutQueueName: false
 integrations:
-  frameworks: [batch/job]
-YAML
+  frameworks: [batch/job]"
+  serving_certs_in "$PLACER_DIR/etc/kueue/metrics/certs" kueue
   # VisibilityOnDemand serves an aggregated API through a Service; nothing here routes to it.
-  start_process kueue unshare --mount --propagation private sh -c \
-    'mount -t overlay overlay -o "lowerdir=$1:/etc" /etc && shift && exec "$@"' sh "$dir/etc" \
-    env KUBECONFIG="$KUBECONFIG_FILE" "$out/bin/kueue" --config "$dir/config.yaml" \
-    --feature-gates=VisibilityOnDemand=false
-  wait_for kueue 120 curl -sf "http://127.0.0.1:$health_port/readyz"
-  install_placer_webhooks kueue "$out/config/manifests.yaml" "$webhook_port"
+  start_placer_process kueue unshare --mount --propagation private sh -c \
+    'mount -t overlay overlay -o "lowerdir=$1:/etc" /etc && shift && exec "$@"' sh \
+    "$PLACER_DIR/etc" env KUBECONFIG="$KUBECONFIG_FILE" "$PLACER_OUT/bin/kueue" \
+    --config "$PLACER_DIR/config.yaml" --feature-gates=VisibilityOnDemand=false
 }
 
 start_lws() {
-  local out="$TORUS_CACHE/lws-$LWS_VERSION" dir="$STATE/placers/lws"
-  local webhook_port health_port metrics_port
-  webhook_port="$(free_port)" health_port="$(free_port)" metrics_port="$(free_port)"
-  install_placer_crds lws "$out/config"
-  serving_certs_in "$dir/certs" lws
-  cat > "$dir/config.yaml" <<YAML
-apiVersion: config.lws.x-k8s.io/v1alpha1
-kind: Configuration
-health: {healthProbeBindAddress: "127.0.0.1:$health_port"}
-metrics: {bindAddress: "127.0.0.1:$metrics_port"}
-webhook: {host: 127.0.0.1, port: $webhook_port, certDir: "$dir/certs"}
-leaderElection: {leaderElect: false}
-internalCertManagement: {enable: false}
-YAML
-  start_process lws env KUBECONFIG="$KUBECONFIG_FILE" "$out/bin/lws" --config "$dir/config.yaml"
-  wait_for lws 120 curl -sf "http://127.0.0.1:$health_port/readyz"
-  install_placer_webhooks lws "$out/config/manifests.yaml" "$webhook_port"
+  write_placer_config lws config.lws.x-k8s.io/v1alpha1
+  start_placer_process lws env KUBECONFIG="$KUBECONFIG_FILE" "$PLACER_OUT/bin/lws" \
+    --config "$PLACER_DIR/config.yaml"
 }
 
 # start_placers LIST: each placer of the comma-separated LIST (kueue, lws), built once.
