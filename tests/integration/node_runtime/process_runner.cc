@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,8 +27,12 @@ TempDir makeDir() {
 
 pid_t spawn(const std::vector<std::string>& args, const std::string& outPath,
             const std::string& errPath) {
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
+  // A test killed by a signal (a timeout, ^C) runs no destructor: the child must not outlive it
+  // and hold its ports and directories. The parent may already be gone before prctl takes effect.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
   const int out = ::open(outPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = ::open(errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int in = ::open("/dev/null", O_RDONLY);
