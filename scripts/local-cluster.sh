@@ -40,6 +40,8 @@
 #   --control-plane-qps=QPS:BURST  the API client rate limit of kube-controller-manager, kube-scheduler
 #                         and neuron-scheduler (default: each one's own, 20:30 and 50:100); DRA
 #                         wants 150:300 (docs/install.md, "Control-plane settings for DRA")
+#   --scheduler-feature-gates=G=true,...  feature gates for the cluster's kube-scheduler (the DRA
+#                         path's scheduler), e.g. SchedulerPreQueueingHints=true
 #   --placers=LIST        also run these placers on Torus's labels, built from their Go modules
 #                         (kueue, lws; e.g. --placers=kueue,lws): their webhooks act only in
 #                         namespaces labelled torus.dev/placers=enabled (docs/gangs.md)
@@ -54,6 +56,8 @@
 # Kubernetes (about 10 minutes on 2 cores) and the image (about 10 more); later runs use the cache.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
+# The comment block at the top of this file, without its '#'.
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 source "$REPO/scripts/cluster/versions.sh"
 source "$REPO/scripts/cluster/processes.sh"
 source "$REPO/scripts/cluster/nodes.sh"
@@ -78,6 +82,7 @@ DRA=0
 HELM_SETS=()
 PLACERS=""
 CONTROL_PLANE_QPS=""
+SCHEDULER_GATES=""
 while [[ $# -gt 0 ]]; do
   # shell NODE COMMAND...: once the command began, every argument is its (but --state-dir).
   if ((${#SHELL_COMMAND[@]})) && [[ "$1" != --state-dir=* ]]; then
@@ -102,12 +107,16 @@ while [[ $# -gt 0 ]]; do
       CONTROL_PLANE_QPS="${1#*=}"
       [[ "$CONTROL_PLANE_QPS" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] ||
         { echo "local-cluster: --control-plane-qps takes QPS:BURST (e.g. 150:300), not '$CONTROL_PLANE_QPS'" >&2; exit 2; } ;;
+    --scheduler-feature-gates=*)
+      SCHEDULER_GATES="${1#*=}"
+      [[ "$SCHEDULER_GATES" =~ ^[A-Za-z0-9]+=(true|false)(,[A-Za-z0-9]+=(true|false))*$ ]] ||
+        { echo "local-cluster: --scheduler-feature-gates takes Name=true|false,... (e.g. SchedulerPreQueueingHints=true), not '$SCHEDULER_GATES'" >&2; exit 2; } ;;
     --placers=*)
       PLACERS="${1#*=}"
       [[ "$PLACERS" =~ ^(kueue|lws)(,(kueue|lws))*$ ]] ||
         { echo "local-cluster: --placers takes kueue, lws or both (kueue,lws), not '$PLACERS'" >&2; exit 2; } ;;
     --state-dir=*) STATE="${1#*=}" ;;
-    -h | --help) sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) usage; exit 0 ;;
     *)
       if [[ "$command" == shell ]]; then
         SHELL_COMMAND=("$1")
@@ -228,7 +237,7 @@ start_control_plane() {
     --authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
     --authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --leader-elect=false \
-    "${client_limits[@]}"
+    "${client_limits[@]}" ${SCHEDULER_GATES:+--feature-gates="$SCHEDULER_GATES"}
   wait_for kube-controller-manager 60 curl -sfk "https://127.0.0.1:$CONTROLLER_MANAGER_PORT/healthz"
   wait_for kube-scheduler 60 curl -sfk "https://127.0.0.1:$SCHEDULER_PORT/healthz"
 }
@@ -515,6 +524,6 @@ case "$command" in
   down) down ;;
   status) status ;;
   shell) node_shell ;;
-  -h | --help | "") sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'; [[ -n "$command" ]] ;;
+  -h | --help | "") usage; [[ -n "$command" ]] ;;
   *) echo "local-cluster: unknown command '$command' (up, down, status, image, restart, stop, start, shell)" >&2; exit 2 ;;
 esac
