@@ -40,6 +40,9 @@
 #   --control-plane-qps=QPS:BURST  the API client rate limit of kube-controller-manager, kube-scheduler
 #                         and neuron-scheduler (default: each one's own, 20:30 and 50:100); DRA
 #                         wants 150:300 (docs/install.md, "Control-plane settings for DRA")
+#   --node-monitor-grace-period=DUR  how long a node may miss heartbeats before the controller
+#                         manager marks it NotReady (default 20s, so node-loss tests run quickly;
+#                         upstream's default is 50s, which benchmarks with many kwok nodes want)
 #   --scheduler-feature-gates=G=true,...  feature gates for the cluster's kube-scheduler (the DRA
 #                         path's scheduler), e.g. SchedulerPreQueueingHints=true
 #   --placers=LIST        also run these placers on Torus's labels, built from their Go modules
@@ -83,6 +86,7 @@ HELM_SETS=()
 PLACERS=""
 CONTROL_PLANE_QPS=""
 SCHEDULER_GATES=""
+NODE_MONITOR_GRACE=20s
 while [[ $# -gt 0 ]]; do
   # shell NODE COMMAND...: once the command began, every argument is its (but --state-dir).
   if ((${#SHELL_COMMAND[@]})) && [[ "$1" != --state-dir=* ]]; then
@@ -107,6 +111,10 @@ while [[ $# -gt 0 ]]; do
       CONTROL_PLANE_QPS="${1#*=}"
       [[ "$CONTROL_PLANE_QPS" =~ ^[1-9][0-9]*:[1-9][0-9]*$ ]] ||
         { echo "local-cluster: --control-plane-qps takes QPS:BURST (e.g. 150:300), not '$CONTROL_PLANE_QPS'" >&2; exit 2; } ;;
+    --node-monitor-grace-period=*)
+      NODE_MONITOR_GRACE="${1#*=}"
+      [[ "$NODE_MONITOR_GRACE" =~ ^[1-9][0-9]*(s|m)$ ]] ||
+        { echo "local-cluster: --node-monitor-grace-period takes a duration such as 50s or 2m, not '$NODE_MONITOR_GRACE'" >&2; exit 2; } ;;
     --scheduler-feature-gates=*)
       SCHEDULER_GATES="${1#*=}"
       [[ "$SCHEDULER_GATES" =~ ^[A-Za-z0-9]+=(true|false)(,[A-Za-z0-9]+=(true|false))*$ ]] ||
@@ -227,7 +235,7 @@ start_control_plane() {
     --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
     --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" --leader-elect=false \
-    --node-monitor-grace-period 20s "${WORKLOAD_GATES[@]}" \
+    --node-monitor-grace-period "$NODE_MONITOR_GRACE" "${WORKLOAD_GATES[@]}" \
     --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
     --use-service-account-credentials=true \
     --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
@@ -318,6 +326,10 @@ add_fake_nodes() {
   local manifest="$STATE/fake-nodes.json"
   python3 "$REPO/scripts/cluster/fake-nodes.py" "$neuron_ls" --fake-nodes="$FAKE_NODES" \
     --dra-nodes="$DRA_NODES" > "$manifest" || die "cannot make the fake nodes"
+  local count
+  count="$(python3 -c '
+import json, sys
+print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items"]))' "$manifest")"
   # kwok's own stages, from its module: nodes become Ready and renew their leases, pods run,
   # complete and go when deleted.
   local stages
@@ -329,14 +341,28 @@ add_fake_nodes() {
     [[ -f "$stages/$stage.yaml" ]] || die "kwok stage $stages/$stage.yaml is missing"
     configs+=(--config "$stages/$stage.yaml")
   done
+  # Each fake node renews a Lease, as a kubelet does: every 10 s, a quarter of its 40 s duration.
+  # kwok renews none unless its configuration says so (which then needs every parallelism it
+  # would otherwise default); the heartbeat stage above then updates a
+  # node's status only every 10-20 minutes, and the controller manager marks healthy nodes
+  # NotReady, taints them and marks their pods NotReady (thousands of writes a run that real nodes
+  # do not cause). A thousand nodes make about 100 renewals a second: one in flight per 16 nodes.
+  local parallelism=$((count / 16 + 4))
+  cat > "$STATE/kwok-config.yaml" <<YAML
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodeLeaseDurationSeconds: 40
+  nodeLeaseParallelism: $parallelism
+  nodePlayStageParallelism: 4
+  podPlayStageParallelism: 4
+  podsOnNodeSyncParallelism: 1
+YAML
+  configs+=(--config "$STATE/kwok-config.yaml")
   start_process kwok "$TORUS_CACHE/kwok-$KWOK_VERSION/bin/kwok" --kubeconfig "$KUBECONFIG_FILE" \
     "${configs[@]}" --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --cidr=10.89.0.0/16 --node-ip=127.0.0.1
-  local count
-  count="$(python3 -c '
-import json, sys
-print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items"]))' "$manifest")"
   log "creating $count fake nodes (${FAKE_NODES:+device plugin: $FAKE_NODES }${DRA_NODES:+DRA: $DRA_NODES})"
   kubectl_ create -f "$manifest" > /dev/null
   local deadline=$((SECONDS + 300)) ready=0
