@@ -4,12 +4,20 @@
 # that carry what the node agent publishes.
 #
 #   tests/bench/scheduling_throughput.sh [NODES] [PODS]    (defaults: 1000 trn2 + 200 inf2, 2000)
-#   DRA_CORE_DEVICES=false ...   the DRA slices carry whole chips only (no core partitions)
-#   DRA_ONLY=1 ...               only the DRA run (the others print as 0)
-#   DRA_PROFILE=FILE ...         a 30 s CPU profile of kube-scheduler during the DRA run
+#   RUNS=extender,dra ...        only these runs, in the usual order (default: all of them):
+#                                counting, extender (mixed sizes); counting4, extender4, dra,
+#                                dra-whole (4 connected chips; dra on slices with core partitions,
+#                                dra-whole on slices with whole chips only). Ratios print when
+#                                both their runs ran.
+#   DRA_PROFILE=FILE ...         a 30 s CPU profile of kube-scheduler during the dra run
 #   CONTROL_PLANE_QPS=150:300 ...  the control plane's client limits as docs/install.md recommends
 #                                for DRA (local-cluster.sh --control-plane-qps); default: each
 #                                component's own
+#   SCHEDULER_GATES=G=true,...   feature gates for kube-scheduler, which runs counting and DRA
+#                                (local-cluster.sh --scheduler-feature-gates)
+#   NODE_MONITOR_GRACE=50s ...   the controller manager's node-monitor grace period (default 50s,
+#                                upstream's; the local cluster's own 20s is for node-loss tests)
+#   (DRA_ONLY=1, with DRA_CORE_DEVICES=false or not, is RUNS=dra-whole or RUNS=dra.)
 #
 # NODES is local-cluster.sh's --fake-nodes form (trn2.48xlarge:1000,inf2.48xlarge:200). For each
 # scheduler, the pods (mixed sizes: 1, 2, 4, 8, 16 cores and 1, 4 devices) are created while that
@@ -26,24 +34,42 @@
 # DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected. The
 # DRA pods' claims (made from the template by the controller manager) exist before the scheduler
 # resumes, as the pods themselves do: creating either is not measured.
-# For the three 4-chip runs it also prints each component's CPU seconds while the pods were being
+# For the 4-chip runs it also prints each component's CPU seconds while the pods were being
 # scheduled (API server, etcd, controller manager, both schedulers, the extender, kwok): on a
 # small machine they share the CPUs, and the DRA path costs some of them work the others do not.
+# For every run it prints where the API server held requests: the mean time each API Priority and
+# Fairness level kept requests queued, and the server's mean time per Binding and per pod write.
+# The cluster runs with upstream's node-monitor grace period: on a small machine kwok heartbeats
+# for a thousand nodes can fall further behind than the local cluster's 20 s, and the controller
+# manager then marks nodes NotReady, taints them and marks their pods NotReady, thousands of
+# writes per run that a real node's own heartbeat would not cause.
 # Needs root; stops everything it started. Prints a table and the ratios, and draws them as
 # $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 NODES="${1:-trn2.48xlarge:1000,inf2.48xlarge:200}"
 PODS="${2:-2000}"
+ALL_RUNS=counting,extender,counting4,extender4,dra,dra-whole
+if [[ "${DRA_ONLY:-0}" == 1 ]]; then
+  RUNS="$([[ "${DRA_CORE_DEVICES:-true}" == false ]] && echo dra-whole || echo dra)"
+fi
+RUNS="${RUNS:-$ALL_RUNS}"
+for run in ${RUNS//,/ }; do
+  [[ ",$ALL_RUNS," == *",$run,"* ]] ||
+    { echo "scheduling_throughput: RUNS takes some of $ALL_RUNS, not '$run'" >&2; exit 2; }
+done
+wants() { [[ ",$RUNS," == *",$1,"* ]]; }
 STATE_DIR="$(mktemp -d /tmp/torus-bench-XXXXXX)"
 cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
 trap 'cluster down > /dev/null 2>&1 || true; rm -f "$STATE_DIR.up.log"' EXIT
 
 cmake --build "$REPO/build" --target neuron-ls kubectl-neuron > /dev/null
-echo "== local cluster with Torus and fake nodes ($NODES; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults})"
+echo "== local cluster with Torus and fake nodes ($NODES; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-50s}; runs: $RUNS)"
 # dra.enabled installs the DeviceClasses; no node carries the DRA label, so no agent changes.
 if ! cluster up --fake-nodes="$NODES" --set dra.enabled=true \
-  ${CONTROL_PLANE_QPS:+--control-plane-qps="$CONTROL_PLANE_QPS"} > "$STATE_DIR.up.log" 2>&1; then
+  ${CONTROL_PLANE_QPS:+--control-plane-qps="$CONTROL_PLANE_QPS"} \
+  ${SCHEDULER_GATES:+--scheduler-feature-gates="$SCHEDULER_GATES"} \
+  --node-monitor-grace-period="${NODE_MONITOR_GRACE:-50s}" > "$STATE_DIR.up.log" 2>&1; then
   tail -n 30 "$STATE_DIR.up.log"
   exit 1
 fi
@@ -138,6 +164,45 @@ cpu_spent() {
   join <(sort "$1") <(cpu_ticks | sort) | awk -v hz="$hz" '{printf "%s %.1f\n", $1, ($3 - $2) / hz}'
 }
 
+# api_metrics: the API server's counters this benchmark reads, in Prometheus text form: how long
+# API Priority and Fairness kept requests queued (per priority level), and how long it served
+# pod writes (per verb and subresource).
+api_metrics() {
+  curl -sf --cacert "$STATE_DIR/pki/ca.crt" --cert "$STATE_DIR/pki/admin.crt" \
+    --key "$STATE_DIR/pki/admin.key" "https://$APISERVER_HOST:$APISERVER_PORT/metrics" |
+    grep -E '^apiserver_flowcontrol_request_wait_duration_seconds_(sum|count)|^apiserver_request_duration_seconds_(sum|count)\{[^}]*resource="pods"' || true
+}
+
+# api_waits BEFORE AFTER: from two api_metrics snapshots, "name requests mean_ms" lines: each
+# priority level's queued requests and mean wait, and the mean time the server took per pod write.
+api_waits() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+def read(path):
+    totals = {}
+    for line in open(path):
+        m = re.match(r'(\w+)_(sum|count)\{(.*)\} (\S+)$', line.strip())
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m[3]))
+        if m[1] == "apiserver_flowcontrol_request_wait_duration_seconds":
+            name = "queued at " + labels["priority_level"]
+        elif labels.get("verb") in ("POST", "PATCH", "PUT") and labels.get("resource") == "pods":
+            name = "served " + labels["verb"] + " pods" + ("/" + labels["subresource"] if labels.get("subresource") else "")
+        else:
+            continue
+        pair = totals.setdefault(name, [0.0, 0.0])
+        pair[0 if m[2] == "sum" else 1] += float(m[4])
+    return totals
+before, after = read(sys.argv[1]), read(sys.argv[2])
+for name in sorted(after):
+    seconds = after[name][0] - before.get(name, [0, 0])[0]
+    count = after[name][1] - before.get(name, [0, 0])[1]
+    if count >= 1:
+        print(name.replace(" ", "_"), int(count), f"{1000 * seconds / count:.1f}")
+PY
+}
+
 # measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second", and writes the CPU
 # each component used while the pods were being scheduled to $STATE_DIR/cpu-NAMESPACE.
 measure() {
@@ -166,8 +231,9 @@ YAML
   pods "$namespace" "$scheduler" "$PODS" "$kind" | k create -f - > /dev/null
   [[ "$kind" == dra4 ]] && wait_for_claims "$namespace"
   cpu_ticks > "$STATE_DIR/cpu-before-$namespace"
+  api_metrics > "$STATE_DIR/api-before-$namespace"
   kill -CONT "$pid"
-  [[ "$kind" == dra4 && -n "${DRA_PROFILE:-}" ]] && profile_scheduler "$DRA_PROFILE" > /dev/null &
+  [[ "$namespace" == bench-dra && -n "${DRA_PROFILE:-}" ]] && profile_scheduler "$DRA_PROFILE" > /dev/null &
   local deadline=$((SECONDS + 900)) bound=0
   while ((SECONDS < deadline)); do
     bound="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)"
@@ -176,6 +242,8 @@ YAML
   done
   ((bound >= PODS)) || echo "only $bound of $PODS pods bound by $scheduler" >&2
   cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
+  api_metrics > "$STATE_DIR/api-after-$namespace"
+  api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
   k get pods -n "$namespace" -o json | python3 -c '
 import datetime, json, sys
 times = []
@@ -231,11 +299,14 @@ print(valid, len(pods))
 PY
 }
 
-# The pool the driver would publish, for every fake trn2 node (its own code, by neuron-ls).
+# publish_fake_slices CORE_DEVICES: the pool the driver would publish, for every fake trn2 node
+# (its own code, by neuron-ls), with core partitions (true) or whole chips only (false), in place
+# of any the nodes had.
 publish_fake_slices() {
   local template
+  k delete resourceslices --field-selector spec.driver=neuron.aws.com > /dev/null
   template="$("$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --resource-slices=FAKE-NODE-NAME \
-    --dra-core-devices="${DRA_CORE_DEVICES:-true}")"
+    --dra-core-devices="$1")"
   k get nodes -l type=kwok,node.kubernetes.io/instance-type=trn2.48xlarge \
     -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' |
     python3 -c '
@@ -249,21 +320,34 @@ print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$templ
   k get resourceslices --no-headers | wc -l
 }
 
-# Each run starts on empty nodes: the runs share the fake nodes' capacity.
+# record RUN SCHEDULER NAMESPACE KIND [extender|dra]: measures one run (KIND as for pods()) and
+# keeps its pods, span and pods/s under RUN; with a check mode, also how many placements are valid.
+declare -A run_rate=() run_pods=() run_seconds=() run_valid=()
+record() {
+  local run="$1" scheduler="$2" namespace="$3" kind="$4" check="${5:-}" pods span pods_per_second
+  read -r pods span pods_per_second < <(measure "$scheduler" "$namespace" "$kind")
+  run_rate[$run]="$pods_per_second" run_pods[$run]="$pods" run_seconds[$run]="$span"
+  run_valid[$run]="-"
+  if [[ -n "$check" ]]; then
+    local valid total
+    read -r valid total < <(valid_share "$namespace" "$check")
+    run_valid[$run]="$valid/$total"
+  fi
+}
+# Each run starts on empty nodes, as the runs share the fake nodes' capacity.
 clear_run() { k delete namespace "$1" --wait=true --timeout=600s > /dev/null; }
 
-default_pods=0 default_seconds=0 default_rate=1 ext_pods=0 ext_seconds=0 ext_rate=1 valid=0 total=0
-d4_pods=0 d4_seconds=0 d4_rate=1 e4_pods=0 e4_seconds=0 e4_rate=1 e4_valid=0 e4_total=0
 extender_time="-"
-if [[ "${DRA_ONLY:-0}" != 1 ]]; then
-echo "== $PODS pods through kube-scheduler, counting aws.amazon.com/* only"
-read -r default_pods default_seconds default_rate < <(measure default-scheduler bench-default)
-clear_run bench-default
-echo "== $PODS pods through neuron-scheduler and the Torus extender"
-read -r ext_pods ext_seconds ext_rate < <(measure neuron-scheduler bench-extender)
-read -r valid total < <(valid_share bench-extender)
-# Where the extender path's time goes: the extender's own time per verb, from its /metrics.
-extender_time=$(curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" | python3 -c '
+if wants counting; then
+  echo "== $PODS pods through kube-scheduler, counting aws.amazon.com/* only"
+  record counting default-scheduler bench-default mixed
+  clear_run bench-default
+fi
+if wants extender; then
+  echo "== $PODS pods through neuron-scheduler and the Torus extender"
+  record extender neuron-scheduler bench-extender mixed extender
+  # Where the extender path's time goes: the extender's own time per verb, from its /metrics.
+  extender_time=$(curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" | python3 -c '
 import re, sys
 sums, counts = {}, {}
 for line in sys.stdin:
@@ -271,79 +355,107 @@ for line in sys.stdin:
     if m:
         (sums if m[1] == "sum" else counts)[m[2]] = float(m[3])
 print(", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}" for v in sorted(counts) if counts[v]))')
-
-clear_run bench-extender
+  clear_run bench-extender
 fi
-echo "== ResourceSlices for the fake trn2 nodes"
-echo "$(publish_fake_slices) slices"
-if [[ "${DRA_ONLY:-0}" != 1 ]]; then
-echo "== $PODS pods of aws.amazon.com/neuron: 4 through kube-scheduler's counting"
-read -r d4_pods d4_seconds d4_rate < <(measure default-scheduler bench-default-4 neuron4)
-clear_run bench-default-4
-echo "== $PODS pods of aws.amazon.com/neuron: 4 through neuron-scheduler and the extender"
-read -r e4_pods e4_seconds e4_rate < <(measure neuron-scheduler bench-extender-4 neuron4)
-read -r e4_valid e4_total < <(valid_share bench-extender-4)
-clear_run bench-extender-4
+if wants counting4; then
+  echo "== $PODS pods of aws.amazon.com/neuron: 4 through kube-scheduler's counting"
+  record counting4 default-scheduler bench-default-4 neuron4
+  clear_run bench-default-4
 fi
-echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
-read -r dra_pods dra_seconds dra_rate < <(measure default-scheduler bench-dra dra4)
-read -r dra_valid dra_total < <(valid_share bench-dra dra)
-
-printf '\n%-44s %6s %9s %8s\n' "SCHEDULER" "PODS" "SECONDS" "PODS/S"
-printf '%-44s %6d %9.0f %8.1f\n' "kube-scheduler (extended resources counted)" "$default_pods" "$default_seconds" "$default_rate"
-printf '%-44s %6d %9.0f %8.1f\n' "neuron-scheduler + Torus extender" "$ext_pods" "$ext_seconds" "$ext_rate"
-python3 -c "print(f'extender / default: {$ext_rate / $default_rate:.2f}x (target >= 0.5x); valid NeuronLink placements: $valid/$total')"
-echo "extender time per call (mean): $extender_time"
-printf '\n%-44s %6s %9s %8s %12s\n' "4 CONNECTED CHIPS ON trn2" "PODS" "SECONDS" "PODS/S" "VALID"
-printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler, aws.amazon.com/neuron: 4" "$d4_pods" "$d4_seconds" "$d4_rate" "-"
-printf '%-44s %6d %9.0f %8.1f %12s\n' "neuron-scheduler + extender, neuron: 4" "$e4_pods" "$e4_seconds" "$e4_rate" "$e4_valid/$e4_total"
-printf '%-44s %6d %9.0f %8.1f %12s\n' "kube-scheduler DRA, claim (devicegroup4_id)" "$dra_pods" "$dra_seconds" "$dra_rate" "$dra_valid/$dra_total"
-read -r claims_made claims_seconds < "$STATE_DIR/claims-bench-dra"
-echo "(before the DRA run, with the scheduler paused, the controller manager made $claims_made claims from the template in $claims_seconds s)"
-if [[ "${DRA_ONLY:-0}" == 1 ]]; then
-  echo "DRA only: no same-run baseline (run without DRA_ONLY for the ratios)"
-else
-  python3 -c "print(f'DRA / extender: {$dra_rate / $e4_rate:.2f}x (target >= 0.5x, 100 % valid); DRA / counting: {$dra_rate / $d4_rate:.2f}x')"
+if wants extender4; then
+  echo "== $PODS pods of aws.amazon.com/neuron: 4 through neuron-scheduler and the extender"
+  record extender4 neuron-scheduler bench-extender-4 neuron4 extender
+  clear_run bench-extender-4
 fi
-echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs"
+if wants dra; then
+  echo "== ResourceSlices with core partitions for the fake trn2 nodes: $(publish_fake_slices true)"
+  echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
+  record dra default-scheduler bench-dra dra4 dra
+  wants dra-whole && clear_run bench-dra
+fi
+if wants dra-whole; then
+  echo "== ResourceSlices with whole chips only for the fake trn2 nodes: $(publish_fake_slices false)"
+  echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
+  record dra-whole default-scheduler bench-dra-whole dra4 dra
+fi
 
-# Where the machine's time went in the three 4-chip runs: each component's CPU seconds from the
-# scheduler's resume until every pod was bound (the run's wall time is the span above, plus the
-# polling's last 2 s at most).
+# ratio A B: "A / B: N.NNx" when both ran.
+ratio() {
+  [[ -n "${run_rate[$1]:-}" && -n "${run_rate[$2]:-}" ]] || return 0
+  python3 -c "print(f'$1 / $2: {${run_rate[$1]} / ${run_rate[$2]}:.2f}x ${3:-}')"
+}
+row() {  # row RUN LABEL
+  [[ -n "${run_rate[$1]:-}" ]] || return 0
+  printf '%-10s %-46s %6d %9.0f %8.1f %12s\n' "$1" "$2" "${run_pods[$1]}" "${run_seconds[$1]}" "${run_rate[$1]}" "${run_valid[$1]}"
+}
+printf '\n%-10s %-46s %6s %9s %8s %12s\n' RUN "MIXED SIZES" PODS SECONDS PODS/S VALID
+row counting "kube-scheduler (extended resources counted)"
+row extender "neuron-scheduler + Torus extender"
+printf '%-10s %-46s\n' "" "4 CONNECTED CHIPS ON trn2"
+row counting4 "kube-scheduler, aws.amazon.com/neuron: 4"
+row extender4 "neuron-scheduler + extender, neuron: 4"
+row dra "kube-scheduler DRA, claim, chips + partitions"
+row dra-whole "kube-scheduler DRA, claim, whole chips"
 echo
-echo "CPU SECONDS WHILE 4-CHIP PODS WERE SCHEDULED (per component)"
+ratio extender counting "(target >= 0.5x)"
+[[ "$extender_time" == - ]] || echo "extender time per call (mean): $extender_time"
+ratio dra extender4 "(target >= 0.5x, 100 % valid)"
+ratio dra-whole extender4 "(target >= 0.5x, 100 % valid)"
+ratio dra counting4
+ratio dra-whole counting4
+for namespace in bench-dra bench-dra-whole; do
+  [[ -f "$STATE_DIR/claims-$namespace" ]] || continue
+  read -r claims_made claims_seconds < "$STATE_DIR/claims-$namespace"
+  echo "($namespace: with the scheduler paused, the controller manager made $claims_made claims from the template in $claims_seconds s)"
+done
+echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-50s}"
+
+# Where the machine's time went in each run: each component's CPU seconds from the scheduler's
+# resume until every pod was bound (the run's wall time is the span above, plus the polling's last
+# 2 s at most); and where the API server held requests in the same span.
 python3 - "$STATE_DIR" <<'PY'
 import os, sys
 state = sys.argv[1]
-runs = [("counting", "bench-default-4"), ("extender", "bench-extender-4"), ("DRA", "bench-dra")]
-spent, names = {}, []
-for label, namespace in runs:
-    path = os.path.join(state, "cpu-" + namespace)
-    if not os.path.exists(path):
-        continue
-    spent[label] = dict(line.split() for line in open(path) if line.strip())
-    names += [n for n in spent[label] if n not in names]
-print(f"{'component':<26}" + "".join(f"{label:>12}" for label in spent))
-for name in names:
-    print(f"{name:<26}" + "".join(f"{spent[label].get(name, '-'):>12}" for label in spent))
-print(f"{'all':<26}" + "".join(f"{sum(float(v) for v in spent[label].values()):>12.1f}" for label in spent))
+runs = [("counting", "bench-default"), ("extender", "bench-extender"),
+        ("counting4", "bench-default-4"), ("extender4", "bench-extender-4"),
+        ("dra", "bench-dra"), ("dra-whole", "bench-dra-whole")]
+def table(title, prefix, column, total):
+    found, names = {}, []
+    for label, namespace in runs:
+        path = os.path.join(state, prefix + namespace)
+        if os.path.exists(path):
+            found[label] = {line.split()[0]: line.split()[column] for line in open(path) if line.strip()}
+            names += [n for n in found[label] if n not in names]
+    if not found:
+        return
+    print(f"\n{title}")
+    print(f"{'':<30}" + "".join(f"{label:>12}" for label in found))
+    for name in names:
+        print(f"{name.replace('_', ' '):<30}" + "".join(f"{found[label].get(name, '-'):>12}" for label in found))
+    if total:
+        print(f"{'all':<30}" + "".join(f"{sum(float(v) for v in found[label].values()):>12.1f}" for label in found))
+table("CPU SECONDS WHILE THE PODS WERE SCHEDULED (per component)", "cpu-", 1, True)
+table("API SERVER: REQUESTS (queued per priority level; pod writes served)", "api-", 1, False)
+table("API SERVER: MEAN MS (time queued; time to serve)", "api-", 2, False)
 PY
 
 plot_dir="${PLOT_DIR:-$REPO/build/bench-plots}"
 mkdir -p "$plot_dir"
 if py="$("$REPO/scripts/bench-venv.sh")"; then
   python3 - "$plot_dir/scheduling-throughput.png" "$NODES" "$PODS" "$K8S_VERSION" \
-    "$default_rate" "$ext_rate" "$d4_rate" "$e4_rate" "$dra_rate" <<'PY' | "$py" "$REPO/tests/bench/plot.py"
-import json, sys
+    "${run_rate[counting]:-nan}" "${run_rate[extender]:-nan}" "${run_rate[counting4]:-nan}" \
+    "${run_rate[extender4]:-nan}" "${run_rate[dra]:-nan}" "${run_rate[dra-whole]:-nan}" <<'PY' | "$py" "$REPO/tests/bench/plot.py"
+import json, math, sys
 out, nodes, pods, version = sys.argv[1:5]
-default, ext, d4, e4, dra = map(float, sys.argv[5:])
+default, ext, d4, e4, dra, whole = (None if math.isnan(float(v)) else float(v) for v in sys.argv[5:])
 print(json.dumps({
     "out": out, "kind": "bar", "ylabel": "pods scheduled per second",
     "title": f"Scheduling throughput, {pods} pods on {nodes}",
     "series": [
         {"name": "kube-scheduler, counted", "x": ["mixed sizes", "4 connected chips"], "y": [default, d4]},
         {"name": "neuron-scheduler + Torus extender", "x": ["mixed sizes", "4 connected chips"], "y": [ext, e4]},
-        {"name": "kube-scheduler DRA (claim)", "x": ["mixed sizes", "4 connected chips"], "y": [None, dra]}],
-    "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; DRA is measured for 4 chips only"}))
+        {"name": "kube-scheduler DRA, chips + partitions", "x": ["mixed sizes", "4 connected chips"], "y": [None, dra]},
+        {"name": "kube-scheduler DRA, whole chips", "x": ["mixed sizes", "4 connected chips"], "y": [None, whole]}],
+    "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; DRA is measured for 4 chips only; a missing bar was not run"}))
 PY
 fi
