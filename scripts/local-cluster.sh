@@ -43,6 +43,9 @@
 #   --node-monitor-grace-period=DUR  how long a node may miss heartbeats before the controller
 #                         manager marks it NotReady (default 20s, so node-loss tests run quickly;
 #                         upstream's default is 50s, which benchmarks with many kwok nodes want)
+#   --fake-node-lease-seconds=N  the Lease duration of kwok's fake nodes (default 40, a kubelet's;
+#                         each renews every N/4 s); the scheduling benchmark uses 240 so that a
+#                         thousand nodes' heartbeats do not take the CPUs it measures on
 #   --scheduler-feature-gates=G=true,...  feature gates for the cluster's kube-scheduler (the DRA
 #                         path's scheduler), e.g. SchedulerPreQueueingHints=true
 #   --placers=LIST        also run these placers on Torus's labels, built from their Go modules
@@ -87,6 +90,7 @@ PLACERS=""
 CONTROL_PLANE_QPS=""
 SCHEDULER_GATES=""
 NODE_MONITOR_GRACE=20s
+FAKE_NODE_LEASE_SECONDS=40
 while [[ $# -gt 0 ]]; do
   # shell NODE COMMAND...: once the command began, every argument is its (but --state-dir).
   if ((${#SHELL_COMMAND[@]})) && [[ "$1" != --state-dir=* ]]; then
@@ -115,6 +119,10 @@ while [[ $# -gt 0 ]]; do
       NODE_MONITOR_GRACE="${1#*=}"
       [[ "$NODE_MONITOR_GRACE" =~ ^[1-9][0-9]*(s|m)$ ]] ||
         { echo "local-cluster: --node-monitor-grace-period takes a duration such as 50s or 2m, not '$NODE_MONITOR_GRACE'" >&2; exit 2; } ;;
+    --fake-node-lease-seconds=*)
+      FAKE_NODE_LEASE_SECONDS="${1#*=}"
+      [[ "$FAKE_NODE_LEASE_SECONDS" =~ ^[1-9][0-9]*$ ]] ||
+        { echo "local-cluster: --fake-node-lease-seconds takes whole seconds, not '$FAKE_NODE_LEASE_SECONDS'" >&2; exit 2; } ;;
     --scheduler-feature-gates=*)
       SCHEDULER_GATES="${1#*=}"
       [[ "$SCHEDULER_GATES" =~ ^[A-Za-z0-9]+=(true|false)(,[A-Za-z0-9]+=(true|false))*$ ]] ||
@@ -341,7 +349,8 @@ print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items
     [[ -f "$stages/$stage.yaml" ]] || die "kwok stage $stages/$stage.yaml is missing"
     configs+=(--config "$stages/$stage.yaml")
   done
-  # Each fake node renews a Lease, as a kubelet does: every 10 s, a quarter of its 40 s duration.
+  # Each fake node renews a Lease, as a kubelet does: every 10 s, a quarter of its 40 s duration
+  # (--fake-node-lease-seconds).
   # kwok renews none unless its configuration says so (which then needs every parallelism it
   # would otherwise default); the heartbeat stage above then updates a
   # node's status only every 10-20 minutes, and the controller manager marks healthy nodes
@@ -352,7 +361,7 @@ print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokConfiguration
 options:
-  nodeLeaseDurationSeconds: 40
+  nodeLeaseDurationSeconds: $FAKE_NODE_LEASE_SECONDS
   nodeLeaseParallelism: $parallelism
   nodePlayStageParallelism: 4
   podPlayStageParallelism: 4

@@ -15,8 +15,8 @@
 #                                component's own
 #   SCHEDULER_GATES=G=true,...   feature gates for kube-scheduler, which runs counting and DRA
 #                                (local-cluster.sh --scheduler-feature-gates)
-#   NODE_MONITOR_GRACE=50s ...   the controller manager's node-monitor grace period (default 50s,
-#                                upstream's; the local cluster's own 20s is for node-loss tests)
+#   NODE_MONITOR_GRACE=2m ...    the controller manager's node-monitor grace period (default 2m)
+#   FAKE_NODE_LEASE_SECONDS=240 ...  the fake nodes' Lease duration (default 240: renewed each minute)
 #   (DRA_ONLY=1, with DRA_CORE_DEVICES=false or not, is RUNS=dra-whole or RUNS=dra.)
 #
 # NODES is local-cluster.sh's --fake-nodes form (trn2.48xlarge:1000,inf2.48xlarge:200). For each
@@ -39,10 +39,10 @@
 # small machine they share the CPUs, and the DRA path costs some of them work the others do not.
 # For every run it prints where the API server held requests: the mean time each API Priority and
 # Fairness level kept requests queued, and the server's mean time per Binding and per pod write.
-# The cluster runs with upstream's node-monitor grace period: on a small machine kwok heartbeats
-# for a thousand nodes can fall further behind than the local cluster's 20 s, and the controller
-# manager then marks nodes NotReady, taints them and marks their pods NotReady, thousands of
-# writes per run that a real node's own heartbeat would not cause.
+# The fake nodes renew their Leases every minute, not every 10 s as kubelets do, and the controller
+# manager waits 2 minutes before it marks a node NotReady: 1,200 nodes renewing every 10 s make
+# 120 Lease writes a second, which on 2 CPUs shared with the whole control plane slowed the API
+# server's Bindings to seconds, where a production control plane has CPUs of its own for them.
 # Needs root; stops everything it started. Prints a table and the ratios, and draws them as
 # $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
@@ -64,12 +64,13 @@ cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
 trap 'cluster down > /dev/null 2>&1 || true; rm -f "$STATE_DIR.up.log"' EXIT
 
 cmake --build "$REPO/build" --target neuron-ls kubectl-neuron > /dev/null
-echo "== local cluster with Torus and fake nodes ($NODES; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-50s}; runs: $RUNS)"
+echo "== local cluster with Torus and fake nodes ($NODES; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s; runs: $RUNS)"
 # dra.enabled installs the DeviceClasses; no node carries the DRA label, so no agent changes.
 if ! cluster up --fake-nodes="$NODES" --set dra.enabled=true \
   ${CONTROL_PLANE_QPS:+--control-plane-qps="$CONTROL_PLANE_QPS"} \
   ${SCHEDULER_GATES:+--scheduler-feature-gates="$SCHEDULER_GATES"} \
-  --node-monitor-grace-period="${NODE_MONITOR_GRACE:-50s}" > "$STATE_DIR.up.log" 2>&1; then
+  --node-monitor-grace-period="${NODE_MONITOR_GRACE:-2m}" \
+  --fake-node-lease-seconds="${FAKE_NODE_LEASE_SECONDS:-240}" > "$STATE_DIR.up.log" 2>&1; then
   tail -n 30 "$STATE_DIR.up.log"
   exit 1
 fi
@@ -408,7 +409,7 @@ for namespace in bench-dra bench-dra-whole; do
   read -r claims_made claims_seconds < "$STATE_DIR/claims-$namespace"
   echo "($namespace: with the scheduler paused, the controller manager made $claims_made claims from the template in $claims_seconds s)"
 done
-echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-50s}"
+echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s"
 
 # Where the machine's time went in each run: each component's CPU seconds from the scheduler's
 # resume until every pod was bound (the run's wall time is the span above, plus the polling's last
