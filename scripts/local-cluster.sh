@@ -42,7 +42,7 @@
 #                         wants 150:300 (docs/install.md, "Control-plane settings for DRA")
 #   --node-monitor-grace-period=DUR  how long a node may miss heartbeats before the controller
 #                         manager marks it NotReady (default 20s, so node-loss tests run quickly;
-#                         upstream's default is 50s, which benchmarks with many kwok nodes want)
+#                         upstream's is 50s; the scheduling benchmark uses 2m with 240 s Leases)
 #   --fake-node-lease-seconds=N  the Lease duration of kwok's fake nodes (default 40, a kubelet's;
 #                         each renews every N/4 s); the scheduling benchmark uses 240 so that a
 #                         thousand nodes' heartbeats do not take the CPUs it measures on
@@ -350,12 +350,12 @@ print(sum(item["kind"] == "Node" for item in json.load(open(sys.argv[1]))["items
     configs+=(--config "$stages/$stage.yaml")
   done
   # Each fake node renews a Lease, as a kubelet does: every 10 s, a quarter of its 40 s duration
-  # (--fake-node-lease-seconds).
-  # kwok renews none unless its configuration says so (which then needs every parallelism it
-  # would otherwise default); the heartbeat stage above then updates a
-  # node's status only every 10-20 minutes, and the controller manager marks healthy nodes
-  # NotReady, taints them and marks their pods NotReady (thousands of writes a run that real nodes
-  # do not cause). A thousand nodes make about 100 renewals a second: one in flight per 16 nodes.
+  # (--fake-node-lease-seconds). kwok renews none unless its configuration says so, and such a
+  # configuration must then set every parallelism kwok would otherwise default. Without Leases the
+  # heartbeat stage above updates a node's status only every 10-20 minutes, and the controller
+  # manager marks healthy nodes NotReady, taints them and marks their pods NotReady (thousands of
+  # writes a run that real nodes do not cause). A thousand nodes make about 100 renewals a second:
+  # one in flight per 16 nodes.
   local parallelism=$((count / 16 + 4))
   cat > "$STATE/kwok-config.yaml" <<YAML
 apiVersion: config.kwok.x-k8s.io/v1alpha1

@@ -34,7 +34,7 @@
 # DRA allocation is checked the same way: 4 chips of the pod's node, NeuronLink-connected. The
 # DRA pods' claims (made from the template by the controller manager) exist before the scheduler
 # resumes, as the pods themselves do: creating either is not measured.
-# For the 4-chip runs it also prints each component's CPU seconds while the pods were being
+# For every run it also prints each component's CPU seconds while the pods were being
 # scheduled (API server, etcd, controller manager, both schedulers, the extender, kwok): on a
 # small machine they share the CPUs, and the DRA path costs some of them work the others do not.
 # For every run it prints where the API server held requests: the mean time each API Priority and
