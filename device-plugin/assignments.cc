@@ -25,6 +25,38 @@ topology::CoreSet blockedIds(ResourceKind kind, const topology::Node& node,
   return node.devicesOfCores(others);
 }
 
+std::optional<SharedCores> sharedBetweenPods(const topology::Node& node,
+                                             const topology::CoreSet& cores,
+                                             const std::vector<Holder>& holders) {
+  std::map<std::string, topology::CoreSet> byPod;
+  for (const Holder& holder : holders)
+    byPod[holder.pod] |= coresOfIds(holder.kind, node, holder.ids) & cores;
+  SharedCores shared;
+  topology::CoreSet seen;
+  for (const auto& [pod, held] : byPod) {
+    shared.cores |= seen & held;
+    seen |= held;
+  }
+  if (shared.cores.empty()) return std::nullopt;
+  for (const Holder& holder : holders) {
+    if (coresOfIds(holder.kind, node, holder.ids).intersects(shared.cores)) {
+      shared.holders.push_back(holder);
+    }
+  }
+  std::ranges::stable_sort(shared.holders, {}, &Holder::pod);
+  return shared;
+}
+
+std::string describeHolders(const std::vector<Holder>& holders) {
+  std::string text;
+  for (const Holder& holder : holders) {
+    if (!text.empty()) text += ", ";
+    text += holder.pod + " (" + std::string(resourceName(holder.kind)) + " " +
+            holder.ids.toRangeString() + ")";
+  }
+  return text;
+}
+
 void AssignmentTracker::replaceFromKubelet(Assignments listed, Clock::time_point now) {
   bool changed = false;
   {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,18 @@ topology::CoreSet coresInUse(const topology::Node& node, const Assignments& assi
 // Ids of `kind` that another resource's holders make unavailable.
 topology::CoreSet blockedIds(ResourceKind kind, const topology::Node& node,
                              const Assignments& assignments);
+
+// Cores that two or more pods hold at once (through any resource), and those pods' holdings of
+// them: kubelet gave them twice (allocation_window.h). Only cores in `cores` are looked at.
+struct SharedCores {
+  topology::CoreSet cores;
+  std::vector<Holder> holders;  // every holding that includes a shared core, pod by pod
+};
+std::optional<SharedCores> sharedBetweenPods(const topology::Node& node,
+                                             const topology::CoreSet& cores,
+                                             const std::vector<Holder>& holders);
+// "ns/a (aws.amazon.com/neuroncore 4-7), ns/b (aws.amazon.com/neuroncore 4-7)"
+std::string describeHolders(const std::vector<Holder>& holders);
 
 // Thread-safe: kubelet's pod-resources view plus our own recent Allocate calls, which kubelet
 // may not list yet; those expire if kubelet never lists them (the pod failed admission).

@@ -94,10 +94,12 @@ Result<void> DevicePluginManager::start() {
   waitForPreviousAgent();
   resetter_ = std::make_unique<ReleaseResetter>(node_, tracker_);
   poller_ = std::make_unique<PodResourcesPoller>(
-      options_.podResourcesSocket, options_.podResourcesInterval, node_, tracker_, [this] {
+      options_.podResourcesSocket, options_.podResourcesInterval, node_, tracker_,
+      [this] {
         resetter_->kubeletAnswered();
         return handoff_ != nullptr && handoff_->kubeletHolds(tracker_.current().holders);
-      });
+      },
+      &window_);
   // Kubelet hears our lists only once we know who holds what. After an agent restart its pods
   // hold ids through both resources: lists sent before that would call a device whose cores a
   // pod holds Healthy (kubelet could give it out twice), and the Node's report would leave out
@@ -158,7 +160,14 @@ Result<void> DevicePluginManager::restartServers() {
         [this] {
           if (poller_) poller_->pokeAfterAllocate();
         },
-        handoff_, &report_);
+        handoff_, &report_,
+        TenancyGuard{&window_,
+                     [this]() -> Result<Assignments> {
+                       // Servers live only while the poller does (both go in stop()).
+                       if (!poller_) return makeError(ErrorCode::kUnavailable, "not started");
+                       return poller_->listNow(options_.tenantCheckWait);
+                     },
+                     options_.nodeEvent});
     auto server =
         PluginServer::start(options_.pluginDir + "/" + socketName(kind), std::move(service));
     if (!server) return std::move(server).error();
@@ -167,6 +176,16 @@ Result<void> DevicePluginManager::restartServers() {
   TORUS_LOG(Info, Plugin, "serving device plugins", {"dir", options_.pluginDir},
             {"resources", static_cast<int>(options_.resources.size())});
   return okResult();
+}
+
+bool DevicePluginManager::ourSocketsServed() const {
+  {
+    std::lock_guard lock(mutex_);
+    if (servers_.empty()) return true;  // not serving (the directory went): nothing to miss
+  }
+  return std::ranges::all_of(options_.resources, [&](ResourceKind kind) {
+    return isSocket(options_.pluginDir + "/" + socketName(kind));
+  });
 }
 
 std::optional<SocketIdentity> DevicePluginManager::registerAll(std::set<ResourceKind>& registered) {
@@ -241,6 +260,11 @@ void DevicePluginManager::watch(std::stop_token stop) {
         }
         if (!serving) restart("device-plugin directory appeared; serving");
       }
+    }
+    if (directoryWatch >= 0 && !needRegister && !ourSocketsServed()) {
+      // Removed where the watch could not see it: before the watch existed (a kubelet restart
+      // between serving and watching), or moved away. kubelet cannot reach us until we serve.
+      restart("a plugin socket of ours is missing; serving and registering again");
     }
     if (needRegister && Clock::now() >= nextAttempt) {
       registeredThrough = registerAll(registered);

@@ -1,12 +1,14 @@
 // DevicePluginManager: runs one PluginServer per enabled resource, registers each with kubelet,
 // and keeps them registered: when kubelet restarts it wipes the device-plugin directory and
 // creates a new kubelet.sock, so an inotify watch on the directory restarts our servers and
-// registers again; while kubelet is away, registration is retried with backoff (1 s .. 30 s).
+// registers again, as does a socket of ours found missing (removed before the watch existed);
+// while kubelet is away, registration is retried with backoff (1 s .. 30 s).
 // Nothing but our own sockets is ever written into the directory.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,7 @@
 #include <sys/types.h>
 
 #include "common/base/result.h"
+#include "common/kubelet/allocation_window.h"
 #include "common/kubelet/node_view.h"
 #include "device-plugin/assignments.h"
 #include "device-plugin/kubelet_report.h"
@@ -43,6 +46,11 @@ struct DevicePluginOptions {
   std::chrono::milliseconds previousAgentWait{30'000};
   // At start, how long kubelet's first pod-resources answer may take before we serve without it.
   std::chrono::milliseconds firstListWait{5'000};
+  // Before a container starts, how long its check for a second tenant may wait for kubelet to
+  // finish an allocation in flight (pod-resources is not read meanwhile); past it, not checked.
+  std::chrono::milliseconds tenantCheckWait{3'000};
+  // Posts an Event on this node (reason, message); may be empty.
+  std::function<void(std::string_view, std::string_view)> nodeEvent;
 };
 
 // One kubelet.sock, told apart from a later one at the same path.
@@ -87,6 +95,8 @@ class DevicePluginManager {
   void waitForPreviousAgent() const;
   void watch(std::stop_token stop);
   Result<void> restartServers();
+  // Every socket we serve is still in the directory (true while we serve none).
+  bool ourSocketsServed() const;
   // Registers the kinds not in `registered` yet (adding each kubelet accepts); the identity of
   // the kubelet.sock used once every kind is registered, nullopt while one is not.
   std::optional<SocketIdentity> registerAll(std::set<ResourceKind>& registered);
@@ -96,6 +106,7 @@ class DevicePluginManager {
   SchedulerHandoff* handoff_;
   AssignmentTracker tracker_;
   KubeletReport report_;
+  kubelet::AllocationWindow window_;
   std::unique_ptr<ReleaseResetter> resetter_;  // before poller_: the poller calls into it
   std::unique_ptr<PodResourcesPoller> poller_;
   mutable std::mutex mutex_;

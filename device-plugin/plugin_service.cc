@@ -57,17 +57,37 @@ std::vector<std::string> toStrings(const google::protobuf::RepeatedPtrField<std:
   return {ids.begin(), ids.end()};
 }
 
+// Marks one kubelet call that may leave an allocation in flight, from its start to its return.
+class InFlight {
+ public:
+  InFlight(kubelet::AllocationWindow* window, ResourceKind kind, bool closes)
+      : window_(window), kind_(kind), closes_(closes) {
+    if (window_ != nullptr) window_->opened(resourceName(kind_));
+  }
+  ~InFlight() {
+    if (window_ != nullptr && closes_) window_->closed(resourceName(kind_));
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  kubelet::AllocationWindow* window_;
+  ResourceKind kind_;
+  bool closes_;  // Allocate closes the window; a preferred allocation leaves it open for it
+};
+
 }  // namespace
 
 PluginService::PluginService(ResourceKind kind, kubelet::NodeView& node,
                              AssignmentTracker& assignments, std::function<void()> afterAllocate,
-                             SchedulerHandoff* handoff, KubeletReport* report)
+                             SchedulerHandoff* handoff, KubeletReport* report, TenancyGuard guard)
     : kind_(kind),
       node_(node),
       assignments_(assignments),
       afterAllocate_(std::move(afterAllocate)),
       handoff_(handoff),
-      report_(report) {
+      report_(report),
+      guard_(std::move(guard)) {
   nodeSubscription_ = node_.onChange([this] { changed(); });
   assignmentSubscription_ = assignments_.onChange([this] { changed(); });
 }
@@ -156,10 +176,18 @@ grpc::Status PluginService::ListAndWatch(
 grpc::Status PluginService::GetPreferredAllocation(
     grpc::ServerContext*, const v1beta1::PreferredAllocationRequest* request,
     v1beta1::PreferredAllocationResponse* response) {
+  // kubelet marks what it chooses from this answer as allocated before it calls Allocate.
+  const InFlight inFlight(guard_.window, kind_, /*closes=*/false);
   const kubelet::NodeSnapshot snapshot = node_.snapshot();
   const topology::Node& node = snapshot.node;
-  const topology::CoreSet usable =
-      healthyIds(kind_, node) - blockedIds(kind_, node, assignments_.current());
+  const Assignments assignments = assignments_.current();
+  const topology::CoreSet usable = healthyIds(kind_, node) - blockedIds(kind_, node, assignments);
+  // Ids of this resource that a live container or one of our recent grants holds. kubelet offers
+  // them only when its own count went wrong (a List rebuilt it mid-allocation) or a pod ended
+  // since our last read; either way another choice, where there is one, is never wrong.
+  const auto heldHere = assignments.held.find(kind_);
+  const topology::CoreSet held =
+      heldHere == assignments.held.end() ? topology::CoreSet() : heldHere->second;
   for (const auto& container : request->container_requests()) {
     auto available = parseIds(kind_, node, toStrings(container.available_deviceids()));
     if (!available) return toStatus(available.error());
@@ -194,8 +222,13 @@ grpc::Status PluginService::GetPreferredAllocation(
         continue;
       }
     }
+    const topology::CoreSet unheld = (candidates - held) | *required;
     auto chosen = topology::choosePlacement(
-        node, {unitOf(kind_), container.allocation_size(), candidates, *required});
+        node, {unitOf(kind_), container.allocation_size(), unheld, *required});
+    if (!chosen && unheld != candidates) {
+      chosen = topology::choosePlacement(
+          node, {unitOf(kind_), container.allocation_size(), candidates, *required});
+    }
     if (!chosen) {
       TORUS_LOG(Warn, Plugin, "no preferred allocation", {"resource", resourceName(kind_)},
                 {"size", container.allocation_size()}, {"error", chosen.error().message});
@@ -217,6 +250,8 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
                                      v1beta1::AllocateResponse* response) {
   const metrics::ScopedLatency timed(metrics::names::kAllocateSeconds,
                                      {{"resource", std::string(resourceName(kind_))}});
+  // Declared before anything that answers, so the window closes after the reply is final.
+  const InFlight inFlight(guard_.window, kind_, /*closes=*/true);
   const kubelet::NodeSnapshot snapshot = node_.snapshot();
   const topology::CoreSet blocked = blockedIds(kind_, snapshot.node, assignments_.current());
   const auto refuse = [&](const Error& error) {
@@ -279,6 +314,12 @@ grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
   auto ids = parseIds(kind_, snapshot.node, toStrings(request->devices_ids()));
   if (!ids) return toStatus(ids.error());
   const topology::CoreSet cores = coresOfIds(kind_, snapshot.node, *ids);
+  if (auto sole = checkSoleTenant(snapshot.node, cores); !sole) {
+    TORUS_LOG(Error, Plugin, "PreStartContainer refused: its cores are another pod's too",
+              {"resource", resourceName(kind_)}, {"cores", cores.toRangeString()},
+              {"error", sole.error().message});
+    return toStatus(sole.error());
+  }
   const topology::CoreSet elsewhere = coresInUse(snapshot.node, assignments_.current()) - cores;
   const auto started = std::chrono::steady_clock::now();
   auto prepared = node_.prepareCores(cores, elsewhere);
@@ -296,6 +337,41 @@ grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
   TORUS_LOG(Info, Plugin, "cores prepared for container start", {"resource", resourceName(kind_)},
             {"cores", cores.toRangeString()}, {"elapsed_ms", static_cast<std::int64_t>(elapsed)});
   return grpc::Status::OK;
+}
+
+Result<void> PluginService::checkSoleTenant(const topology::Node& node,
+                                            const topology::CoreSet& cores) {
+  if (!guard_.readHolders) return okResult();
+  // A fresh List, not the tracker: the tracker may still show a pod that ended and whose ids
+  // kubelet rightly gave on, and refusing on that would hold a container back for nothing.
+  auto listed = guard_.readHolders();
+  if (!listed) {
+    TORUS_LOG(Info, Plugin, "container start not checked for a second tenant",
+              {"resource", resourceName(kind_)}, {"cores", cores.toRangeString()},
+              {"why", listed.error().message});
+    return okResult();
+  }
+  const auto shared = sharedBetweenPods(node, cores, listed->holders);
+  if (!shared) return okResult();
+  const std::string holders = describeHolders(shared->holders);
+  const std::string message =
+      "cores " + shared->cores.toRangeString() +
+      " are held by more than one running pod: " + holders +
+      "; kubelet gave them twice (kubernetes/kubernetes#137534). The container is not started, "
+      "and its chip not reset, until only one pod holds them (kubelet retries the start)";
+  bool first = false;
+  {
+    std::lock_guard lock(reportedMutex_);
+    // Bounded: a node sees a handful at most; a cleared memory only repeats an Event.
+    if (reported_.size() >= 256) reported_.clear();
+    first = reported_.insert(shared->cores.toRangeString() + " " + holders).second;
+  }
+  if (first) {
+    metrics::processCounters().add(metrics::names::kDoubleAllocationsTotal,
+                                   {{"resource", std::string(resourceName(kind_))}});
+    if (guard_.nodeEvent) guard_.nodeEvent("NeuronCoresAllocatedTwice", message);
+  }
+  return makeError(ErrorCode::kFailedPrecondition, message);
 }
 
 }  // namespace torus::plugin

@@ -8,7 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
+#include <string_view>
 
+#include "common/base/result.h"
+#include "common/kubelet/allocation_window.h"
 #include "common/kubelet/node_view.h"
 #include "device-plugin/assignments.h"
 #include "device-plugin/kubelet_report.h"
@@ -18,6 +22,18 @@
 
 namespace torus::plugin {
 
+// What keeps kubelet from giving one id to two live pods, and catches it when it does anyway
+// (common/kubelet/allocation_window.h). Each member may be empty.
+struct TenancyGuard {
+  // Marked around every GetPreferredAllocation and Allocate, so pod-resources is not read then.
+  kubelet::AllocationWindow* window = nullptr;
+  // Who holds what, from a pod-resources List made now (once no allocation is in flight); an
+  // error when it cannot be read in time.
+  std::function<Result<Assignments>()> readHolders;
+  // Posts an Event on this node: reason, message.
+  std::function<void(std::string_view, std::string_view)> nodeEvent;
+};
+
 class PluginService final : public v1beta1::DevicePlugin::Service {
  public:
   // `afterAllocate` runs after each successful Allocate (the agent re-reads pod-resources then).
@@ -25,7 +41,7 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
   // learns what each ListAndWatch stream sent.
   PluginService(ResourceKind kind, kubelet::NodeView& node, AssignmentTracker& assignments,
                 std::function<void()> afterAllocate, SchedulerHandoff* handoff = nullptr,
-                KubeletReport* report = nullptr);
+                KubeletReport* report = nullptr, TenancyGuard guard = {});
   ~PluginService() override;
 
   // Ends every open ListAndWatch stream; call before shutting the gRPC server down.
@@ -46,6 +62,8 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
 
  private:
   void changed();
+  // Refuses a container start whose ids live containers of another pod hold too.
+  Result<void> checkSoleTenant(const topology::Node& node, const topology::CoreSet& cores);
   v1beta1::ListAndWatchResponse deviceList(topology::CoreSet* advertised,
                                            topology::CoreSet* unhealthy) const;
 
@@ -55,6 +73,7 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
   std::function<void()> afterAllocate_;
   SchedulerHandoff* handoff_;
   KubeletReport* report_;
+  TenancyGuard guard_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -62,6 +81,8 @@ class PluginService final : public v1beta1::DevicePlugin::Service {
   bool stopping_ = false;
   ChangeNotifier::Subscription nodeSubscription_;
   ChangeNotifier::Subscription assignmentSubscription_;
+  std::mutex reportedMutex_;
+  std::set<std::string> reported_;  // double allocations counted and posted, once each
 };
 
 }  // namespace torus::plugin

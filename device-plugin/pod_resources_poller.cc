@@ -33,14 +33,22 @@ Assignments assignmentsFromRows(const std::vector<kubelet::ContainerDevices>& ro
 
 PodResourcesPoller::PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,
                                        kubelet::NodeView& node, AssignmentTracker& tracker,
-                                       std::function<bool()> answered)
+                                       std::function<bool()> answered,
+                                       kubelet::AllocationWindow* window)
     : node_(node),
       tracker_(tracker),
       answered_(std::move(answered)),
       poll_({std::move(socket), interval, log::Component::kPlugin,
              "cross-resource accounting uses only this agent's own Allocate calls until it "
-             "answers"},
+             "answers",
+             window},
             [this](kubelet::PodResourcesRows&& rows) { return replace(std::move(rows)); }) {}
+
+Result<Assignments> PodResourcesPoller::listNow(std::chrono::milliseconds wait) {
+  auto rows = poll_.listNow(wait);
+  if (!rows) return std::move(rows).error();
+  return assignmentsFromRows(rows->devices, node_.snapshot().node);
+}
 
 bool PodResourcesPoller::replace(kubelet::PodResourcesRows&& rows) {
   tracker_.replaceFromKubelet(assignmentsFromRows(rows.devices, node_.snapshot().node));

@@ -24,9 +24,11 @@ class PodResourcesPoller {
  public:
   // `answered` runs after every successful List, once the tracker holds its answer; true asks
   // for the next List soon (a pod that ended is still being torn down).
+  // `window` (may be null): no List while kubelet may hold an allocation in flight.
   PodResourcesPoller(std::string socket, std::chrono::milliseconds interval,
                      kubelet::NodeView& node, AssignmentTracker& tracker,
-                     std::function<bool()> answered = {});
+                     std::function<bool()> answered = {},
+                     kubelet::AllocationWindow* window = nullptr);
 
   void pokeAfterAllocate() { poll_.pokeAfterAllocate(); }
   void pokeNow() { poll_.pokeNow(); }
@@ -35,6 +37,9 @@ class PodResourcesPoller {
   bool waitForFirstList(std::chrono::milliseconds timeout) {
     return poll_.waitForFirstList(timeout);
   }
+  // Who holds which ids, from a List made now on the caller's thread (once no allocation is in
+  // flight, waiting at most `wait`); the tracker is not changed.
+  Result<Assignments> listNow(std::chrono::milliseconds wait);
 
  private:
   bool replace(kubelet::PodResourcesRows&& rows);

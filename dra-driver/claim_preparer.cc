@@ -209,6 +209,7 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   for (const auto& [uid, other] : state_.claims) {
     const topology::CoreSet overlap = other.cores & resolved->cores;
     if (!overlap.empty()) {
+      metrics::processCounters().add(metrics::names::kDraOverlapsRefusedTotal, {});
       return makeError(ErrorCode::kFailedPrecondition,
                        "claim " + ref.nameSpace + "/" + ref.name + ": cores " +
                            overlap.toRangeString() + " are held by prepared claim " +

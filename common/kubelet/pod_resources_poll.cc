@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/metrics/event_counters.h"
+
 namespace torus::kubelet {
 namespace {
 
@@ -10,6 +12,10 @@ constexpr std::chrono::milliseconds kAfterPokeDelay{200};
 constexpr std::chrono::milliseconds kAfterPodEnd{2000};
 constexpr std::chrono::milliseconds kAfterPodEndInterval{200};
 constexpr std::chrono::seconds kListTimeout{5};
+// The poll waits as long as allocations keep kubelet's window open: a List then would set off the
+// double allocation it exists to avoid. Log a hold that long, so a stream of them is visible.
+constexpr std::chrono::milliseconds kLongHold{500};
+constexpr std::chrono::hours kNoLimit{24};
 
 }  // namespace
 
@@ -45,11 +51,41 @@ bool PodResourcesPoll::waitForFirstList(std::chrono::milliseconds timeout) {
   return firstAnswered_;
 }
 
+Result<PodResourcesRows> PodResourcesPoll::listWhenSafe(std::stop_token stop,
+                                                        std::chrono::milliseconds limit) {
+  if (options_.window == nullptr) return client_.list(kListTimeout);
+  std::chrono::milliseconds waited{0};
+  const bool safe = options_.window->beginList(stop, limit, &waited);
+  if (waited.count() > 0) {
+    metrics::processCounters().add(metrics::names::kListsHeldTotal, {});
+    metrics::processCounters().add(metrics::names::kListsHeldSecondsTotal, {},
+                                   static_cast<double>(waited.count()) / 1000.0);
+  }
+  if (waited >= kLongHold && log::enabled(log::Level::kInfo, options_.component)) {
+    log::write(log::Level::kInfo, options_.component,
+               "pod-resources List held back while kubelet had a device allocation in flight",
+               {{"held_ms", static_cast<std::int64_t>(waited.count())}, {"sent", safe}});
+  }
+  if (!safe) {
+    return makeError(ErrorCode::kUnavailable, "kubelet kept a device allocation in flight for " +
+                                                  std::to_string(waited.count()) +
+                                                  " ms; pod-resources not read meanwhile");
+  }
+  auto listed = client_.list(kListTimeout);
+  options_.window->endList();
+  return listed;
+}
+
+Result<PodResourcesRows> PodResourcesPoll::listNow(std::chrono::milliseconds wait) {
+  return listWhenSafe(std::stop_token{}, wait);
+}
+
 void PodResourcesPoll::run(std::stop_token stop) {
   bool reachable = true;
   while (!stop.stop_requested()) {
     bool soon = false;
-    auto listed = client_.list(kListTimeout);
+    auto listed = listWhenSafe(stop, kNoLimit);
+    if (stop.stop_requested()) break;
     if (listed) {
       if (!reachable && log::enabled(log::Level::kInfo, options_.component)) {
         log::write(log::Level::kInfo, options_.component, "pod-resources API reachable again");

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/base/log.h"
+#include "common/kubelet/allocation_window.h"
 #include "common/kubelet/pod_resources_client.h"
 
 namespace torus::kubelet {
@@ -24,6 +25,8 @@ class PodResourcesPoll {
     log::Component component = log::Component::kPlugin;
     // Completes "cannot read kubelet's pod-resources; …" in the WARN: what the user loses.
     std::string whileUnreachable;
+    // When set, no List is sent while kubelet may hold a device-plugin allocation in flight.
+    AllocationWindow* window = nullptr;
   };
   // `answered` runs on the poll's thread after every successful List; true asks for the next
   // List soon (something kubelet is still tearing down). It must not destroy this object.
@@ -40,9 +43,16 @@ class PodResourcesPoll {
   // Waits until the first List has been tried (its answer handed over, if kubelet answered) or
   // `timeout` passed; true when kubelet answered it.
   bool waitForFirstList(std::chrono::milliseconds timeout);
+  // One List now, on the caller's thread, once no allocation is in flight: waits for that at most
+  // `wait`, and answers UNAVAILABLE when it did not come (the List is not sent). The answer is
+  // the caller's alone (not handed to `answered`).
+  Result<PodResourcesRows> listNow(std::chrono::milliseconds wait);
 
  private:
   void run(std::stop_token stop);
+  // One List, sent once no allocation is in flight (waiting at most `limit`; UNAVAILABLE past
+  // it); counts and logs a List held back.
+  Result<PodResourcesRows> listWhenSafe(std::stop_token stop, std::chrono::milliseconds limit);
 
   const Options options_;
   PodResourcesClient client_;

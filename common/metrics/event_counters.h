@@ -45,6 +45,12 @@ inline constexpr const char* kDraPrepareTotal = "torus_dra_prepare_total";
 inline constexpr const char* kDraUnprepareTotal = "torus_dra_unprepare_total";
 inline constexpr const char* kDraSlicePublishTotal = "torus_dra_slice_publish_total";
 inline constexpr const char* kDraUnresetCoresTotal = "torus_dra_cores_handed_on_unreset_total";
+inline constexpr const char* kDraOverlapsRefusedTotal =
+    "torus_dra_overlapping_claims_refused_total";
+inline constexpr const char* kDoubleAllocationsTotal = "torus_kubelet_double_allocations_total";
+inline constexpr const char* kListsHeldTotal = "torus_pod_resources_lists_held_total";
+inline constexpr const char* kListsHeldSecondsTotal =
+    "torus_pod_resources_lists_held_seconds_total";
 
 // The scheduler extender: how each filter of a gang's member ended (scheduler-extender/verbs).
 inline constexpr const char* kGangFiltersTotal = "torus_extender_gang_filters_total";

@@ -208,6 +208,13 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
   }
   plugin::DevicePluginOptions options = config.plugin;
   options.podResourcesInterval = std::chrono::milliseconds(config.podResourcesIntervalMs);
+  if (kube) {
+    nodeEvents_ = std::make_unique<NodeEvents>(*kube, config.nodeName);
+    options.nodeEvent = [events = nodeEvents_.get()](std::string_view reason,
+                                                     std::string_view message) {
+      events->warn(reason, message);
+    };
+  }
   plugins_ = std::make_unique<plugin::DevicePluginManager>(options, *view_, handoff_.get());
   TORUS_RETURN_IF_ERROR(plugins_->start(), "serving");
   if (handoff_) {

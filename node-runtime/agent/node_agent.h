@@ -19,6 +19,7 @@
 #include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/device_recovery.h"
 #include "node-runtime/agent/kubelet_view_publisher.h"
+#include "node-runtime/agent/node_events.h"
 #include "node-runtime/agent/node_publisher.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/agent/pod_handoff.h"
@@ -73,6 +74,7 @@ class NodeAgent {
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;
+  std::unique_ptr<NodeEvents> nodeEvents_;  // before plugins_, which post through it
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<KubeletViewPublisher> kubeletView_;  // what plugins_ told kubelet, on the Node
   ChangeNotifier::Subscription podEnded_;              // handoff_ -> plugins_

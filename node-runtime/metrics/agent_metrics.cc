@@ -67,6 +67,15 @@ const CounterFamily kEventFamilies[] = {
     {kDraUnresetCoresTotal,
      "NeuronCores a DRA claim got without a reset since their last claim: their chip still served "
      "another claim when they were given back, and a reset wipes a whole chip."},
+    {kDraOverlapsRefusedTotal,
+     "DRA claims refused at prepare because a prepared claim already holds some of their cores."},
+    {kDoubleAllocationsTotal,
+     "Times kubelet gave the same NeuronCores to two running pods (kubernetes/kubernetes#137534), "
+     "by resource; each is refused at container start until one pod holds them."},
+    {kListsHeldTotal,
+     "pod-resources Lists held back while kubelet had a device allocation in flight (a List "
+     "then makes kubelet give the in-flight ids to a second pod)."},
+    {kListsHeldSecondsTotal, "Seconds pod-resources Lists were held back, summed."},
     {kHttpConnectionsCutTotal, kHttpConnectionsCutHelp},
 };
 

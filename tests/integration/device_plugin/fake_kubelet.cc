@@ -42,7 +42,8 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
       std::this_thread::sleep_for(delay);
       lock.lock();
     }
-    for (const PodHolding& holding : held_) {
+    const std::vector<PodHolding> held = source_ ? source_() : held_;
+    for (const PodHolding& holding : held) {
       auto* pod = response->add_pod_resources();
       pod->set_name(holding.pod.empty() ? "pod-" + std::to_string(response->pod_resources_size())
                                         : holding.pod);
@@ -54,7 +55,21 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
       for (const std::string& id : holding.ids)
         devices->add_device_ids(id);
     }
+    ++answered_;
+    answeredChanged_.notify_all();
     return grpc::Status::OK;
+  }
+  void setSource(std::function<std::vector<PodHolding>()> source) {
+    std::lock_guard lock(mutex_);
+    source_ = std::move(source);
+  }
+  int answered() {
+    std::lock_guard lock(mutex_);
+    return answered_;
+  }
+  bool waitForAnswersAfter(int count, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return answeredChanged_.wait_for(lock, timeout, [&] { return answered_ > count; });
   }
   void set(std::vector<PodHolding> held) {
     std::lock_guard lock(mutex_);
@@ -67,7 +82,10 @@ class FakeKubelet::PodResources final : public v1::PodResourcesLister::Service {
   std::atomic<bool> refused_{false};
   std::atomic<std::chrono::milliseconds> delay_{std::chrono::milliseconds(0)};
   std::mutex mutex_;
+  std::condition_variable answeredChanged_;
   std::vector<PodHolding> held_;
+  std::function<std::vector<PodHolding>()> source_;
+  int answered_ = 0;
 };
 
 FakeKubelet::FakeKubelet(std::string pluginDir, std::string podResourcesSocket)
@@ -222,6 +240,18 @@ void FakeKubelet::setAssignments(std::map<std::string, std::vector<std::string>>
 
 void FakeKubelet::setPodAssignments(std::vector<PodHolding> held) {
   podResources_->set(std::move(held));
+}
+
+void FakeKubelet::setListSource(std::function<std::vector<PodHolding>()> source) {
+  podResources_->setSource(std::move(source));
+}
+
+int FakeKubelet::listsAnswered() {
+  return podResources_->answered();
+}
+
+bool FakeKubelet::waitForListsAfter(int count, std::chrono::milliseconds timeout) {
+  return podResources_->waitForAnswersAfter(count, timeout);
 }
 
 void FakeKubelet::setListDelay(std::chrono::milliseconds delay) {

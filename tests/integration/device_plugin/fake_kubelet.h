@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -63,6 +64,13 @@ class FakeKubelet {
     std::vector<std::string> ids;
   };
   void setPodAssignments(std::vector<PodHolding> held);
+  // pod-resources List answers what `source` returns when it is called (a model of kubelet's
+  // device manager), instead of the list set above.
+  void setListSource(std::function<std::vector<PodHolding>()> source);
+  // How many pod-resources Lists were answered so far.
+  int listsAnswered();
+  // Waits until more than `count` Lists were answered; false after `timeout`.
+  bool waitForListsAfter(int count, std::chrono::milliseconds timeout);
   // Each pod-resources List answers only after `delay` (a kubelet busy admitting pods).
   void setListDelay(std::chrono::milliseconds delay);
   // While true, pod-resources List answers UNAVAILABLE (kubelet busy or rate-limiting).

@@ -44,6 +44,36 @@ TEST(Assignments, KubeletRowsOfOurResourcesBecomeHoldersAndOthersAreLeftOut) {
   EXPECT_EQ(assignments.holders[1].kind, ResourceKind::kNeuron);
 }
 
+TEST(Assignments, CoresTwoPodsHoldAreFoundWhicheverResourceTheyCameThrough) {
+  const topology::Node node = *topology::catalogNode("trn2.48xlarge");  // 4 cores per device
+  const std::vector<Holder> holders = {
+      {"ml/a", "main", ResourceKind::kNeuronCore, ids("4-7")},
+      {"ml/b", "main", ResourceKind::kNeuronCore, ids("6-9")},
+      {"ml/c", "main", ResourceKind::kNeuron, ids("2")},  // cores 8-11
+      {"ml/d", "main", ResourceKind::kNeuronCore, ids("20-23")},
+  };
+  const auto shared = sharedBetweenPods(node, ids("4-11"), holders);
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ(shared->cores.toRangeString(), "6-9");
+  ASSERT_EQ(shared->holders.size(), 3U);
+  EXPECT_EQ(describeHolders(shared->holders),
+            "ml/a (aws.amazon.com/neuroncore 4-7), ml/b (aws.amazon.com/neuroncore 6-9), ml/c "
+            "(aws.amazon.com/neuron 2)");
+  // Only the cores asked about count: d's are its own, and a's alone are no conflict.
+  EXPECT_FALSE(sharedBetweenPods(node, ids("20-23"), holders).has_value());
+  EXPECT_FALSE(sharedBetweenPods(node, ids("4-5"), holders).has_value());
+}
+
+TEST(Assignments, ContainersOfOnePodSharingIdsAreNoSecondTenant) {
+  // kubelet hands an init container's ids on to the pod's app container.
+  const topology::Node node = *topology::catalogNode("trn2.48xlarge");
+  const std::vector<Holder> holders = {
+      {"ml/a", "init", ResourceKind::kNeuronCore, ids("0-3")},
+      {"ml/a", "main", ResourceKind::kNeuronCore, ids("0-3")},
+  };
+  EXPECT_FALSE(sharedBetweenPods(node, ids("0-3"), holders).has_value());
+}
+
 TEST(AssignmentTracker, OwnAllocationsCountUntilKubeletListsThemOrTheyExpire) {
   AssignmentTracker tracker(10s);
   const auto t0 = AssignmentTracker::Clock::now();

@@ -1,0 +1,125 @@
+// One NeuronCore, one tenant. kubelet's device manager gives the ids of an allocation in flight
+// to the next pod when a pod-resources List lands in between (kubernetes/kubernetes#137534); the
+// agent must not set that off, must steer away from ids a live container or its own recent grant
+// holds, and must refuse a container start whose ids another live pod holds.
+#include <gtest/gtest.h>
+
+#include "common/base/file_io.h"
+#include "common/metrics/event_counters.h"
+#include "tests/integration/device_plugin/device_plugin_fixture.h"
+#include "tests/integration/device_plugin/kubelet_device_manager.h"
+
+namespace torus::testing {
+namespace {
+
+std::string describe(const std::map<std::string, std::set<std::string>>& shared) {
+  std::string text;
+  for (const auto& [id, pods] : shared) {
+    text += "id " + id + ":";
+    for (const std::string& pod : pods)
+      text += " " + pod;
+    text += "; ";
+  }
+  return text;
+}
+
+// kubelet's own order, driven through the agent's sockets: pod b's allocation is in flight while
+// pod y ends. A List then would make kubelet forget b's ids and give them to c as well.
+TEST_F(DevicePluginTest, NoListLandsWhileKubeletHasAnAllocationInFlight) {
+  start("trn2.48xlarge", std::nullopt, {plugin::ResourceKind::kNeuron});  // 16 devices
+  ASSERT_TRUE(kubelet_->waitForDevices(
+      kDevices, [](const auto& devices) { return devices.size() == 16; }, 5s));
+  KubeletDeviceManager kubelet(*kubelet_, kDevices);
+  kubelet_->setListSource([&] { return kubelet.list(); });
+  ASSERT_TRUE(kubelet.admit("a", 8).ok());
+  ASSERT_TRUE(kubelet.admit("y", 4).ok());
+  bool listedInFlight = false;
+  auto b = kubelet.admit("b", 4, [&] {
+    kubelet.end("y");
+    // kubelet is busy here for a moment (well within the 1 s after which the agent gives a
+    // preferred allocation up); the agent polls every 100 ms.
+    listedInFlight = kubelet_->waitForListsAfter(kubelet_->listsAnswered(), 500ms);
+  });
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  // c asks for what is free after a and b: y's four. kubelet refuses it unless it forgot b's.
+  auto c = kubelet.admit("c", 8);
+  EXPECT_FALSE(listedInFlight) << "the agent read pod-resources with b's allocation in flight";
+  EXPECT_TRUE(kubelet.sharedIds().empty()) << describe(kubelet.sharedIds());
+  EXPECT_FALSE(c.ok()) << "c was given b's ids";
+  // The agent reads pod-resources again once b is recorded.
+  const int lists = kubelet_->listsAnswered();
+  EXPECT_TRUE(kubelet_->waitForListsAfter(lists, 2s));
+}
+
+// kubelet offers ids the agent's own grant still holds (its count went wrong, or the pod ended
+// since the agent last read): another choice is made where there is one.
+TEST_F(DevicePluginTest, PreferredAllocationSteersAwayFromIdsARecentGrantHolds) {
+  start("trn2.48xlarge");
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(allocate(kCores, {range(0, 4)}, &response).ok());
+  EXPECT_EQ(preferred(kCores, 4, range(0, 8)), "4,5,6,7");
+  // Only when nothing else fits are they offered back (kubelet's word is final; the start check
+  // below catches a real second tenant).
+  EXPECT_EQ(preferred(kCores, 4, range(0, 4)), "0,1,2,3");
+  // Listed by kubelet as a live pod's: the same.
+  kubelet_->setPodAssignments({{"ml", "a", kCores, range(8, 4)}});
+  ASSERT_TRUE(kubelet_->waitForListsAfter(kubelet_->listsAnswered(), 2s));
+  ASSERT_TRUE(kubelet_->waitForListsAfter(kubelet_->listsAnswered(), 2s));
+  EXPECT_EQ(preferred(kCores, 4, range(8, 8)), "12,13,14,15");
+}
+
+grpc::Status preStart(FakeKubelet& kubelet, const std::string& resource,
+                      const std::vector<std::string>& ids) {
+  v1beta1::PreStartContainerRequest request;
+  for (const std::string& id : ids)
+    request.add_devices_ids(id);
+  v1beta1::PreStartContainerResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 10s);
+  return kubelet.pluginClient(resource)->PreStartContainer(&context, request, &response);
+}
+
+TEST_F(DevicePluginTest, AContainerWhoseCoresAnotherLivePodHoldsIsNotStartedUntilThatPodEnds) {
+  start("trn2.48xlarge");
+  const metrics::Labels labels = {{"resource", kCores}};
+  const double before =
+      metrics::processCounters().value(metrics::names::kDoubleAllocationsTotal, labels);
+  // kubelet gave cores 4-7 to two running pods; a and b have already run on them.
+  kubelet_->setPodAssignments({{"ml", "a", kCores, range(4, 4)},
+                               {"ml", "b", kCores, range(4, 4)},
+                               {"ml", "other", kCores, range(8, 4)}});
+  // Marked, to see a reset (the simulated driver's reset file reads 1 once written).
+  const fs::path reset = deviceDir(1) / "reset";
+  ASSERT_TRUE(writeFile(reset, "0\n").ok());
+  const grpc::Status refused = preStart(*kubelet_, kCores, range(4, 4));
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("ml/a (aws.amazon.com/neuroncore 4-7)"), std::string::npos)
+      << refused.error_message();
+  EXPECT_NE(refused.error_message().find("ml/b (aws.amazon.com/neuroncore 4-7)"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(refused.error_message().find("ml/other"), std::string::npos);
+  EXPECT_EQ(*readSmallFile(reset), "0\n") << "the chip was reset under a tenant";
+  // kubelet retries the start: refused again, counted once.
+  EXPECT_EQ(preStart(*kubelet_, kCores, range(4, 4)).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(metrics::processCounters().value(metrics::names::kDoubleAllocationsTotal, labels),
+            before + 1);
+  // A container of its own cores starts.
+  EXPECT_TRUE(preStart(*kubelet_, kCores, range(8, 4)).ok());
+  // a ended and kubelet dropped it: b starts.
+  kubelet_->setPodAssignments({{"ml", "b", kCores, range(4, 4)}});
+  EXPECT_TRUE(preStart(*kubelet_, kCores, range(4, 4)).ok());
+}
+
+TEST_F(DevicePluginTest, AWholeDeviceAndItsCoresHeldByTwoPodsIsADoubleAllocationToo) {
+  start("trn2.48xlarge");
+  kubelet_->setPodAssignments(
+      {{"ml", "whole", kDevices, {"1"}}, {"ml", "cores", kCores, range(6, 2)}});
+  const grpc::Status refused = preStart(*kubelet_, kDevices, {"1"});
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(refused.error_message().find("cores 6-7"), std::string::npos)
+      << refused.error_message();
+}
+
+}  // namespace
+}  // namespace torus::testing
