@@ -127,6 +127,11 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   &config->kubeconfig);
   table.addString("node-name", "NODE_NAME", "nodeName", "NAME",
                   "this node's Kubernetes name, to watch the pods bound to it", &config->nodeName);
+  table.addString("daemonset", "TORUS_DAEMONSET", "daemonSet", "NAMESPACE/NAME",
+                  "the DaemonSet that runs this agent: on stopping, the device plugin taints the "
+                  "node for the next agent only while that DaemonSet exists and still selects "
+                  "the node (default: always taint)",
+                  &config->daemonSet);
   table.addSwitch("publish-node", "TORUS_PUBLISH_NODE", "publishNode",
                   "with API access, keep this node's torus.dev/ labels, topology annotation and "
                   "NeuronHealthy condition current",

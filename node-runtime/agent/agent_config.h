@@ -47,6 +47,9 @@ struct AgentConfig {
   // kubeconfig file, else the in-cluster service account when there is one.
   std::string kubeconfig;
   std::string nodeName;
+  // "namespace/name" of the DaemonSet that runs this agent: a stopping device-plugin agent taints
+  // its node only while that DaemonSet will start another one there (daemonset_successor.h).
+  std::string daemonSet;
   bool publishNode = true;
   // The deep health check (health/deep_check/deep_check.h): periodic when the interval is set, on
   // demand through POST /deep-check and `neuron-node-agent check`.

@@ -13,6 +13,7 @@
 #include "common/metrics/event_counters.h"
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/agent/core_tenancy.h"
+#include "node-runtime/agent/daemonset_successor.h"
 #include "node-runtime/agent/restarting_taint.h"
 #include "node-runtime/health/kernel_log.h"
 #include "node-runtime/metrics/agent_metrics.h"
@@ -222,12 +223,33 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
   }
   if (kube && config.publishNode) {
     kubeletView_ = std::make_unique<KubeletViewPublisher>(*kube, config.nodeName, *plugins_);
+    if (!config.daemonSet.empty()) {
+      successorClient_ = std::make_unique<kube::KubeClient>(*kube, std::chrono::seconds(3));
+      daemonSet_ = config.daemonSet;
+      nodeName_ = config.nodeName;
+    }
   }
   return okResult();
 }
 
 void NodeAgent::drainDevicePlugin() {
   if (!kubeletView_) return;
+  if (successorClient_) {
+    // Unreadable: taint as always; a pod refused at admission costs less than being wrong here
+    // for a whole node's workloads during a restart.
+    auto expected = successorExpected(*successorClient_, daemonSet_, nodeName_);
+    if (expected && !*expected) {
+      TORUS_LOG(Info, Plugin,
+                "no agent follows this one here (its DaemonSet is gone or no longer selects the "
+                "node); leaving the node untainted",
+                {"daemonset", daemonSet_}, {"node", nodeName_});
+      return;
+    }
+    if (!expected) {
+      TORUS_LOG(Warn, Plugin, "cannot tell whether another agent follows; tainting the node",
+                {"daemonset", daemonSet_}, {"error", expected.error().message});
+    }
+  }
   if (auto tainted = kubeletView_->stopServing(); !tainted) {
     TORUS_LOG(Warn, Plugin,
               "could not taint the node before stopping; a Neuron pod bound here before the next "

@@ -77,7 +77,11 @@ class NodeAgent {
   std::unique_ptr<NodeEvents> nodeEvents_;  // before plugins_, which post through it
   std::unique_ptr<plugin::DevicePluginManager> plugins_;
   std::unique_ptr<KubeletViewPublisher> kubeletView_;  // what plugins_ told kubelet, on the Node
-  ChangeNotifier::Subscription podEnded_;              // handoff_ -> plugins_
+  // Reads the agent's DaemonSet when it stops (daemonset_successor.h); null without --daemonset.
+  std::unique_ptr<kube::KubeClient> successorClient_;
+  std::string daemonSet_;
+  std::string nodeName_;
+  ChangeNotifier::Subscription podEnded_;  // handoff_ -> plugins_
   std::unique_ptr<dra::DraDriver> dra_;
   std::unique_ptr<ClaimHolderPoller> claimHolders_;  // DRA mode: who uses the claims
   std::unique_ptr<DeepCheckRunner> deepCheck_;       // asks plugins_ which devices are in use

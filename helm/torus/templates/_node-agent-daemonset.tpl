@@ -91,6 +91,7 @@ spec:
             {{- else }}
             - --device-plugin-dir={{ $root.Values.nodeAgent.hostPaths.devicePlugins }}
             - --resources={{ join "," $root.Values.nodeAgent.resources }}
+            - --daemonset={{ $root.Release.Namespace }}/{{ include "torus.fullname" $root }}-{{ $component }}
             {{- end }}
             - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
             - --health-interval={{ $root.Values.nodeAgent.healthInterval }}

@@ -87,5 +87,62 @@ TEST(NodeAgentBinary, KeepsTheRestartingTaintUntilKubeletSaysWhatItsPodsHold) {
   EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
 }
 
+// The taint is for the next agent; a node whose DaemonSet will send none must not keep it (helm
+// upgrade with the agent off deletes the DaemonSet; a narrower selector drops the node).
+TEST(NodeAgentBinary, TaintsOnStopOnlyWhileItsDaemonSetWillSendAnotherAgent) {
+  auto dir = TempDir::create("agent-successor");
+  ASSERT_TRUE(dir.ok());
+  const std::string plugins = (dir->path() / "plugins").string();
+  const std::string podResources = (dir->path() / "pod-resources.sock").string();
+  fs::create_directories(plugins);
+  FakeKubelet kubelet(plugins, podResources);
+  kubelet.start();
+  FakeApiServer api;
+  api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
+  const nlohmann::json selecting = {
+      {"metadata", {{"name", "torus-node-agent"}, {"namespace", "torus"}}},
+      {"spec",
+       {{"template",
+         {{"spec",
+           {{"nodeSelector", {{"node.kubernetes.io/instance-type", "trn2.48xlarge"}}}}}}}}}};
+  api.put(kDaemonSets, selecting);
+  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  api.writeKubeconfig(kubeconfig);
+  const auto tainted = [&] {
+    const nlohmann::json taints = api.get("nodes", "node-a").value()["spec"]["taints"];
+    return taints.is_array() && !taints.empty() && taints[0]["key"] == kTaint;
+  };
+  // One agent's life: serves kubelet, untaints the node, stops.
+  const auto serveAndStop = [&](int registration) {
+    BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                             "--metrics-addr=127.0.0.1:0", "--device-plugin-dir=" + plugins,
+                             "--pod-resources-socket=" + podResources, "--kubeconfig=" + kubeconfig,
+                             "--node-name=node-a", "--daemonset=torus/torus-node-agent",
+                             "--kernel-log=none"});
+    EXPECT_TRUE(kubelet.waitForRegistration(kCores, registration, 10s)) << agent.stderrText();
+    EXPECT_TRUE(eventually([&] { return !tainted(); }, 10s)) << agent.stderrText();
+    agent.signal(SIGTERM);
+    EXPECT_EQ(agent.waitExit(20s), std::optional<int>(0)) << agent.stderrText();
+    return agent.stderrText();
+  };
+
+  serveAndStop(1);
+  EXPECT_TRUE(tainted()) << "the DaemonSet selects the node: the next agent removes the taint";
+
+  // helm upgrade narrows the DaemonSet to other instance types: no agent comes back.
+  nlohmann::json narrowed = selecting;
+  narrowed["spec"]["template"]["spec"]["nodeSelector"]["node.kubernetes.io/instance-type"] =
+      "inf2.xlarge";
+  api.put(kDaemonSets, narrowed);
+  std::string log = serveAndStop(2);
+  EXPECT_FALSE(tainted()) << log;
+  EXPECT_NE(log.find("leaving the node untainted"), std::string::npos) << log;
+
+  // The DaemonSet is deleted (the agent switched off): the same.
+  api.remove(kDaemonSets, "torus/torus-node-agent");
+  log = serveAndStop(3);
+  EXPECT_FALSE(tainted()) << log;
+}
+
 }  // namespace
 }  // namespace torus::testing

@@ -197,6 +197,35 @@ TEST(HelmChart, TheAgentMountsTheHostReadOnlyButForTheDriversResetFiles) {
 // With DRA, each node runs exactly one agent: the DRA one where the mode label says dra, the
 // device plugin elsewhere (or DRA everywhere with allNodes); DeviceClasses keep AWS's name and
 // map the device plugin's resource names; a third policy keeps the agent to its own slices.
+// A stopping device-plugin agent taints its node only while its DaemonSet will send another one
+// (helm upgrade with the agent off, a narrower selector): it names that DaemonSet, and may read it
+// and nothing else of its kind.
+TEST(HelmChart, ThePluginAgentNamesItsOwnDaemonSetAndMayReadOnlyThat) {
+  const std::vector<YAML::Node> objects = render(kVariants[0]);
+  std::set<std::string> args;
+  const YAML::Node* role = nullptr;
+  const YAML::Node* binding = nullptr;
+  for (const YAML::Node& object : objects) {
+    const std::string kind = object["kind"].as<std::string>();
+    const std::string name = object["metadata"]["name"].as<std::string>();
+    if (kind == "DaemonSet" && name == "torus-torus-node-agent") {
+      for (const YAML::Node& arg : object["spec"]["template"]["spec"]["containers"][0]["args"])
+        args.insert(arg.as<std::string>());
+    }
+    if (name == "torus-torus-node-agent-daemonset") (kind == "Role" ? role : binding) = &object;
+  }
+  EXPECT_EQ(args.count("--daemonset=kube-system/torus-torus-node-agent"), 1U);
+  ASSERT_NE(role, nullptr);
+  ASSERT_NE(binding, nullptr);
+  const YAML::Node rules = (*role)["rules"];
+  ASSERT_EQ(rules.size(), 1U);
+  EXPECT_EQ(rules[0]["resources"][0].as<std::string>(), "daemonsets");
+  EXPECT_EQ(rules[0]["resourceNames"][0].as<std::string>(), "torus-torus-node-agent");
+  EXPECT_EQ(rules[0]["verbs"].size(), 1U);
+  EXPECT_EQ(rules[0]["verbs"][0].as<std::string>(), "get");
+  EXPECT_EQ((*binding)["subjects"][0]["name"].as<std::string>(), "torus-torus-node-agent");
+}
+
 TEST(HelmChart, DraModeSplitsNodesByLabelAndInstallsItsClasses) {
   const auto daemonSets = [](const std::vector<YAML::Node>& objects) {
     std::map<std::string, YAML::Node> found;

@@ -73,7 +73,8 @@ bool matches(const json& object, const std::vector<FieldTerm>& terms) {
 std::string FakeApiServer::keyOf(const std::string& collection, const json& object) {
   const json& metadata = object["metadata"];
   const std::string name = metadata.value("name", "");
-  const bool namespaced = collection == "pods" || collection == kLeases;
+  const bool namespaced =
+      collection == "pods" || collection == kLeases || collection == kDaemonSets;
   return namespaced ? metadata.value("namespace", "default") + "/" + name : name;
 }
 
@@ -202,7 +203,8 @@ void FakeApiServer::put(const std::string& collection, json object) {
   std::lock_guard lock(mutex_);
   json& metadata = object["metadata"];
   if (!metadata.contains("uid")) metadata["uid"] = "uid-" + std::to_string(++uids_);
-  if ((collection == "pods" || collection == kLeases) && !metadata.contains("namespace")) {
+  if ((collection == "pods" || collection == kLeases || collection == kDaemonSets) &&
+      !metadata.contains("namespace")) {
     metadata["namespace"] = "default";
   }
   const bool exists = objects_[collection].count(keyOf(collection, object)) != 0;

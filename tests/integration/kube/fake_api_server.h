@@ -6,9 +6,9 @@
 // of pods/status too), pods/binding and events; ResourceSlices (resource.k8s.io/v1: list and
 // watch by spec.nodeName and spec.driver, create with generateName and ?dryRun=All, replace with
 // the resourceVersion precondition, delete), which can drop the fields of a switched-off feature
-// as an older API server does; and Leases (coordination.k8s.io/v1: get, create, replace with the
-// resourceVersion precondition, delete). Tests change objects through it, inject failures, and read
-// back every write the client made.
+// as an older API server does; Leases (coordination.k8s.io/v1: get, create, replace with the
+// resourceVersion precondition, delete); and GET of one DaemonSet (apps/v1). Tests change objects
+// through it, inject failures, and read back every write the client made.
 #pragma once
 
 #include <condition_variable>
@@ -38,7 +38,8 @@ class FakeApiServer {
   // A kubeconfig (token auth) pointing here, written to `path`.
   void writeKubeconfig(const std::string& path) const;
 
-  // collection: "nodes", "pods", "resourceslices" (kResourceSlices) or "leases" (kLeases). Adds or
+  // collection: "nodes", "pods", "resourceslices" (kResourceSlices), "leases" (kLeases) or
+  // "daemonsets" (kDaemonSets). Adds or
   // replaces the object (a UID and a resourceVersion are assigned) and tells the watchers.
   void put(const std::string& collection, nlohmann::json object);
   void remove(const std::string& collection, const std::string& key);
@@ -135,6 +136,7 @@ class FakeApiServer {
 
 inline constexpr const char* kResourceSlices = "resourceslices";
 inline constexpr const char* kLeases = "leases";
+inline constexpr const char* kDaemonSets = "daemonsets";  // apps/v1: get only
 
 // Minimal objects as the API server returns them.
 nlohmann::json makeNode(const std::string& name, const std::string& instanceType);

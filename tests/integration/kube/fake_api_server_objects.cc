@@ -71,6 +71,16 @@ void FakeApiServer::serveWrittenObjects() {
                 }
               });
   serveWholeObjectWrites(kLeases, kLeasesPath, "coordination.k8s.io");
+  server_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                if (injectedFailure(request, response)) return;
+                if (auto daemonSet = get(kDaemonSets, keyFrom(request))) {
+                  response.set_content(daemonSet->dump(), "application/json");
+                } else {
+                  fail(response, 404, "NotFound",
+                       "daemonsets.apps \"" + nameFrom(request) + "\" not found");
+                }
+              });
 }
 
 void FakeApiServer::serveWholeObjectWrites(const std::string& collection, const std::string& path,
