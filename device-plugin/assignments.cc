@@ -86,7 +86,7 @@ void AssignmentTracker::recordAllocate(ResourceKind kind, const topology::CoreSe
     std::lock_guard lock(mutex_);
     // Expired grants go now, not only when kubelet answers (it may be unreachable for hours),
     // and a repeated grant of the same ids renews the one entry: the list stays as long as the
-    // distinct grants of one grace period (probe row 15: it grew by every Allocate).
+    // distinct grants of one grace period, not one entry per Allocate.
     std::erase_if(pending_, [&](const Pending& p) {
       return now - p.at > grace_ || (p.kind == kind && p.ids == ids);
     });

@@ -65,8 +65,9 @@ cmake --build "$build_dir" -j "$jobs" "${build_targets[@]}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # The tests run in a PID namespace of their own when root, as a node's processes are: the holder
-# scan before a reset must read every process's open files (/proc/PID/fd), and a sandbox's PID 1
-# may be one that not even root can inspect (then every reset would be refused, rightly).
+# scan before a reset must read every process's open files (/proc/PID/fd), and the host's PID 1
+# may be one that not even root can inspect in a container (then every reset would be refused,
+# rightly).
 runner=()
 if [[ "$(id -u)" == 0 ]] && unshare --pid --fork --mount-proc true 2> /dev/null; then
   runner=(unshare --pid --fork --mount-proc)

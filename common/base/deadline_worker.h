@@ -7,8 +7,8 @@
 // touches (capture by value or shared_ptr): it may finish after the caller has given up.
 //
 // Destruction joins an idle worker; a stuck one is detached to finish on its own. Nothing can
-// interrupt a blocked read, and shutdown must not wait on it (probe row 9: SIGTERM no longer
-// stopped the agent).
+// interrupt a blocked read, and shutdown must not wait on it (waiting, SIGTERM would never stop
+// the agent).
 #pragma once
 
 #include <chrono>

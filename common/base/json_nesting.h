@@ -1,6 +1,6 @@
 // A bound on how deeply a JSON text nests, checked before any parser sees it. nlohmann::json
 // parses iteratively but copies and serialises recursively, so a 100 KB body of 50,000 nested
-// brackets overflowed the extender's stack (probe row 1). Kubernetes objects nest about a dozen
+// brackets would overflow the extender's stack. Kubernetes objects nest about a dozen
 // levels; nothing legitimate comes near the limit.
 #pragma once
 

@@ -3,7 +3,7 @@
 // granted only when nothing else holds any, so it runs alone rather than never.
 //
 // Why: parsing a JSON body peaks at about 20× its size, so eight concurrent 10 MiB filters took
-// the extender to 2.1 GB, four times the chart's limit (probe row 4b). Reserving makes them take
+// the extender to 2.1 GB, four times the chart's limit. Reserving makes them take
 // turns. glibc keeps freed memory in its arenas, so the release of a large reservation hands it
 // back to the system (malloc_trim), or the peak would stay as the process's size.
 #pragma once

@@ -79,7 +79,7 @@ Result<std::int64_t> parseDurationMillis(std::string_view text) {
       if (!value) break;
       if (*value * unit.millis > kMaxDurationMillis) {
         // Callers turn durations into std::chrono nanoseconds; past 2^63 ns (292 years) that
-        // wrapped into a negative interval and a busy loop (probe row 16).
+        // would wrap into a negative interval and a busy loop.
         return makeError(ErrorCode::kInvalidArgument,
                          "duration " + quoteJsonString(clipForMessage(text)) +
                              " is longer than the 366 days any setting allows");

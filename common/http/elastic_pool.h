@@ -3,8 +3,7 @@
 //
 // Why not a fixed pool: an HTTP connection holds its worker for its whole life, so with
 // cpp-httplib's eight fixed workers eight slow clients stopped every other request, /healthz
-// included (probe row 5). Here a slow client holds one of many workers, and ConnectionReaper bounds
-// how long.
+// included. Here a slow client holds one of many workers, and ConnectionReaper bounds how long.
 #pragma once
 
 #include <chrono>

@@ -35,8 +35,8 @@ class DeepCheckRunner {
   DeepCheckRunner& operator=(const DeepCheckRunner&) = delete;
 
   // Runs a check now and returns its result. A caller that arrives while a run is in progress
-  // gets that run's result instead of queueing another (twelve concurrent POSTs used to run
-  // twelve checks back to back: probe row 8).
+  // gets that run's result instead of queueing another (twelve concurrent POSTs would otherwise
+  // run twelve checks back to back).
   health::DeepCheckResult runNow();
   std::optional<metrics::DeepCheckSnapshot> last() const;
 

@@ -143,7 +143,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                               metrics::renderDeepCheckMetrics(deepCheck_->last())};
                     }});
   // Running a check writes device memory and costs seconds of CPU: not for whoever reaches the
-  // metrics port (probe row 8). It is on the admin address; this says where.
+  // metrics port. It is on the admin address; this says where.
   routes.push_back({"POST", "/deep-check", [](const http::Request&) {
                       return http::Response{
                           403, "application/json",

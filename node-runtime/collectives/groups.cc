@@ -90,7 +90,7 @@ void Groups::unlinkSegmentsOfTheDead() const {
   // A killed hostmate cannot remove its segments. The failure may reach this rank (its bootstrap
   // connection closing, another host's abort) before any wait here saw the exit, or even before
   // its pidfd reads ready: remove the segments of every member whose process has exited, and of
-  // every hostmate the link saw go (probe row 14).
+  // every hostmate the link saw go.
   if (shm_) shm_->unlinkSegmentsOfExited();
   if (local_) local_->unlinkSegmentsOfExited();
   if (!link_) return;

@@ -130,8 +130,8 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
   topology::Node& node = discovery.node;
   const InstanceType* type = identifyInstanceType(roots, options, facts, discovery);
   // The highest devices vanishing must not shrink a known node either: their slots stay, out of
-  // service, and their neighbours keep pointing at devices the node has (probe row 11: 15 of 16
-  // devices and 4 healthy neighbours taken out).
+  // service, and their neighbours keep pointing at devices the node has (shrinking would take a
+  // device's healthy neighbours out with it).
   if (type != nullptr) {
     for (; slots < type->deviceCount; ++slots)
       facts.push_back(missingDevice(slots));

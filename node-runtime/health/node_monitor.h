@@ -9,12 +9,12 @@
 // A changed /opt/aws/neuron/logical_nc_config renumbers every core (LNC 2 -> 1 doubles the ids),
 // so while any core is held (the guard says so) the monitor keeps describing the node at the
 // LNC it had, reports the change as pending, and applies it once nothing is held: an id a
-// running pod holds never comes to mean another core (probe row 6, a physical double allocation).
+// running pod holds never comes to mean another core (that would be a physical double allocation).
 //
 // Every read of the driver's files runs on a DeadlineWorker (one per device, one for the full
 // pass) that the monitor waits on for at most `readDeadline`: a read that hangs takes its device
 // out of service with the reason and leaves the other devices, the kernel log and shutdown
-// unaffected (probe row 9); stalledReads() names what hangs, for /healthz.
+// unaffected; stalledReads() names what hangs, for /healthz.
 #pragma once
 
 #include <chrono>

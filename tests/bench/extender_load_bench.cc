@@ -1,4 +1,4 @@
-// Extender under hostile load (issue: hostile input, probe rows 4 and 5), against the real binary:
+// Extender under hostile load (slow clients, huge bodies), against the real binary:
 //  1. 200 concurrent filters, each on its own connection, alone (baseline) and while 8 slowloris
 //     connections trickle a header line every second: how many are answered within 1 s, and the
 //     slowest, with the ratio to the baseline's slowest.

@@ -26,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 if ! ip netns add "$ns_a" 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces here (no CAP_SYS_ADMIN in this sandbox?)" >&2
+  echo "SKIP: cannot create network namespaces here (no CAP_SYS_ADMIN for this user?)" >&2
   exit 77
 fi
 ip netns add "$ns_b"

@@ -1,5 +1,5 @@
 // Files an operator writes: any bytes as a kubeconfig and as a settings file (--config). Both
-// must end in a value or a clear error, never an exception or an abort (probe row 13).
+// must end in a value or a clear error, never an exception or an abort.
 #include <cstddef>
 #include <cstdint>
 #include <fstream>

@@ -7,8 +7,8 @@
 // bounded by the deadline (the root gives up at 90 % of it and tells the others who is missing;
 // they wait up to 20 % past it for that answer), and a timeout names the ranks that never came,
 // instead of NCCL's and Neuron's infinite "retrying" loops. The root reads hellos from many
-// connections at once, each within kHelloDeadline of its accept: one silent connection used to
-// hold the root until the deadline (probe row 10).
+// connections at once, each within kHelloDeadline of its accept, so one silent connection cannot
+// hold the root until the deadline.
 //
 // Owns: the sockets (closed when bootstrap returns) and the wire format (text lines). Does not own:
 // what the session id names (the communicator uses it for its shared-memory names).

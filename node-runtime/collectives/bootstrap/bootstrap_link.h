@@ -11,9 +11,9 @@
 //    over shared memory, a hostmate that died) says "ABORT <session> <rank> <why>"; rank 0
 //    passes it on to every rank, so ranks on other hosts stop waiting for it too.
 // Once watching (startWatching), a thread of the link's own reads the connections and rank 0
-// passes deaths and aborts on at once, whatever this process is busy with: before, rank 0 did so
-// only while it sat in a libfabric wait, and survivors on other hosts waited out the whole
-// timeout (probe row 2).
+// passes deaths and aborts on at once, whatever this process is busy with: were rank 0 to do so
+// only while it sat in a libfabric wait, survivors on other hosts would wait out the whole
+// timeout.
 //
 // Wire (text lines): rank -> 0 "G <hex>", 0 -> rank "G <rank> <hex>" for every rank; "BYE";
 // 0 -> rank "DEAD <rank>"; either way "ABORT <session> <rank> <why>".

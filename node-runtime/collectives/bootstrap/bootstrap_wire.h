@@ -9,7 +9,7 @@
 //
 // With a job secret (TORUS_COLL_JOB_SECRET, the same for every rank of a job) each side proves it
 // knows the secret: <proof> is HMAC-SHA256(secret, the message without the proof), in hex. A root
-// ignores a hello without a valid proof (a forged line used to fail the whole job: probe row 10),
+// ignores a hello without a valid proof (a forged line must not fail the whole job),
 // and a rank refuses a root whose answer does not prove it.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The bootstrap against connections that are not the job's ranks (probe row 10): a forged hello
+// The bootstrap against connections that are not the job's ranks: a forged hello
 // and a silent connection, with the job secret set, do not fail or stall the job; a rank with the
 // wrong secret is kept out and named missing.
 #include <chrono>

@@ -1,4 +1,4 @@
-// HttpServer under clients that are slow, endless or too many (probe rows 4c and 5): real sockets
+// HttpServer under clients that are slow, endless or too many: real sockets
 // on loopback against the real server.
 #include "common/http/http_server.h"
 

@@ -24,7 +24,7 @@ TEST(BootstrapWire, HelloRoundTripsWithAndWithoutASecret) {
 }
 
 TEST(BootstrapWire, ASecretRefusesHellosWithoutItsProof) {
-  std::string forged = "TORUS-COLL/1 1 4 4242 h m";  // probe row 10's line
+  std::string forged = "TORUS-COLL/1 1 4 4242 h m";  // a hello without a proof
   EXPECT_TRUE(parseHello(forged, "").ok());
   auto refused = parseHello(forged, "s3cret");
   ASSERT_FALSE(refused.ok());

@@ -1,6 +1,5 @@
 """scripts/include-graph.py: it finds a cycle between folders and names the lines that make it,
-it passes a tree without one, and Torus's own tree has none (issue 33: the folders' arrows point
-one way)."""
+it passes a tree without one, and Torus's own tree has none (the folders' arrows point one way)."""
 import os
 import re
 import subprocess
