@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Admission under churn on the real local cluster (issue 31): short-lived pods of mixed Neuron
+"""Admission under churn on the real local cluster: short-lived pods of mixed Neuron
 requests arrive in bursts, with no wait between them for anything the cluster does, and the node
 agent is restarted in the middle. A pod Torus places must run or wait, never fail admission.
 
 Checks, once every pod has ended (bounded by --timeout):
   - no pod failed (UnexpectedAdmissionError or anything else), every one Succeeded;
   - each container saw exactly as many cores as it asked for;
-  - each set is NeuronLink-connected, and no two containers ran on one core at the same time (each
-    records its start and end itself). Kubelet, not Torus, picks the ids it passes to Allocate;
-    under this churn it was seen to hand one set to two pods 0.5 s apart and to pick a set of its
-    own past the plugin's preference (issue 31's note). With --placement-as-findings those are
-    printed as findings and do not fail the run.
+  - no two containers ran on one core at the same time (each records its start and end itself,
+    on the one node's clock): the agent keeps kubelet from giving one set to two pods and refuses
+    the start of a container whose cores another live pod holds, so this always fails the run;
+  - each set is NeuronLink-connected. Kubelet, not Torus, picks the ids it passes to Allocate, and
+    under this churn it was seen to pick a set of its own past the plugin's preference. With
+    --disconnected-as-findings those sets are printed as findings and do not fail the run.
 
 With --node, it also watches the Node and reports how long after the API showed a pod ended the
 agent's torus.dev/kubelet-unavailable gave its ids back to the other resource: the wait a pod of the
@@ -86,8 +87,9 @@ def parse_args():
     parser.add_argument("--agent-logs", default="",
                         help="a directory to keep each restarted agent's log in (kubelet deletes "
                         "a deleted pod's logs, and a stopping agent logs what it waited for)")
-    parser.add_argument("--placement-as-findings", action="store_true",
-                        help="report disconnected sets and shared cores without failing")
+    parser.add_argument("--disconnected-as-findings", action="store_true",
+                        help="report sets that are not NeuronLink-connected without failing "
+                        "(kubelet's own choice); cores run on twice always fail")
     args = parser.parse_args()
     try:
         args.mix = [(r, int(c)) for r, c in (item.split(":") for item in args.mix.split(","))]
@@ -215,7 +217,7 @@ def wait_until_ended(kube, args):
 
 def check(pods, args):
     problems = []
-    placement = []  # what kubelet chose: disconnected sets, cores given twice
+    placement = []  # what kubelet chose past the plugin's preference: disconnected sets
     failures = {}
     runs = []  # (start, end, cores, name)
     neighbours = neighbours_in(args.node_dir)
@@ -250,8 +252,8 @@ def check(pods, args):
             if later_start >= end:
                 break
             if cores & later_cores:
-                placement.append(f"{name} and {later} ran on cores "
-                                 f"{sorted(cores & later_cores)} at the same time")
+                problems.append(f"{name} and {later} ran on cores "
+                                f"{sorted(cores & later_cores)} at the same time")
     return problems, placement, failures
 
 
@@ -296,12 +298,14 @@ def main():
           f"{sum(failures.values())} failed {failures or ''}".rstrip())
     if len(pods) != args.pods:
         problems.append(f"{len(pods)} pods exist, {args.pods} were created")
-    if args.placement_as_findings:
+    if args.disconnected_as_findings:
         for finding in placement:
             print(f"  FINDING (kubelet's choice of ids): {finding}")
     else:
         problems += placement
-    print(f"{len(placement)} placement findings (disconnected sets, cores given twice)")
+    shared = sum(1 for problem in problems if "at the same time" in problem)
+    print(f"{len(placement)} placement findings (disconnected sets); "
+          f"{shared} pairs of containers ran on one core at the same time")
     for problem in problems[:40]:
         print(f"  {problem}")
     for line in explained[:40]:
