@@ -47,12 +47,16 @@ health::DeepCheckResult DeepCheckRunner::runNow() {
   metrics::processCounters().add(metrics::names::kDeepCheckRunsTotal,
                                  {{"result", failures.empty() ? "passed" : "failed"}});
   int skipped = 0;
-  for (const health::DeviceCheck& device : result.devices)
+  int notChecked = 0;
+  for (const health::DeviceCheck& device : result.devices) {
     skipped += device.state == health::CheckState::kSkipped ? 1 : 0;
+    notChecked += device.state == health::CheckState::kNotChecked ? 1 : 0;
+  }
   if (failures.empty()) {
     TORUS_LOG(Info, Health, "deep check passed", {"seconds", result.seconds},
-              {"devices_tested", static_cast<int>(result.devices.size()) - skipped},
-              {"devices_in_use", skipped}, {"links", static_cast<int>(result.links.size())});
+              {"devices_tested", static_cast<int>(result.devices.size()) - skipped - notChecked},
+              {"devices_memory_not_checked", notChecked}, {"devices_in_use", skipped},
+              {"links", static_cast<int>(result.links.size())});
   } else {
     TORUS_LOG(Warn, Health, "deep check failed", {"seconds", result.seconds},
               {"failures", static_cast<int>(failures.size())}, {"first", failures.front()},

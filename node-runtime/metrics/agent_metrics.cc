@@ -60,7 +60,8 @@ const CounterFamily kEventFamilies[] = {
     {kDeepCheckRunsTotal, "Deep health checks run, by result (passed, failed)."},
     {kRecoveriesTotal,
      "Attempts to bring a device whose fault cleared back into service (reset, then a memory "
-     "self-test), by result (passed, reset_failed, self_test_failed)."},
+     "self-test), by result (passed; reset_only: the self-test could not run, as under a read-only "
+     "/sys; reset_failed; self_test_failed)."},
     {kDraPrepareTotal, "DRA NodePrepareResources answers per claim, by result (ok, error)."},
     {kDraUnprepareTotal, "DRA NodeUnprepareResources answers per claim, by result (ok, error)."},
     {kDraSlicePublishTotal, "ResourceSlice pool publications, by result (ok, error)."},

@@ -18,7 +18,8 @@ std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last)
              "check.");
   out.family("torus_deep_check_device_passed", "gauge",
              "1 when the device passed the last deep check's memory test (a pattern written and "
-             "read back through its PCI BAR), 0 when it failed; absent when it was in use.");
+             "read back through its PCI BAR), 0 when it failed; absent when it was in use or "
+             "the test could not run (torus_deep_check_checked{part=\"device_memory\"} 0).");
   out.family("torus_neuronlink_up", "gauge",
              "1 when both ends of the NeuronLink list each other in the driver's "
              "connected_devices at the last deep check, 0 when not; absent when an end was in "
@@ -48,7 +49,11 @@ std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last)
   out.sample("torus_deep_check_duration_seconds", {}, result.seconds);
   out.sample("torus_deep_check_failures", {}, result.failures());
   for (const health::DeviceCheck& device : result.devices) {
-    if (device.state == health::CheckState::kSkipped) continue;
+    // Only a test that ran passes or fails: a device it could not test is not "passed".
+    if (device.state != health::CheckState::kPassed &&
+        device.state != health::CheckState::kFailed) {
+      continue;
+    }
     out.sample("torus_deep_check_device_passed",
                {{"neuron_device_index", std::to_string(device.device)}},
                device.state == health::CheckState::kPassed ? 1 : 0);
@@ -71,7 +76,7 @@ std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last)
   if (result.hostAllReduceSeconds) {
     out.sample("torus_deep_check_host_allreduce_seconds", {}, *result.hostAllReduceSeconds);
   }
-  for (const char* part : {"link_speed", "neuronlink_traffic", "host_allreduce"}) {
+  for (const char* part : {"device_memory", "link_speed", "neuronlink_traffic", "host_allreduce"}) {
     const bool skipped =
         std::any_of(result.notChecked.begin(), result.notChecked.end(),
                     [&](const health::NotChecked& item) { return item.part == part; });

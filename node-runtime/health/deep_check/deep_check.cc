@@ -50,6 +50,8 @@ std::string_view checkStateName(CheckState state) {
       return "failed";
     case CheckState::kSkipped:
       return "skipped";
+    case CheckState::kNotChecked:
+      return "not checked";
   }
   return "unknown";
 }
@@ -116,6 +118,8 @@ void testMemory(const discovery::DiscoveryRoots& roots, const DeepCheckOptions& 
         const MemoryTestResult memory = testDeviceMemory(roots, check.device, options.memoryBytes);
         if (!memory.tested) {
           why = memory.problem;
+          check.state = CheckState::kNotChecked;
+          check.detail = memory.problem;
           return;
         }
         check.state = memory.passed ? CheckState::kPassed : CheckState::kFailed;

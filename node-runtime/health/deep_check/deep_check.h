@@ -41,13 +41,15 @@ struct DeepCheckOptions {
   std::chrono::milliseconds commandTimeout{300'000};
 };
 
-enum class CheckState { kPassed, kFailed, kSkipped };
+// kSkipped: in use, not touched. kNotChecked: idle, but the test could not run here (a device
+// whose memory the agent may not write); never counted as passed.
+enum class CheckState { kPassed, kFailed, kSkipped, kNotChecked };
 std::string_view checkStateName(CheckState state);
 
 struct DeviceCheck {
   int device = 0;
   CheckState state = CheckState::kPassed;
-  std::string detail;  // the problem, or why it was skipped
+  std::string detail;  // the problem, or why it was skipped or not checked
   std::uint64_t memoryBytes = 0;
   double memorySeconds = 0;
 };

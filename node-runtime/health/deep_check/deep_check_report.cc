@@ -92,7 +92,7 @@ std::string deepCheckJson(const DeepCheckResult& result) {
 std::string deepCheckTable(const DeepCheckResult& result) {
   TextTable devices({"DEVICE", "MEMORY\nTEST", "WINDOW", "TIME", "DETAIL"});
   for (const DeviceCheck& device : result.devices) {
-    const bool tested = device.state != CheckState::kSkipped;
+    const bool tested = device.state == CheckState::kPassed || device.state == CheckState::kFailed;
     devices.addRow({"neuron" + std::to_string(device.device),
                     std::string(checkStateName(device.state)),
                     tested ? mebibytes(device.memoryBytes) : "-",
