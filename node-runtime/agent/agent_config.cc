@@ -98,8 +98,9 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           &config->kernelErrorHoldMs);
   table.addSwitch("recover-with-self-test", "TORUS_RECOVER_WITH_SELF_TEST", "recoverWithSelfTest",
                   "a device whose fault cleared returns to service only after a reset and a "
-                  "passing memory self-test (--deep-check-memory-bytes of its memory), done once "
-                  "nothing uses it; off: as soon as the fault clears",
+                  "passing memory self-test (--deep-check-memory-bytes of its memory, where the "
+                  "agent may write the BAR; with a read-only /sys the reset alone, counted as "
+                  "reset_only), done once nothing uses it; off: as soon as the fault clears",
                   &config->recoverWithSelfTest);
   table.addDurationMillis("recovery-retry", "TORUS_RECOVERY_RETRY", "recoveryRetry",
                           "after a failed reset or self-test, try that device again this much "
