@@ -13,6 +13,28 @@
 namespace torus::ultraserver {
 namespace {
 
+// Why `name` cannot name a Kubernetes object (RFC 1123 subdomain: at most 253 characters of
+// lower-case letters, digits, '-' and '.', each dot-separated part starting and ending with a
+// letter or digit); "" when it can.
+std::string dnsSubdomainProblem(const std::string& name) {
+  if (name.size() > 253) return "longer than 253 characters";
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = name.find('.', start);
+    const std::string_view part =
+        std::string_view(name).substr(start, dot == std::string::npos ? dot : dot - start);
+    if (part.empty()) return "an empty part between dots";
+    for (const char c : part) {
+      const bool allowed = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+      if (!allowed) return "only lower-case letters, digits, '-' and '.' are allowed";
+    }
+    if (part.front() == '-' || part.back() == '-')
+      return "must start and end with a letter or digit";
+    if (dot == std::string::npos) return "";
+    start = dot + 1;
+  }
+}
+
 using json = nlohmann::json;
 using kube::fieldAt;
 using kube::stringAt;
@@ -160,6 +182,14 @@ Workload parseWorkload(const json& object) {
   workload.claimTemplate = templateName.is_string() && !templateName.get<std::string>().empty()
                                ? templateName.get<std::string>()
                                : workload.name;
+  // The API server would refuse to create it; checked here, the workload says why at once and
+  // no UltraServer is reserved for a template that can never exist.
+  if (auto why = dnsSubdomainProblem(workload.claimTemplate); !why.empty()) {
+    error = "spec.resourceClaimTemplate.name \"" +
+            std::string(clipForMessage(workload.claimTemplate, 80)) +
+            "\" is not a valid object name: " + why;
+    return workload;
+  }
   if (const json& lnc = fieldAt(spec, {"config", "logicalNeuronCore"}); !lnc.is_null()) {
     if (!lnc.is_number_integer() ||
         (lnc.get<std::int64_t>() != 1 && lnc.get<std::int64_t>() != 2)) {

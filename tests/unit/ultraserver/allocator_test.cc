@@ -129,6 +129,20 @@ TEST(UltraServerModel, WorkloadSpecsAreReadStrictly) {
   object["spec"]["serverCount"] = 2;
   object["metadata"]["name"] = std::string(70, 'w');
   EXPECT_NE(parseWorkload(object).invalid.find("64 characters"), std::string::npos);
+  object["metadata"]["name"] = "train";
+  // A template name the API server would refuse: the workload says so before anything is held.
+  for (const auto& [name, why] : std::vector<std::pair<std::string, std::string>>{
+           {"Bad_Name", "only lower-case letters, digits, '-' and '.' are allowed"},
+           {std::string(254, 'a'), "longer than 253 characters"},
+           {"-train", "must start and end with a letter or digit"},
+           {"train..v2", "an empty part between dots"}}) {
+    object["spec"]["resourceClaimTemplate"]["name"] = name;
+    const std::string invalid = parseWorkload(object).invalid;
+    EXPECT_EQ(invalid.rfind("spec.resourceClaimTemplate.name \"", 0), 0U) << invalid;
+    EXPECT_NE(invalid.find(why), std::string::npos) << invalid;
+  }
+  object["spec"]["resourceClaimTemplate"]["name"] = "train.v2-claims";
+  EXPECT_EQ(parseWorkload(object).invalid, "");
 }
 
 TEST(Allocator, AFourNodeWorkloadTakesAWholeUltraServerInTwoPhases) {
