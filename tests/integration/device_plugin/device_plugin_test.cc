@@ -26,6 +26,7 @@
 #include "tests/integration/device_plugin/device_plugin_fixture.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/device_plugin/followed_handoff.h"
+#include "tests/integration/device_plugin/kubelet_bed.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
@@ -695,25 +696,22 @@ TEST_F(DevicePluginTest, APodHoldingAnotherPodsPromiseGetsItsHandOffCorrected) {
   EXPECT_EQ(api.writes().size(), 3U);
 }
 
-// Issue 31: kubelet refuses a pod for good when the plugin's last list has too few Healthy ids, so
+// Kubelet refuses a pod for good when the plugin's last list has too few Healthy ids, so
 // the agent publishes that list on its Node for the extender; the ids a pod held through the other
 // resource come back the moment the API shows the pod ended (the poll here is a minute); and a
 // stopping agent taints its Node, which the next agent clears once kubelet has its lists.
 TEST(NodeAgentBinary, PublishesWhatKubeletWasToldAndTaintsItsNodeWhileStopping) {
-  auto dir = TempDir::create("agent-view");
-  ASSERT_TRUE(dir.ok());
-  const std::string plugins = (dir->path() / "plugins").string();
-  const std::string podResources = (dir->path() / "pod-resources.sock").string();
-  fs::create_directories(plugins);
-  FakeKubelet kubelet(plugins, podResources);
-  kubelet.start();
+  KubeletBed bed("agent-view");
+  FakeKubelet& kubelet = *bed.kubelet;
+  const std::string& plugins = bed.plugins;
+  const std::string& podResources = bed.podResources;
   FakeApiServer api;
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
   nlohmann::json pod = makePod("ml", "whole", kDevices, 1);
   pod["spec"]["nodeName"] = "node-a";
   pod["status"]["phase"] = "Running";
   api.put("pods", pod);
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  const std::string kubeconfig = (bed.path() / "kubeconfig").string();
   api.writeKubeconfig(kubeconfig);
   kubelet.setPodAssignments({{"ml", "whole", kDevices, {"2"}}});
   const std::vector<std::string> command = {binaryPath("neuron-node-agent"),

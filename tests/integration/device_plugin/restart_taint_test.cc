@@ -14,6 +14,7 @@
 #include "common/contracts/kubelet_view.h"
 #include "common/contracts/neuron_names.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
+#include "tests/integration/device_plugin/kubelet_bed.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
@@ -28,13 +29,10 @@ const std::string kDevices(contracts::kNeuronResource);
 constexpr const char* kTaint = contracts::kRestartingTaintKey;
 
 TEST(NodeAgentBinary, KeepsTheRestartingTaintUntilKubeletSaysWhatItsPodsHold) {
-  auto dir = TempDir::create("agent-taint");
-  ASSERT_TRUE(dir.ok());
-  const std::string plugins = (dir->path() / "plugins").string();
-  const std::string podResources = (dir->path() / "pod-resources.sock").string();
-  fs::create_directories(plugins);
-  FakeKubelet kubelet(plugins, podResources);
-  kubelet.start();
+  KubeletBed bed("agent-taint");
+  FakeKubelet& kubelet = *bed.kubelet;
+  const std::string& plugins = bed.plugins;
+  const std::string& podResources = bed.podResources;
   // A running pod holds device 2, and kubelet cannot answer pod-resources for now.
   kubelet.setPodAssignments({{"ml", "whole", kDevices, {"2"}}});
   kubelet.setListRefused(true);
@@ -42,7 +40,7 @@ TEST(NodeAgentBinary, KeepsTheRestartingTaintUntilKubeletSaysWhatItsPodsHold) {
   nlohmann::json node = makeNode("node-a", "trn2.48xlarge");
   node["spec"]["taints"] = nlohmann::json::array({{{"key", kTaint}, {"effect", "NoSchedule"}}});
   api.put("nodes", node);  // as the agent before this one left it
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  const std::string kubeconfig = (bed.path() / "kubeconfig").string();
   api.writeKubeconfig(kubeconfig);
   const auto current = [&] { return api.get("nodes", "node-a").value(); };
   const auto tainted = [&] {
@@ -90,13 +88,10 @@ TEST(NodeAgentBinary, KeepsTheRestartingTaintUntilKubeletSaysWhatItsPodsHold) {
 // The taint is for the next agent; a node whose DaemonSet will send none must not keep it (helm
 // upgrade with the agent off deletes the DaemonSet; a narrower selector drops the node).
 TEST(NodeAgentBinary, TaintsOnStopOnlyWhileItsDaemonSetWillSendAnotherAgent) {
-  auto dir = TempDir::create("agent-successor");
-  ASSERT_TRUE(dir.ok());
-  const std::string plugins = (dir->path() / "plugins").string();
-  const std::string podResources = (dir->path() / "pod-resources.sock").string();
-  fs::create_directories(plugins);
-  FakeKubelet kubelet(plugins, podResources);
-  kubelet.start();
+  KubeletBed bed("agent-successor");
+  FakeKubelet& kubelet = *bed.kubelet;
+  const std::string& plugins = bed.plugins;
+  const std::string& podResources = bed.podResources;
   FakeApiServer api;
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
   const nlohmann::json selecting = {
@@ -106,7 +101,7 @@ TEST(NodeAgentBinary, TaintsOnStopOnlyWhileItsDaemonSetWillSendAnotherAgent) {
          {{"spec",
            {{"nodeSelector", {{"node.kubernetes.io/instance-type", "trn2.48xlarge"}}}}}}}}}};
   api.put(kDaemonSets, selecting);
-  const std::string kubeconfig = (dir->path() / "kubeconfig").string();
+  const std::string kubeconfig = (bed.path() / "kubeconfig").string();
   api.writeKubeconfig(kubeconfig);
   const auto tainted = [&] {
     const nlohmann::json taints = api.get("nodes", "node-a").value()["spec"]["taints"];

@@ -208,7 +208,7 @@ TEST(BindPod, HandsTheIdsToTheBinderAndTakesThemBackOnFailure) {
 namespace torus::extender {
 namespace {
 
-// Issue 31: kubelet refuses at admission an id its plugin last reported Unhealthy, for good
+// Kubelet refuses at admission an id its plugin last reported Unhealthy, for good
 // (UnexpectedAdmissionError). A device whose cores a finished pod held through neuroncore stays
 // Unhealthy as neuron until the agent has told kubelet otherwise, so the extender offers it as a
 // device only then — and the same for the cores of a device a finished pod held whole.
