@@ -5,7 +5,14 @@
 namespace torus::testing {
 
 KubeletDeviceManager::KubeletDeviceManager(FakeKubelet& kubelet, std::string resource)
-    : kubelet_(kubelet), resource_(std::move(resource)) {}
+    : kubelet_(kubelet), resource_(std::move(resource)) {
+  kubelet_.setListSource([this] { return list(); });
+}
+
+// FakeKubelet calls the source under its own lock, so once this returns no List is inside list().
+KubeletDeviceManager::~KubeletDeviceManager() {
+  kubelet_.setListSource({});
+}
 
 void KubeletDeviceManager::rebuildLocked() {
   bool removable = false;

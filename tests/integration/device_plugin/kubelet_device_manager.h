@@ -6,7 +6,9 @@
 //           outside the lock; only then record the pod's devices.
 //   List:   the same rebuild (kubelet's pod-resources server calls it first), then the recorded
 //           pods. A rebuild between "mark" and "record" forgets the in-flight ids.
-// Plug list() into FakeKubelet::setListSource so the agent's Lists are answered by this model.
+// While it lives, the agent's pod-resources Lists are answered by this model (its list()); it
+// hands them back to FakeKubelet's own assignments when destroyed, so a List the agent makes
+// after a test body ends never reaches a model that is gone.
 #pragma once
 
 #include <functional>
@@ -24,6 +26,9 @@ namespace torus::testing {
 class KubeletDeviceManager {
  public:
   KubeletDeviceManager(FakeKubelet& kubelet, std::string resource);
+  ~KubeletDeviceManager();
+  KubeletDeviceManager(const KubeletDeviceManager&) = delete;
+  KubeletDeviceManager& operator=(const KubeletDeviceManager&) = delete;
 
   // Admits one pod asking `size` ids: its ids, or why kubelet refused it. `inFlight` runs after
   // the ids were marked allocated and before Allocate is called (kubelet does other work there).

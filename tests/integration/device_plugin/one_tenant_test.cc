@@ -30,7 +30,6 @@ TEST_F(DevicePluginTest, NoListLandsWhileKubeletHasAnAllocationInFlight) {
   ASSERT_TRUE(kubelet_->waitForDevices(
       kDevices, [](const auto& devices) { return devices.size() == 16; }, 5s));
   KubeletDeviceManager kubelet(*kubelet_, kDevices);
-  kubelet_->setListSource([&] { return kubelet.list(); });
   ASSERT_TRUE(kubelet.admit("a", 8).ok());
   ASSERT_TRUE(kubelet.admit("y", 4).ok());
   bool listedInFlight = false;
