@@ -29,7 +29,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks.admission_timeline import explain  # noqa: E402
+from checks.admission_timeline import explain, release_timeline  # noqa: E402
 from checks.ids import expand_ids  # noqa: E402
 from checks.pods import neighbours_in, why_not_succeeded  # noqa: E402
 from kube_watch import Kube, Watch  # noqa: E402
@@ -100,9 +100,10 @@ def parse_args():
 
 
 def release_delays(pod_events, node_events, cores_per_device):
-    """Seconds from each pod's end (its first Succeeded event) to the first report of the agent
-    that no longer withholds from the other resource the ids only that pod made it withhold.
-    Pods without the extender's AWS_NEURON_IDS are skipped (their ids are not on the pod)."""
+    """[(seconds, pod, ended at)]: from each pod's end (its first Succeeded event) to the first
+    report of the agent that no longer withholds from the other resource the ids only that pod
+    made it withhold. Pods without the extender's AWS_NEURON_IDS are skipped (their ids are not
+    on the pod)."""
     reports = []
     for at, node in node_events:
         text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable")
@@ -138,7 +139,7 @@ def release_delays(pod_events, node_events, cores_per_device):
             continue
         for report_at, unhealthy_devices, unhealthy_cores in reports:
             if report_at > at and not (devices & unhealthy_devices) and not (cores & unhealthy_cores):
-                delays.append(report_at - at)
+                delays.append((report_at - at, name, at))
                 break
     return delays
 
@@ -286,13 +287,19 @@ def main():
             if pod["status"].get("phase") == "Failed":
                 explained += explain(pod["metadata"]["name"], watches[0].events,
                                      watches[1].events, restarts, args.cores_per_device, began)
-        delays = release_delays(watches[0].events, watches[1].events, args.cores_per_device)
-        if delays:
-            delays.sort()
+        released = sorted(release_delays(watches[0].events, watches[1].events,
+                                         args.cores_per_device))
+        if released:
+            delays = [delay for delay, _, _ in released]
             print(f"ids given back to the other resource after a pod ended ({len(delays)} pods): "
                   f"median {statistics.median(delays) * 1000:.0f} ms, "
                   f"p95 {delays[int(0.95 * (len(delays) - 1))] * 1000:.0f} ms, "
                   f"max {delays[-1] * 1000:.0f} ms (API watch to the agent's report)")
+            # The slowest, stage by stage: what kept the ids withheld after the pod ended.
+            for _, name, _ in released[-3:]:
+                for line in release_timeline(name, watches[0].events, watches[1].events,
+                                             args.cores_per_device, began):
+                    print(f"  {line}")
     succeeded = sum(1 for pod in pods if pod["status"].get("phase") == "Succeeded")
     print(f"{len(pods)} pods in {time.monotonic() - began:.0f} s: {succeeded} succeeded, "
           f"{sum(failures.values())} failed {failures or ''}".rstrip())

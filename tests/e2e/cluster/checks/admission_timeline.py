@@ -105,3 +105,52 @@ def explain(name, pod_events, node_events, restarts, cores_per_device, began):
         lines.append(f"  {other} ({entry['resource']}) held cores {compress_ids(shared)}: "
                      f"bound {rel(entry['bound'])}, {state}")
     return lines
+
+
+def _withheld(node):
+    """(neuron devices, neuroncore cores) the agent's report withholds, from a Node object."""
+    text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable", "")
+    told = json.loads(text) if text else {}
+    return (set(expand_ids(told.get("aws.amazon.com/neuron", ""))),
+            set(expand_ids(told.get("aws.amazon.com/neuroncore", ""))))
+
+
+def release_timeline(name, pod_events, node_events, cores_per_device, began, span=15.0):
+    """Lines saying what followed the end of pod `name` until the agent's report stopped
+    withholding its cores (times in s since `began`, at most `span` s): each report that changed
+    what it withholds of them, and the pods bound meanwhile on any of them."""
+    pods = pod_lifetimes(pod_events, cores_per_device)
+    me = pods.get(name)
+    if me is None or me["ended"] is None:
+        return [f"{name}: never seen ended by the watch"]
+    ended = me["ended"]
+
+    def rel(when):
+        return f"{when - began:6.1f} s"
+
+    mine_devices = {c // cores_per_device for c in me["cores"]}
+    lines = [f"{name}: ended at {rel(ended)}, cores {compress_ids(me['cores']) or '?'} "
+             f"({me['resource']})"]
+    last = None
+    for when, node in node_events:
+        if when < ended:
+            continue
+        if when > ended + span:
+            lines.append(f"  still withheld {span:.0f} s later")
+            break
+        devices, cores = _withheld(node)
+        still = (compress_ids(devices & mine_devices), compress_ids(cores & me["cores"]))
+        if still == last:
+            continue
+        last = still
+        lines.append(f"  {rel(when)} report withholds neuron {still[0] or '-'}, "
+                     f"neuroncore {still[1] or '-'}")
+        if still == ("", ""):
+            break
+    for other, entry in sorted(pods.items()):
+        if other == name or entry["bound"] is None:
+            continue
+        if ended <= entry["bound"] <= ended + span and entry["cores"] & me["cores"]:
+            lines.append(f"  {other} ({entry['resource']}) bound {rel(entry['bound'])} on cores "
+                         f"{compress_ids(entry['cores'] & me['cores'])}")
+    return lines

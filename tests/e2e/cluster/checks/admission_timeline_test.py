@@ -1,4 +1,5 @@
-"""admission_timeline.explain: what surrounded a failed pod's bind, read from watch events."""
+"""admission_timeline: what surrounded a failed pod's bind, and what kept an ended pod's ids
+withheld, read from watch events."""
 import json
 import unittest
 
@@ -64,6 +65,30 @@ class ExplainTest(unittest.TestCase):
         pods = [(1.0, pod("lost", CORE))]
         self.assertEqual(admission_timeline.explain("lost", pods, [], [], 4, 0.0),
                          ["lost: never seen bound by the watch"])
+
+
+class ReleaseTimelineTest(unittest.TestCase):
+    def test_each_report_that_changed_what_it_withholds_and_the_pods_bound_since(self):
+        pods = [
+            (1.0, pod("ended", CORE, "4-5", "n", "Running")),
+            (2.0, pod("ended", CORE, "4-5", "n", "Succeeded")),
+            (2.5, pod("next", CORE, "5-6", "n", "Running")),
+        ]
+        nodes = [(1.5, node(unavailable={DEVICE: "1"})), (2.2, node(unavailable={DEVICE: "1"})),
+                 (2.4, node(unavailable={DEVICE: "1", CORE: "0"})), (3.0, node(unavailable={}))]
+        lines = admission_timeline.release_timeline("ended", pods, nodes, 4, 0.0)
+        self.assertEqual(lines, [
+            "ended: ended at    2.0 s, cores 4-5 (aws.amazon.com/neuroncore)",
+            "     2.2 s report withholds neuron 1, neuroncore -",
+            "     3.0 s report withholds neuron -, neuroncore -",
+            "  next (aws.amazon.com/neuroncore) bound    2.5 s on cores 5",
+        ])
+
+    def test_a_report_that_never_came_says_so(self):
+        pods = [(1.0, pod("ended", CORE, "4", "n", "Succeeded"))]
+        nodes = [(2.0, node(unavailable={DEVICE: "1"})), (30.0, node(unavailable={}))]
+        lines = admission_timeline.release_timeline("ended", pods, nodes, 4, 0.0)
+        self.assertEqual(lines[-1], "  still withheld 15 s later")
 
 
 if __name__ == "__main__":
