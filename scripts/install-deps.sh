@@ -27,6 +27,7 @@ test_packages=(
   openmpi-bin libopenmpi-dev
   iproute2 util-linux
   python3-venv
+  apparmor  # apparmor_parser compiles deploy/apparmor's profile (the kernel here need not load it)
 )
 # The local Kubernetes cluster of the end-to-end tests and the demo (scripts/local-cluster.sh):
 # the CNI bridge plugin for containerd, libseccomp for the runc built from its Go module, podman

@@ -156,6 +156,12 @@ spec:
           {{- $_ := set $capabilities "add" (append ($capabilities.add | default list) "MKNOD") }}
           {{- $_ := set $securityContext "capabilities" $capabilities }}
           {{- end }}
+          {{- with $root.Values.nodeAgent.appArmorProfile }}
+          {{- $_ := set $securityContext "appArmorProfile" . }}
+          {{- end }}
+          {{- with $root.Values.nodeAgent.seLinuxOptions }}
+          {{- $_ := set $securityContext "seLinuxOptions" . }}
+          {{- end }}
           securityContext:
             {{- toYaml $securityContext | nindent 12 }}
           resources:

@@ -194,6 +194,47 @@ TEST(HelmChart, TheAgentMountsTheHostReadOnlyButForTheDriversResetFiles) {
   }
 }
 
+// Every agent DaemonSet says what confines it: AppArmor's Unconfined by default (containerd's
+// default profile refuses the reset write and the /proc reads), the shipped Localhost profile or
+// SELinux options when asked; a Localhost profile without a name is refused at install.
+TEST(HelmChart, TheAgentsSecurityModuleSettingsAreExplicit) {
+  const auto agentContexts = [](const std::vector<YAML::Node>& objects) {
+    std::vector<YAML::Node> contexts;
+    for (const YAML::Node& object : objects) {
+      if (object["kind"].as<std::string>() != "DaemonSet") continue;
+      contexts.push_back(object["spec"]["template"]["spec"]["containers"][0]["securityContext"]);
+    }
+    return contexts;
+  };
+  const auto defaults = agentContexts(render({"dra", {"dra.enabled=true"}}));
+  ASSERT_EQ(defaults.size(), 2U);  // the device-plugin and the DRA agent
+  for (const YAML::Node& context : defaults) {
+    EXPECT_EQ(context["appArmorProfile"]["type"].as<std::string>(""), "Unconfined");
+    EXPECT_FALSE(context["seLinuxOptions"]);
+  }
+  const auto hardened =
+      agentContexts(render({"the shipped profile, Bottlerocket's label",
+                            {"dra.enabled=true", "nodeAgent.appArmorProfile.type=Localhost",
+                             "nodeAgent.appArmorProfile.localhostProfile=torus-node-agent",
+                             "nodeAgent.seLinuxOptions.type=super_t"}}));
+  ASSERT_EQ(hardened.size(), 2U);
+  for (const YAML::Node& context : hardened) {
+    EXPECT_EQ(context["appArmorProfile"]["type"].as<std::string>(""), "Localhost");
+    EXPECT_EQ(context["appArmorProfile"]["localhostProfile"].as<std::string>(""),
+              "torus-node-agent");
+    EXPECT_EQ(context["seLinuxOptions"]["type"].as<std::string>(""), "super_t");
+    EXPECT_EQ(context["capabilities"]["add"].size(), 3U);  // the rest of the context kept
+  }
+  const auto runtimeDefault =
+      agentContexts(render({"the runtime's default", {"nodeAgent.appArmorProfile=null"}}));
+  ASSERT_EQ(runtimeDefault.size(), 1U);
+  EXPECT_FALSE(runtimeDefault[0]["appArmorProfile"]);
+  const ProcessResult unnamed = runProcess({TORUS_HELM, "template", "torus", kChart, "--set",
+                                            "nodeAgent.appArmorProfile.type=Localhost"});
+  EXPECT_NE(unnamed.exitCode, 0);
+  EXPECT_NE(unnamed.err.find("localhostProfile"), std::string::npos) << unnamed.err;
+}
+
 // With DRA, each node runs exactly one agent: the DRA one where the mode label says dra, the
 // device plugin elsewhere (or DRA everywhere with allNodes); DeviceClasses keep AWS's name and
 // map the device plugin's resource names; a third policy keeps the agent to its own slices.
