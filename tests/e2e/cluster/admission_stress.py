@@ -13,9 +13,10 @@ Checks, once every pod has ended (bounded by --timeout):
     under this churn it was seen to pick a set of its own past the plugin's preference. With
     --disconnected-as-findings those sets are printed as findings and do not fail the run.
 
-With --node, it also watches the Node and reports how long after the API showed a pod ended the
-agent's torus.dev/kubelet-unavailable gave its ids back to the other resource: the wait a pod of the
-other resource has for them (the extender offers them only then, after kubelet has them).
+With --node, it also watches the Node and reports how long after the API showed a pod ended its
+ids were reused: the agent's torus.dev/kubelet-unavailable gave them back to the other resource
+(the extender offers them to it only then, after kubelet has them), or another pod was bound on
+them first. The three slowest are printed stage by stage.
 
 Prints progress while it waits and a summary; exits 1 when a check fails, 2 on a usage error.
 """
@@ -29,7 +30,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks.admission_timeline import explain, release_timeline  # noqa: E402
+from checks.admission_timeline import explain, pod_lifetimes, release_timeline  # noqa: E402
 from checks.ids import expand_ids  # noqa: E402
 from checks.pods import neighbours_in, why_not_succeeded  # noqa: E402
 from kube_watch import Kube, Watch  # noqa: E402
@@ -100,10 +101,14 @@ def parse_args():
 
 
 def release_delays(pod_events, node_events, cores_per_device):
-    """[(seconds, pod, ended at)]: from each pod's end (its first Succeeded event) to the first
-    report of the agent that no longer withholds from the other resource the ids only that pod
-    made it withhold. Pods without the extender's AWS_NEURON_IDS are skipped (their ids are not
-    on the pod)."""
+    """[(seconds, pod, ended at)]: from each pod's end (its first Succeeded event) until its ids
+    were reused: the first report of the agent that no longer withholds from the other resource
+    the ids only that pod made it withhold, or the bind of another pod on any of its cores,
+    whichever came first. (A pod of the same resource bound on them at once keeps them withheld
+    from the other resource, rightly, until it ends in turn: that is reuse, not a slow
+    give-back.) Pods without the extender's AWS_NEURON_IDS are skipped (their ids are not on the
+    pod)."""
+    lifetimes = pod_lifetimes(pod_events, cores_per_device)
     reports = []
     for at, node in node_events:
         text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable")
@@ -137,10 +142,16 @@ def release_delays(pod_events, node_events, cores_per_device):
             cores -= other_cores
         if not devices and not cores:
             continue
+        mine = lifetimes[name]["cores"]
+        reused = min((entry["bound"] for other, entry in lifetimes.items()
+                      if other != name and entry["bound"] is not None and entry["bound"] >= at
+                      and entry["cores"] & mine), default=None)
         for report_at, unhealthy_devices, unhealthy_cores in reports:
             if report_at > at and not (devices & unhealthy_devices) and not (cores & unhealthy_cores):
-                delays.append((report_at - at, name, at))
+                reused = report_at if reused is None else min(reused, report_at)
                 break
+        if reused is not None:
+            delays.append((reused - at, name, at))
     return delays
 
 
@@ -157,6 +168,33 @@ def follow_agent_logs(kube, args, followers):
             followers[name] = subprocess.Popen(
                 kube.base + ["logs", "--follow", "-n", "kube-system", name],
                 stdout=out, stderr=subprocess.STDOUT)
+
+
+def longest_list_hold(kube, args, followers, since):
+    """The longest the agents on the node held a pod-resources List back during the run, in ms,
+    from their logs (they log holds of 500 ms or more, with held_ms); None when none was that
+    long. `since` is the run's start as the logs' UTC timestamps write it."""
+    texts = []
+    for name in followers:
+        with open(os.path.join(args.agent_logs, f"agent-{name}.log")) as log:
+            texts.append(log.read())
+    on_node = ["--field-selector", f"spec.nodeName={args.node}"] if args.node else []
+    for pod in kube.items("pods", "-n", "kube-system", "-l",
+                          "app.kubernetes.io/component=node-agent", *on_node):
+        try:
+            texts.append(kube.run("logs", "-n", "kube-system", pod["metadata"]["name"]))
+        except subprocess.CalledProcessError:
+            continue  # not started yet: it held nothing
+    longest = None
+    for text in texts:
+        for line in text.splitlines():
+            if "List held back" not in line or line[:24] < since:
+                continue
+            for field in line.split():
+                if field.startswith("held_ms="):
+                    held = int(field[len("held_ms="):])
+                    longest = held if longest is None else max(longest, held)
+    return longest
 
 
 def submit(kube, args, rng, followers):
@@ -263,6 +301,7 @@ def main():
     kube = Kube(args.kubectl, args.kubeconfig)
     rng = random.Random(args.seed)
     began = time.monotonic()
+    began_utc = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
     print(f"{args.pods} pods through {args.scheduler} ({', '.join(f'{r}:{c}' for r, c in args.mix)}),"
           f" agent restarted after {sorted(args.restart_agent_after) or 'never'}", flush=True)
     watches = []
@@ -276,6 +315,10 @@ def main():
         follower.terminate()
         follower.wait()
     problems, placement, failures = check(pods, args)
+    if args.agent_logs:
+        longest = longest_list_hold(kube, args, followers, began_utc)
+        print("longest pod-resources List held back: " +
+              (f"{longest} ms" if longest is not None else "none as long as 500 ms"))
     explained = []
     if watches:
         time.sleep(2)  # the reports that followed the last pods' ends
@@ -291,10 +334,11 @@ def main():
                                          args.cores_per_device))
         if released:
             delays = [delay for delay, _, _ in released]
-            print(f"ids given back to the other resource after a pod ended ({len(delays)} pods): "
+            print(f"ids reused or given back to the other resource after a pod ended "
+                  f"({len(delays)} pods): "
                   f"median {statistics.median(delays) * 1000:.0f} ms, "
                   f"p95 {delays[int(0.95 * (len(delays) - 1))] * 1000:.0f} ms, "
-                  f"max {delays[-1] * 1000:.0f} ms (API watch to the agent's report)")
+                  f"max {delays[-1] * 1000:.0f} ms (API watch to the agent's report or the next bind)")
             # The slowest, stage by stage: what kept the ids withheld after the pod ended.
             for _, name, _ in released[-3:]:
                 for line in release_timeline(name, watches[0].events, watches[1].events,

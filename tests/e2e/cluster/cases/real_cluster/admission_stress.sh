@@ -22,7 +22,7 @@ stress_run() {
 # The run's figures, passed or not, and how long the agent held its pod-resources Lists back while
 # kubelet had an allocation in flight (counters since the agent started).
 stress_summary() {
-  grep -E 'pods in|placement findings|FINDING|given back' "$STATE_DIR/$1.log" |
+  grep -E 'pods in|placement findings|FINDING|given back|held back' "$STATE_DIR/$1.log" |
     sed 's/^ */      /'
   curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
     grep -E '^torus_(pod_resources_lists_held|kubelet_double_allocations)' | sed 's/^/      /' ||
