@@ -90,7 +90,8 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           &config->healthIntervalMs);
   table.addString("kernel-log", "TORUS_KERNEL_LOG", "kernelLog", "PATH",
                   "kernel log to follow for the driver's NEURON_HW_ERR lines (default: "
-                  "<dev-root>/kmsg; \"none\" turns it off)",
+                  "<dev-root>/kmsg, or the kernel's log through syslog(2) when opening it is "
+                  "refused; \"none\" turns it off)",
                   &config->kernelLog);
   table.addDurationMillis("kernel-error-hold", "TORUS_KERNEL_ERROR_HOLD", "kernelErrorHold",
                           "how long a device stays out of service after its last kernel-reported "

@@ -14,6 +14,7 @@
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/agent/core_tenancy.h"
 #include "node-runtime/agent/daemonset_successor.h"
+#include "node-runtime/agent/grant_check.h"
 #include "node-runtime/agent/restarting_taint.h"
 #include "node-runtime/health/kernel_log.h"
 #include "node-runtime/metrics/agent_metrics.h"
@@ -143,6 +144,8 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& config) {
         ErrorCode::kInvalidArgument,
         "--node-name (or NODE_NAME) is needed to use the Kubernetes API for this node");
   }
+  if (*kube) agent->nodeEvents_ = std::make_unique<NodeEvents>(**kube, config.nodeName);
+  agent->checkGrants(config);
   if (!*kube) {
     TORUS_LOG(Info, Agent,
               "no Kubernetes API configured: ids are placed without the scheduler extender's "
@@ -209,8 +212,7 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
   }
   plugin::DevicePluginOptions options = config.plugin;
   options.podResourcesInterval = std::chrono::milliseconds(config.podResourcesIntervalMs);
-  if (kube) {
-    nodeEvents_ = std::make_unique<NodeEvents>(*kube, config.nodeName);
+  if (nodeEvents_) {
     options.nodeEvent = [events = nodeEvents_.get()](std::string_view reason,
                                                      std::string_view message) {
       events->warn(reason, message);
@@ -358,11 +360,65 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
   if (!watcher) {
     TORUS_LOG(Warn, Health, "not following the kernel log; hardware errors it reports are missed",
               {"error", watcher.error().message});
+    kernelLogError_ = watcher.error().message;
     return;
   }
   kernelLog_ = std::move(*watcher);
-  TORUS_LOG(Info, Health, "following the kernel log", {"path", path.string()},
+  TORUS_LOG(Info, Health, "following the kernel log", {"path", kernelLog_->source()},
             {"hold_ms", config.kernelErrorHoldMs});
+}
+
+void NodeAgent::checkGrants(const AgentConfig& config) {
+  const GrantSyscalls calls = systemGrantSyscalls();
+  constexpr const char* kModules =
+      "on AppArmor nodes nodeAgent.appArmorProfile Unconfined or the shipped torus-node-agent "
+      "profile, on SELinux nodes nodeAgent.seLinuxOptions (Bottlerocket: super_t)";
+  const topology::Node& node = monitor_->node();
+  if (!node.devices.empty()) {
+    const std::filesystem::path reset = prepared_.roots.neuronClass() /
+                                        ("neuron" + std::to_string(node.devices.front().index)) /
+                                        "reset";
+    grants_.push_back({"reset",
+                       std::string("the chart's writable mount of "
+                                   "/sys/devices/virtual/neuron_device; ") +
+                           kModules,
+                       [reset, calls] { return probeWriteOpen(reset, calls); }});
+  }
+  grants_.push_back({"process scan",
+                     std::string("nodeAgent.hostPID=true and the capabilities SYS_PTRACE and "
+                                 "DAC_READ_SEARCH (nodeAgent.securityContext); ") +
+                         kModules,
+                     [calls] { return probeProcessScan("/proc", calls); }});
+  if (config.kernelLog != "none") {
+    grants_.push_back(
+        {"kernel log",
+         "the capability SYSLOG (nodeAgent.securityContext) for syslog(2), or --kernel-log "
+         "naming a log the agent may read",
+         [error = kernelLogError_]() -> Result<void> {
+           if (error.empty()) return okResult();
+           return makeError(ErrorCode::kPermissionDenied, error);
+         }});
+  }
+  std::vector<std::filesystem::path> kubeletDirs;
+  if (config.devicePlugin) kubeletDirs.push_back(config.plugin.pluginDir);
+  if (config.dra) kubeletDirs.push_back(config.draRegistryDir);
+  for (const std::filesystem::path& dir : kubeletDirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) continue;  // kubelet creates it; waited for
+    grants_.push_back(
+        {"kubelet directory",
+         std::string("the chart's hostPath mounts of kubelet's directories; ") + kModules,
+         [dir, calls] { return probeCreateIn(dir, calls); }});
+  }
+  deniedGrants_ = agent::checkGrants(grants_);
+  for (const DeniedGrant& denied : deniedGrants_) {
+    TORUS_LOG(Error, Agent, "a grant the agent needs is denied", {"grant", denied.name},
+              {"error", denied.error}, {"fix", denied.fix});
+  }
+  if (!deniedGrants_.empty() && nodeEvents_) {
+    nodeEvents_->warn("NeuronAgentGrantDenied", "the Neuron node agent is denied what it needs: " +
+                                                    describeDenied(deniedGrants_));
+  }
 }
 
 metrics::CoreTenants NodeAgent::coreTenants(const topology::Node& node) const {

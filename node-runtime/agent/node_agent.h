@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/base/deadline_worker.h"
 #include "common/base/result.h"
@@ -18,6 +19,7 @@
 #include "node-runtime/agent/claim_holder_poller.h"
 #include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/device_recovery.h"
+#include "node-runtime/agent/grant_check.h"
 #include "node-runtime/agent/kubelet_view_publisher.h"
 #include "node-runtime/agent/node_events.h"
 #include "node-runtime/agent/node_publisher.h"
@@ -50,6 +52,8 @@ class NodeAgent {
   Result<void> serveHttp(const std::string& address);
   Result<void> serveAdmin(const std::string& address);
   void followKernelLog(const AgentConfig& config);
+  // Probes each grant the agent depends on; denials are logged, posted and kept for /readyz.
+  void checkGrants(const AgentConfig& config);
   std::string allocationsJson() const;
   // Whether any core is held, through either resource or by a process outside kubelet's view.
   bool anyCoreHeld() const;
@@ -71,6 +75,9 @@ class NodeAgent {
   std::unique_ptr<health::NodeMonitor> monitor_;
   HardwareErrorLog hardwareErrors_;  // before kernelLog_ and publisher_, which use it
   std::unique_ptr<health::KernelLogWatcher> kernelLog_;  // reports into monitor_
+  std::string kernelLogError_;                           // why it is not followed
+  std::vector<Grant> grants_;                            // probed before serving
+  std::vector<DeniedGrant> deniedGrants_;
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;
   std::unique_ptr<NodePublisher> publisher_;

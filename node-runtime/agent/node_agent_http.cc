@@ -120,8 +120,14 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                     }});
   // Ready: kubelet can reach what this agent serves it. Under DRA that is the driver's sockets
   // and kubelet's registration of them; a pod that is not ready says why here.
+  // Ready also means permitted: a grant denied at start (a security module, a dropped
+  // capability) is named here with its fix, since the agent would fail the first pod it serves.
   routes.push_back({"GET", "/readyz", [this](const http::Request&) {
-                      const std::string reason = dra_ ? dra_->notReadyReason() : "";
+                      std::string reason = dra_ ? dra_->notReadyReason() : "";
+                      if (!deniedGrants_.empty()) {
+                        reason += (reason.empty() ? "" : "; ") + std::string("denied: ") +
+                                  describeDenied(deniedGrants_);
+                      }
                       return reason.empty()
                                  ? http::Response{200, "text/plain; charset=utf-8", "ready\n"}
                                  : http::Response{503, "text/plain; charset=utf-8",
@@ -140,7 +146,8 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                           metrics::renderAgentMetrics(node, stats, coreTenants(node),
                                                       metrics::processCounters(),
                                                       metrics::processHistograms()) +
-                              metrics::renderDeepCheckMetrics(deepCheck_->last())};
+                              metrics::renderDeepCheckMetrics(deepCheck_->last()) +
+                              renderGrantMetrics(grants_, deniedGrants_)};
                     }});
   // Running a check writes device memory and costs seconds of CPU: not for whoever reaches the
   // metrics port. It is on the admin address; this says where.

@@ -2,10 +2,13 @@
 
 #include <cctype>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/klog.h>
 #include <unistd.h>
 
 #include "common/base/log.h"
@@ -36,7 +39,68 @@ int numberAfter(std::string_view line, std::string_view prefix) {
   return -1;
 }
 
+// syslog(2)'s actions (sys/klog.h names none).
+constexpr int kSyslogReadAll = 3;
+constexpr int kSyslogSizeBuffer = 10;
+constexpr std::chrono::milliseconds kRingInterval{1000};
+
+// The whole ring buffer as syslog(2) formats it ("<6>[  12.345678] message" per line).
+Result<std::string> readRing() {
+  const int size = ::klogctl(kSyslogSizeBuffer, nullptr, 0);
+  if (size < 0) {
+    return makeError(ErrorCode::kUnavailable,
+                     std::string("syslog(2) refused reading the kernel log: ") +
+                         std::strerror(errno) + " (it needs CAP_SYSLOG, which the chart grants)");
+  }
+  // Each record gains its priority and time in the text: room for twice the raw buffer.
+  std::string ring(static_cast<std::size_t>(size) * 2 + 4096, '\0');
+  const int got = ::klogctl(kSyslogReadAll, ring.data(), static_cast<int>(ring.size()));
+  if (got < 0) {
+    return makeError(ErrorCode::kUnavailable,
+                     std::string("syslog(2) refused reading the kernel log: ") +
+                         std::strerror(errno) + " (it needs CAP_SYSLOG, which the chart grants)");
+  }
+  ring.resize(static_cast<std::size_t>(got));
+  return ring;
+}
+
 }  // namespace
+
+std::string_view lastRingLine(std::string_view ring) {
+  // Only complete lines count: text after the final newline is still being written.
+  std::size_t end = ring.rfind('\n');
+  while (end != std::string_view::npos && end > 0) {
+    const std::size_t previous = ring.rfind('\n', end - 1);
+    const std::size_t begin = previous == std::string_view::npos ? 0 : previous + 1;
+    if (end > begin) return ring.substr(begin, end - begin);
+    end = previous;  // an empty line: the one before it
+  }
+  return {};
+}
+
+std::vector<std::string_view> ringLinesAfter(std::string_view ring, std::string_view last) {
+  std::size_t from = 0;
+  if (!last.empty()) {
+    // The last occurrence that is a whole line.
+    for (std::size_t at = ring.rfind(last); at != std::string_view::npos;
+         at = at == 0 ? std::string_view::npos : ring.rfind(last, at - 1)) {
+      const bool starts = at == 0 || ring[at - 1] == '\n';
+      const std::size_t end = at + last.size();
+      if (starts && end < ring.size() && ring[end] == '\n') {
+        from = end + 1;
+        break;
+      }
+    }
+  }
+  std::vector<std::string_view> lines;
+  while (from < ring.size()) {
+    const std::size_t newline = ring.find('\n', from);
+    if (newline == std::string_view::npos) break;  // not complete yet: the next read has it
+    if (newline > from) lines.push_back(ring.substr(from, newline - from));
+    from = newline + 1;
+  }
+  return lines;
+}
 
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line) {
   if (const std::size_t semicolon = line.find(';');
@@ -65,19 +129,35 @@ std::optional<KernelHardwareError> parseKernelLine(std::string_view line) {
 }
 
 Result<std::unique_ptr<KernelLogWatcher>> KernelLogWatcher::start(const std::filesystem::path& path,
-                                                                  OnError onError) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) {
-    return makeError(ErrorCode::kUnavailable,
-                     "cannot read the kernel log " + path.string() + ": " + std::strerror(errno));
+                                                                  OnError onError, Source source) {
+  std::string opened;
+  if (source != Source::kSyslog) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    if (fd) {
+      ::lseek(fd.get(), 0, SEEK_END);  // /dev/kmsg: skip the ring buffer; a file: what is there
+      return std::make_unique<KernelLogWatcher>(std::move(fd), path.string(), std::move(onError));
+    }
+    opened = "cannot read the kernel log " + path.string() + ": " + std::strerror(errno);
+    const bool refused = errno == EPERM || errno == EACCES;
+    if (source == Source::kFile || !refused) return makeError(ErrorCode::kUnavailable, opened);
   }
-  ::lseek(fd.get(), 0, SEEK_END);  // /dev/kmsg: skip the ring buffer; a file: skip what is there
-  return std::make_unique<KernelLogWatcher>(std::move(fd), path.string(), std::move(onError));
+  auto ring = readRing();
+  if (!ring) {
+    return makeError(ErrorCode::kUnavailable,
+                     opened.empty() ? ring.error().message : opened + "; " + ring.error().message);
+  }
+  return std::make_unique<KernelLogWatcher>(std::string(lastRingLine(*ring)), std::move(onError));
 }
 
 KernelLogWatcher::KernelLogWatcher(UniqueFd fd, std::string path, OnError onError)
     : fd_(std::move(fd)), path_(std::move(path)), onError_(std::move(onError)) {
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+KernelLogWatcher::KernelLogWatcher(std::string lastLine, OnError onError)
+    : path_("syslog(2)"), onError_(std::move(onError)) {
+  thread_ = std::jthread(
+      [this, last = std::move(lastLine)](std::stop_token stop) { runRing(stop, last); });
 }
 
 KernelLogWatcher::~KernelLogWatcher() {
@@ -110,10 +190,35 @@ void KernelLogWatcher::run(std::stop_token stop) {
     for (std::size_t newline; (newline = pending.find('\n')) != std::string::npos;) {
       const std::string line = pending.substr(0, newline);
       pending.erase(0, newline + 1);
-      if (auto error = parseKernelLine(line)) onError_(*error, line);
+      handle(line);
     }
     if (pending.size() > sizeof buffer) pending.clear();  // no newline in sight: not a log line
   }
+}
+
+void KernelLogWatcher::runRing(std::stop_token stop, std::string last) {
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(mutex);
+      wake.wait_for(lock, stop, kRingInterval, [] { return false; });
+    }
+    if (stop.stop_requested()) return;
+    auto ring = readRing();
+    if (!ring) {
+      TORUS_LOG(Warn, Health, "kernel log read failed; no longer following it", {"path", path_},
+                {"error", ring.error().message});
+      return;
+    }
+    for (const std::string_view line : ringLinesAfter(*ring, last))
+      handle(line);
+    if (const std::string_view now = lastRingLine(*ring); !now.empty()) last = std::string(now);
+  }
+}
+
+void KernelLogWatcher::handle(std::string_view line) {
+  if (auto error = parseKernelLine(line)) onError_(*error, std::string(line));
 }
 
 }  // namespace torus::health

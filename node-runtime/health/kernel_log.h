@@ -2,6 +2,12 @@
 // AWS's node-problem-detector rules match), followed live from /dev/kmsg (or any file lines are
 // appended to). Only lines written after the agent starts count: the ring buffer's old lines
 // describe faults a previous run already handled.
+//
+// A container that is not privileged may not open /dev/kmsg on a real node whatever its
+// capabilities: the runtime's device rules allow only a few device nodes, and kmsg (1:11) is not
+// one (the open answers EPERM). The same log is readable through syslog(2) with CAP_SYSLOG, which
+// the chart grants; when the open is refused, the watcher reads the ring buffer that way instead,
+// once a second, and hands on the lines added since its last read.
 #pragma once
 
 #include <filesystem>
@@ -10,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "common/base/result.h"
 #include "common/base/unique_fd.h"
@@ -25,20 +32,40 @@ struct KernelHardwareError {
 // "nd<N>", "neuron<N>", "nd-id=<N>" or "device=<N>" when the line has one.
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line);
 
+// The lines of a syslog(2) read of the ring buffer (`ring`) that follow `last`, the final line of
+// the previous read: those after its last occurrence, or all of them when it is gone (the ring
+// wrapped past it) or empty.
+std::vector<std::string_view> ringLinesAfter(std::string_view ring, std::string_view last);
+// The final complete, non-empty line of a ring read ("" when it has none).
+std::string_view lastRingLine(std::string_view ring);
+
 class KernelLogWatcher {
  public:
   using OnError = std::function<void(const KernelHardwareError& error, const std::string& line)>;
 
-  // Opens `path` positioned at its end; errors name the path (a missing /dev/kmsg, no rights).
+  enum class Source {
+    kFile,    // `path` opened and read as it grows (/dev/kmsg, a test's file)
+    kSyslog,  // the kernel's ring buffer through syslog(2)
+    kEither,  // `path`, or syslog(2) when opening it is refused (EPERM, EACCES)
+  };
+  // Follows the log from its end; errors name the path and the reason (a missing /dev/kmsg, no
+  // rights, syslog(2) refused without CAP_SYSLOG).
   static Result<std::unique_ptr<KernelLogWatcher>> start(const std::filesystem::path& path,
-                                                         OnError onError);
+                                                         OnError onError,
+                                                         Source source = Source::kEither);
   KernelLogWatcher(UniqueFd fd, std::string path, OnError onError);
+  // Reading the ring through syslog(2); `lastLine` is the final line already there.
+  KernelLogWatcher(std::string lastLine, OnError onError);
+  // What it reads: the path, or "syslog(2)".
+  const std::string& source() const { return path_; }
   ~KernelLogWatcher();
   KernelLogWatcher(const KernelLogWatcher&) = delete;
   KernelLogWatcher& operator=(const KernelLogWatcher&) = delete;
 
  private:
   void run(std::stop_token stop);
+  void runRing(std::stop_token stop, std::string last);
+  void handle(std::string_view line);
 
   UniqueFd fd_;
   std::string path_;

@@ -40,6 +40,35 @@ TEST(NodeAgent, ServesHealthzOnASimulatedTrn2AndStopsOnSigterm) {
   EXPECT_NE(agent.stderrText().find("\"stopped\""), std::string::npos);
 }
 
+// A grant denied at start is named before anything is served: the log names it and its fix,
+// /readyz answers 503 with both, /metrics has the gauge; the grants it was given are not named.
+TEST(NodeAgent, AGrantDeniedAtStartIsNamedWithItsFix) {
+  BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                           "--device-plugin=false", "--metrics-addr=127.0.0.1:0",
+                           "--admin-addr=127.0.0.1:0", "--kernel-log=/nonexistent/kmsg"});
+  const auto log = agent.waitForStderr("\"ready\"", 20s);
+  ASSERT_TRUE(log.has_value()) << agent.stderrText();
+  EXPECT_NE(log->find("\"a grant the agent needs is denied\" grant=\"kernel log\""),
+            std::string::npos)
+      << *log;
+  EXPECT_EQ(log->find("grant=reset"), std::string::npos) << *log;
+  const int port = portFromLog(*log);
+  ASSERT_GT(port, 0) << *log;
+  const std::string ready = httpGet(port, "/readyz").value_or("");
+  EXPECT_EQ(ready.substr(0, 3), "503") << ready;
+  EXPECT_NE(ready.find("denied: kernel log: cannot read the kernel log /nonexistent/kmsg"),
+            std::string::npos)
+      << ready;
+  EXPECT_NE(ready.find("fix: the capability SYSLOG"), std::string::npos) << ready;
+  EXPECT_EQ(ready.find("reset:"), std::string::npos) << ready;
+  const std::string metrics = httpGet(port, "/metrics").value_or("");
+  EXPECT_NE(metrics.find("torus_agent_grant_denied{grant=\"kernel log\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("torus_agent_grant_denied{grant=\"reset\"} 0"), std::string::npos);
+  EXPECT_NE(metrics.find("torus_agent_grant_denied{grant=\"process scan\"} 0"), std::string::npos);
+  agent.signal(SIGTERM);
+  EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
+}
+
 TEST(NodeAgent, StopsCleanlyWhenSignalledDuringStartup) {
   // No device plugin: with a kubelet on this machine (a local cluster) it would register there.
   BackgroundProcess agent({binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",

@@ -1,6 +1,9 @@
 // Reading the driver's hardware-error lines out of the kernel log.
 #include "node-runtime/health/kernel_log.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace torus::health {
@@ -35,6 +38,29 @@ TEST(KernelLine, IgnoresEverythingElse) {
   }
   // A word that merely starts with "nd" is not a device.
   EXPECT_EQ(parseKernelLine("NEURON_HW_ERR=DMA_ERROR ndx9 and4")->device, -1);
+}
+
+// syslog(2) hands the whole ring each time: only what follows the previous read's last line is new.
+TEST(KernelRing, OnlyLinesAfterThePreviousReadAreNew) {
+  const std::string ring = "<6>[ 1.0] a\n<6>[ 2.0] b\n<6>[ 3.0] c\n";
+  EXPECT_EQ(lastRingLine(ring), "<6>[ 3.0] c");
+  EXPECT_EQ(ringLinesAfter(ring, "<6>[ 1.0] a"),
+            (std::vector<std::string_view>{"<6>[ 2.0] b", "<6>[ 3.0] c"}));
+  EXPECT_TRUE(ringLinesAfter(ring, "<6>[ 3.0] c").empty());
+  // The ring wrapped past the last line seen: everything in it is newer.
+  EXPECT_EQ(ringLinesAfter(ring, "<6>[ 0.5] gone").size(), 3U);
+  // Nothing seen yet: all of it.
+  EXPECT_EQ(ringLinesAfter(ring, "").size(), 3U);
+  // Text that only contains the last line, or a line not yet complete, does not count.
+  EXPECT_EQ(ringLinesAfter("x<6>[ 1.0] a\n<6>[ 2.0] b\n", "<6>[ 1.0] a").size(), 2U);
+  EXPECT_EQ(ringLinesAfter("<6>[ 1.0] a\n<6>[ 2.0] half", "<6>[ 1.0] a").size(), 0U);
+  EXPECT_EQ(lastRingLine("<6>[ 1.0] a\n<6>[ 2.0] half"), "<6>[ 1.0] a");
+  // The same line twice: after its last occurrence.
+  EXPECT_EQ(ringLinesAfter("a\nb\na\nc\n", "a"), (std::vector<std::string_view>{"c"}));
+  // Empty lines are skipped, never taken as the line to resume after.
+  EXPECT_EQ(lastRingLine("a\nb\n\n"), "b");
+  EXPECT_EQ(lastRingLine(""), "");
+  EXPECT_EQ(lastRingLine("\n"), "");
 }
 
 }  // namespace

@@ -1,0 +1,103 @@
+#include "node-runtime/agent/grant_check.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/base/unique_fd.h"
+#include "common/metrics/prometheus_text.h"
+
+namespace torus::agent {
+namespace {
+
+Error denied(const std::string& what, int error) {
+  return makeError(ErrorCode::kPermissionDenied, what + ": " + std::strerror(error));
+}
+
+}  // namespace
+
+std::vector<DeniedGrant> checkGrants(const std::vector<Grant>& grants) {
+  std::vector<DeniedGrant> found;
+  for (const Grant& grant : grants) {
+    if (auto probed = grant.probe(); !probed) {
+      found.push_back({grant.name, probed.error().message, grant.fix});
+    }
+  }
+  return found;
+}
+
+std::string describeDenied(const std::vector<DeniedGrant>& denied) {
+  std::string text;
+  for (const DeniedGrant& grant : denied) {
+    if (!text.empty()) text += "; ";
+    text += grant.name + ": " + grant.error + " (fix: " + grant.fix + ")";
+  }
+  return text;
+}
+
+std::string renderGrantMetrics(const std::vector<Grant>& grants,
+                               const std::vector<DeniedGrant>& denied) {
+  metrics::PrometheusText out;
+  out.family("torus_agent_grant_denied", "gauge",
+             "1 when a grant the agent needs was denied at start (reset, process scan, kernel "
+             "log, kubelet directory); /readyz and the log name the fix.");
+  for (const Grant& grant : grants) {
+    bool isDenied = false;
+    for (const DeniedGrant& d : denied)
+      isDenied = isDenied || d.name == grant.name;
+    out.sample("torus_agent_grant_denied", {{"grant", grant.name}}, isDenied ? 1 : 0);
+  }
+  return out.text();
+}
+
+GrantSyscalls systemGrantSyscalls() {
+  return {
+      [](const char* path, int flags, mode_t mode) { return ::open(path, flags, mode); },
+      [](const char* path, char* buffer, size_t size) { return ::readlink(path, buffer, size); },
+      [](const char* path) { return ::unlink(path); },
+  };
+}
+
+Result<void> probeWriteOpen(const std::filesystem::path& file, const GrantSyscalls& calls) {
+  UniqueFd fd(calls.open(file.c_str(), O_WRONLY | O_CLOEXEC, 0));
+  if (!fd) return denied("opening " + file.string() + " for writing", errno);
+  return okResult();
+}
+
+Result<void> probeProcessScan(const std::filesystem::path& procRoot, const GrantSyscalls& calls) {
+  const std::filesystem::path fds = procRoot / "1" / "fd";
+  UniqueFd dir(calls.open(fds.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+  if (!dir) return denied("listing " + fds.string(), errno);
+  DIR* stream = ::fdopendir(dir.get());
+  if (stream == nullptr) return denied("listing " + fds.string(), errno);
+  (void)dir.release();  // closedir closes it
+  std::string first;
+  while (const dirent* entry = ::readdir(stream)) {
+    if (entry->d_name[0] != '.') {
+      first = entry->d_name;
+      break;
+    }
+  }
+  ::closedir(stream);
+  if (first.empty()) return okResult();  // nothing open: listing it was the whole check
+  char target[4096];
+  const std::filesystem::path link = fds / first;
+  if (calls.readlink(link.c_str(), target, sizeof target) < 0) {
+    return denied("reading the link " + link.string(), errno);
+  }
+  return okResult();
+}
+
+Result<void> probeCreateIn(const std::filesystem::path& dir, const GrantSyscalls& calls) {
+  const std::filesystem::path probe = dir / (".torus-probe-" + std::to_string(::getpid()));
+  UniqueFd fd(calls.open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return denied("creating a file in " + dir.string(), errno);
+  fd.reset();
+  if (calls.unlink(probe.c_str()) != 0) return denied("removing " + probe.string(), errno);
+  return okResult();
+}
+
+}  // namespace torus::agent
