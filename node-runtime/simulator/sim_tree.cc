@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <unordered_set>
 
@@ -257,15 +259,37 @@ Result<void> writeUltraServer(TreeWriter& out, const fs::path& sys, const Instan
   return out.file(dir / "ultraserver_mode", "1,3,4\n");
 }
 
-bool makeDeviceNode(const fs::path& path, bool tryCharacterDevice) {
-  if (tryCharacterDevice) {
-    struct stat devNull {};
-    if (::stat("/dev/null", &devNull) == 0 &&
-        ::mknod(path.c_str(), S_IFCHR | 0666, devNull.st_rdev) == 0) {
-      return true;
+// A character-device major Linux reserves for local use (Documentation/admin-guide/devices.txt:
+// 60-63, 120-127, 240-254) that no driver on this machine has registered (/proc/devices lists
+// those). A node with it has no driver behind it: opening it answers ENXIO where the container's
+// device rules let it through and EPERM where they do not, as a real /dev/neuronN the runtime did
+// not grant does. (Copying /dev/null's numbers, which every container may open, hid a wrong grant.)
+std::optional<unsigned> unclaimedLocalMajor() {
+  std::unordered_set<unsigned> claimed;
+  if (auto devices = readSmallFile("/proc/devices", 64 * 1024)) {
+    bool character = false;
+    for (const std::string_view line : splitAndTrim(*devices, '\n')) {
+      if (line.starts_with("Character")) character = true;
+      if (line.starts_with("Block")) character = false;
+      unsigned major = 0;
+      if (character && std::sscanf(std::string(line).c_str(), "%u", &major) == 1) {
+        claimed.insert(major);
+      }
     }
   }
-  return false;
+  for (const auto& [first, last] : {std::pair{60U, 63U}, {120U, 127U}, {240U, 254U}}) {
+    for (unsigned major = first; major <= last; ++major) {
+      if (!claimed.contains(major)) return major;
+    }
+  }
+  return std::nullopt;
+}
+
+bool makeDeviceNode(const fs::path& path, int index, bool tryCharacterDevice) {
+  if (!tryCharacterDevice) return false;
+  static const std::optional<unsigned> major = unclaimedLocalMajor();
+  return major &&
+         ::mknod(path.c_str(), S_IFCHR | 0666, makedev(*major, static_cast<unsigned>(index))) == 0;
 }
 
 // An agent restarted over its tree (a DaemonSet pod restart, a crash) must find the node as it
@@ -350,7 +374,7 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   fs::create_directories(roots.dev, ec);
   for (int index = 0; index < type->deviceCount; ++index) {
     const fs::path node = roots.deviceNode(index);
-    if (!makeDeviceNode(node, spec.characterDevices)) {
+    if (!makeDeviceNode(node, index, spec.characterDevices)) {
       tree.characterDevices = false;
       TORUS_RETURN_IF_ERROR(writeFile(node, ""), "simulate");
     }

@@ -57,7 +57,8 @@ YAML
 chip_id_is() { echo "device.attributes[\"neuron.aws.com\"].deviceId == $1"; }
 
 # dra_pod NAME TEMPLATE [STAY]: a pod on NODE_NAME with one claim from TEMPLATE that reports
-# what it got (cores, LNC, device nodes, and the UltraServer variables when it has them).
+# what it got (lib.sh's neuron_report_command: cores, LNC, device nodes, the UltraServer variables
+# when it has them, and what its device rules let it open).
 dra_pod() {
   local name="$1" template="$2" stay="${3:-0}"
   pinned <<YAML | k apply -f - > /dev/null
@@ -72,7 +73,11 @@ spec:
   containers:
     - name: app
       image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; env | grep "^NEURON_RT_ULTRASERVER_" | sort; } | tee /dev/termination-log; sleep $stay']
+      command:
+        - sh
+        - -c
+        - |
+$(neuron_report_command "$stay")
       resources:
         claims:
           - name: neurons

@@ -111,6 +111,51 @@ eventually() {
 
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
+# neuron_report_command SECONDS: the YAML `command` of an e2e pod's container (indented for a
+# container) that reports what it was given in its termination message, then stays SECONDS:
+# CORES=, LNC=, DEVICES= (its /dev/neuronN), the UltraServer variables when it has them, and its
+# own test of the device rules. For minors 0-31 of the Neuron devices' major (read from a node it
+# was given) it makes a node with mknod (CAP_MKNOD is in every container's default set) and opens
+# it: "No such device" means the rules let it through to a driver that is not there (the
+# simulated devices have none), "Operation not permitted" that they refused it. ALLOWED= and
+# DENIED= list the minors; checks/pods.py wants ALLOWED to be exactly the pod's devices.
+neuron_report_command() {
+  cat <<'SH' | sed 's/^/          /'
+{
+  echo "CORES=$NEURON_RT_VISIBLE_CORES"
+  echo "LNC=$NEURON_LOGICAL_NC_CONFIG"
+  echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr '\n' ' ')"
+  env | grep '^NEURON_RT_ULTRASERVER_' | sort
+  major=""
+  for node in /dev/neuron[0-9]*; do
+    if [ -c "$node" ]; then major="$(stat -c %t "$node")"; break; fi
+  done
+  allowed=""; denied=""; unexpected=""
+  if [ -n "$major" ]; then
+    for minor in $(seq 0 31); do
+      if ! mknod /tmp/neuron-probe c "0x$major" "$minor" 2> /dev/null; then
+        unexpected="mknod refused"; break
+      fi
+      if answer="$( (exec 3< /tmp/neuron-probe) 2>&1)"; then
+        allowed="$allowed $minor"
+      else
+        case "$answer" in
+          *"No such device"*) allowed="$allowed $minor" ;;
+          *"not permitted"*) denied="$denied $minor" ;;
+          *) unexpected="$unexpected $minor: $answer" ;;
+        esac
+      fi
+      rm -f /tmp/neuron-probe
+    done
+  fi
+  echo "ALLOWED=${allowed# }"
+  echo "DENIED=${denied# }"
+  [ -z "$unexpected" ] || echo "PROBE_UNEXPECTED=${unexpected# }"
+} | tee /dev/termination-log
+SH
+  echo "          sleep $1"
+}
+
 # pod_manifest NAME RESOURCE COUNT [SCHEDULER [SECONDS [PRIORITY_CLASS]]]: a pod that reports what
 # Neuron gave it, stays SECONDS (default 0) and exits; on PIN_NODE when that is set.
 # It reports in its termination message, which the API keeps with the pod's status (its logs go
@@ -135,7 +180,11 @@ spec:
   containers:
     - name: app
       image: public.ecr.aws/docker/library/debian:bookworm-slim
-      command: [sh, -c, '{ echo "CORES=\$NEURON_RT_VISIBLE_CORES"; echo "LNC=\$NEURON_LOGICAL_NC_CONFIG"; echo "DEVICES=\$(cd /dev && ls -d neuron[0-9]* | tr "\n" " ")"; } | tee /dev/termination-log; sleep $stay']
+      command:
+        - sh
+        - -c
+        - |
+$(neuron_report_command "$stay")
       resources:
         limits:
           aws.amazon.com/$resource: $count

@@ -77,7 +77,8 @@ UniqueFd startHolderAsAnotherUser(const std::string& node, pid_t* pid) {
   if (*pid == 0) {
     ready.read.reset();
     release.write.reset();
-    const int fd = ::open(node.c_str(), O_RDONLY);
+    // O_PATH: the simulated node has no driver to open (ENXIO); its /proc link is what counts.
+    const int fd = ::open(node.c_str(), O_PATH);
     const bool dropped = fd >= 0 && ::setresgid(65532, 65532, 65532) == 0 &&
                          ::setresuid(65532, 65532, 65532) == 0 &&
                          ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0;
@@ -124,7 +125,7 @@ TEST_F(HolderScan, AProcessWhoseOpenFilesCannotBeReadIsUnseenAndBlocksTheReset) 
   const auto resetBefore = std::filesystem::last_write_time(resetFile);
 
   // This process (every capability) holds the device, as a leaked workload process would.
-  UniqueFd held(::open(node.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd held(::open(node.c_str(), O_PATH | O_CLOEXEC));  // no driver to open: O_PATH
   ASSERT_TRUE(held) << node;
   const std::string self = std::to_string(::getpid());
 

@@ -138,7 +138,8 @@ TEST_F(SimDriver, AResetTooSlowForThePolicyTimesOut) {
 }
 
 TEST_F(SimDriver, AHeldDeviceIgnoresTheWriteAndTheAgentRefusesToReset) {
-  const UniqueFd holder(::open(roots_.deviceNode(3).c_str(), O_RDONLY | O_CLOEXEC));
+  // O_PATH: the simulated node has no driver to open; the /proc link is what the scan sees.
+  const UniqueFd holder(::open(roots_.deviceNode(3).c_str(), O_PATH | O_CLOEXEC));
   ASSERT_TRUE(holder.valid());
   // Written anyway (what the agent must never rely on): accepted and ignored, never started.
   ASSERT_TRUE(discovery::writeAttribute(viewed(3, "reset"), "1\n").ok());

@@ -1,13 +1,17 @@
 // The simulator's tree for every catalog type, read back by the real discovery code, must give
 // exactly the catalog's model: device count, cores at each LNC, adjacency in the driver's order,
 // memory, all healthy, nothing to report.
+#include <cerrno>
 #include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "common/base/temp_dir.h"
 #include "common/config/settings.h"
@@ -163,6 +167,30 @@ TEST(SimulatedDiscovery, UltraServerSettingRefusesWhatNoDriverWouldReport) {
   EXPECT_THAT(attempt({"--simulate=trn2u.48xlarge", "--simulate-ultraserver=xyz:1"}),
               testing::HasSubstr("hex digits"));
   EXPECT_THAT(attempt({"--simulate-ultraserver=a11ce:1"}), testing::HasSubstr("needs --simulate"));
+}
+
+// A simulated /dev/neuronN is as strict as a real one: a character device of a major Linux keeps
+// for local use, with no driver behind it, so opening it answers ENXIO where the device rules let
+// it through (here: root, no device cgroup) and EPERM in a container the runtime did not grant it
+// to. Copies of /dev/null's numbers, which every container may open, could not show a wrong grant.
+TEST(SimulatedDiscovery, DeviceNodesAreCharacterDevicesWithNoDriverBehindThem) {
+  auto dir = TempDir::create("sim-discovery");
+  simulator::SimulationSpec spec;
+  spec.instanceType = "trn2.48xlarge";
+  auto tree = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_TRUE(tree.ok()) << tree.error().message;
+  if (!tree->characterDevices) GTEST_SKIP() << "mknod needs CAP_MKNOD";
+  struct stat node {};
+  ASSERT_EQ(::stat(tree->roots().deviceNode(5).c_str(), &node), 0);
+  ASSERT_TRUE(S_ISCHR(node.st_mode));
+  const unsigned major = ::major(node.st_rdev);
+  EXPECT_TRUE((major >= 60 && major <= 63) || (major >= 120 && major <= 127) ||
+              (major >= 240 && major <= 254))
+      << major;
+  EXPECT_EQ(::minor(node.st_rdev), 5U);
+  errno = 0;
+  EXPECT_EQ(::open(tree->roots().deviceNode(5).c_str(), O_RDONLY | O_CLOEXEC), -1);
+  EXPECT_EQ(errno, ENXIO);
 }
 
 // An agent restarted over its --simulate-dir (a DaemonSet pod restart) finds the node as it was,

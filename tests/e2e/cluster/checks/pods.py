@@ -18,11 +18,34 @@ def neighbours_in(node_dir):
     return neighbours
 
 
+# The minors every e2e pod probes (lib.sh's neuron_report_script): more than any node has devices.
+PROBED_MINORS = 32
+
+
+def device_rules(seen, devices):
+    """The container's own probe of its device rules (ALLOWED=, DENIED= minors of the Neuron
+    devices' major) lets it open exactly `devices` and refuses every other minor: a wrong grant
+    in Allocate or a CDI spec, or a node whose device numbers every container may open, fails."""
+    require("ALLOWED" in seen and "DENIED" in seen,
+            "the report has no ALLOWED=/DENIED= lines: the device rules were not probed")
+    require(not seen.get("PROBE_UNEXPECTED"),
+            f"the device probe met what it did not expect: {seen.get('PROBE_UNEXPECTED')}")
+    allowed = {int(minor) for minor in seen["ALLOWED"].split()}
+    denied = {int(minor) for minor in seen["DENIED"].split()}
+    require(allowed == set(devices),
+            f"the device rules let the container open minors {compress_ids(allowed) or 'none'}; "
+            f"it was given {compress_ids(devices) or 'none'}")
+    require(denied == set(range(PROBED_MINORS)) - set(devices),
+            f"the device rules refused minors {compress_ids(denied) or 'none'}; every one but "
+            f"{compress_ids(devices) or 'none'} should be")
+
+
 def pod_saw(report, resource, count, cores_per_device, node_dir, lnc, any_devices=False):
-    """A container's report (CORES=, DEVICES=, LNC= lines) matches what its pod asked: `count`
-    cores or devices, every /dev/neuronN of those cores and no other, NEURON_LOGICAL_NC_CONFIG
-    equal to `lnc`, and devices the simulated sysfs says are NeuronLink-connected (unless
-    any_devices: a request that asked for no connectivity)."""
+    """A container's report (CORES=, DEVICES=, LNC=, ALLOWED=, DENIED= lines) matches what its
+    pod asked: `count` cores or devices, every /dev/neuronN of those cores and no other, device
+    rules that open those devices and refuse every other, NEURON_LOGICAL_NC_CONFIG equal to
+    `lnc`, and devices the simulated sysfs says are NeuronLink-connected (unless any_devices: a
+    request that asked for no connectivity)."""
     seen = dict(line.split("=", 1) for line in report.splitlines() if "=" in line)
     cores = expand_ids(seen.get("CORES", ""))
     devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
@@ -32,6 +55,7 @@ def pod_saw(report, resource, count, cores_per_device, node_dir, lnc, any_device
             f"devices {devices} for cores {cores}")
     if resource == "neuron":
         require(len(devices) == count, f"devices {devices}: want {count}")
+    device_rules(seen, devices)
     require(seen.get("LNC") == lnc, f"NEURON_LOGICAL_NC_CONFIG={seen.get('LNC')!r}, want {lnc!r}")
     if not any_devices:
         require(connected(devices, neighbours_in(node_dir)),

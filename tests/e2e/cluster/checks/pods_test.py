@@ -26,6 +26,13 @@ class IdsTest(unittest.TestCase):
         self.assertEqual(ids.compress_ids([8, 3, 2, 1, 0, 10, 11]), "0-3,8,10-11")
 
 
+def rules(*given):
+    """The device probe's lines for a container given `given` (minors 0..31 probed)."""
+    allowed = " ".join(str(d) for d in given)
+    denied = " ".join(str(d) for d in range(pods.PROBED_MINORS) if d not in given)
+    return f"\nALLOWED={allowed}\nDENIED={denied}"
+
+
 class PodSawTest(unittest.TestCase):
     def setUp(self):
         self.node = tempfile.TemporaryDirectory()
@@ -40,26 +47,47 @@ class PodSawTest(unittest.TestCase):
         self.node.cleanup()
 
     def test_a_container_with_what_it_asked_passes(self):
-        pods.pod_saw("CORES=4-11\nDEVICES=neuron1 neuron2\nLNC=2", "neuroncore", 8, 4,
-                       self.node.name, "2")
-        pods.pod_saw("CORES=0-3\nDEVICES=neuron0\nLNC=2", "neuron", 1, 4, self.node.name, "2")
+        pods.pod_saw("CORES=4-11\nDEVICES=neuron1 neuron2\nLNC=2" + rules(1, 2), "neuroncore", 8,
+                     4, self.node.name, "2")
+        pods.pod_saw("CORES=0-3\nDEVICES=neuron0\nLNC=2" + rules(0), "neuron", 1, 4,
+                     self.node.name, "2")
+
+    def test_device_rules_that_open_more_or_fewer_devices_fail(self):
+        cases = [
+            # Allocate or a CDI spec granted a device too many.
+            (rules(0, 1), "the device rules let the container open minors 0-1; it was given 0"),
+            # The old bed: copies of /dev/null's numbers (1:3), so the probe's 1:3, 1:5, 1:7-9
+            # (null, zero, full, random, urandom) open in every container.
+            ("\nALLOWED=0 3 5 7 8 9\nDENIED=" + " ".join(
+                str(m) for m in range(32) if m not in (0, 3, 5, 7, 8, 9)),
+             "open minors 0,3,5,7-9"),
+            ("", "no ALLOWED=/DENIED= lines"),
+            (rules(0) + "\nPROBE_UNEXPECTED=mknod", "did not expect: mknod"),
+            ("\nALLOWED=0\nDENIED=1 2", "refused minors 1-2"),
+        ]
+        for lines, reason in cases:
+            with self.assertRaises(CheckFailed) as failed:
+                pods.pod_saw("CORES=0-3\nDEVICES=neuron0\nLNC=2" + lines, "neuron", 1, 4,
+                             self.node.name, "2")
+            self.assertIn(reason, str(failed.exception))
 
     def test_wrong_counts_devices_lnc_or_links_fail_by_name(self):
         cases = [
             ("CORES=4-10\nDEVICES=neuron1 neuron2\nLNC=2", "neuroncore", 8, "want 8"),
             ("CORES=4-11\nDEVICES=neuron1\nLNC=2", "neuroncore", 8, "devices [1] for cores"),
-            ("CORES=4-11\nDEVICES=neuron1 neuron2\nLNC=1", "neuroncore", 8, "want '2'"),
+            ("CORES=4-11\nDEVICES=neuron1 neuron2\nLNC=1" + rules(1, 2), "neuroncore", 8,
+             "want '2'"),
         ]
         for report, resource, count, reason in cases:
             with self.assertRaises(CheckFailed) as failed:
                 pods.pod_saw(report, resource, count, 4, self.node.name, "2")
             self.assertIn(reason, str(failed.exception))
         with self.assertRaises(CheckFailed) as failed:  # 0 and 2 are not linked
-            pods.pod_saw("CORES=0-3,8-11\nDEVICES=neuron0 neuron2\nLNC=2", "neuron", 2, 4,
-                           self.node.name, "2")
+            pods.pod_saw("CORES=0-3,8-11\nDEVICES=neuron0 neuron2\nLNC=2" + rules(0, 2), "neuron",
+                         2, 4, self.node.name, "2")
         self.assertIn("not NeuronLink-connected", str(failed.exception))
-        pods.pod_saw("CORES=0-3,8-11\nDEVICES=neuron0 neuron2\nLNC=2", "neuron", 2, 4,
-                       self.node.name, "2", any_devices=True)
+        pods.pod_saw("CORES=0-3,8-11\nDEVICES=neuron0 neuron2\nLNC=2" + rules(0, 2), "neuron", 2,
+                     4, self.node.name, "2", any_devices=True)
 
 
 class AgentTest(unittest.TestCase):
