@@ -159,7 +159,9 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   "deep check: an external check that drives the NeuronLinks (e.g. the Neuron "
                   "runtime's nccom-test), run by /bin/sh with TORUS_DEEP_CHECK_DEVICES, "
                   "TORUS_DEEP_CHECK_RING and NEURON_RT_VISIBLE_CORES naming the idle devices; exit "
-                  "0 passes. Unset: NeuronLink traffic is reported as not checked",
+                  "0 passes. Not run, and reported not checked, when this process may not open "
+                  "the devices (a container the runtime did not give them to). Unset: NeuronLink "
+                  "traffic is reported as not checked",
                   &config->deepCheckCommand);
   table.addDurationMillis("deep-check-command-timeout", "TORUS_DEEP_CHECK_COMMAND_TIMEOUT",
                           "deepCheckCommandTimeout",

@@ -1,8 +1,13 @@
 #include "node-runtime/health/deep_check/deep_check.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 #include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "common/base/strings.h"
 #include "common/base/utc_time.h"
@@ -223,6 +228,30 @@ CommandCheck runExternalCheck(const topology::Node& node, const std::vector<int>
   return command;
 }
 
+int openDeviceNode(const std::filesystem::path& node) {
+  const int fd = ::open(node.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
+// Why a command run in this container could not use `given`, or "" when it could. ENXIO and
+// ENODEV mean the device rules let the open through to no driver (a simulated node): allowed.
+std::string deviceAccessProblem(const discovery::DiscoveryRoots& roots,
+                                const std::vector<int>& given, const DeepCheckOptions& options) {
+  const auto open = options.openDevice ? options.openDevice : openDeviceNode;
+  for (const int device : given) {
+    const std::filesystem::path node = roots.deviceNode(device);
+    const int error = open(node);
+    if (error == EPERM || error == EACCES) {
+      return "the agent's container may not open " + node.string() + " (" + std::strerror(error) +
+             "): the runtime's device rules give devices only to the containers they are "
+             "allocated to, so --deep-check-command would run without them";
+    }
+  }
+  return "";
+}
+
 // The devices of the ring not in use now, in ring order.
 std::vector<int> stillIdle(const std::vector<int>& ring, const topology::DeviceSet& busy) {
   std::vector<int> idle;
@@ -281,6 +310,9 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
          "no --deep-check-command is configured (e.g. the Neuron runtime's nccom-test)"});
   } else if (given.empty()) {
     result.notChecked.push_back({"neuronlink_traffic", "every device is in use"});
+  } else if (const std::string denied = deviceAccessProblem(roots, given, options);
+             !denied.empty()) {
+    result.notChecked.push_back({"neuronlink_traffic", denied});
   } else {
     result.command = runExternalCheck(node, given, options);
   }

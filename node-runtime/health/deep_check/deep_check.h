@@ -39,6 +39,10 @@ struct DeepCheckOptions {
   HostAllReduceOptions hostAllReduce;
   std::string command;  // the external check; "" = none configured
   std::chrono::milliseconds commandTimeout{300'000};
+  // Opens a device node as the command would (read-write) and closes it: 0, or the errno. The
+  // command runs in the agent's container, which the runtime's device rules do not give the
+  // devices (EPERM); it then is not run and the part is "not checked". Replaceable for tests.
+  std::function<int(const std::filesystem::path&)> openDevice;
 };
 
 // kSkipped: in use, not touched. kNotChecked: idle, but the test could not run here (a device

@@ -4,6 +4,9 @@
 #include "node-runtime/health/deep_check/deep_check.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -31,6 +34,7 @@ class DeepCheckTest : public ::testing::Test {
   bool linkSpeedFiles_ = false;
   std::string command_;  // "stand-in": the simulator's nccom-test
   std::chrono::milliseconds commandTimeout_{60'000};
+  std::function<int(const std::filesystem::path&)> openDevice_;  // unset: the real open
   DeepCheckResult check(const std::string& type, const std::vector<std::string>& faults,
                         const BusyDevices& busy) {
     auto dir = TempDir::create("deep-check");
@@ -55,6 +59,7 @@ class DeepCheckTest : public ::testing::Test {
     options.command =
         command_ == "stand-in" ? simulator::standInCheckCommand(*tree).string() : command_;
     options.commandTimeout = commandTimeout_;
+    options.openDevice = openDevice_;
     return runDeepCheck(found->node, tree->roots(), busy, options);
   }
   static std::string failuresOf(const DeepCheckResult& result) {
@@ -120,6 +125,29 @@ TEST_F(DeepCheckTest, WithLinkSpeedsAndTheCommandEverythingIsChecked) {
   EXPECT_EQ(result.command->devices.size(), 16U);
   EXPECT_NE(result.command->output.find("passed"), std::string::npos) << result.command->output;
   EXPECT_TRUE(result.notChecked.empty());
+}
+
+// In the agent's container on a real node the devices' opens answer EPERM (the runtime grants
+// them only to the containers they are allocated to): the command is not run, the part is "not
+// checked" with the reason, and no idle chip fails for it. On the simulated node here (root, no
+// device rules) the open answers ENXIO, which lets the command run, as the test above shows.
+TEST_F(DeepCheckTest, ACommandWithoutAccessToTheDevicesIsNotRunAndFailsNothing) {
+  command_ = "exit 1";  // would fail every device it was given, were it run
+  std::vector<std::string> opened;
+  openDevice_ = [&](const std::filesystem::path& node) {
+    opened.push_back(node.filename().string());
+    return EPERM;
+  };
+  const DeepCheckResult result = check("trn1.32xlarge", {});
+  EXPECT_FALSE(result.command.has_value());
+  const auto parts = notCheckedOf(result);
+  ASSERT_EQ(parts.count("neuronlink_traffic"), 1U);
+  EXPECT_NE(parts.at("neuronlink_traffic").find("may not open"), std::string::npos)
+      << parts.at("neuronlink_traffic");
+  EXPECT_NE(parts.at("neuronlink_traffic").find("Operation not permitted"), std::string::npos);
+  EXPECT_TRUE(failedDevices(result).empty()) << failuresOf(result);
+  EXPECT_TRUE(result.passed()) << failuresOf(result);
+  EXPECT_EQ(opened.size(), 1U);  // the first refusal settles it
 }
 
 TEST_F(DeepCheckTest, AFailingCommandFailsTheDevicesItWasGiven) {
