@@ -181,11 +181,17 @@ void UltraServerOperator::run(std::stop_token stop) {
     ++passes_;
     if (auto done = reconcileOnce(); !done) {
       ++failedPasses_;
+      // 1 s, doubling while passes keep failing, up to 30 s: an error that does not clear (a
+      // quota) costs the API server a request a few times a minute, not every second.
+      const std::chrono::seconds retry(std::min(1L << std::min(failedInARow_++, 5), 30L));
       TORUS_LOG(Warn, UltraServer, "reconcile pass failed; retrying",
-                {"error", done.error().message});
+                {"error", done.error().message},
+                {"retry_s", static_cast<std::int64_t>(retry.count())});
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+      wake_.wait_for(lock, stop, retry, [] { return false; });
       dirty_ = true;
+    } else {
+      failedInARow_ = 0;
     }
   }
 }
@@ -387,7 +393,35 @@ Result<void> UltraServerOperator::writeWorkload(const Workload& workload,
   return {};
 }
 
+namespace {
+
+// API errors of single workloads in one pass: each is logged where it happens and the pass goes
+// on with the others (one namespace's quota must not stop every workload's status); the pass
+// still ends failed, so it is retried.
+class WorkloadFailures {
+ public:
+  void add(const std::string& workload, const Error& error) {
+    TORUS_LOG(Warn, UltraServer, "API error for one workload; the others go on",
+              {"workload", workload}, {"error", error.message});
+    if (first_.empty()) first_ = workload + ": " + error.message;
+    ++count_;
+  }
+  Result<void> result() const {
+    if (count_ == 0) return {};
+    return makeError(
+        ErrorCode::kUnavailable,
+        std::to_string(count_) + " workload API error(s) this pass; the first: " + first_);
+  }
+
+ private:
+  int count_ = 0;
+  std::string first_;
+};
+
+}  // namespace
+
 Result<void> UltraServerOperator::reconcileOnce() {
+  WorkloadFailures failures;
   Cache nodes;
   Cache workloadObjects;
   Cache stored;
@@ -410,9 +444,14 @@ Result<void> UltraServerOperator::reconcileOnce() {
     if (workload.deleting && !hasFinalizer(*object)) continue;  // not ours to hold back
     if (workload.deleting && workload.invalid.empty()) {
       auto pods = podsOf(workload);
-      if (!pods) return std::move(pods).error();
-      workload.podsRemain = !pods->empty();
-      listedPods[workload.ref()] = std::move(*pods);
+      if (pods) {
+        workload.podsRemain = !pods->empty();
+        listedPods[workload.ref()] = std::move(*pods);
+      } else {
+        // Its finalizer stays until its pods can be seen gone; the other workloads go on.
+        workload.podsRemain = true;
+        failures.add(workload.ref(), pods.error());
+      }
     }
     workloads.push_back(std::move(workload));
   }
@@ -431,11 +470,14 @@ Result<void> UltraServerOperator::reconcileOnce() {
     auto listed = listedPods.find(workload.ref());
     if (listed == listedPods.end()) {
       auto pods = podsOf(workload);
-      if (!pods) return std::move(pods).error();
+      if (!pods) {
+        failures.add(workload.ref(), pods.error());
+        continue;
+      }
       listed = listedPods.emplace(workload.ref(), std::move(*pods)).first;
     }
     if (auto done = deletePods(workload, outcome, listed->second); !done) {
-      return std::move(done).error();
+      failures.add(workload.ref(), done.error());
     }
   }
   if (auto done = writeUltraServers(servers, plan.allocations, stored); !done)
@@ -446,20 +488,28 @@ Result<void> UltraServerOperator::reconcileOnce() {
   for (const Workload& workload : workloads) {
     WorkloadOutcome& outcome = plan.outcomes[workload.ref()];
     if (workload.invalid.empty() && !workload.deleting) {
-      if (auto done = ensureClaimTemplate(workload, outcome); !done) return std::move(done).error();
+      if (auto done = ensureClaimTemplate(workload, outcome); !done) {
+        // Said on the workload itself (a quota, an admission policy of its namespace), which
+        // keeps what it was given; the other workloads go on.
+        outcome.degraded = true;
+        outcome.degradedReason = "ClaimTemplateNotWritten";
+        outcome.degradedMessage = done.error().message;
+        failures.add(workload.ref(), done.error());
+      }
     }
     const bool released = std::none_of(
         plan.allocations.begin(), plan.allocations.end(),
         [&](const Allocation& allocation) { return allocation.workloadRef == workload.ref(); });
     if (auto done = writeWorkload(workload, outcome, *workloadObjects.at(workload.ref()), released);
-        !done)
-      return std::move(done).error();
+        !done) {
+      failures.add(workload.ref(), done.error());
+    }
     allocated += outcome.state == "Allocated";
     waiting += outcome.state == "Pending" || outcome.state == "PartiallyAllocated";
   }
   workloadsAllocated_.store(allocated);
   workloadsWaiting_.store(waiting);
-  return {};
+  return failures.result();
 }
 
 std::string UltraServerOperator::metricsText() const {

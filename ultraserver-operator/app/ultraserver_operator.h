@@ -84,6 +84,7 @@ class UltraServerOperator {
 
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> failedPasses_{0};
+  int failedInARow_ = 0;  // the run thread's alone
   std::atomic<std::uint64_t> podsDeleted_{0};
   std::atomic<int> workloadsAllocated_{0};
   std::atomic<int> workloadsWaiting_{0};

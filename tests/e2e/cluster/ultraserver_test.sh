@@ -6,7 +6,9 @@
 # workload reserved whole, its devices tagged, its ResourceClaimTemplate written, and
 # deploy/examples/ultraserver-workload.yaml's AllReduce across the four nodes with the
 # UltraServer environment as rank; a second workload waiting with a status naming why and holding
-# no device, then running once the first is deleted; a claim of nobody's workload kept off the
+# no device, then running once the first is deleted; a workload whose namespace's quota refuses
+# its template marked Degraded while another namespace's workload still gets its status; a claim
+# of nobody's workload kept off the
 # reserved chips by their taint, and refused at prepare naming the workload when it tolerates the
 # taint; and the failure strategies when a node's kubelet
 # stops: RestartAll (all pods restart once the UltraServer is whole again), MigrateAffected (only
@@ -91,7 +93,7 @@ YAML
 running_pods() { k get pods -n e2e -l "app=$1" -o json | checks_py running-pods; }
 count_running() { local n; n="$(running_pods "$1" | wc -w)"; [[ "$n" == "$2" ]] || { echo "$n of $1's pods Running, want $2"; return 1; }; }
 
-for case in operator allreduce waiting reservation handover restart_all migrate_and_noop \
+for case in operator allreduce waiting tenants reservation handover restart_all migrate_and_noop \
   leader_election least_privilege; do
   source "$REPO/tests/e2e/cluster/cases/ultraserver/$case.sh"
 done

@@ -15,6 +15,10 @@ class ApiAndNodeTest(unittest.TestCase):
              "responseStatus": {"code": 200}, "verb": "get", "requestURI": "/api/v1/nodes/x"},
             {"user": {"username": "system:serviceaccount:e2e:other"},
              "responseStatus": {"code": 403}, "verb": "get", "requestURI": "/api/v1/pods"},
+            {"user": {"username": "system:serviceaccount:kube-system:torus-ultraserver-operator"},
+             "responseStatus": {"code": 403, "message": 'resourceclaimtemplates.resource.k8s.io '
+                                '"w" is forbidden: exceeded quota: no-templates'},
+             "verb": "create", "requestURI": "/apis/resource.k8s.io/v1/namespaces/q/x"},
         ]]
         self.assertEqual(cluster.audit_refusals(lines, "system:serviceaccount:kube-system:torus"),
                          ["system:serviceaccount:kube-system:torus-node-agent patch /api/v1/nodes/x"])
