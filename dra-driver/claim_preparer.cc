@@ -235,6 +235,17 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
                            "annotation " +
                            contracts::kWorkloadAnnotation + ")");
     }
+    // Anyone who may write a claim may write the annotation: only the workload's own namespace
+    // (the tenant that created the workload) may use its reservation.
+    const std::string ownNamespace = reservedFor_.substr(0, reservedFor_.find('/'));
+    if (!reservedFor_.empty() && ref.nameSpace != ownNamespace) {
+      return makeError(ErrorCode::kFailedPrecondition,
+                       "claim " + claimName + ": node " + options_.pool +
+                           " is reserved for NeuronUltraServerWorkload " + reservedFor_ +
+                           "; this claim names workload " + workload + " but is in namespace " +
+                           ref.nameSpace + "; only claims of namespace " + ownNamespace +
+                           " may use its reservation");
+    }
   }
   resolved->chips.forEach([&](int chip) {
     const topology::Device& device = snapshot.node.devices[static_cast<std::size_t>(chip)];

@@ -122,9 +122,10 @@ class ClaimPreparerTest : public ::testing::Test {
     return std::move(*preparer);
   }
 
-  ClaimRef add(const std::string& name, const std::vector<std::string>& devices) {
-    const ClaimRef ref{"uid-" + name, "ns", name};
-    objects_["ns/" + name] = claimObject(ref, devices);
+  ClaimRef add(const std::string& name, const std::vector<std::string>& devices,
+               const std::string& nameSpace = "ns") {
+    const ClaimRef ref{"uid-" + name, nameSpace, name};
+    objects_[nameSpace + "/" + name] = claimObject(ref, devices);
     return ref;
   }
 
@@ -261,8 +262,8 @@ TEST_F(ClaimPreparerTest, AnAdminAccessClaimSharesTheChipAndNeverResetsIt) {
 }
 
 // A node neuron-ultraserver-operator reserved for a workload serves only claims made from that
-// workload's template (they carry its annotation); others are refused with its name, and until
-// the reservations are read nothing is prepared at all.
+// workload's template (they carry its annotation) in the workload's namespace; others are refused
+// with its name, and until the reservations are read nothing is prepared at all.
 TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
   auto preparer = makePreparer();
   preparer->setReservation(false, "");
@@ -287,8 +288,21 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
   EXPECT_NE(otherWorkload.error().message.find("this claim belongs to workload ml/serve"),
             std::string::npos);
 
-  const ClaimRef own = add("own", {"neurondevice2"});
-  objects_["ns/own"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
+  // The annotation is anyone's to write: a claim of another namespace that names the workload
+  // is still a stranger's.
+  const ClaimRef forged = add("forged", {"neurondevice2"});
+  objects_["ns/forged"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
+  auto forgedPrepared = preparer->prepare(forged);
+  ASSERT_FALSE(forgedPrepared.ok());
+  EXPECT_EQ(forgedPrepared.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(forgedPrepared.error().message.find(
+                "this claim names workload ml/train but is in namespace ns; only claims of "
+                "namespace ml may use its reservation"),
+            std::string::npos)
+      << forgedPrepared.error().message;
+
+  const ClaimRef own = add("own", {"neurondevice2"}, "ml");
+  objects_["ml/own"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
   auto prepared = preparer->prepare(own);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
 
