@@ -21,7 +21,6 @@ them first. The three slowest are printed stage by stage.
 Prints progress while it waits and a summary; exits 1 when a check fails, 2 on a usage error.
 """
 import argparse
-import json
 import os
 import random
 import statistics
@@ -30,7 +29,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checks.admission_timeline import explain, pod_lifetimes, release_timeline  # noqa: E402
+from checks.admission_timeline import (explain, pod_lifetimes, release_timeline,  # noqa: E402
+                                      withheld_by_report)
 from checks.ids import expand_ids  # noqa: E402
 from checks.pods import neighbours_in, why_not_succeeded  # noqa: E402
 from kube_watch import Kube, Watch  # noqa: E402
@@ -109,13 +109,8 @@ def release_delays(pod_events, node_events, cores_per_device):
     give-back.) Pods without the extender's AWS_NEURON_IDS are skipped (their ids are not on the
     pod)."""
     lifetimes = pod_lifetimes(pod_events, cores_per_device)
-    reports = []
-    for at, node in node_events:
-        text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable")
-        if text:
-            told = json.loads(text)
-            reports.append((at, set(expand_ids(told.get("aws.amazon.com/neuron", ""))),
-                            set(expand_ids(told.get("aws.amazon.com/neuroncore", "")))))
+    reports = [(at, *withheld) for at, node in node_events
+               if (withheld := withheld_by_report(node)) is not None]
 
     def withheld_through_other(devices_held, ids):
         """(devices withheld as neuron, cores withheld as neuroncore) by a pod holding `ids`."""

@@ -56,6 +56,21 @@ def pod_lifetimes(pod_events, cores_per_device):
     return pods
 
 
+def withheld_by_report(node):
+    """(neuron devices, neuroncore cores) the agent's torus.dev/kubelet-unavailable report on a
+    Node object withholds from kubelet; None when the node carries no report."""
+    text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable")
+    if not text:
+        return None
+    told = json.loads(text)
+    return (set(expand_ids(told.get("aws.amazon.com/neuron", ""))),
+            set(expand_ids(told.get("aws.amazon.com/neuroncore", ""))))
+
+
+def _since(when, began):
+    return f"{when - began:6.1f} s"
+
+
 def explain(name, pod_events, node_events, restarts, cores_per_device, began):
     """Lines saying what surrounded the bind of pod `name` (times in s since `began`)."""
     pods = pod_lifetimes(pod_events, cores_per_device)
@@ -65,7 +80,7 @@ def explain(name, pod_events, node_events, restarts, cores_per_device, began):
     bound = me["bound"]
 
     def rel(when):
-        return f"{when - began:6.1f} s"
+        return _since(when, began)
 
     lines = [f"{name}: bound at {rel(bound)}, cores {compress_ids(me['cores']) or '?'} "
              f"({me['resource']})"]
@@ -73,13 +88,11 @@ def explain(name, pod_events, node_events, restarts, cores_per_device, began):
     if node is None:
         lines.append("  node: not seen yet")
     else:
-        text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable", "")
-        told = json.loads(text) if text else {}
-        withheld = set(expand_ids(told.get(me["resource"], "")))
+        devices, cores = withheld_by_report(node) or (set(), set())
         if me["resource"] == "aws.amazon.com/neuron":
-            mine = {c // cores_per_device for c in me["cores"]}
+            withheld, mine = devices, {c // cores_per_device for c in me["cores"]}
         else:
-            mine = me["cores"]
+            withheld, mine = cores, me["cores"]
         lines.append(f"  node at the bind: restarting taint "
                      f"{'present' if _tainted(node) else 'absent'}; kubelet-unavailable "
                      f"{me['resource']} {compress_ids(withheld) or '-'}"
@@ -107,14 +120,6 @@ def explain(name, pod_events, node_events, restarts, cores_per_device, began):
     return lines
 
 
-def _withheld(node):
-    """(neuron devices, neuroncore cores) the agent's report withholds, from a Node object."""
-    text = node["metadata"].get("annotations", {}).get("torus.dev/kubelet-unavailable", "")
-    told = json.loads(text) if text else {}
-    return (set(expand_ids(told.get("aws.amazon.com/neuron", ""))),
-            set(expand_ids(told.get("aws.amazon.com/neuroncore", ""))))
-
-
 def release_timeline(name, pod_events, node_events, cores_per_device, began, span=15.0):
     """Lines saying what followed the end of pod `name` until the agent's report stopped
     withholding its cores (times in s since `began`, at most `span` s): each report that changed
@@ -126,7 +131,7 @@ def release_timeline(name, pod_events, node_events, cores_per_device, began, spa
     ended = me["ended"]
 
     def rel(when):
-        return f"{when - began:6.1f} s"
+        return _since(when, began)
 
     mine_devices = {c // cores_per_device for c in me["cores"]}
     lines = [f"{name}: ended at {rel(ended)}, cores {compress_ids(me['cores']) or '?'} "
@@ -138,7 +143,7 @@ def release_timeline(name, pod_events, node_events, cores_per_device, began, spa
         if when > ended + span:
             lines.append(f"  still withheld {span:.0f} s later")
             break
-        devices, cores = _withheld(node)
+        devices, cores = withheld_by_report(node) or (set(), set())
         still = (compress_ids(devices & mine_devices), compress_ids(cores & me["cores"]))
         if still == last:
             continue
