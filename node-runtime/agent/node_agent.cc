@@ -375,9 +375,7 @@ void NodeAgent::checkGrants(const AgentConfig& config) {
       "profile, on SELinux nodes nodeAgent.seLinuxOptions (Bottlerocket: super_t)";
   const topology::Node& node = monitor_->node();
   if (!node.devices.empty()) {
-    const std::filesystem::path reset = prepared_.roots.neuronClass() /
-                                        ("neuron" + std::to_string(node.devices.front().index)) /
-                                        "reset";
+    const std::filesystem::path reset = prepared_.roots.resetFile(node.devices.front().index);
     grants_.push_back({"reset",
                        std::string("the chart's writable mount of "
                                    "/sys/devices/virtual/neuron_device; ") +

@@ -64,9 +64,9 @@ Result<std::vector<int>> listDeviceIndices(const DiscoveryRoots& roots) {
 }
 
 VolatileHealthFiles volatileHealthFiles(const DiscoveryRoots& roots, int index) {
-  const fs::path base = roots.neuronClass() / ("neuron" + std::to_string(index));
+  const fs::path base = roots.deviceDir(index);
   VolatileHealthFiles files;
-  files.reset = (base / "reset").string();
+  files.reset = roots.resetFile(index).string();
   for (const char* counter : kUncorrectedCounters) {
     files.eccCounters.emplace_back(counter, (base / "stats" / "hardware" / counter).string());
   }
@@ -106,7 +106,7 @@ std::vector<std::string> probeVolatileHealth(const VolatileHealthFiles& files) {
 DeviceFacts scanDevice(const DiscoveryRoots& roots, int index) {
   DeviceFacts facts;
   facts.index = index;
-  facts.sysfsPath = roots.neuronClass() / ("neuron" + std::to_string(index));
+  facts.sysfsPath = roots.deviceDir(index);
   const fs::path& base = facts.sysfsPath;
   std::vector<std::string>& problems = facts.problems;
 

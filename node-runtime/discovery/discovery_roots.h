@@ -17,6 +17,11 @@ struct DiscoveryRoots {
   }
 
   std::filesystem::path neuronClass() const { return sys / "class" / "neuron_device"; }
+  std::filesystem::path deviceDir(int index) const {
+    return neuronClass() / ("neuron" + std::to_string(index));
+  }
+  // Writing 1 resets every core of the device (the driver ignores it while the device is open).
+  std::filesystem::path resetFile(int index) const { return deviceDir(index) / "reset"; }
   std::filesystem::path lncConfigFile() const { return optAws / "neuron" / "logical_nc_config"; }
   std::filesystem::path dmiProductName() const {
     return sys / "devices" / "virtual" / "dmi" / "id" / "product_name";

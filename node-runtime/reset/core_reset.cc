@@ -124,13 +124,10 @@ namespace {
 // device that failed and none is left mid-reset by an early return.
 Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vector<int>& devices,
                           const ResetPolicy& policy) {
-  const auto resetFile = [&roots](int device) {
-    return roots.neuronClass() / ("neuron" + std::to_string(device)) / "reset";
-  };
   std::vector<int> started;
   std::optional<Error> firstError;
   for (const int device : devices) {
-    if (auto written = discovery::writeAttribute(resetFile(device), "1\n"); !written) {
+    if (auto written = discovery::writeAttribute(roots.resetFile(device), "1\n"); !written) {
       firstError =
           std::move(written).error().withContext("resetting neuron" + std::to_string(device));
       break;
@@ -144,7 +141,8 @@ Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vec
     std::vector<int> stillResetting;
     for (const int device : pending) {
       const std::string name = "neuron" + std::to_string(device);
-      auto state = discovery::readParsed(resetFile(device), "reset", discovery::parseResetState);
+      auto state =
+          discovery::readParsed(roots.resetFile(device), "reset", discovery::parseResetState);
       if (!state) {
         if (!firstError) firstError = std::move(state).error().withContext("resetting " + name);
         continue;
