@@ -225,26 +225,25 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
                            "(NeuronUltraServer objects); kubelet retries");
     }
     const std::string workload = kube::annotationOf(*object, contracts::kWorkloadAnnotation);
-    if (!reservedFor_.empty() && workload != reservedFor_) {
+    const auto refuse = [&](const std::string& why) {
       return makeError(ErrorCode::kFailedPrecondition,
                        "claim " + claimName + ": node " + options_.pool +
-                           " is reserved for NeuronUltraServerWorkload " + reservedFor_ +
-                           (workload.empty() ? "; this claim belongs to no workload"
-                                             : "; this claim belongs to workload " + workload) +
-                           " (claims made from a workload's ResourceClaimTemplate carry the "
-                           "annotation " +
-                           contracts::kWorkloadAnnotation + ")");
+                           " is reserved for NeuronUltraServerWorkload " + reservedFor_ + "; " +
+                           why);
+    };
+    if (!reservedFor_.empty() && workload != reservedFor_) {
+      return refuse((workload.empty() ? "this claim belongs to no workload"
+                                      : "this claim belongs to workload " + workload) +
+                    " (claims made from a workload's ResourceClaimTemplate carry the annotation " +
+                    contracts::kWorkloadAnnotation + ")");
     }
     // Anyone who may write a claim may write the annotation: only the workload's own namespace
     // (the tenant that created the workload) may use its reservation.
     const std::string ownNamespace = reservedFor_.substr(0, reservedFor_.find('/'));
     if (!reservedFor_.empty() && ref.nameSpace != ownNamespace) {
-      return makeError(ErrorCode::kFailedPrecondition,
-                       "claim " + claimName + ": node " + options_.pool +
-                           " is reserved for NeuronUltraServerWorkload " + reservedFor_ +
-                           "; this claim names workload " + workload + " but is in namespace " +
-                           ref.nameSpace + "; only claims of namespace " + ownNamespace +
-                           " may use its reservation");
+      return refuse("this claim names workload " + workload + " but is in namespace " +
+                    ref.nameSpace + "; only claims of namespace " + ownNamespace +
+                    " may use its reservation");
     }
   }
   resolved->chips.forEach([&](int chip) {

@@ -46,20 +46,17 @@ constexpr std::chrono::milliseconds kRingInterval{1000};
 
 // The whole ring buffer as syslog(2) formats it ("<6>[  12.345678] message" per line).
 Result<std::string> readRing() {
-  const int size = ::klogctl(kSyslogSizeBuffer, nullptr, 0);
-  if (size < 0) {
+  const auto refused = [] {
     return makeError(ErrorCode::kUnavailable,
                      std::string("syslog(2) refused reading the kernel log: ") +
                          std::strerror(errno) + " (it needs CAP_SYSLOG, which the chart grants)");
-  }
+  };
+  const int size = ::klogctl(kSyslogSizeBuffer, nullptr, 0);
+  if (size < 0) return refused();
   // Each record gains its priority and time in the text: room for twice the raw buffer.
   std::string ring(static_cast<std::size_t>(size) * 2 + 4096, '\0');
   const int got = ::klogctl(kSyslogReadAll, ring.data(), static_cast<int>(ring.size()));
-  if (got < 0) {
-    return makeError(ErrorCode::kUnavailable,
-                     std::string("syslog(2) refused reading the kernel log: ") +
-                         std::strerror(errno) + " (it needs CAP_SYSLOG, which the chart grants)");
-  }
+  if (got < 0) return refused();
   ring.resize(static_cast<std::size_t>(got));
   return ring;
 }

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 
 #include "common/base/file_io.h"
+#include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "common/topology/instance_catalog.h"
 #include "common/topology/neuronlink_graph.h"
@@ -271,9 +272,9 @@ std::optional<unsigned> unclaimedLocalMajor() {
     for (const std::string_view line : splitAndTrim(*devices, '\n')) {
       if (line.starts_with("Character")) character = true;
       if (line.starts_with("Block")) character = false;
-      unsigned major = 0;
-      if (character && std::sscanf(std::string(line).c_str(), "%u", &major) == 1) {
-        claimed.insert(major);
+      // "  1 mem": the major, then the driver's name.
+      if (auto major = parseInt(line.substr(0, line.find(' ')), 0, 4095); character && major) {
+        claimed.insert(static_cast<unsigned>(*major));
       }
     }
   }
