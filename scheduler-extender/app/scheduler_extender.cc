@@ -54,6 +54,8 @@ Result<void> SchedulerExtender::connect(const ExtenderConfig& config) {
   SyncOptions syncOptions;
   syncOptions.assumeTtl = std::chrono::seconds(config.assumeTtlSeconds);
   syncOptions.podsFromApi = &podsFromApi_;
+  bindAdmission_ = std::make_unique<BindAdmission>(*kube);
+  syncOptions.bindAdmission = bindAdmission_.get();
   syncOptions.gangMembers = gangMembers_.get();
   syncOptions.nodeDomains = nodeDomains_.get();
   syncOptions.podGroups = podGroups_.get();
@@ -85,6 +87,10 @@ Result<void> SchedulerExtender::serve(const ExtenderConfig& config) {
   if (sync_) {
     ClusterSync* sync = sync_.get();
     context.podsFromApi = &podsFromApi_;
+    context.admitBind = [admission = bindAdmission_.get()](const PodDemand& pod,
+                                                           const std::string& node) {
+      return admission->check(pod, node);
+    };
     context.ready = [sync] { return sync->hasSynced(); };
     context.moreMetrics = [sync] { return sync->metricsText(); };
   }

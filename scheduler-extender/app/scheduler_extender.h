@@ -48,6 +48,7 @@ class SchedulerExtender {
   std::shared_ptr<PodGroupIndex> podGroups_ = std::make_shared<PodGroupIndex>();
   VerbMetrics metrics_;
   MemoryBudget requestMemory_;
+  std::unique_ptr<BindAdmission> bindAdmission_;  // before sync_, whose informers feed it
   std::unique_ptr<ClusterSync> sync_;
   std::unique_ptr<ApiBinder> binder_;
   std::unique_ptr<http::HttpServer> server_;  // last: stopped before what its routes use

@@ -21,10 +21,14 @@ ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, Sy
       kube::InformerHandlers{[this](const auto& items) {
                                mirror_.applyNodeList(items);
                                if (preemptor_) preemptor_->applyNodeList(items);
+                               if (options_.bindAdmission)
+                                 options_.bindAdmission->applyNodeList(items);
                              },
                              [this](const kube::WatchEvent& event) {
                                mirror_.applyNodeEvent(event);
                                if (preemptor_) preemptor_->applyNodeEvent(event);
+                               if (options_.bindAdmission)
+                                 options_.bindAdmission->applyNodeEvent(event);
                              }},
       options_.informer);
   pods_ = std::make_unique<kube::Informer>(
@@ -32,10 +36,18 @@ ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, Sy
       kube::InformerHandlers{[this](const auto& items) {
                                mirror_.applyPodList(items);
                                if (preemptor_) preemptor_->applyPodList(items);
+                               if (options_.bindAdmission)
+                                 options_.bindAdmission->applyPodList(items);
+                               for (const auto& item : items)
+                                 rememberDemand(*item);
                              },
                              [this](const kube::WatchEvent& event) {
                                mirror_.applyPodEvent(event);
                                if (preemptor_) preemptor_->applyPodEvent(event);
+                               if (options_.bindAdmission)
+                                 options_.bindAdmission->applyPodEvent(event);
+                               if (event.object && event.type != "DELETED")
+                                 rememberDemand(*event.object);
                              }},
       options_.informer);
   expirer_ = std::jthread([this](std::stop_token stop) { expireLoop(stop); });

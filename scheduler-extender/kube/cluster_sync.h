@@ -11,6 +11,7 @@
 
 #include "common/kube/informer.h"
 #include "scheduler-extender/gang/pod_groups.h"
+#include "scheduler-extender/kube/bind_admission.h"
 #include "scheduler-extender/kube/cluster_mirror.h"
 #include "scheduler-extender/kube/cross_resource_preemptor.h"
 #include "scheduler-extender/state/cluster_state.h"
@@ -22,8 +23,10 @@ struct SyncOptions {
   // How long a bind of ours may go unseen on the pod before its cores are given back.
   std::chrono::milliseconds assumeTtl{std::chrono::minutes(5)};
   kube::InformerOptions informer;
-  // Filled with every pod's Neuron demand as the API states it (for bind); unset: not kept.
+  // Filled with every pending pod's Neuron demand as the API states it (for bind); unset: not kept.
   PodCache* podsFromApi = nullptr;
+  // Fed the nodes and the pending pods' node rules (for bind); unset: not kept.
+  BindAdmission* bindAdmission = nullptr;
   // Evict pods of one Neuron resource for a more important pod of the other (off when unset).
   std::optional<CrossResourcePreemptionOptions> crossResourcePreemption;
   // Filled with the gangs' pods and the Neuron nodes' network domains; unset: not kept.

@@ -30,8 +30,8 @@
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_client_pool.h"
 #include "scheduler-extender/kube/courtesy_writer.h"
-#include "scheduler-extender/kube/node_eligibility.h"
 #include "scheduler-extender/state/cluster_state.h"
+#include "scheduler-extender/state/node_eligibility.h"
 
 namespace torus::extender {
 

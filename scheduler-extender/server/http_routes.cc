@@ -116,6 +116,29 @@ std::string resolvePodGroup(const ExtenderContext& context, PodDemand& pod) {
   return "";
 }
 
+// The pod's filter answer is kept for its bind; when only one node passed, kube-scheduler skips
+// prioritize and binds there, so the pod is expected there already.
+void rememberFilterAnswer(ExtenderContext& context, const PodDemand& pod,
+                          const FilterResult& result) {
+  if (!pod.wantsNeuron() || pod.uid.empty()) return;
+  const auto now = Clock::now();
+  context.cycles->filtered(pod.uid, result.nodeNames, now);
+  if (result.nodeNames.size() != 1 || isGangMember(pod)) return;
+  if (auto trial = context.state.tryPlace(result.nodeNames.front(), pod, true)) {
+    context.cycles->hold(pod.uid, result.nodeNames.front(), std::move(trial->cores), now);
+  }
+}
+
+// A bind that repeats one already done (the same pod on the same node) is answered again as it
+// was; any other must be to a node this extender's filter passed for the pod in its cycle.
+std::string unfilteredBind(const ExtenderContext& context, const BindingArgs& args) {
+  if (const auto held = context.state.allocationOf(args.podUid); held && held->node == args.node) {
+    return "";
+  }
+  return context.cycles->bindRefusal(args.podUid, args.podNamespace + "/" + args.podName, args.node,
+                                     Clock::now());
+}
+
 Gangs gangsOf(const ExtenderContext& context) {
   // With an API, a filter request cannot vouch for its pod: members come from the informer.
   return Gangs{*context.gangMembers, *context.nodeDomains, context.binder,
@@ -147,6 +170,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
                isGangMember(args->pod)
                    ? filterGangMember(context.state, gangsOf(context), args->pod, args->nodeNames)
                    : filter(context.state, args->pod, args->nodeNames);
+           rememberFilterAnswer(context, args->pod, result);
            TORUS_LOG(Debug, Extender, "filter", {"pod", args->pod.key()},
                      {"count", args->pod.count},
                      {"nodes", static_cast<int>(args->nodeNames.size())},
@@ -167,10 +191,18 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
            learnNodes(context, *args);
            context.pods.remember(args->pod);
            resolvePodGroup(context, args->pod);
-           return json(
-               prioritiesJson(isGangMember(args->pod)
-                                  ? prioritizeGangMember(context.state, args->pod, args->nodeNames)
-                                  : prioritize(context.state, args->pod, args->nodeNames)));
+           if (isGangMember(args->pod)) {
+             return json(
+                 prioritiesJson(prioritizeGangMember(context.state, args->pod, args->nodeNames)));
+           }
+           const auto now = Clock::now();
+           const HeldCores held = context.cycles->heldForOthers(args->pod.uid, now);
+           ExpectedPlacement best;
+           auto priorities = prioritize(context.state, args->pod, args->nodeNames, &held, &best);
+           if (!best.node.empty()) {
+             context.cycles->hold(args->pod.uid, best.node, std::move(best.cores), now);
+           }
+           return json(prioritiesJson(priorities));
          });
        }});
   routes.push_back(
@@ -181,11 +213,34 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              rejectBadRequest(ok, "bind", args.error());
              return json(bindingResultJson(args.error().message));
            }
+           if (std::string refusal = unfilteredBind(context, *args); !refusal.empty()) {
+             ok = false;
+             TORUS_LOG(Warn, Extender, "bind refused",
+                       {"pod", args->podNamespace + "/" + args->podName}, {"node", args->node},
+                       {"error", refusal});
+             return json(bindingResultJson(refusal));
+           }
+           // Whatever happens next, the pod's cycle ends here (a refused pod is scheduled again).
+           struct CycleEnd {
+             SchedulingCycles& cycles;
+             const std::string& uid;
+             ~CycleEnd() { cycles.finished(uid); }
+           } cycleEnd{*context.cycles, args->podUid};
            auto pod = findPod(context, *args);
            if (!pod) {
              ok = false;
              TORUS_LOG(Warn, Extender, "bind for an unknown pod", {"error", pod.error().message});
              return json(bindingResultJson(pod.error().message));
+           }
+           if (context.admitBind) {
+             if (auto admitted = context.admitBind(*pod, args->node); !admitted) {
+               ok = false;
+               const std::string refusal = "bind of pod " + pod->key() + " to " + args->node +
+                                           " refused: " + admitted.error().message;
+               TORUS_LOG(Warn, Extender, "bind refused", {"pod", pod->key()}, {"node", args->node},
+                         {"error", refusal});
+               return json(bindingResultJson(refusal));
+             }
            }
            resolvePodGroup(context, *pod);
            std::optional<int> ultraServerNodes;

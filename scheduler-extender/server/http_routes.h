@@ -18,6 +18,7 @@
 #include "scheduler-extender/server/verb_metrics.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_cache.h"
+#include "scheduler-extender/state/scheduling_cycles.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
@@ -35,6 +36,13 @@ struct ExtenderContext {
   // cluster. When set, bind trusts only these (or a GET of the pod): a request to /filter may come
   // from anyone who reaches the port, and must not decide what a bind reserves.
   const PodCache* podsFromApi = nullptr;
+  // What filter and prioritize answered each pod in its scheduling cycle: a bind goes only to a
+  // node filter passed for that pod, and prioritize counts the cores expected for pods whose binds
+  // have not arrived yet.
+  std::shared_ptr<SchedulingCycles> cycles = std::make_shared<SchedulingCycles>();
+  // With an API: the pod's node rules judged again on the API's Node and Pod at bind
+  // (kube/bind_admission.h); unset in a simulated cluster.
+  std::function<Result<void>(const PodDemand&, const std::string& node)> admitBind = nullptr;
   // Gangs' pods and the nodes' network domains: fed by the informers (ClusterSync) when there is
   // an API; without one, members are learnt from filter requests and no node has a domain.
   std::shared_ptr<GangMembers> gangMembers = std::make_shared<GangMembers>();

@@ -273,7 +273,8 @@ Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
 }
 
 std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
-    const std::vector<std::string>& nodes, const PodDemand& pod, bool withScore) const {
+    const std::vector<std::string>& nodes, const PodDemand& pod, bool withScore,
+    const HeldCores* held) const {
   struct Key {
     const topology::InstanceType* type;
     int lnc;
@@ -309,9 +310,12 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
     const NodeEntry& entry = it->second;
     Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores,
             entry.usedCores,     &entry.links,    &entry.kubeletRefuses};
+    if (held != nullptr) {
+      if (const auto holds = held->find(name); holds != held->end()) key.used |= holds->second;
+    }
     auto found = memo.find(key);
     if (found == memo.end()) {
-      found = memo.emplace(key, tryPlaceLocked(entry, pod, withScore)).first;
+      found = memo.emplace(key, tryPlaceLocked(entry, pod, withScore, &key.used)).first;
     }
     results.push_back(found->second);
   }
@@ -327,11 +331,11 @@ Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const NodeEntry& entry,
       entry.model,
       {pod.unit, pod.count, freeIdsOf(entry.model, freeCores, entry.kubeletRefuses, pod.unit), {}});
   if (!chosen) return std::move(chosen).error();
-  Trial trial{*chosen, 0};
+  Trial trial{*chosen, 0, {}};
   if (withScore) {
-    const topology::CoreSet cores =
+    trial.cores =
         pod.unit == topology::AllocationUnit::kCore ? *chosen : entry.model.coresOfDevices(*chosen);
-    trial.score = nodeScore(entry.model, *entry.shapes, freeCores, freeCores - cores);
+    trial.score = nodeScore(entry.model, *entry.shapes, freeCores, freeCores - trial.cores);
   }
   return trial;
 }

@@ -52,6 +52,10 @@ struct KubeletRefusal {
 };
 KubeletRefusal kubeletRefusalOf(const contracts::KubeletUnavailable& unhealthy);
 
+// Cores expected to be taken soon (pods between prioritize and bind: scheduling_cycles.h), by
+// node. Scoring counts them as taken; nothing else does.
+using HeldCores = std::unordered_map<std::string, topology::CoreSet>;
+
 // A node as the verbs see it: model, free cores, who holds the rest, and what kubelet refuses.
 struct NodeState {
   std::string name;
@@ -85,13 +89,16 @@ class ClusterState {
   struct Trial {
     topology::CoreSet ids;
     int score = 0;
+    topology::CoreSet cores;  // the cores the ids cover (withScore only)
   };
   Result<Trial> tryPlace(const std::string& node, const PodDemand& pod, bool withScore) const;
   // tryPlace for many nodes under one lock. Nodes of the same type with the same free ids get
   // the same answer, so each distinct (type, LNC, health, free ids) is computed once per call —
   // in a large cluster most nodes are empty or full, so 5,000 nodes cost a handful of placements.
+  // `held`: cores to count as taken besides the allocations (prioritize's holds).
   std::vector<Result<Trial>> tryPlaceMany(const std::vector<std::string>& nodes,
-                                          const PodDemand& pod, bool withScore) const;
+                                          const PodDemand& pod, bool withScore,
+                                          const HeldCores* held = nullptr) const;
 
   // Chooses and records a placement for the pod on the node, or returns the one it already has.
   Result<Allocation> reserve(const std::string& node, const PodDemand& pod);

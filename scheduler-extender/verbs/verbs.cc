@@ -28,16 +28,22 @@ FilterResult filter(const ClusterState& state, const PodDemand& pod,
 }
 
 std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand& pod,
-                                     const std::vector<std::string>& nodeNames) {
+                                     const std::vector<std::string>& nodeNames,
+                                     const HeldCores* held, ExpectedPlacement* best) {
   std::vector<HostPriority> priorities;
   if (!pod.wantsNeuron()) {
     for (const std::string& name : nodeNames)
       priorities.push_back({name, 0});
     return priorities;
   }
-  const auto trials = state.tryPlaceMany(nodeNames, pod, true);
+  const auto trials = state.tryPlaceMany(nodeNames, pod, true, held);
+  int bestScore = -1;
   for (std::size_t i = 0; i < nodeNames.size(); ++i) {
     priorities.push_back({nodeNames[i], trials[i] ? trials[i]->score : 0});
+    if (best != nullptr && trials[i] && trials[i]->score > bestScore) {
+      bestScore = trials[i]->score;
+      *best = {nodeNames[i], trials[i]->cores};
+    }
   }
   return priorities;
 }

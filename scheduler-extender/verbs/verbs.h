@@ -28,8 +28,19 @@ struct HostPriority {
 FilterResult filter(const ClusterState& state, const PodDemand& pod,
                     const std::vector<std::string>& nodeNames);
 
+// Where the pod is expected to go: the node scored highest and the cores it would take there.
+struct ExpectedPlacement {
+  std::string node;
+  topology::CoreSet cores;
+};
+
+// Scores count `held` (other pods' expected placements) as taken, so pods whose binds have not
+// arrived yet are not placed on top of; `best`, when given, is set to the highest-scored node
+// (left empty when no node fits).
 std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand& pod,
-                                     const std::vector<std::string>& nodeNames);
+                                     const std::vector<std::string>& nodeNames,
+                                     const HeldCores* held = nullptr,
+                                     ExpectedPlacement* best = nullptr);
 
 // Picks and records the exact ids and hands them to `binder` (when there is one), with
 // `ultraServerNodes` for a gang's pod (PodBinder::bind); idempotent for a retried bind of the

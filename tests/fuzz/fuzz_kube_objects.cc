@@ -12,7 +12,7 @@
 #include "common/kube/object_fields.h"
 #include "common/kube/topology_annotation.h"
 #include "scheduler-extender/kube/kube_objects.h"
-#include "scheduler-extender/kube/node_eligibility.h"
+#include "scheduler-extender/state/node_eligibility.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace torus;

@@ -212,8 +212,9 @@ TEST_F(ExtenderApiTest, AFailedBindingGivesTheCoresBackAndSaysWhy) {
   ASSERT_TRUE(eventually([&] { return !api_.events().empty(); }));
   EXPECT_EQ(api_.events().back()["type"], "Warning");
   EXPECT_EQ(api_.events().back()["reason"], "NeuronBindFailed");
-  // kube-scheduler retries; this time it goes through.
+  // kube-scheduler schedules the pod again; this time it goes through.
   const json pod = *api_.get("pods", "ml/unlucky");
+  ASSERT_EQ(post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a"}}})["Error"], "");
   EXPECT_EQ(post("bind", {{"PodName", "unlucky"},
                           {"PodNamespace", "ml"},
                           {"PodUID", pod["metadata"]["uid"]},
@@ -222,24 +223,85 @@ TEST_F(ExtenderApiTest, AFailedBindingGivesTheCoresBackAndSaysWhy) {
   EXPECT_EQ(api_.get("pods", "ml/unlucky")->at("spec").at("nodeName"), "trn-a");
 }
 
-TEST_F(ExtenderApiTest, BindAfterARestartLooksThePodUp) {
+TEST_F(ExtenderApiTest, ABindFromBeforeARestartIsRefusedAndTheNextCycleBinds) {
   api_.put("pods", makePod("ml", "early", kCores, 2));
   const json pod = *api_.get("pods", "ml/early");
-  // filter ran on an earlier extender; this one has never seen the pod.
-  EXPECT_EQ(post("bind", {{"PodName", "early"},
-                          {"PodNamespace", "ml"},
-                          {"PodUID", pod["metadata"]["uid"]},
-                          {"Node", "trn-b"}})["Error"],
-            "");
+  const json bind = {{"PodName", "early"},
+                     {"PodNamespace", "ml"},
+                     {"PodUID", pod["metadata"]["uid"]},
+                     {"Node", "trn-b"}};
+  // filter ran on an earlier extender; this one never passed the pod anywhere.
+  const json refused = post("bind", bind);
+  EXPECT_NE(refused["Error"].get<std::string>().find("filter has not passed the pod"),
+            std::string::npos)
+      << refused.dump();
+  EXPECT_TRUE(allocationOf("ml/early").is_null());
+  // kube-scheduler's next cycle filters and binds it.
+  ASSERT_EQ(post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a", "trn-b"}}})["Error"], "");
+  EXPECT_EQ(post("bind", bind)["Error"], "");
   EXPECT_EQ(api_.get("pods", "ml/early")->at("metadata").at("annotations").at("AWS_NEURON_IDS"),
             "0,1");
-  // A bind naming a UID the pod no longer has is refused.
+  // A bind naming a UID the pod no longer has is refused, whatever a filter request said.
   api_.put("pods", makePod("ml", "replaced", kCores, 2));
-  const json refused = post("bind", {{"PodName", "replaced"},
-                                     {"PodNamespace", "ml"},
-                                     {"PodUID", "uid-of-an-older-pod"},
-                                     {"Node", "trn-b"}});
-  EXPECT_NE(refused["Error"].get<std::string>().find("it was replaced"), std::string::npos);
+  json older = *api_.get("pods", "ml/replaced");
+  older["metadata"]["uid"] = "uid-of-an-older-pod";
+  ASSERT_EQ(post("filter", {{"Pod", older}, {"NodeNames", {"trn-b"}}})["Error"], "");
+  const json replaced = post("bind", {{"PodName", "replaced"},
+                                      {"PodNamespace", "ml"},
+                                      {"PodUID", "uid-of-an-older-pod"},
+                                      {"Node", "trn-b"}});
+  EXPECT_NE(replaced["Error"].get<std::string>().find("was replaced"), std::string::npos)
+      << replaced.dump();
+}
+
+TEST_F(ExtenderApiTest, ABindGoesOnlyToANodeFilterPassedForThatPod) {
+  api_.put("pods", makePod("ml", "picky", kCores, 4));
+  const json pod = *api_.get("pods", "ml/picky");
+  ASSERT_EQ(post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a"}}})["NodeNames"],
+            json::array({"trn-a"}));
+  const json bind = {{"PodName", "picky"},
+                     {"PodNamespace", "ml"},
+                     {"PodUID", pod["metadata"]["uid"]},
+                     {"Node", "trn-b"}};
+  const json refused = post("bind", bind);
+  EXPECT_NE(refused["Error"].get<std::string>().find("did not pass that node"), std::string::npos)
+      << refused.dump();
+  EXPECT_FALSE(api_.get("pods", "ml/picky")->at("spec").contains("nodeName"));
+  EXPECT_TRUE(allocationOf("ml/picky").is_null()) << "a refused bind holds nothing";
+}
+
+// A filter request can come from anyone who reaches the port and pass any node; bind still keeps a
+// pod off a node its own rules (taints, nodeSelector) keep it off.
+TEST_F(ExtenderApiTest, ABindAgainstThePodsNodeRulesIsRefusedWhateverFilterSaid) {
+  json selective = makePod("ml", "selective", kCores, 4);
+  selective["spec"]["nodeSelector"] = {{"team", "inference"}};
+  api_.put("pods", selective);
+  const json pod = *api_.get("pods", "ml/selective");
+  const json bind = {{"PodName", "selective"},
+                     {"PodNamespace", "ml"},
+                     {"PodUID", pod["metadata"]["uid"]},
+                     {"Node", "trn-b"}};
+  const json filter = {{"Pod", pod}, {"NodeNames", {"trn-a", "trn-b"}}};
+  ASSERT_EQ(post("filter", filter)["NodeNames"].size(), 2U);
+  json refused = post("bind", bind);
+  EXPECT_NE(refused["Error"].get<std::string>().find("nodeSelector team=inference"),
+            std::string::npos)
+      << refused.dump();
+
+  // trn-b now has the label, but a taint the pod does not tolerate.
+  json tainted = makeNode("trn-b", "trn2.48xlarge");
+  tainted["metadata"]["labels"]["team"] = "inference";
+  tainted["spec"]["taints"] =
+      json::array({{{"key", "team"}, {"value", "research"}, {"effect", "NoSchedule"}}});
+  api_.put("nodes", tainted);
+  ASSERT_TRUE(eventually([&] {
+    post("filter", filter);
+    refused = post("bind", bind);
+    return refused["Error"].get<std::string>().find("taint team=research:NoSchedule") !=
+           std::string::npos;
+  })) << refused.dump();
+  EXPECT_FALSE(api_.get("pods", "ml/selective")->at("spec").contains("nodeName"));
+  EXPECT_TRUE(allocationOf("ml/selective").is_null());
 }
 
 TEST_F(ExtenderApiTest, PodsWithConflictingIdsNeverDoubleAllocate) {

@@ -48,6 +48,9 @@ TEST_F(ExtenderApiTest, AGangOnAPairOfUltraServerNodesIsToldItRunsAsOneJob) {
     const json held = allocationOf("ml/" + pod["metadata"]["name"].get<std::string>());
     ASSERT_TRUE(held.is_object()) << state().dump();
     nodes.insert(held["node"].get<std::string>());
+    // Each member's own cycle: filter (only its planned node passes), then bind.
+    ASSERT_EQ(post("filter", {{"Pod", pod}, {"NodeNames", {"us-0", "us-1", "trn-a"}}})["NodeNames"],
+              json::array({held["node"]}));
     EXPECT_EQ(post("bind", bindRequest(pod, held["node"]))["Error"], "");
     const json bound = *api_.get("pods", "ml/" + pod["metadata"]["name"].get<std::string>());
     EXPECT_EQ(bound["metadata"]["annotations"]["AWS_NEURON_IDS"],
@@ -61,6 +64,8 @@ TEST_F(ExtenderApiTest, AGangOnAPairOfUltraServerNodesIsToldItRunsAsOneJob) {
   api_.put("pods", makePod("ml", "alone", kDevices, 16));
   const json alone = *api_.get("pods", "ml/alone");
   ASSERT_TRUE(eventually([&] { return freeCores("us-2") != "?"; }));
+  ASSERT_EQ(post("filter", {{"Pod", alone}, {"NodeNames", {"us-2"}}})["NodeNames"],
+            json::array({"us-2"}));
   ASSERT_EQ(post("bind", bindRequest(alone, "us-2"))["Error"], "");
   EXPECT_FALSE(api_.get("pods", "ml/alone")
                    ->at("metadata")
@@ -88,10 +93,11 @@ TEST_F(ExtenderApiTest, ANodeWhoseDevicePluginRestartsTakesNoPodNorABindOnItsWay
   EXPECT_FALSE(api_.get("pods", "ml/late")->at("spec").contains("nodeName"));
   EXPECT_TRUE(allocationOf("ml/late").is_null()) << "a refused bind holds nothing";
 
-  // The next agent serves kubelet and removes the taint: the pod's retry binds.
+  // The next agent serves kubelet and removes the taint: the pod's next cycle binds.
   api_.put("nodes", makeNode("trn-a", "trn2.48xlarge"));
   json bound;
   ASSERT_TRUE(eventually([&] {
+    post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a"}}});
     bound = post("bind", bindRequest(pod, "trn-a"));
     return bound["Error"] == "";
   })) << bound.dump();

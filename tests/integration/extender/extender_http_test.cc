@@ -135,7 +135,7 @@ TEST_F(ExtenderBinaryTest, BadInputGetsAClearErrorAndTheServerKeepsServing) {
   EXPECT_NE(
       post("bind", R"({"PodName":"x","PodNamespace":"d","PodUID":"nope","Node":"n"})")["Error"]
           .get<std::string>()
-          .find("was not seen in filter"),
+          .find("filter has not passed the pod"),
       std::string::npos);
   const std::string huge(50 * 1024 * 1024, ' ');
   const auto refused = httpPost(port_, "/neuron/filter", huge);

@@ -1,4 +1,4 @@
-#include "scheduler-extender/kube/node_eligibility.h"
+#include "scheduler-extender/state/node_eligibility.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

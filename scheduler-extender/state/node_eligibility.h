@@ -1,8 +1,8 @@
 // Whether kube-scheduler's node filters — NodeUnschedulable, NodeAffinity (nodeSelector and the
 // required node affinity), TaintToleration — would let a pod onto a node. The extender's own
-// preemption evicts only on nodes that pass them; resource fit is judged elsewhere. Parsed from
-// the objects as the API returns them; fields that are missing or malformed read as absent (a
-// malformed rule matches nothing, so it never makes a node eligible).
+// preemption evicts only on nodes that pass them, and bind re-checks them; resource fit is judged
+// elsewhere. Parsed from the objects as the API returns them; fields that are missing or malformed
+// read as absent (a malformed rule matches nothing, so it never makes a node eligible).
 #pragma once
 
 #include <map>
@@ -54,5 +54,7 @@ PodNodeRules parsePodNodeRules(const nlohmann::json& pod);
 
 bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint);
 bool nodeAdmits(const NodeFacts& node, const PodNodeRules& pod);
+// Why the node does not admit the pod, naming the first rule that keeps it off; "" when it does.
+std::string admissionRefusal(const NodeFacts& node, const PodNodeRules& pod);
 
 }  // namespace torus::extender

@@ -1,4 +1,4 @@
-#include "scheduler-extender/kube/node_eligibility.h"
+#include "scheduler-extender/state/node_eligibility.h"
 
 #include <algorithm>
 #include <charconv>
@@ -99,28 +99,36 @@ bool tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
   });
 }
 
-bool nodeAdmits(const NodeFacts& node, const PodNodeRules& pod) {
+std::string admissionRefusal(const NodeFacts& node, const PodNodeRules& pod) {
   if (node.unschedulable &&
       !tolerates(pod.tolerations, {"node.kubernetes.io/unschedulable", "", "NoSchedule"})) {
-    return false;
+    return "node " + node.name + " is cordoned (spec.unschedulable)";
   }
   for (const Taint& taint : node.taints) {
     if ((taint.effect == "NoSchedule" || taint.effect == "NoExecute") &&
         !tolerates(pod.tolerations, taint)) {
-      return false;
+      return "the pod does not tolerate node " + node.name + "'s taint " + taint.key +
+             (taint.value.empty() ? "" : "=" + taint.value) + ":" + taint.effect;
     }
   }
   for (const auto& [key, value] : pod.nodeSelector) {
     const auto it = node.labels.find(key);
-    if (it == node.labels.end() || it->second != value) return false;
+    if (it == node.labels.end() || it->second != value) {
+      return "node " + node.name + " does not match the pod's nodeSelector " + key + "=" + value;
+    }
   }
-  if (!pod.hasRequiredAffinity) return true;
+  if (!pod.hasRequiredAffinity) return "";
   // Terms are ORed; a term with no requirement matches no node (as kube-scheduler has it).
-  return std::ranges::any_of(pod.requiredTerms, [&](const auto& term) {
+  const bool matched = std::ranges::any_of(pod.requiredTerms, [&](const auto& term) {
     return !term.empty() && std::ranges::all_of(term, [&](const NodeSelectorRequirement& r) {
       return matches(r, node);
     });
   });
+  return matched ? "" : "node " + node.name + " does not match the pod's required node affinity";
+}
+
+bool nodeAdmits(const NodeFacts& node, const PodNodeRules& pod) {
+  return admissionRefusal(node, pod).empty();
 }
 
 }  // namespace torus::extender

@@ -1,0 +1,96 @@
+#include "scheduler-extender/state/scheduling_cycles.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler-extender/verbs/verbs.h"
+#include "tests/unit/extender/test_pods.h"
+
+namespace torus::extender {
+namespace {
+
+using std::chrono::seconds;
+using Clock = SchedulingCycles::Clock;
+
+const Clock::time_point kStart{seconds(1000)};
+
+TEST(SchedulingCycles, ABindGoesOnlyToANodeTheFilterPassed) {
+  SchedulingCycles cycles;
+  EXPECT_NE(cycles.bindRefusal("u1", "ml/a", "n1", kStart).find("has not passed the pod"),
+            std::string::npos);
+  cycles.filtered("u1", {"n1", "n2"}, kStart);
+  EXPECT_EQ(cycles.bindRefusal("u1", "ml/a", "n2", kStart + seconds(1)), "");
+  EXPECT_NE(cycles.bindRefusal("u1", "ml/a", "n3", kStart).find("did not pass that node"),
+            std::string::npos);
+  EXPECT_NE(cycles.bindRefusal("u2", "ml/b", "n1", kStart), "") << "another pod's filter";
+  // A pod filtered again is in a new cycle: only the new answer counts.
+  cycles.filtered("u1", {"n3"}, kStart);
+  EXPECT_NE(cycles.bindRefusal("u1", "ml/a", "n1", kStart), "");
+  EXPECT_EQ(cycles.bindRefusal("u1", "ml/a", "n3", kStart), "");
+  cycles.finished("u1");
+  EXPECT_NE(cycles.bindRefusal("u1", "ml/a", "n3", kStart), "") << "its cycle is over";
+  EXPECT_EQ(cycles.unfilteredBindsRefused(), 5U);
+}
+
+TEST(SchedulingCycles, AnswersAreForgottenAfterTheirTtlAndBeyondCapacity) {
+  SchedulingCycles cycles({.capacity = 2, .filterTtl = seconds(60), .holdTtl = seconds(5)});
+  cycles.filtered("u1", {"n"}, kStart);
+  EXPECT_NE(cycles.bindRefusal("u1", "ml/a", "n", kStart + seconds(61)), "");
+  cycles.filtered("u2", {"n"}, kStart);
+  cycles.filtered("u3", {"n"}, kStart);
+  EXPECT_EQ(cycles.size(), 2U) << "u1 went: at most two pods";
+  cycles.filtered("u4", {"n"}, kStart);
+  EXPECT_EQ(cycles.size(), 2U);
+  EXPECT_NE(cycles.bindRefusal("u2", "ml/b", "n", kStart), "") << "the oldest went first";
+  EXPECT_EQ(cycles.bindRefusal("u4", "ml/d", "n", kStart), "");
+  cycles.filtered("u5", {"n"}, kStart + seconds(120));
+  EXPECT_EQ(cycles.size(), 1U) << "expired answers are dropped as new ones come";
+}
+
+TEST(SchedulingCycles, HoldsCountForOtherPodsUntilTheirBindOrTtl) {
+  SchedulingCycles cycles({.capacity = 10, .filterTtl = seconds(60), .holdTtl = seconds(5)});
+  cycles.hold("unfiltered", "n", topology::CoreSet::range(0, 4), kStart);
+  EXPECT_TRUE(cycles.heldForOthers("x", kStart).empty()) << "no filter of ours, no hold";
+  cycles.filtered("u1", {"n"}, kStart);
+  cycles.filtered("u2", {"n", "m"}, kStart);
+  cycles.hold("u1", "n", topology::CoreSet::range(0, 4), kStart);
+  cycles.hold("u2", "n", topology::CoreSet::range(4, 4), kStart);
+  EXPECT_EQ(cycles.heldForOthers("u1", kStart).at("n"), topology::CoreSet::range(4, 4));
+  EXPECT_EQ(cycles.heldForOthers("other", kStart).at("n"), topology::CoreSet::range(0, 8));
+  EXPECT_TRUE(cycles.heldForOthers("other", kStart + seconds(6)).empty());
+  cycles.finished("u2");
+  EXPECT_EQ(cycles.heldForOthers("other", kStart).at("n"), topology::CoreSet::range(0, 4));
+}
+
+// Two pods scored before either bind arrives: without the first pod's hold, packing sends the
+// second to the node the first fills, and one of the two binds is refused.
+TEST(SchedulingCycles, TheNextPodIsScoredAroundTheCoresHeldForThePodBeforeIt) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("a", "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.upsertNode("b", "trn2.48xlarge").ok());
+  // Node a has room for exactly one more 8-device pod.
+  ASSERT_TRUE(
+      bindPod(state, testing::testPod("resident", topology::AllocationUnit::kDevice, 8), "a").ok());
+  const PodDemand first = testing::testPod("first", topology::AllocationUnit::kDevice, 8);
+  const PodDemand second = testing::testPod("second", topology::AllocationUnit::kDevice, 8);
+  SchedulingCycles cycles;
+  cycles.filtered(first.uid, {"a", "b"}, kStart);
+  cycles.filtered(second.uid, {"a", "b"}, kStart);
+
+  ExpectedPlacement expected;
+  HeldCores held = cycles.heldForOthers(first.uid, kStart);
+  const auto firstScores = prioritize(state, first, {"a", "b"}, &held, &expected);
+  ASSERT_EQ(expected.node, "a") << "packing: the fuller node";
+  EXPECT_GT(firstScores[0].score, firstScores[1].score);
+  cycles.hold(first.uid, expected.node, expected.cores, kStart);
+
+  const auto unheld = prioritize(state, second, {"a", "b"});
+  EXPECT_GT(unheld[0].score, unheld[1].score) << "without holds the second pod races the first";
+  held = cycles.heldForOthers(second.uid, kStart);
+  const auto secondScores = prioritize(state, second, {"a", "b"}, &held, &expected);
+  EXPECT_EQ(expected.node, "b");
+  EXPECT_EQ(secondScores[0].score, 0) << "no room on a once the first pod's cores are held";
+  EXPECT_GT(secondScores[1].score, 0);
+}
+
+}  // namespace
+}  // namespace torus::extender
