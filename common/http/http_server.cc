@@ -116,14 +116,22 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
       return makeError(ErrorCode::kInvalidArgument,
                        "TLS needs both a certificate file and a key file");
     }
-    auto tls = std::make_unique<TlsServer>(options.tlsCertFile.c_str(), options.tlsKeyFile.c_str());
+    const char* clientCa =
+        options.tlsClientCaFile.empty() ? nullptr : options.tlsClientCaFile.c_str();
+    auto tls = std::make_unique<TlsServer>(options.tlsCertFile.c_str(), options.tlsKeyFile.c_str(),
+                                           clientCa);
     if (!tls->is_valid()) {
-      return makeError(
-          ErrorCode::kInvalidArgument,
-          "cannot load TLS certificate " + options.tlsCertFile + " / key " + options.tlsKeyFile);
+      return makeError(ErrorCode::kInvalidArgument,
+                       "cannot load TLS certificate " + options.tlsCertFile + " / key " +
+                           options.tlsKeyFile +
+                           (clientCa != nullptr ? " / client CA " + options.tlsClientCaFile : ""));
     }
     impl->server = std::move(tls);
   } else {
+    if (!options.tlsClientCaFile.empty()) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "a client CA (mutual TLS) needs TLS: a certificate file and a key file");
+    }
     impl->server = std::make_unique<PlainServer>();
   }
   httplib::Server& server = *impl->server;

@@ -51,6 +51,9 @@ struct ServerOptions {
   std::size_t maxBodyBytes = 8 * 1024 * 1024;  // larger bodies get 413 without being buffered
   std::string tlsCertFile;                     // both set: serve HTTPS
   std::string tlsKeyFile;
+  // Set (with TLS): mutual TLS, every client must present a certificate this CA bundle signed;
+  // one without is refused in the handshake, before any request is read.
+  std::string tlsClientCaFile;
   // A connection must deliver each request whole within this long of its accept or of the
   // previous answer (slow clients cannot hold workers: see connection_reaper.h).
   std::chrono::milliseconds requestDeadline{15'000};

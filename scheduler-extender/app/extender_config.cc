@@ -28,6 +28,15 @@ void registerExtenderSettings(config::SettingTable& table, ExtenderConfig* confi
                   "serve HTTPS with this certificate (with --tls-key-file)", &config->tlsCertFile);
   table.addString("tls-key-file", "TORUS_TLS_KEY_FILE", "tlsKeyFile", "FILE",
                   "private key for --tls-cert-file", &config->tlsKeyFile);
+  table.addString(
+      "tls-client-ca-file", "TORUS_TLS_CLIENT_CA_FILE", "tlsClientCaFile", "FILE",
+      "mutual TLS: accept only clients whose certificate this CA bundle signed "
+      "(kube-scheduler's extenders[].tlsConfig certFile/keyFile); needs --tls-cert-file",
+      &config->tlsClientCaFile);
+  table.addString("health-listen", "TORUS_HEALTH_LISTEN", "healthListen", "HOST:PORT",
+                  "serve /healthz, /readyz and /metrics on this address too, in plain HTTP: for "
+                  "probes and Prometheus, which present no client certificate to --listen",
+                  &config->healthListen);
   table.addInt("max-body-mib", "TORUS_MAX_BODY_MIB", "maxBodyMiB", "MIB",
                "largest request body accepted; larger ones get 413", 1, 1024, &config->maxBodyMiB);
   table.addInt("request-memory-mib", "TORUS_REQUEST_MEMORY_MIB", "requestMemoryMiB", "MIB",
@@ -67,6 +76,17 @@ Result<void> normalizeExtenderConfig(ExtenderConfig& config) {
     return makeError(ErrorCode::kInvalidArgument,
                      "TLS needs both a certificate file and a key file (--tls-cert-file, "
                      "--tls-key-file)");
+  }
+  if (!config.tlsClientCaFile.empty() && config.tlsCertFile.empty()) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--tls-client-ca-file (mutual TLS) needs --tls-cert-file and --tls-key-file");
+  }
+  if (!config.healthListen.empty()) {
+    if (auto address = http::parseListenAddress(config.healthListen); !address) {
+      std::string message = "--health-listen: ";
+      message += address.error().message;
+      return makeError(ErrorCode::kInvalidArgument, message);
+    }
   }
   return {};
 }

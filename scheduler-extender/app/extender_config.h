@@ -21,6 +21,8 @@ struct ExtenderConfig {
   bool printConfigReference = false;
   std::string tlsCertFile;
   std::string tlsKeyFile;
+  std::string tlsClientCaFile;
+  std::string healthListen;
   int maxBodyMiB = 16;
   int requestMemoryMiB = 256;
   std::string schedulerName = "neuron-scheduler";

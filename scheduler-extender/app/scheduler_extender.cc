@@ -76,6 +76,7 @@ Result<void> SchedulerExtender::serve(const ExtenderConfig& config) {
   options.maxBodyBytes = static_cast<std::size_t>(config.maxBodyMiB) * kMiB;
   options.tlsCertFile = config.tlsCertFile;
   options.tlsKeyFile = config.tlsKeyFile;
+  options.tlsClientCaFile = config.tlsClientCaFile;
   ExtenderContext context{state_, pods_, metrics_};
   context.requestMemory = &requestMemory_;
   context.learnNodesFromRequests = sync_ == nullptr;
@@ -94,17 +95,28 @@ Result<void> SchedulerExtender::serve(const ExtenderConfig& config) {
     context.ready = [sync] { return sync->hasSynced(); };
     context.moreMetrics = [sync] { return sync->metricsText(); };
   }
+  if (!config.healthListen.empty()) {
+    http::ServerOptions healthOptions;
+    healthOptions.address = *http::parseListenAddress(config.healthListen);  // checked at start
+    auto health = http::HttpServer::start(healthOptions, healthRoutes(context));
+    if (!health) return std::move(health).error().withContext("--health-listen");
+    healthServer_ = std::move(*health);
+    TORUS_LOG(Info, Extender, "serving health and metrics", {"address", healthOptions.address.host},
+              {"port", healthServer_->port()});
+  }
   auto server = http::HttpServer::start(options, extenderRoutes(config.urlPrefix, context));
   if (!server) return std::move(server).error();
   server_ = std::move(*server);
   TORUS_LOG(Info, Extender, "serving", {"address", address->host}, {"port", server_->port()},
             {"prefix", config.urlPrefix.empty() ? "/" : config.urlPrefix},
-            {"tls", !config.tlsCertFile.empty()});
+            {"tls", !config.tlsCertFile.empty()},
+            {"client_certificates", !config.tlsClientCaFile.empty()});
   return {};
 }
 
 void SchedulerExtender::stop() {
   if (server_) server_->stop();
+  if (healthServer_) healthServer_->stop();
   sync_.reset();
 }
 

@@ -27,6 +27,8 @@ class SchedulerExtender {
   SchedulerExtender& operator=(const SchedulerExtender&) = delete;
 
   int port() const { return server_->port(); }
+  // The --health-listen port; 0 when health and metrics share --listen.
+  int healthPort() const { return healthServer_ ? healthServer_->port() : 0; }
   // Stops serving, then the informers; idempotent.
   void stop();
 
@@ -51,7 +53,8 @@ class SchedulerExtender {
   std::unique_ptr<BindAdmission> bindAdmission_;  // before sync_, whose informers feed it
   std::unique_ptr<ClusterSync> sync_;
   std::unique_ptr<ApiBinder> binder_;
-  std::unique_ptr<http::HttpServer> server_;  // last: stopped before what its routes use
+  std::unique_ptr<http::HttpServer> healthServer_;  // --health-listen; unset when not asked for
+  std::unique_ptr<http::HttpServer> server_;        // last: stopped before what its routes use
 };
 
 }  // namespace torus::extender

@@ -280,9 +280,6 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
                                     args->pdbViolationsByNode));
          });
        }});
-  routes.push_back({"GET", "/healthz", [](const http::Request&) {
-                      return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
-                    }});
   routes.push_back({"GET", "/state", [context](const http::Request&) {
                       if (!context.serveState) {
                         return http::Response{404, "text/plain; charset=utf-8",
@@ -291,6 +288,16 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
                                               "with --serve-state to turn it on\n"};
                       }
                       return json(clusterStateJson(context.state));
+                    }});
+  for (http::Route& route : healthRoutes(context))
+    routes.push_back(std::move(route));
+  return routes;
+}
+
+std::vector<http::Route> healthRoutes(ExtenderContext context) {
+  std::vector<http::Route> routes;
+  routes.push_back({"GET", "/healthz", [](const http::Request&) {
+                      return http::Response{200, "text/plain; charset=utf-8", "ok\n"};
                     }});
   routes.push_back({"GET", "/readyz", [context](const http::Request&) {
                       if (context.ready && !context.ready()) {

@@ -65,6 +65,9 @@ inline constexpr std::size_t kParsePeakPerBodyByte = 24;
 // Requests whose reservation is at least this large return freed memory to the system when done.
 inline constexpr std::size_t kTrimAfterBytes = 64 * 1024 * 1024;
 
+// The verbs under urlPrefix, GET /state and healthRoutes.
 std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderContext context);
+// GET /healthz, /readyz and /metrics (also served apart: --health-listen).
+std::vector<http::Route> healthRoutes(ExtenderContext context);
 
 }  // namespace torus::extender

@@ -1,5 +1,7 @@
 #include "scheduler-extender/verbs/verbs.h"
 
+#include <algorithm>
+
 #include "scheduler-extender/verbs/victims.h"
 
 namespace torus::extender {
@@ -38,11 +40,23 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
   }
   const auto trials = state.tryPlaceMany(nodeNames, pod, true, held);
   int bestScore = -1;
+  std::size_t bestIndex = 0;
   for (std::size_t i = 0; i < nodeNames.size(); ++i) {
     priorities.push_back({nodeNames[i], trials[i] ? trials[i]->score : 0});
     if (best != nullptr && trials[i] && trials[i]->score > bestScore) {
       bestScore = trials[i]->score;
+      bestIndex = i;
       *best = {nodeNames[i], trials[i]->cores};
+    }
+  }
+  if (bestScore < 0) return priorities;
+  // The expected node alone keeps the top score: kube-scheduler breaks ties at random, and a pod
+  // that lands on another of the tied nodes would bind where nothing is held for it. (The
+  // extender's score times its weight outweighs the in-tree scores of otherwise equal nodes.)
+  priorities[bestIndex].score = std::max(priorities[bestIndex].score, 1);
+  for (std::size_t i = 0; i < priorities.size(); ++i) {
+    if (i != bestIndex && priorities[i].score >= priorities[bestIndex].score) {
+      priorities[i].score = priorities[bestIndex].score - 1;
     }
   }
   return priorities;

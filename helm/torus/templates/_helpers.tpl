@@ -49,13 +49,23 @@ clientConnection:
 profiles:
   - schedulerName: {{ $name }}
 extenders:
-  - urlPrefix: {{ .Values.scheduler.extenderURL | default (printf "http://%s.%s.svc:%v" (include "torus.extenderService" .) .Release.Namespace .Values.extender.port) }}
+  {{- $tls := .Values.scheduler.extenderTLS.secretName }}
+  - urlPrefix: {{ .Values.scheduler.extenderURL | default (printf "%s://%s.%s.svc:%v" (ternary "https" "http" (ne $tls "")) (include "torus.extenderService" .) .Release.Namespace .Values.extender.port) }}
     filterVerb: filter
     prioritizeVerb: prioritize
     bindVerb: bind
     preemptVerb: preempt
     weight: {{ .Values.scheduler.extenderWeight }}
-    enableHTTPS: false
+    enableHTTPS: {{ ne $tls "" }}
+    {{- if $tls }}
+    tlsConfig:
+      certFile: /etc/torus/extender-tls/tls.crt
+      keyFile: /etc/torus/extender-tls/tls.key
+      caFile: /etc/torus/extender-tls/ca.crt
+      {{- with .Values.scheduler.extenderTLS.serverName }}
+      serverName: {{ . }}
+      {{- end }}
+    {{- end }}
     httpTimeout: {{ .Values.scheduler.httpTimeout }}
     nodeCacheCapable: {{ .Values.scheduler.nodeCacheCapable }}
     ignorable: false

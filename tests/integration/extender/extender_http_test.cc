@@ -200,6 +200,76 @@ TEST(ExtenderBinary, ServesHttpsWithTheGivenCertificate) {
       << missingKey.err;
 }
 
+// kube-scheduler's extenders[].tlsConfig presents a client certificate; with --tls-client-ca-file
+// nothing else gets past the handshake. Probes and Prometheus present none, so --health-listen
+// serves them apart in plain HTTP.
+TEST(ExtenderBinary, MutualTlsAdmitsOnlyClientsWithACertificateOfItsAuthority) {
+  auto dir = TempDir::create("extender-mtls");
+  ASSERT_TRUE(dir.ok());
+  const auto selfSigned = [&](const std::string& name) {
+    const std::string base = (dir->path() / name).string();
+    const ProcessResult made =
+        runProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                    "1", "-subj", "/CN=" + name, "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", base + ".key", "-out", base + ".crt"});
+    EXPECT_EQ(made.exitCode, 0) << made.err;
+    return base;
+  };
+  const std::string server = selfSigned("server");
+  const std::string scheduler = selfSigned("scheduler");  // its own authority
+  const std::string stranger = selfSigned("stranger");
+  BackgroundProcess extender(
+      {binaryPath("neuron-scheduler-extender"), "--simulate-cluster=inf2.xlarge:1",
+       "--listen=127.0.0.1:0", "--health-listen=127.0.0.1:0", "--tls-cert-file=" + server + ".crt",
+       "--tls-key-file=" + server + ".key", "--tls-client-ca-file=" + scheduler + ".crt"});
+  const auto log = extender.waitForStderr("\"serving\"", 10s);
+  ASSERT_TRUE(log.has_value()) << extender.stderrText();
+  EXPECT_NE(log->find("client_certificates=true"), std::string::npos) << *log;
+  const std::string url = "https://127.0.0.1:" + std::to_string(loggedPort(*log, "\"serving\""));
+  const auto curl = [&](std::vector<std::string> args) {
+    std::vector<std::string> command{"/usr/bin/curl", "-sS",          "--max-time", "5",
+                                     "--cacert",      server + ".crt"};
+    command.insert(command.end(), args.begin(), args.end());
+    return runProcess(command);
+  };
+  const std::string bind = R"({"PodName":"x","PodNamespace":"d","PodUID":"u","Node":"n"})";
+  const ProcessResult withCertificate =
+      curl({"--cert", scheduler + ".crt", "--key", scheduler + ".key", "-H",
+            "Content-Type: application/json", "--data-binary", bind, url + "/bind"});
+  EXPECT_EQ(withCertificate.exitCode, 0) << withCertificate.err;
+  EXPECT_NE(withCertificate.out.find("\"Error\""), std::string::npos) << withCertificate.out;
+  for (const auto& [what, args] :
+       {std::pair<std::string, std::vector<std::string>>{"no certificate", {}},
+        {"a certificate of another authority",
+         {"--cert", stranger + ".crt", "--key", stranger + ".key"}}}) {
+    std::vector<std::string> request = args;
+    for (const std::string& part : {std::string("--data-binary"), bind, url + "/bind"})
+      request.push_back(part);
+    const ProcessResult refused = curl(request);
+    EXPECT_NE(refused.exitCode, 0) << what << " got through: " << refused.out;
+    EXPECT_EQ(refused.out, "") << what;
+  }
+  // Health and metrics apart, in plain HTTP.
+  const auto healthLog = extender.waitForStderr("serving health and metrics", 10s);
+  ASSERT_TRUE(healthLog.has_value()) << extender.stderrText();
+  const int healthPort = loggedPort(*healthLog, "serving health and metrics");
+  for (const char* path : {"/healthz", "/readyz", "/metrics"}) {
+    const auto reply = httpGet(healthPort, path);
+    ASSERT_TRUE(reply.has_value()) << path;
+    EXPECT_EQ(reply->substr(0, 3), "200") << path;
+  }
+  extender.signal(SIGTERM);
+  EXPECT_EQ(extender.waitExit(10s), std::optional<int>(0));
+
+  const ProcessResult caWithoutTls =
+      runProcess({binaryPath("neuron-scheduler-extender"), "--listen=127.0.0.1:0",
+                  "--tls-client-ca-file=" + scheduler + ".crt"});
+  EXPECT_EQ(caWithoutTls.exitCode, 2);
+  EXPECT_NE(caWithoutTls.err.find("--tls-client-ca-file (mutual TLS) needs --tls-cert-file"),
+            std::string::npos)
+      << caWithoutTls.err;
+}
+
 TEST(ExtenderBinary, ConfigReferenceMatchesDocs) {
   const ProcessResult reference =
       runProcess({binaryPath("neuron-scheduler-extender"), "--print-config-reference"});

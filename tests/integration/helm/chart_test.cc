@@ -9,17 +9,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/base/file_io.h"
+#include "tests/integration/helm/chart_render.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
 namespace {
-
-const std::string kChart = std::string(TORUS_SOURCE_DIR) + "/helm/torus";
-
-struct Variant {
-  const char* description;
-  std::vector<std::string> sets;
-};
 
 const std::vector<Variant> kVariants = {
     {"defaults", {}},
@@ -36,29 +30,12 @@ const std::vector<Variant> kVariants = {
     {"DRA on nodes labelled for it, scraped",
      {"dra.enabled=true", "nodeAgent.podMonitor.enabled=true"}},
     {"the UltraServer operator", {"dra.enabled=true", "ultraserverOperator.enabled=true"}},
+    {"mutual TLS between neuron-scheduler and the extender",
+     {"extender.tls.secretName=extender-tls", "scheduler.extenderTLS.secretName=scheduler-tls"}},
     {"DRA on every node, whole chips only, faulty chips evicted",
      {"dra.enabled=true", "dra.allNodes=true", "dra.coreDevices=false",
       "dra.taintEffect=NoExecute"}},
 };
-
-std::vector<std::string> helmArgs(std::vector<std::string> args, const Variant& variant) {
-  for (const std::string& set : variant.sets) {
-    args.push_back("--set");
-    args.push_back(set);
-  }
-  return args;
-}
-
-std::vector<YAML::Node> render(const Variant& variant) {
-  const ProcessResult result = runProcess(
-      helmArgs({TORUS_HELM, "template", "torus", kChart, "--namespace", "kube-system"}, variant));
-  EXPECT_EQ(result.exitCode, 0) << variant.description << ": " << result.err;
-  std::vector<YAML::Node> objects;
-  for (const YAML::Node& document : YAML::LoadAll(result.out)) {
-    if (document && !document.IsNull()) objects.push_back(document);
-  }
-  return objects;
-}
 
 TEST(HelmChart, LintsStrictlyForEveryVariant) {
   for (const Variant& variant : kVariants) {
@@ -78,9 +55,9 @@ TEST(HelmChart, LintsStrictlyForEveryVariant) {
 }
 
 TEST(HelmChart, EveryRenderedObjectIsWellFormed) {
-  const std::set<std::string> namespaced = {"ServiceAccount", "DaemonSet", "Deployment",
-                                            "Service",        "ConfigMap", "Role",
-                                            "RoleBinding",    "PodMonitor"};
+  const std::set<std::string> namespaced = {"ServiceAccount", "DaemonSet",  "Deployment",
+                                            "Service",        "ConfigMap",  "Role",
+                                            "RoleBinding",    "PodMonitor", "NetworkPolicy"};
   for (const Variant& variant : kVariants) {
     SCOPED_TRACE(variant.description);
     const auto objects = render(variant);
