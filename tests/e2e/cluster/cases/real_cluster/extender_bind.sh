@@ -1,0 +1,36 @@
+# Sourced by real_cluster_test.sh (its helpers and cluster are in scope).
+# The extender's POST /bind answers anyone who reaches its port. A caller binding someone else's
+# pending pod to a node of its choosing is refused: the node was not passed by the extender's filter
+# for that pod in a scheduling cycle, and with a forged filter request the pod's own node rules
+# (here its nodeSelector) still keep it off. The bed's network does not enforce NetworkPolicy, so
+# the chart's policy (which keeps other pods from connecting at all) is checked by the chart tests.
+
+# A Neuron pod no node may take: kube-scheduler's NodeAffinity keeps it pending before the
+# extender is ever asked about it.
+PIN_NODE=no-such-node pod_manifest stray neuron 1 neuron-scheduler | k apply -f - > /dev/null
+stray_uid="$(k get pod -n e2e stray -o jsonpath='{.metadata.uid}')"
+extender_verb() {  # VERB BODY: the extender's answer
+  curl -sf -X POST -H 'Content-Type: application/json' --data-binary "$2" \
+    "http://$EXTENDER_HOST:$EXTENDER_PORT/$1"
+}
+bind_refused_with() {  # NODE TEXT: a bind of stray to NODE is refused with TEXT in its error
+  local answer
+  answer="$(extender_verb bind \
+    "{\"PodName\":\"stray\",\"PodNamespace\":\"e2e\",\"PodUID\":\"$stray_uid\",\"Node\":\"$1\"}")" ||
+    return 1
+  grep -qF "$2" <<< "$answer" || { echo "answer: $answer"; return 1; }
+}
+check "a bind of someone else's pending pod to a node filter never passed is refused" \
+  bind_refused_with "$NODE_NAME" "filter has not passed the pod"
+# A forged filter for the pod over every node: the extender passes those where a device is free.
+all_nodes="$(k get nodes -o jsonpath='{range .items[*]}"{.metadata.name}",{end}')"
+forged="$(extender_verb filter \
+  "{\"Pod\":$(k get pod -n e2e stray -o json),\"NodeNames\":[${all_nodes%,}]}" || true)"
+forged_node="$(grep -o '"NodeNames":\["[^"]*"' <<< "$forged" | sed 's/.*\["//; s/"$//')"
+check "...a forged filter request passes a node for it" test -n "$forged_node"
+check "...yet its nodeSelector keeps it off that node at bind" \
+  bind_refused_with "$forged_node" \
+  "does not match the pod's nodeSelector kubernetes.io/hostname=no-such-node"
+stray_unbound() { [[ -z "$(k get pod -n e2e stray -o jsonpath='{.spec.nodeName}')" ]]; }
+check "...and the pod stays unbound" stray_unbound
+k delete pod -n e2e stray --wait=false > /dev/null
