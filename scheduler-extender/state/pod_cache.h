@@ -1,8 +1,8 @@
 // PodCache: the demands of pods seen in filter/prioritize/preempt, by UID. kube-scheduler's bind
 // call carries only the pod's name, namespace and UID, so bind looks the demand up here.
 //
-// Bounded by count and by bytes (anyone who reaches the port can send pods with long names: probe
-// row 4); the oldest entries go first. Only what bind uses is kept.
+// Bounded by count and by bytes (anyone who reaches the port can send pods with long names); the
+// oldest entries go first. Only what bind uses is kept.
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 //
 //   build/tests/device_plugin_bench [--calls=N] [--idle-seconds=S]
 //
-// Targets (issue: device plugin): p99 <= 1 ms and <= 3x the echo p99; RSS <= 25 MiB; idle CPU
+// Targets: p99 <= 1 ms and <= 3x the echo p99; RSS <= 25 MiB; idle CPU
 // <= 0.2 % of a core.
 #include <cstdio>
 #include <cstring>

@@ -8,7 +8,7 @@
 //
 //   build/tests/dra_prepare_bench [--calls=N]
 //
-// Target (issue: DRA driver): prepare + unprepare p99 <= 2 ms beyond the claim read, reported
+// Target: prepare + unprepare p99 <= 2 ms beyond the claim read, reported
 // with its ratio to the echo p99.
 #include <cstdio>
 #include <cstring>

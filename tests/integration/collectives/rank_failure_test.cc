@@ -160,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(Placements, KilledRank,
                            return std::string("Unknown");
                          });
 
-// Probe row 2: on two hosts, a death was forwarded by rank 0 only while it sat in a libfabric
+// Regression: on two hosts, a death was forwarded by rank 0 only while it sat in a libfabric
 // wait, so survivors on the other host often waited out the whole timeout. Each rank in turn is
 // killed (rank 0, a root's hostmate, each rank of the other host); every survivor must name it
 // within a second of its death.
@@ -315,7 +315,7 @@ TEST(RankFailure, RanksThatDisagreeAboutTheCollectiveAllFailNamingEachOther) {
 
 // The killed rank had published a staging segment and a runtime tensor; the survivor removes
 // their names when it sees the rank die (the control segment's name is gone after setup).
-// Probe row 14: with --transport ofi the survivors learn of a death over the bootstrap link, not
+// Regression: with --transport ofi the survivors learn of a death over the bootstrap link, not
 // a pidfd, and the dead rank's segments used to stay in /dev/shm.
 class ShmNamesAfterAKill : public ::testing::TestWithParam<Transport> {};
 

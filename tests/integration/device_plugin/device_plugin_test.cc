@@ -127,7 +127,7 @@ TEST_F(DevicePluginTest, AllocateGivesDeviceNodesAndEnvAndRejectsBadIds) {
   EXPECT_EQ(status.error_message(),
             "aws.amazon.com/neuroncore: unknown ids \"999\", \"x\" (this node has 0-63); "
             "duplicate ids 3");
-  // Probe row 19: 10,000 bad ids made a 98 KB status, more than a C-core client takes.
+  // Regression: 10,000 bad ids made a 98 KB status, more than a C-core client takes.
   std::vector<std::string> many;
   for (int i = 0; i < 10000; ++i)
     many.push_back("bad-" + std::to_string(i));
@@ -185,7 +185,7 @@ TEST_F(DevicePluginTest, KubeletsCapturedRequestsWithForeignIdsAreRefusedByName)
   EXPECT_TRUE(allocate(kCores, {{"16", "24"}}, &good).ok()) << "the server keeps serving";
 }
 
-// Probe row 6: logical_nc_config changed from LNC 2 to 1 while a container held cores 0-3 (all
+// Regression: logical_nc_config changed from LNC 2 to 1 while a container held cores 0-3 (all
 // of /dev/neuron0) silently renumbered the node, and Allocate(4-7) handed out /dev/neuron0 again.
 TEST_F(DevicePluginTest, AnLncChangeWaitsUntilNoCoreIsHeld) {
   start("trn2.48xlarge");

@@ -55,7 +55,7 @@ TEST_F(ExtenderApiTest, BindWritesTheAnnotationsWithTheBinding) {
   EXPECT_EQ(freeCores("trn-a"), "4-63");
 }
 
-// Probe row 7: a second filter with the pod's UID and a smaller demand, from anyone who reaches
+// Regression: a second filter with the pod's UID and a smaller demand, from anyone who reaches
 // the port, made kube-scheduler's later bind of a 16-core pod reserve 1 core.
 TEST_F(ExtenderApiTest, BindReservesWhatThePodAsksOfTheApiNotWhatAFilterClaimed) {
   api_.put("pods", makePod("ml", "big", kCores, 16));

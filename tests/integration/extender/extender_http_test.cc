@@ -118,11 +118,11 @@ TEST_F(ExtenderBinaryTest, BadInputGetsAClearErrorAndTheServerKeepsServing) {
        "NodeNames: expected a list, got object"},
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"resources":{"limits":{"aws.amazon.com/neuron":"-1"}}}]}},"NodeNames":[]})",
        "expected 0..4096, got \"-1\""},
-      // Probe row 1: 50,000 nested brackets in the full-Node form overflowed the stack (SIGSEGV).
+      // Regression: 50,000 nested brackets in the full-Node form overflowed the stack (SIGSEGV).
       {R"({"Pod":{"metadata":{"name":"d"},"spec":{}},"Nodes":{"items":[],"x":)" +
            std::string(50000, '[') + std::string(50000, ']') + "}}",
        "request body: nests deeper than 100 levels"},
-      // Probe row 17: a number beyond a double, and invalid UTF-8, were HTTP 500s.
+      // Regression: a number beyond a double, and invalid UTF-8, were HTTP 500s.
       {R"({"Pod":{"metadata":{"name":"p"},"spec":{}},"NodeNames":[1e999]})",
        "request body: not valid JSON"},
       {"{\"Pod\":{\"metadata\":{\"name\":\"\xff\"}}}", "request body: not valid JSON"},

@@ -143,7 +143,7 @@ TEST(HelmChart, TheAgentsWritesAreNarrowedByAdmissionPolicies) {
   EXPECT_EQ(countPolicies(render({"off", {"nodeAgent.ownNodeOnly=false"}})), 0U);
 }
 
-// Probe row 12: the agent mounted /sys and /dev read-write. It writes only neuronN/reset.
+// Regression: the agent mounted /sys and /dev read-write. It writes only neuronN/reset.
 TEST(HelmChart, TheAgentMountsTheHostReadOnlyButForTheDriversResetFiles) {
   const auto mountsOf = [](const std::vector<YAML::Node>& objects) {
     std::map<std::string, bool> readOnlyByPath;

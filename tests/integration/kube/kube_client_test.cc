@@ -379,7 +379,7 @@ TEST(KubeConfigLoading, ReadsTokenFileAndRefusesAnEmptyOne) {
   EXPECT_NE(empty.error().message.find("is empty"), std::string::npos) << empty.error().message;
 }
 
-// Probe row 13: a kubeconfig that is a YAML scalar (say --kubeconfig=/etc/hostname) aborted three
+// Regression: a kubeconfig that is a YAML scalar (say --kubeconfig=/etc/hostname) aborted three
 // binaries with an uncaught yaml-cpp exception.
 TEST(KubeConfigLoading, AnythingButAKubeconfigIsAClearError) {
   auto dir = TempDir::create("kubeconfig");

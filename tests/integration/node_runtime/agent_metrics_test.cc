@@ -223,7 +223,7 @@ TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
       [&] { return agent_->stderrText().find("for no known device") != std::string::npos; }, 2s));
 }
 
-// Probe row 9 for /metrics: a counter file whose read never returns (a FIFO stands in for a hung
+// Regression, for /metrics: a counter file whose read never returns (a FIFO stands in for a hung
 // driver attribute) costs one scrape its deadline, then scrapes answer at once without the
 // driver's counters and say why; once the read returns they are back.
 TEST_F(AgentMetricsTest, AHungCounterReadLeavesScrapesAnswered) {

@@ -8,7 +8,7 @@ namespace torus::testing {
 namespace {
 
 TEST(CcBenchCli, PretendHostsMustSplitTheRanksEvenly) {
-  // Probe row 21: --hosts 3 --ranks 2 ran two hosts and said nothing.
+  // Regression: --hosts 3 --ranks 2 ran two hosts and said nothing.
   for (const auto& [hosts, ranks] : {std::pair{"3", "2"}, std::pair{"3", "4"}}) {
     const ProcessResult result =
         runProcess({binaryPath("neuron-cc-bench"), "--hosts", hosts, "--ranks", ranks});

@@ -111,7 +111,7 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
   const int adminPort = running.adminPort;
 
   EXPECT_EQ(httpGet(port, "/deep-check")->substr(0, 3), "404");
-  // Probe row 8: running a check is not for whoever reaches the metrics port.
+  // Running a check is not for whoever reaches the metrics port.
   const auto refused = httpPost(port, "/deep-check", "");
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->substr(0, 3), "403");
@@ -166,7 +166,7 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
 }
 
-// Probe row 8: twelve concurrent POSTs ran twelve checks back to back (20 s of CPU on both cores).
+// Regression: twelve concurrent POSTs ran twelve checks back to back (20 s of CPU on both cores).
 TEST(DeepCheckAgent, ConcurrentRequestsShareTheRunInProgress) {
   auto dir = TempDir::create("deep-check-agent");
   ASSERT_TRUE(dir.ok());

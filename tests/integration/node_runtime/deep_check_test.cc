@@ -243,7 +243,7 @@ TEST_F(DeepCheckTest, DevicesInUseAreSkippedAndSaySo) {
   EXPECT_EQ(result.ring.size(), 11U);
 }
 
-// Probe row 8: the busy set was read once, so a device allocated during a run was still driven.
+// Regression: the busy set was read once, so a device allocated during a run was still driven.
 TEST_F(DeepCheckTest, ADeviceAllocatedDuringTheRunIsLeftAloneFromTheNextPhaseOn) {
   int asked = 0;
   const DeepCheckResult result = check("inf2.48xlarge", {}, [&asked] {

@@ -137,7 +137,7 @@ TEST_F(FaultInjectionTest, MissingClassEntryKeepsCoreIdsStable) {
   EXPECT_EQ(found->node.coresOfDevice(10).toRangeString(), "20-21");
 }
 
-// Probe row 11: the highest device vanishing shrank the node to 15 devices and 60 cores, and its
+// Regression: the highest device vanishing shrank the node to 15 devices and 60 cores, and its
 // four healthy neighbours left service for naming a device "this node does not have".
 TEST_F(FaultInjectionTest, TheHighestDeviceVanishingKeepsItsSlot) {
   simulate("trn2.48xlarge", {});
@@ -153,7 +153,7 @@ TEST_F(FaultInjectionTest, TheHighestDeviceVanishingKeepsItsSlot) {
       << "only the missing device leaves service, not its neighbours";
 }
 
-// Probe row 9: one blocking read (a FIFO standing in for a driver attribute that hangs) froze the
+// Regression: one blocking read (a FIFO standing in for a driver attribute that hangs) froze the
 // monitor: a fault on another device went unnoticed, kernel-log errors waited behind it, and
 // shutdown hung on it.
 TEST_F(FaultInjectionTest, AHungReadTakesOnlyItsDeviceOutAndNeverStallsTheMonitor) {

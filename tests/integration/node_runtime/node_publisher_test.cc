@@ -249,7 +249,7 @@ TEST_F(NodePublisherTest, NeuronHealthStandsUntilTheNodeReboots) {
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));
 }
 
-// Probe row 6, as the operator sees it: logical_nc_config changes while a process holds
+// Regression, as the operator sees it: logical_nc_config changes while a process holds
 // /dev/neuron0; the node keeps LNC 2 and says why (condition, Warning event) until it is let go.
 TEST_F(NodePublisherTest, AnLncChangeWaitsForTheNodeToDrainAndSaysSo) {
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));

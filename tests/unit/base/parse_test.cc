@@ -71,7 +71,7 @@ TEST(ParseDuration, UnderstandsUnits) {
   EXPECT_FALSE(parseDurationMillis("ms").ok());
   EXPECT_FALSE(parseDurationMillis("-1s").ok());
   EXPECT_FALSE(parseDurationMillis("99999999999999999h").ok());
-  // Probe row 16: 2^63 ns and more wrapped into a busy loop.
+  // Regression: 2^63 ns and more wrapped into a busy loop.
   EXPECT_EQ(*parseDurationMillis("8784h"), kMaxDurationMillis);
   const auto tooLong = parseDurationMillis("9999999999h");
   ASSERT_FALSE(tooLong.ok());

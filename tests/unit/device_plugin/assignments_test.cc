@@ -102,7 +102,7 @@ TEST(AssignmentTracker, OwnAllocationsCountUntilKubeletListsThemOrTheyExpire) {
   EXPECT_TRUE(tracker.current(t0 + 14s).held.empty());
 }
 
-// Probe row 15: with pod-resources unreachable, every Allocate added an entry that only a kubelet
+// Regression: with pod-resources unreachable, every Allocate added an entry that only a kubelet
 // answer could remove (about 80 B each, no plateau over 105,000 calls).
 TEST(AssignmentTracker, OwnGrantsStayBoundedWhileKubeletIsAway) {
   AssignmentTracker tracker(10s);

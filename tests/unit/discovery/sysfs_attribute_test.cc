@@ -68,7 +68,7 @@ TEST(SysfsAttribute, EveryParserRejectsGarbageWithAClearMessage) {
 
 // A seeded random walk over bytes the attributes might hold after corruption: no parser may
 // crash, and each answers either a value or an error.
-// Probe row 20: the reset store truncated the file first, so a reader racing it saw "" and took
+// Regression: the reset store truncated the file first, so a reader racing it saw "" and took
 // the device out of service. A store now never shows a reader an empty attribute.
 TEST(SysfsAttribute, AStoreIsNeverSeenHalfDone) {
   auto dir = TempDir::create("attr");

@@ -38,7 +38,7 @@ topology::CoreSet freedBy(const ClusterState& state, const std::vector<std::stri
   return freed;
 }
 
-// The review's row 3: kube-scheduler's count-based victims are the four newest pods, one per
+// Kube-scheduler's count-based victims are the four newest pods, one per
 // row, so evicting them opens no 16-core set and the preemptor stayed Pending for ever.
 TEST(ChooseVictims, ReplacesScatteredVictimsWithAMinimalSetThatFreesAValidShape) {
   ClusterState state;
@@ -154,7 +154,7 @@ TEST(Preempt, AnswersPerNodeAndLeavesOutNodesWithNoValidSet) {
   EXPECT_EQ(accepted.at("n").size(), 4U);
 }
 
-// The review's row 4: a node full of 4-core pods leaves no device for a device pod, and
+// A node full of 4-core pods leaves no device for a device pod, and
 // kube-scheduler never asks /preempt since the pods hold another resource.
 TEST(CrossResourcePreemption, PlansTheCheapestNodeWhereEvictingCorePodsFreesDevices) {
   ClusterState state;

@@ -4,7 +4,7 @@
 # apart), evicting only the pods on the new pod's set.
 
 # Pods newer than the rest on scattered devices: kube-scheduler's count-based victims are the
-# newest pods, and evicting them alone opens no 16-core set (review row 3).
+# newest pods, and evicting them alone opens no 16-core set.
 for device in 5 10 15; do
   old="$(pod_on_device "$device")"
   k delete pod -n e2e "$old" --wait=false > /dev/null
@@ -30,7 +30,7 @@ check "...evicting only the pods on that set" only_overlapping_victims
 k delete pods -n e2e -l e2e=neuron --wait=false > /dev/null
 
 # Core pods leave no device free, and kube-scheduler counts the two resources apart: it never
-# preempts for a device pod here (review row 4). The extender does, through the Eviction API.
+# preempts for a device pod here. The extender does, through the Eviction API.
 fill_node core
 k get pods -n e2e -o json > "$STATE_DIR/pods-before-preemption.json"
 pod_manifest high-devices neuron 4 neuron-scheduler 0 e2e-high | k apply -f - > /dev/null
