@@ -39,3 +39,34 @@ k delete nusw -n e2e-quota refused --wait=false > /dev/null
 gone() { ! k get nusw -n e2e third > /dev/null 2>&1 && ! k get nusw -n e2e-quota refused > /dev/null 2>&1; }
 check "both are released when deleted" eventually 60 gone
 k delete namespace e2e-quota --wait=false > /dev/null
+
+echo "== a claim forging a workload's annotation is refused at admission"
+# The reservation trusts neuron.aws.com/workload on a claim in the workload's namespace; the chart's
+# ValidatingAdmissionPolicy keeps the annotation to the operator (templates) and the resource-claim
+# controller (claims it makes from them). Here the cluster's administrator tries it, in the
+# workload's own namespace.
+forged_claim_refused() {
+  local out
+  if out="$(k apply -f - 2>&1 <<'YAML'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata:
+  name: forged
+  namespace: e2e
+  annotations: {neuron.aws.com/workload: e2e/first}
+spec:
+  devices:
+    requests:
+      - name: node
+        exactly: {deviceClassName: neuronnode.neuron.aws.com}
+YAML
+)"; then
+    k delete resourceclaim -n e2e forged --wait=false > /dev/null 2>&1
+    echo "created: $out"
+    return 1
+  fi
+  echo "$out"
+  [[ "$out" == *"neuron.aws.com/workload"*"reserves an UltraServer"* ]]
+}
+check "a ResourceClaim carrying another's workload annotation is refused, naming it" \
+  forged_claim_refused
