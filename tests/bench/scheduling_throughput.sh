@@ -36,7 +36,7 @@
 # resumes, as the pods themselves do: creating either is not measured.
 # For every run it also prints each component's CPU seconds while the pods were being
 # scheduled (API server, etcd, controller manager, both schedulers, the extender, kwok): on a
-# small machine they share the CPUs, and the DRA path costs some of them work the others do not.
+# small host they share the CPUs, and the DRA path costs some of them work the others do not.
 # For every run it prints where the API server held requests: the mean time each API Priority and
 # Fairness level kept requests queued, and the server's mean time per Binding and per pod write.
 # The fake nodes renew their Leases every minute, not every 10 s as kubelets do, and the controller
@@ -47,6 +47,7 @@
 # $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+HERE="$REPO/tests/bench/scheduling_throughput"  # the pods it creates, the figures it prints
 NODES="${1:-trn2.48xlarge:1000,inf2.48xlarge:200}"
 PODS="${2:-2000}"
 ALL_RUNS=counting,extender,counting4,extender4,dra,dra-whole
@@ -82,35 +83,7 @@ k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 # (default): sizes of 1-16 cores and 1 or 4 devices; neuron4: aws.amazon.com/neuron 4 on trn2;
 # dra4: a ResourceClaim from the template four-connected-chips on trn2.
 pods() {
-  python3 - "$1" "$2" "$3" "${4:-mixed}" <<'PY'
-import json, sys
-namespace, scheduler, count, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-sizes = [("neuroncore", 1), ("neuroncore", 2), ("neuroncore", 4), ("neuroncore", 8),
-         ("neuroncore", 16), ("neuron", 1), ("neuron", 4)]
-items = []
-for i in range(count):
-    resource, n = sizes[i % len(sizes)] if kind == "mixed" else ("neuron", 4)
-    selector = {"type": "kwok"}
-    if kind != "mixed":
-        selector["node.kubernetes.io/instance-type"] = "trn2.48xlarge"
-    container = {"name": "app", "image": "fake"}
-    spec = {
-        "schedulerName": scheduler,
-        "nodeSelector": selector,
-        "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists",
-                         "effect": "NoSchedule"}],
-        "containers": [container],
-    }
-    if kind == "dra4":
-        container["resources"] = {"claims": [{"name": "chips"}]}
-        spec["resourceClaims"] = [{"name": "chips",
-                                   "resourceClaimTemplateName": "four-connected-chips"}]
-    else:
-        container["resources"] = {"limits": {f"aws.amazon.com/{resource}": str(n)}}
-    items.append({"apiVersion": "v1", "kind": "Pod",
-                  "metadata": {"name": f"p{i:05d}", "namespace": namespace}, "spec": spec})
-print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-PY
+  python3 "$HERE/workload.py" pods "$1" "$2" "$3" "${4:-mixed}"
 }
 
 scheduler_pid() {
@@ -177,31 +150,7 @@ api_metrics() {
 # api_waits BEFORE AFTER: from two api_metrics snapshots, "name requests mean_ms" lines: each
 # priority level's queued requests and mean wait, and the mean time the server took per pod write.
 api_waits() {
-  python3 - "$1" "$2" <<'PY'
-import re, sys
-def read(path):
-    totals = {}
-    for line in open(path):
-        m = re.match(r'(\w+)_(sum|count)\{(.*)\} (\S+)$', line.strip())
-        if not m:
-            continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m[3]))
-        if m[1] == "apiserver_flowcontrol_request_wait_duration_seconds":
-            name = "queued at " + labels["priority_level"]
-        elif labels.get("verb") in ("POST", "PATCH", "PUT") and labels.get("resource") == "pods":
-            name = "served " + labels["verb"] + " pods" + ("/" + labels["subresource"] if labels.get("subresource") else "")
-        else:
-            continue
-        pair = totals.setdefault(name, [0.0, 0.0])
-        pair[0 if m[2] == "sum" else 1] += float(m[4])
-    return totals
-before, after = read(sys.argv[1]), read(sys.argv[2])
-for name in sorted(after):
-    seconds = after[name][0] - before.get(name, [0, 0])[0]
-    count = after[name][1] - before.get(name, [0, 0])[1]
-    if count >= 1:
-        print(name.replace(" ", "_"), int(count), f"{1000 * seconds / count:.1f}")
-PY
+  python3 "$HERE/report.py" api-waits "$1" "$2"
 }
 
 # measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second", and writes the CPU
@@ -245,59 +194,14 @@ YAML
   cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
-  k get pods -n "$namespace" -o json | python3 -c '
-import datetime, json, sys
-times = []
-for pod in json.load(sys.stdin)["items"]:
-    for c in pod.get("status", {}).get("conditions", []):
-        if c["type"] == "PodScheduled" and c["status"] == "True":
-            times.append(datetime.datetime.fromisoformat(c["lastTransitionTime"].replace("Z", "+00:00")))
-span = (max(times) - min(times)).total_seconds() + 1
-print(len(times), span, len(times) / span)'
+  k get pods -n "$namespace" -o json | python3 "$HERE/report.py" span
 }
 
 # valid_share NAMESPACE [dra]: how many placements are right: the count asked, on devices the
 # node's torus.dev/topology says are NeuronLink-connected. Extender pods by their AWS_NEURON_IDS;
 # with `dra`, by their ResourceClaim's allocation (4 chips of the pod's own node).
 valid_share() {
-  PYTHONPATH="$REPO/tests/e2e/cluster" python3 - "$KUBECTL" "$KUBECONFIG" "$1" "${2:-extender}" <<'PY'
-import json, subprocess, sys
-from neuronlink import connected
-kubectl, kubeconfig, namespace, mode = sys.argv[1:5]
-get = lambda *a: json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, *a, "-o", "json"]))
-nodes = {n["metadata"]["name"]: json.loads(n["metadata"]["annotations"]["torus.dev/topology"])
-         for n in get("get", "nodes", "-l", "type=kwok")["items"]}
-pods = get("get", "pods", "-n", namespace)["items"]
-placements = []  # (node, devices asked, devices got)
-if mode == "dra":
-    node_of = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
-    for claim in get("get", "resourceclaims", "-n", namespace)["items"]:
-        status = claim.get("status", {})
-        owners = [r["name"] for r in status.get("reservedFor", []) if r.get("resource") == "pods"]
-        node = node_of.get(owners[0]) if owners else None
-        results = status.get("allocation", {}).get("devices", {}).get("results", [])
-        chips = [int(r["device"][len("neurondevice"):]) for r in results
-                 if r["pool"] == node and r["device"].startswith("neurondevice")]
-        placements.append((node, 4, chips if len(chips) == len(results) else []))
-else:
-    for pod in pods:
-        meta, spec = pod["metadata"], pod["spec"]
-        ids = [int(i) for i in meta.get("annotations", {}).get("AWS_NEURON_IDS", "").split(",") if i]
-        resource, count = next(iter(spec["containers"][0]["resources"]["limits"].items()))
-        topo = nodes.get(spec.get("nodeName"))
-        if not topo or len(ids) != int(count) or len(set(ids)) != len(ids):
-            placements.append((None, 0, []))
-            continue
-        devices = sorted(set(ids)) if resource.endswith("/neuron") else \
-            sorted({i // topo["coresPerDevice"] for i in ids})
-        placements.append((spec["nodeName"], len(devices), devices))
-valid = 0
-for node, want, devices in placements:
-    topo = nodes.get(node)
-    if topo and want and len(set(devices)) == want:
-        valid += connected(sorted(set(devices)), lambda d: topo["links"][d])
-print(valid, len(pods))
-PY
+  python3 "$HERE/report.py" valid "$KUBECTL" "$KUBECONFIG" "$1" "${2:-extender}"
 }
 
 # publish_fake_slices CORE_DEVICES: the pool the driver would publish, for every fake trn2 node
@@ -310,13 +214,7 @@ publish_fake_slices() {
     --dra-core-devices="$1")"
   k get nodes -l type=kwok,node.kubernetes.io/instance-type=trn2.48xlarge \
     -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' |
-    python3 -c '
-import json, sys
-template = sys.argv[1]
-items = []
-for name in sys.stdin.read().split():
-    items += json.loads(template.replace("FAKE-NODE-NAME", name))["items"]
-print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))' "$template" |
+    python3 "$HERE/workload.py" slices "$template" |
     k create -f - > /dev/null
   k get resourceslices --no-headers | wc -l
 }
@@ -348,14 +246,8 @@ if wants extender; then
   echo "== $PODS pods through neuron-scheduler and the Torus extender"
   record extender neuron-scheduler bench-extender mixed extender
   # Where the extender path's time goes: the extender's own time per verb, from its /metrics.
-  extender_time=$(curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" | python3 -c '
-import re, sys
-sums, counts = {}, {}
-for line in sys.stdin:
-    m = re.match(r"torus_extender_request_duration_seconds_(sum|count)\{verb=\"(\w+)\"\} (\S+)", line)
-    if m:
-        (sums if m[1] == "sum" else counts)[m[2]] = float(m[3])
-print(", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}" for v in sorted(counts) if counts[v]))')
+  extender_time=$(curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" |
+    python3 "$HERE/report.py" extender-time)
   clear_run bench-extender
 fi
 if wants counting4; then
@@ -383,7 +275,7 @@ fi
 # ratio A B: "A / B: N.NNx" when both ran.
 ratio() {
   [[ -n "${run_rate[$1]:-}" && -n "${run_rate[$2]:-}" ]] || return 0
-  python3 -c "print(f'$1 / $2: {${run_rate[$1]} / ${run_rate[$2]}:.2f}x ${3:-}')"
+  python3 "$HERE/report.py" ratio "$1" "$2" "${run_rate[$1]}" "${run_rate[$2]}" "${3:-}"
 }
 row() {  # row RUN LABEL
   [[ -n "${run_rate[$1]:-}" ]] || return 0
@@ -411,52 +303,16 @@ for namespace in bench-dra bench-dra-whole; do
 done
 echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s"
 
-# Where the machine's time went in each run: each component's CPU seconds from the scheduler's
+# Where the host's CPU time went in each run: each component's CPU seconds from the scheduler's
 # resume until every pod was bound (the run's wall time is the span above, plus the polling's last
 # 2 s at most); and where the API server held requests in the same span.
-python3 - "$STATE_DIR" <<'PY'
-import os, sys
-state = sys.argv[1]
-runs = [("counting", "bench-default"), ("extender", "bench-extender"),
-        ("counting4", "bench-default-4"), ("extender4", "bench-extender-4"),
-        ("dra", "bench-dra"), ("dra-whole", "bench-dra-whole")]
-def table(title, prefix, column, total):
-    found, names = {}, []
-    for label, namespace in runs:
-        path = os.path.join(state, prefix + namespace)
-        if os.path.exists(path):
-            found[label] = {line.split()[0]: line.split()[column] for line in open(path) if line.strip()}
-            names += [n for n in found[label] if n not in names]
-    if not found:
-        return
-    print(f"\n{title}")
-    print(f"{'':<30}" + "".join(f"{label:>12}" for label in found))
-    for name in names:
-        print(f"{name.replace('_', ' '):<30}" + "".join(f"{found[label].get(name, '-'):>12}" for label in found))
-    if total:
-        print(f"{'all':<30}" + "".join(f"{sum(float(v) for v in found[label].values()):>12.1f}" for label in found))
-table("CPU SECONDS WHILE THE PODS WERE SCHEDULED (per component)", "cpu-", 1, True)
-table("API SERVER: REQUESTS (queued per priority level; pod writes served)", "api-", 1, False)
-table("API SERVER: MEAN MS (time queued; time to serve)", "api-", 2, False)
-PY
+python3 "$HERE/report.py" tables "$STATE_DIR"
 
 plot_dir="${PLOT_DIR:-$REPO/build/bench-plots}"
 mkdir -p "$plot_dir"
 if py="$("$REPO/scripts/bench-venv.sh")"; then
-  python3 - "$plot_dir/scheduling-throughput.png" "$NODES" "$PODS" "$K8S_VERSION" \
-    "${run_rate[counting]:-nan}" "${run_rate[extender]:-nan}" "${run_rate[counting4]:-nan}" \
-    "${run_rate[extender4]:-nan}" "${run_rate[dra]:-nan}" "${run_rate[dra-whole]:-nan}" <<'PY' | "$py" "$REPO/tests/bench/plot.py"
-import json, math, sys
-out, nodes, pods, version = sys.argv[1:5]
-default, ext, d4, e4, dra, whole = (None if math.isnan(float(v)) else float(v) for v in sys.argv[5:])
-print(json.dumps({
-    "out": out, "kind": "bar", "ylabel": "pods scheduled per second",
-    "title": f"Scheduling throughput, {pods} pods on {nodes}",
-    "series": [
-        {"name": "kube-scheduler, counted", "x": ["mixed sizes", "4 connected chips"], "y": [default, d4]},
-        {"name": "neuron-scheduler + Torus extender", "x": ["mixed sizes", "4 connected chips"], "y": [ext, e4]},
-        {"name": "kube-scheduler DRA, chips + partitions", "x": ["mixed sizes", "4 connected chips"], "y": [None, dra]},
-        {"name": "kube-scheduler DRA, whole chips", "x": ["mixed sizes", "4 connected chips"], "y": [None, whole]}],
-    "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; DRA is measured for 4 chips only; a missing bar was not run"}))
-PY
+  python3 "$HERE/report.py" plot-spec "$plot_dir/scheduling-throughput.png" "$NODES" "$PODS" \
+    "$K8S_VERSION" "${run_rate[counting]:-nan}" "${run_rate[extender]:-nan}" \
+    "${run_rate[counting4]:-nan}" "${run_rate[extender4]:-nan}" "${run_rate[dra]:-nan}" \
+    "${run_rate[dra-whole]:-nan}" | "$py" "$REPO/tests/bench/plot.py"
 fi

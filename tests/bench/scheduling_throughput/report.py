@@ -1,0 +1,215 @@
+"""The figures scheduling_throughput.sh prints, from what it collected on the cluster.
+
+  report.py span < PODS.json                   "pods seconds pods_per_second": the PodScheduled
+                                               transitions' count, span + 1 s, and their rate
+  report.py api-waits BEFORE AFTER             from two snapshots of the API server's /metrics,
+                                               "name requests mean_ms" per priority level's
+                                               queued requests and per pod write served
+  report.py extender-time < METRICS            the extender's mean time per verb
+  report.py valid KUBECTL KUBECONFIG NS MODE   "valid total": placements that are the count asked,
+                                               on NeuronLink-connected devices (MODE extender: the
+                                               pods' AWS_NEURON_IDS; dra: their claims' results)
+  report.py ratio A B RATE_A RATE_B [NOTE]     "A / B: N.NNx NOTE"
+  report.py tables STATE_DIR                   CPU seconds and API server waits, a column per run
+  report.py plot-spec OUT NODES PODS VERSION COUNTING EXTENDER COUNTING4 EXTENDER4 DRA DRA_WHOLE
+                                               the bar chart's spec for plot.py (rates; nan: not run)
+"""
+import datetime
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "e2e",
+                                "cluster"))
+from neuronlink import connected  # noqa: E402
+
+# Each run's label and namespace, in the order the tables show them.
+RUNS = [("counting", "bench-default"), ("extender", "bench-extender"),
+        ("counting4", "bench-default-4"), ("extender4", "bench-extender-4"),
+        ("dra", "bench-dra"), ("dra-whole", "bench-dra-whole")]
+
+
+def span(pod_list):
+    """(pods scheduled, seconds from the first to the last PodScheduled + 1, pods per second).
+    Transitions have 1 s resolution: the + 1 counts the last second."""
+    times = []
+    for pod in pod_list["items"]:
+        for c in pod.get("status", {}).get("conditions", []):
+            if c["type"] == "PodScheduled" and c["status"] == "True":
+                times.append(datetime.datetime.fromisoformat(
+                    c["lastTransitionTime"].replace("Z", "+00:00")))
+    seconds = (max(times) - min(times)).total_seconds() + 1
+    return len(times), seconds, len(times) / seconds
+
+
+def read_metrics(lines):
+    """name -> [seconds, requests] of the API server's counters this benchmark reads."""
+    totals = {}
+    for line in lines:
+        m = re.match(r'(\w+)_(sum|count)\{(.*)\} (\S+)$', line.strip())
+        if not m:
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', m[3]))
+        if m[1] == "apiserver_flowcontrol_request_wait_duration_seconds":
+            name = "queued at " + labels["priority_level"]
+        elif labels.get("verb") in ("POST", "PATCH", "PUT") and labels.get("resource") == "pods":
+            name = "served " + labels["verb"] + " pods" + (
+                "/" + labels["subresource"] if labels.get("subresource") else "")
+        else:
+            continue
+        pair = totals.setdefault(name, [0.0, 0.0])
+        pair[0 if m[2] == "sum" else 1] += float(m[4])
+    return totals
+
+
+def api_waits(before, after):
+    """"name requests mean_ms" lines for what grew between two read_metrics results."""
+    lines = []
+    for name in sorted(after):
+        seconds = after[name][0] - before.get(name, [0, 0])[0]
+        count = after[name][1] - before.get(name, [0, 0])[1]
+        if count >= 1:
+            lines.append(f"{name.replace(' ', '_')} {int(count)} {1000 * seconds / count:.1f}")
+    return lines
+
+
+def extender_time(lines):
+    """"verb N.N ms x COUNT, ..." from the extender's request duration histogram."""
+    sums, counts = {}, {}
+    for line in lines:
+        m = re.match(r"torus_extender_request_duration_seconds_(sum|count)\{verb=\"(\w+)\"\} (\S+)",
+                     line)
+        if m:
+            (sums if m[1] == "sum" else counts)[m[2]] = float(m[3])
+    return ", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}"
+                     for v in sorted(counts) if counts[v])
+
+
+def placements(nodes, pods, claims, mode):
+    """(node, devices asked, devices got) per pod (extender) or per claim (dra)."""
+    found = []
+    if mode == "dra":
+        node_of = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+        for claim in claims:
+            status = claim.get("status", {})
+            owners = [r["name"] for r in status.get("reservedFor", [])
+                      if r.get("resource") == "pods"]
+            node = node_of.get(owners[0]) if owners else None
+            results = status.get("allocation", {}).get("devices", {}).get("results", [])
+            chips = [int(r["device"][len("neurondevice"):]) for r in results
+                     if r["pool"] == node and r["device"].startswith("neurondevice")]
+            found.append((node, 4, chips if len(chips) == len(results) else []))
+        return found
+    for pod in pods:
+        meta, spec = pod["metadata"], pod["spec"]
+        ids = [int(i) for i in meta.get("annotations", {}).get("AWS_NEURON_IDS", "").split(",")
+               if i]
+        resource, count = next(iter(spec["containers"][0]["resources"]["limits"].items()))
+        topo = nodes.get(spec.get("nodeName"))
+        if not topo or len(ids) != int(count) or len(set(ids)) != len(ids):
+            found.append((None, 0, []))
+            continue
+        devices = sorted(set(ids)) if resource.endswith("/neuron") else \
+            sorted({i // topo["coresPerDevice"] for i in ids})
+        found.append((spec["nodeName"], len(devices), devices))
+    return found
+
+
+def valid_count(nodes, placed):
+    """How many placements have the devices asked, NeuronLink-connected on their node's
+    torus.dev/topology (nodes: name -> that annotation, parsed)."""
+    valid = 0
+    for node, want, devices in placed:
+        topo = nodes.get(node)
+        if topo and want and len(set(devices)) == want:
+            valid += connected(sorted(set(devices)), lambda d, topo=topo: topo["links"][d])
+    return valid
+
+
+def valid(kubectl, kubeconfig, namespace, mode):
+    def get(*args):
+        return json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, *args,
+                                                   "-o", "json"]))
+    nodes = {n["metadata"]["name"]: json.loads(n["metadata"]["annotations"]["torus.dev/topology"])
+             for n in get("get", "nodes", "-l", "type=kwok")["items"]}
+    pods = get("get", "pods", "-n", namespace)["items"]
+    claims = get("get", "resourceclaims", "-n", namespace)["items"] if mode == "dra" else []
+    return valid_count(nodes, placements(nodes, pods, claims, mode)), len(pods)
+
+
+def ratio(a, b, rate_a, rate_b, note):
+    return f"{a} / {b}: {float(rate_a) / float(rate_b):.2f}x {note}"
+
+
+def tables(state):
+    """The per-run tables of what each run wrote under `state` (cpu-NS, api-NS files), line by
+    line."""
+    def table(title, prefix, column, total):
+        found, names = {}, []
+        for label, namespace in RUNS:
+            path = os.path.join(state, prefix + namespace)
+            if os.path.exists(path):
+                with open(path) as f:
+                    found[label] = {line.split()[0]: line.split()[column] for line in f
+                                    if line.strip()}
+                names += [n for n in found[label] if n not in names]
+        if not found:
+            return
+        yield f"\n{title}"
+        yield f"{'':<30}" + "".join(f"{label:>12}" for label in found)
+        for name in names:
+            yield (f"{name.replace('_', ' '):<30}" +
+                   "".join(f"{found[label].get(name, '-'):>12}" for label in found))
+        if total:
+            yield f"{'all':<30}" + "".join(
+                f"{sum(float(v) for v in found[label].values()):>12.1f}" for label in found)
+    yield from table("CPU SECONDS WHILE THE PODS WERE SCHEDULED (per component)", "cpu-", 1, True)
+    yield from table("API SERVER: REQUESTS (queued per priority level; pod writes served)", "api-", 1,
+                     False)
+    yield from table("API SERVER: MEAN MS (time queued; time to serve)", "api-", 2, False)
+
+
+def plot_spec(out, nodes, pods, version, rates):
+    default, ext, d4, e4, dra, whole = (None if math.isnan(float(v)) else float(v) for v in rates)
+    sizes = ["mixed sizes", "4 connected chips"]
+    return {
+        "out": out, "kind": "bar", "ylabel": "pods scheduled per second",
+        "title": f"Scheduling throughput, {pods} pods on {nodes}",
+        "series": [
+            {"name": "kube-scheduler, counted", "x": sizes, "y": [default, d4]},
+            {"name": "neuron-scheduler + Torus extender", "x": sizes, "y": [ext, e4]},
+            {"name": "kube-scheduler DRA, chips + partitions", "x": sizes, "y": [None, dra]},
+            {"name": "kube-scheduler DRA, whole chips", "x": sizes, "y": [None, whole]}],
+        "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; DRA is measured for "
+                "4 chips only; a missing bar was not run"}
+
+
+def main(argv):
+    command, args = (argv[0], argv[1:]) if argv else ("", [])
+    if command == "span" and not args:
+        print(*span(json.load(sys.stdin)))
+    elif command == "api-waits" and len(args) == 2:
+        with open(args[0]) as before, open(args[1]) as after:
+            lines = api_waits(read_metrics(before), read_metrics(after))
+        for line in lines:
+            print(line)
+    elif command == "extender-time" and not args:
+        print(extender_time(sys.stdin))
+    elif command == "valid" and len(args) == 4:
+        print(*valid(*args))
+    elif command == "ratio" and len(args) in (4, 5):
+        print(ratio(*args[:4], args[4] if len(args) == 5 else ""))
+    elif command == "tables" and len(args) == 1:
+        for line in tables(args[0]):
+            print(line)
+    elif command == "plot-spec" and len(args) == 10:
+        print(json.dumps(plot_spec(*args[:4], args[4:])))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

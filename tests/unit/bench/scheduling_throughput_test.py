@@ -1,0 +1,154 @@
+"""tests/bench/scheduling_throughput/: the pods and slices the benchmark creates, and each figure
+it prints, from small made-up cluster state."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+HERE = os.path.join(ROOT, "tests", "bench", "scheduling_throughput")
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+workload, report = load("workload"), load("report")
+
+
+def run(script, *args, stdin=""):
+    return subprocess.run([sys.executable, os.path.join(HERE, script), *args], input=stdin,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def scheduled(name, at):
+    return {"metadata": {"name": name},
+            "status": {"conditions": [{"type": "PodScheduled", "status": "True",
+                                       "lastTransitionTime": at}]}}
+
+
+# Four devices in a ring 0-1-2-3-0 with 2 cores each: {0, 2} is not connected, {0, 1} is.
+RING = {"coresPerDevice": 2, "links": [[1, 3], [0, 2], [1, 3], [2, 0]]}
+
+
+class WorkloadTest(unittest.TestCase):
+    def test_mixed_pods_take_the_sizes_in_turn_and_only_fit_fake_nodes(self):
+        pods = workload.pods("ns", "neuron-scheduler", 8, "mixed")["items"]
+        self.assertEqual([p["metadata"]["name"] for p in pods][:2], ["p00000", "p00001"])
+        limits = [p["spec"]["containers"][0]["resources"]["limits"] for p in pods]
+        self.assertEqual(limits[0], {"aws.amazon.com/neuroncore": "1"})
+        self.assertEqual(limits[6], {"aws.amazon.com/neuron": "4"})
+        self.assertEqual(limits[7], {"aws.amazon.com/neuroncore": "1"})
+        self.assertEqual(pods[0]["spec"]["nodeSelector"], {"type": "kwok"})
+        self.assertEqual(pods[0]["spec"]["schedulerName"], "neuron-scheduler")
+
+    def test_four_chip_pods_ask_trn2_by_limit_or_by_claim(self):
+        neuron4 = workload.pods("ns", "s", 1, "neuron4")["items"][0]["spec"]
+        self.assertEqual(neuron4["nodeSelector"]["node.kubernetes.io/instance-type"], "trn2.48xlarge")
+        self.assertEqual(neuron4["containers"][0]["resources"]["limits"], {"aws.amazon.com/neuron": "4"})
+        dra4 = workload.pods("ns", "s", 1, "dra4")["items"][0]["spec"]
+        self.assertEqual(dra4["resourceClaims"],
+                         [{"name": "chips", "resourceClaimTemplateName": "four-connected-chips"}])
+        self.assertEqual(dra4["containers"][0]["resources"], {"claims": [{"name": "chips"}]})
+
+    def test_the_command_line_prints_one_list_and_bad_usage_exits_1(self):
+        done = run("workload.py", "pods", "ns", "s", "3", "mixed")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(len(json.loads(done.stdout)["items"]), 3)
+        template = json.dumps({"items": [{"spec": {"nodeName": "FAKE-NODE-NAME"}}]})
+        done = run("workload.py", "slices", template, stdin="a\nb\n")
+        self.assertEqual([i["spec"]["nodeName"] for i in json.loads(done.stdout)["items"]], ["a", "b"])
+        self.assertEqual(run("workload.py", "pods", "ns").returncode, 1)
+
+
+class ReportTest(unittest.TestCase):
+    def test_span_counts_the_last_second(self):
+        pods = {"items": [scheduled("a", "2026-01-01T00:00:00Z"), scheduled("b", "2026-01-01T00:00:03Z"),
+                          {"metadata": {"name": "pending"}}]}
+        self.assertEqual(report.span(pods), (2, 4.0, 0.5))
+        self.assertEqual(run("report.py", "span", stdin=json.dumps(pods)).stdout, "2 4.0 0.5\n")
+
+    def test_api_waits_are_the_growth_between_two_snapshots(self):
+        before = ['apiserver_flowcontrol_request_wait_duration_seconds_sum{priority_level="workload-low"} 1',
+                  'apiserver_flowcontrol_request_wait_duration_seconds_count{priority_level="workload-low"} 10']
+        after = ['apiserver_flowcontrol_request_wait_duration_seconds_sum{priority_level="workload-low"} 3',
+                 'apiserver_flowcontrol_request_wait_duration_seconds_count{priority_level="workload-low"} 20',
+                 'apiserver_request_duration_seconds_sum{resource="pods",subresource="binding",verb="POST"} 0.5',
+                 'apiserver_request_duration_seconds_count{resource="pods",subresource="binding",verb="POST"} 100',
+                 'apiserver_request_duration_seconds_count{resource="pods",verb="GET"} 7']
+        self.assertEqual(report.api_waits(report.read_metrics(before), report.read_metrics(after)),
+                         ["queued_at_workload-low 10 200.0", "served_POST_pods/binding 100 5.0"])
+
+    def test_extender_time_is_the_mean_per_verb(self):
+        metrics = ['torus_extender_request_duration_seconds_sum{verb="filter"} 2',
+                   'torus_extender_request_duration_seconds_count{verb="filter"} 1000',
+                   'torus_extender_request_duration_seconds_count{verb="bind"} 0']
+        self.assertEqual(report.extender_time(metrics), "filter 2.0 ms x 1000")
+
+    def test_extender_placements_are_valid_when_asked_and_connected(self):
+        nodes = {"n": RING}
+
+        def pod(resource, count, ids, node="n"):
+            return {"metadata": {"annotations": {"AWS_NEURON_IDS": ids}},
+                    "spec": {"nodeName": node,
+                             "containers": [{"resources": {"limits": {resource: count}}}]}}
+        pods = [pod("aws.amazon.com/neuron", "2", "0,1"),        # connected devices
+                pod("aws.amazon.com/neuron", "2", "0,2"),        # not connected
+                pod("aws.amazon.com/neuroncore", "4", "0,1,2,3"),  # devices 0 and 1
+                pod("aws.amazon.com/neuron", "2", "0"),          # fewer than asked
+                pod("aws.amazon.com/neuron", "1", "0", node="gone")]
+        placed = report.placements(nodes, pods, [], "extender")
+        self.assertEqual(placed[2], ("n", 2, [0, 1]))
+        self.assertEqual(report.valid_count(nodes, placed), 2)
+
+    def test_dra_placements_are_four_chips_of_the_pods_own_node(self):
+        nodes = {"n": {"links": [[1], [0, 2], [1, 3], [2]]}}
+        pods = [{"metadata": {"name": "p"}, "spec": {"nodeName": "n"}}]
+
+        def claim(pool, chips):
+            return {"status": {"reservedFor": [{"resource": "pods", "name": "p"}],
+                               "allocation": {"devices": {"results": [
+                                   {"pool": pool, "device": f"neurondevice{c}"} for c in chips]}}}}
+        placed = report.placements(nodes, pods, [claim("n", [0, 1, 2, 3]), claim("other", [0, 1, 2, 3]),
+                                                 claim("n", [0, 1, 2])], "dra")
+        self.assertEqual(placed, [("n", 4, [0, 1, 2, 3]), ("n", 4, []), ("n", 4, [0, 1, 2])])
+        self.assertEqual(report.valid_count(nodes, placed), 1)
+
+    def test_ratio_prints_two_decimals_and_the_note(self):
+        self.assertEqual(run("report.py", "ratio", "dra", "extender4", "30", "40", "(target)").stdout,
+                         "dra / extender4: 0.75x (target)\n")
+        self.assertEqual(run("report.py", "ratio", "a", "b", "1", "3").stdout, "a / b: 0.33x \n")
+
+    def test_tables_have_a_column_per_run_that_wrote_its_files(self):
+        with tempfile.TemporaryDirectory() as state:
+            for namespace, text in (("cpu-bench-default", "etcd 1.5\nkwok 0.5\n"),
+                                    ("cpu-bench-dra", "etcd 2.0\n"),
+                                    ("api-bench-dra", "queued_at_x 10 2.5\n")):
+                with open(os.path.join(state, namespace), "w") as f:
+                    f.write(text)
+            lines = list(report.tables(state))
+        self.assertEqual(lines[0], "\nCPU SECONDS WHILE THE PODS WERE SCHEDULED (per component)")
+        self.assertEqual(lines[1].split(), ["counting", "dra"])
+        self.assertEqual(lines[3].split(), ["kwok", "0.5", "-"])
+        self.assertEqual(lines[4].split(), ["all", "2.0", "2.0"])
+        self.assertIn("queued at x", "\n".join(lines))
+        with tempfile.TemporaryDirectory() as empty:
+            self.assertEqual(list(report.tables(empty)), [])
+
+    def test_the_plot_spec_leaves_out_runs_that_did_not_run(self):
+        spec = report.plot_spec("x.png", "trn2.48xlarge:10", "20", "v1.37.2",
+                                ["10", "5", "nan", "4", "3.5", "nan"])
+        self.assertEqual(spec["series"][0]["y"], [10.0, None])
+        self.assertEqual(spec["series"][2]["y"], [None, 3.5])
+        self.assertEqual(spec["series"][3]["y"], [None, None])
+        self.assertEqual(run("report.py", "plot-spec", "x").returncode, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
