@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Collectives benchmark: our neuron-cc-bench next to Open MPI (shared memory: ob1 + vader; TCP:
 # ob1 + the tcp BTL against ours over libfabric tcp;ofi_rxm) and a memory-bandwidth bound, all
-# measured in this one run on this machine, with the ratios. Network cases stay on loopback.
+# measured in this one run on the same host, with the ratios. Network cases stay on loopback.
 #
 #   tests/bench/collectives_vs_mpi.sh [build-dir] [runs]
 #
@@ -11,8 +11,8 @@
 #
 # Needs Debian's openmpi-bin and libopenmpi-dev (mpicc compiles the MPI side into a temp dir).
 # Each figure is the median of `runs` runs (default 5), ours and Open MPI's interleaved. Before
-# each case the script waits (up to 60 s) for the CPUs to be >= 80 % idle, since this is a shared
-# 2-core machine, and prints the idle share it saw. GB = 1e9 bytes; busbw uses nccl-tests'
+# each case the script waits (up to 60 s) for the CPUs to be >= 80 % idle, since the host's CPUs
+# may be shared, and prints the idle share it saw. GB = 1e9 bytes; busbw uses nccl-tests'
 # factors; both sides verify their results (check column).
 set -euo pipefail
 
@@ -28,30 +28,9 @@ done
 work="$(mktemp -d "${TMPDIR:-/tmp}/coll-vs-mpi.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-cat >"$work/median.py" <<'EOF'
-import json, statistics, sys
-rows = []
-for line in sys.stdin:
-    try:
-        rows.append(json.loads(line))
-    except ValueError:
-        pass
-values = [r[sys.argv[1]] for r in rows]
-ok = bool(rows) and all(r.get("check") == "ok" for r in rows)
-print(f"{statistics.median(values):.4f}" if values else "nan", "ok" if ok else "FAIL")
-EOF
-
-cat >"$work/ratio.py" <<'EOF'
-import sys
-ours, theirs, field = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-try:
-    print(f"{(theirs / ours if field == 'time_us' else ours / theirs):.2f}x")
-except ZeroDivisionError:
-    print("n/a")
-EOF
-
 # The same MPI benchmark and memory probe as collectives_vs_peers.sh (tests/bench/peers/).
 peers="$(dirname "$0")/peers"
+report() { python3 "$peers/mpi_report.py" "$@"; }
 mpicc -O3 -o "$work/mpibench" "$peers/mpi_bench.c"
 gcc -O3 -pthread -o "$work/membw" "$peers/membw.c"
 
@@ -82,10 +61,10 @@ measure() {  # label ranks op bytes iters warmup field
     ours+="$(our_run "$ranks" "$op" "$bytes" "$iters" "$warmup")"$'\n'
     theirs+="$(mpi_run "$ranks" "$op" "$bytes" "$iters" "$warmup")"$'\n'
   done
-  read -r our_value our_check <<<"$(python3 "$work/median.py" "$field" <<<"$ours")"
-  read -r mpi_value mpi_check <<<"$(python3 "$work/median.py" "$field" <<<"$theirs")"
+  read -r our_value our_check <<<"$(report median "$field" <<<"$ours")"
+  read -r mpi_value mpi_check <<<"$(report median "$field" <<<"$theirs")"
   printf '%-32s %5s %11s %6s %11s %6s %7s\n' "$label" "$idle%" "$our_value" "$our_check" \
-    "$mpi_value" "$mpi_check" "$(python3 "$work/ratio.py" "$our_value" "$mpi_value" "$field")"
+    "$mpi_value" "$mpi_check" "$(report ratio "$our_value" "$mpi_value" "$field")"
   ours_of[$label]=$our_value
   mpi_of[$label]=$mpi_value
 }
@@ -97,7 +76,7 @@ idle=$(wait_idle "60")
 # 256 MiB per thread: larger than the L3, as the 2-rank 64 MiB AllReduce's working set is
 # (two inputs and two outputs of 64 MiB).
 membw=$("$work/membw" 256 2 5)
-bound=$(python3 -c "print(f'{$membw / 4:.3f}')")
+bound=$(awk -v membw="$membw" 'BEGIN { printf "%.3f\n", membw / 4 }')
 echo "# memory bandwidth: 2 threads, memcpy 256 MiB each, STREAM counting, best of 5:" \
   "$membw GB/s (idle $idle%)"
 echo "# 2-rank AllReduce bound: both inputs read once and both outputs written once = 4 x S of"
@@ -121,17 +100,8 @@ measure "tcp allreduce 2r 64MiB busbw" 2 allreduce     67108864 10    2    busbw
 measure "tcp allgather 2r 64MiB busbw" 2 allgather     67108864 10    2    busbw_GBps
 transport=shm
 echo
-python3 - "$bound" "${ours_of[allreduce 2r 64MiB busbw]}" "${mpi_of[allreduce 2r 64MiB busbw]}" \
-  "${ours_of[reducescatter 2r 64MiB busbw]}" "${mpi_of[allreduce 2r 64MiB busbw]}" <<'EOF'
-import sys
-bound, ours, mpi, rs, mpi_ar = map(float, sys.argv[1:])
-print(f"allreduce 2r 64MiB: {ours / mpi:.2f}x Open MPI (target >= 2x), "
-      f"{100 * ours / bound:.0f}% of the memory bound {bound:.2f} GB/s (target >= 50%)")
-# Open MPI 4.1.4's reduce_scatter_block is slower than its allreduce (see the reference), so
-# also compare against an RS that costs half of Open MPI's AllReduce of the same buffer:
-# RS busbw = (n-1)/n * S / (t_AR / 2) = AR busbw (n = 2).
-print(f"reducescatter 2r 64MiB vs half an Open MPI allreduce: {rs / mpi_ar:.2f}x")
-EOF
+report summary "$bound" "${ours_of[allreduce 2r 64MiB busbw]}" "${mpi_of[allreduce 2r 64MiB busbw]}" \
+  "${ours_of[reducescatter 2r 64MiB busbw]}" "${mpi_of[allreduce 2r 64MiB busbw]}"
 echo "ratio: ours/openmpi for busbw, openmpi/ours for time; > 1 means we are faster."
 
 # The picture: busbw by size, both sides, with the memory bound.
@@ -150,29 +120,16 @@ for bytes in 8 64 512 4096 32768 262144 2097152 16777216 67108864; do
     ours+="$(our_run 2 allreduce "$bytes" "$iters" "$warmup")"$'\n'
     theirs+="$(mpi_run 2 allreduce "$bytes" "$iters" "$warmup")"$'\n'
   done
-  read -r our_value _ <<<"$(python3 "$work/median.py" busbw_GBps <<<"$ours")"
-  read -r mpi_value _ <<<"$(python3 "$work/median.py" busbw_GBps <<<"$theirs")"
+  read -r our_value _ <<<"$(report median busbw_GBps <<<"$ours")"
+  read -r mpi_value _ <<<"$(report median busbw_GBps <<<"$theirs")"
   printf '%-10s %4s%% %9s %9s %7s\n' "$bytes" "$idle" "$our_value" "$mpi_value" \
-    "$(python3 "$work/ratio.py" "$our_value" "$mpi_value" busbw_GBps)"
+    "$(report ratio "$our_value" "$mpi_value" busbw_GBps)"
   sizes+=("$bytes") ours_sweep+=("$our_value") mpi_sweep+=("$mpi_value")
 done
 if py="$("$(dirname "$0")/../../scripts/bench-venv.sh")"; then
-  python3 - "$plot_dir/collectives-busbw-2r.png" "$bound" "$(date -u +%F)" \
+  report plot-spec "$plot_dir/collectives-busbw-2r.png" "$bound" "$(date -u +%F)" \
     "$(IFS=,; echo "${sizes[*]}")" "$(IFS=,; echo "${ours_sweep[*]}")" \
-    "$(IFS=,; echo "${mpi_sweep[*]}")" <<'PY' | "$py" "$(dirname "$0")/plot.py"
-import json, sys
-out, bound, day, sizes, ours, mpi = sys.argv[1:]
-numbers = lambda text: [float(v) for v in text.split(",")]
-print(json.dumps({
-    "out": out, "kind": "line", "logx": True, "bytes_x": True,
-    "title": "AllReduce, 2 ranks, shared memory: bus bandwidth by size",
-    "xlabel": "buffer size", "ylabel": "busbw (GB/s)",
-    "series": [{"name": "Torus (neuron-cc-bench)", "x": numbers(sizes), "y": numbers(ours)},
-               {"name": "Open MPI (ob1 + vader)", "x": numbers(sizes), "y": numbers(mpi)}],
-    "hlines": [{"name": f"DRAM bound for 2 ranks (membw / 4) {float(bound):.2f} GB/s; "
-                        "smaller buffers stay in cache", "y": float(bound)}],
-    "note": f"tests/bench/collectives_vs_mpi.sh, {day}, median of 3, f32 sum"}))
-PY
+    "$(IFS=,; echo "${mpi_sweep[*]}")" | "$py" "$(dirname "$0")/plot.py"
 else
   echo "no plot: scripts/bench-venv.sh could not make the plotting environment" >&2
 fi

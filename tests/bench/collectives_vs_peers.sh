@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Collectives benchmark against the strongest CPU peers, all measured in this one run on this
-# machine: our neuron-cc-bench next to Open MPI (Debian), MPICH and Intel MPI (PyPI), and Intel
+# Collectives benchmark against the strongest CPU peers, all measured in this one run on the same
+# host: our neuron-cc-bench next to Open MPI (Debian), MPICH and Intel MPI (PyPI), and Intel
 # oneCCL's C++ API (PyPI), over shared memory and over TCP on loopback, with the memory bound,
 # the ratios against the best peer of each case and a busbw-by-size picture.
 #
@@ -127,16 +127,8 @@ install_oneccl() {
   if [[ ! -e "$ccl_venv/lib/libccl.so.2" ]]; then
     "$ccl_venv/bin/pip" download --quiet --disable-pip-version-check --no-deps \
       -d "$ccl_venv/wheels" "oneccl==$ONECCL_VERSION" >>"$work/ccl-install.log" 2>&1 || return 1
-    "$ccl_venv/bin/python" - "$ccl_venv" "$ONECCL_VERSION" >>"$work/ccl-install.log" 2>&1 <<'PY' ||
-import glob, os, sys, zipfile
-venv, version = sys.argv[1:]
-wheel = glob.glob(f"{venv}/wheels/oneccl-{version}-*.whl")[0]
-with zipfile.ZipFile(wheel) as z:
-    data = z.read(f"oneccl-{version}.data/data/lib/libccl.so.2")
-with open(f"{venv}/lib/libccl.so.2", "wb") as f:
-    f.write(data)
-os.chmod(f"{venv}/lib/libccl.so.2", 0o755)
-PY
+    "$ccl_venv/bin/python" "$here/peers/libccl.py" "$ccl_venv" "$ONECCL_VERSION" \
+      >>"$work/ccl-install.log" 2>&1 ||
       return 1
     rm -rf "$ccl_venv/wheels"
   fi
@@ -199,10 +191,7 @@ fabric_version() {  # libfabric.so.1 path: its full version, as fi_info or fi_ve
     text=$(LD_LIBRARY_PATH="$(dirname "$lib")" FI_PROVIDER_PATH="$(dirname "$lib")" \
       "$ccl_venv/bin/libfabric/fi_info" --version 2>/dev/null | sed -n 's/^libfabric: //p')
   fi
-  [[ -n "$text" ]] || text=$(python3 -c '
-import ctypes, sys
-v = ctypes.CDLL(sys.argv[1]).fi_version()
-print(f"{v >> 16}.{v & 0xffff}")' "$lib" 2>/dev/null) || text="?"
+  [[ -n "$text" ]] || text=$(python3 "$here/peers/fi_version.py" "$lib" 2>/dev/null) || text="?"
   echo "$text"
 }
 fabric_names=() fabric_libs=()
@@ -336,7 +325,7 @@ runs_of() {
   return 0
 }
 
-# --- waiting for an idle machine ----------------------------------------------------------------
+# --- waiting for idle CPUs ----------------------------------------------------------------------
 
 # shellcheck source=SCRIPTDIR/idle_wait.sh
 source "$(dirname "$0")/idle_wait.sh"
@@ -344,7 +333,7 @@ source "$(dirname "$0")/idle_wait.sh"
 # --- probing who runs in which mode -------------------------------------------------------------
 
 last_error() {  # the error of the last result line
-  tail -1 "$results" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("error", ""))'
+  python3 "$here/peers/report.py" last-error "$results"
 }
 declare -A participants=()  # mode -> space-separated columns
 probe() {  # who mode: a small AllReduce; on failure the peer is left out of that mode
@@ -423,7 +412,7 @@ done
 idle=$(wait_idle "$idle_wait")
 # 256 MiB per thread: larger than the L3, as the 2-rank 64 MiB AllReduce's working set is.
 membw=$("$work/membw" 256 2 5)
-bound=$(python3 -c "print(f'{$membw / 4:.3f}')")
+bound=$(awk -v membw="$membw" 'BEGIN { printf "%.3f\n", membw / 4 }')
 echo "# memory bandwidth: 2 threads, memcpy 256 MiB each, STREAM counting, best of 5:" \
   "$membw GB/s (idle $idle%); 2-rank AllReduce bound (both inputs read, both outputs" \
   "written: 4 x S per op, busbw = S / t) = membw / 4 = $bound GB/s"
@@ -487,28 +476,10 @@ for bytes in 8 64 512 4096 32768 262144 2097152 16777216 67108864; do
 done
 
 touch "$work/not-run.tsv"
-python3 - "$work/settings.json" "$bound" "$membw" "$tcp_bound" "$runs" "$sweep_runs" "$iter_scale" \
-  "$out_dir/summary.json" "$plot_dir/collectives-busbw-2r-peers.png" "$work/plot.json" \
-  "${participants[shm]}" "${participants[tcp]}" "$work/not-run.tsv" "$peers_short" \
-  "${versions[@]}" <<'PY'
-import datetime, json, sys
-(path, bound, membw, tcp_bound, runs, sweep_runs, scale, summary, plot, spec, shm, tcp, not_run, short,
- *versions) = sys.argv[1:]
-not_run = [dict(zip(("who", "mode", "error"), line.rstrip("\n").split("\t", 2)))
-           for line in open(not_run) if line.strip()]
-labels = {"ours": "Torus (neuron-cc-bench)", "ours-before": "Torus, before the change",
-          "openmpi": "Open MPI (ob1 + vader)",
-          "mpich": "MPICH (ch4, posix shm)", "intel-mpi": "Intel MPI (shm)",
-          "oneccl": "oneCCL (ATL/OFI, shm)"}
-json.dump({"memory_bound_GBps": float(bound), "membw_GBps": float(membw),
-           "tcp_bound_GBps": float(tcp_bound), "runs": int(runs),
-           "sweep_runs": int(sweep_runs), "iter_scale_percent": int(scale), "summary": summary,
-           "plot": plot, "plot_spec": spec, "date": datetime.date.today().isoformat(),
-           "participants": {"shm": shm.split(), "tcp": tcp.split(), "sweep": shm.split()},
-           "labels": labels, "versions": versions, "not_run": not_run,
-           "versions_line": short},
-          open(path, "w"))
-PY
+python3 "$here/peers/report.py" settings "$work/settings.json" "$bound" "$membw" "$tcp_bound" \
+  "$runs" "$sweep_runs" "$iter_scale" "$out_dir/summary.json" \
+  "$plot_dir/collectives-busbw-2r-peers.png" "$work/plot.json" "${participants[shm]}" \
+  "${participants[tcp]}" "$work/not-run.tsv" "$peers_short" "${versions[@]}"
 python3 "$here/peers/report.py" final "$results" "$work/settings.json"
 echo "ratio: > 1 means ours is faster (best peer's time / ours, ours' busbw / best peer's)"
 echo "# every run: $results; medians, ratios, versions: $out_dir/summary.json"

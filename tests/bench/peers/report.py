@@ -9,6 +9,13 @@ carries "error" instead of figures.
   report.py row RESULTS MODE CASE WHO...  one case's medians, best peer and ratio
   report.py final RESULTS SETTINGS.json   the ratio tables again; writes the summary and the
                                           plot spec (paths in SETTINGS)
+  report.py last-error RESULTS            the error of the last run ("" if it had none)
+  report.py settings SETTINGS.json BOUND MEMBW TCP_BOUND RUNS SWEEP_RUNS SCALE SUMMARY PLOT
+            PLOT_SPEC SHM TCP NOT_RUN.tsv VERSIONS_LINE VERSION...
+                                          writes the run's settings for `final`: bounds, run
+                                          counts, output paths, who took part in each mode (SHM,
+                                          TCP: space-separated), who did not run and why
+                                          (NOT_RUN.tsv: who, mode, error per line) and versions
 
 Ratio: > 1 means ours is faster (peer time / our time, or our busbw / peer busbw). The best peer
 is the one with the lowest median time or the highest median busbw; a peer whose runs failed
@@ -16,9 +23,16 @@ their data check is not a candidate. Columns named "ours..." are ours (several o
 libfabric); the first of them is the one the ratio is for, each other "ours" gets its own ratio
 column.
 """
+import datetime
 import json
 import statistics
 import sys
+
+# The legend's name of each side over shared memory (its column name otherwise).
+LABELS = {"ours": "Torus (neuron-cc-bench)", "ours-before": "Torus, before the change",
+          "openmpi": "Open MPI (ob1 + vader)",
+          "mpich": "MPICH (ch4, posix shm)", "intel-mpi": "Intel MPI (shm)",
+          "oneccl": "oneCCL (ATL/OFI, shm)"}
 
 
 def load(path):
@@ -184,6 +198,27 @@ def final(rows, settings):
             json.dump(spec, f)
 
 
+def last_error(path):
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return json.loads(lines[-1]).get("error", "")
+
+
+def settings_of(bound, membw, tcp_bound, runs, sweep_runs, scale, summary, plot, spec, shm, tcp,
+             not_run_path, short, versions, today=None):
+    with open(not_run_path) as f:
+        not_run = [dict(zip(("who", "mode", "error"), line.rstrip("\n").split("\t", 2)))
+                   for line in f if line.strip()]
+    return {"memory_bound_GBps": float(bound), "membw_GBps": float(membw),
+            "tcp_bound_GBps": float(tcp_bound), "runs": int(runs),
+            "sweep_runs": int(sweep_runs), "iter_scale_percent": int(scale), "summary": summary,
+            "plot": plot, "plot_spec": spec,
+            "date": (today or datetime.date.today()).isoformat(),
+            "participants": {"shm": shm.split(), "tcp": tcp.split(), "sweep": shm.split()},
+            "labels": LABELS, "versions": versions, "not_run": not_run,
+            "versions_line": short}
+
+
 def main():
     command = sys.argv[1]
     if command == "header":
@@ -199,6 +234,13 @@ def main():
         with open(sys.argv[3]) as f:
             settings = json.load(f)
         final(load(sys.argv[2]), settings)
+    elif command == "last-error":
+        print(last_error(sys.argv[2]))
+    elif command == "settings":
+        path, *args = sys.argv[2:]
+        written = settings_of(*args[:13], args[13:])
+        with open(path, "w") as f:
+            json.dump(written, f)
     else:
         sys.exit(f"report.py: unknown command {command}")
 
