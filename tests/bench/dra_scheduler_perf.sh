@@ -58,18 +58,7 @@ slice_templates() {
   local neuron_ls="$1" dir="$2" prefix="$3"
   shift 3
   "$neuron_ls" --simulate=trn2.48xlarge --resource-slices=NODE "$@" |
-    python3 -c '
-import json, re, sys
-prefix, out = sys.argv[1], sys.argv[2]
-slices = json.load(sys.stdin)["items"]
-for k, item in enumerate(slices):
-    text = json.dumps(item, indent=1)
-    text = text.replace("\"NODE", "\"scheduler-perf-dra-{{.Index}}")
-    text = re.sub(r"(\"resource\.aws\.com/devicegroup\d+_id\": \{\s*\"string\": \")",
-                  r"\1{{.Index}}-", text)
-    with open(f"{out}/{prefix}-{k}.yaml", "w") as file:
-        file.write(text + "\n")
-print(len(slices))' "$prefix" "$dir"
+    python3 "$REPO/tests/bench/dra_scheduler_perf/templates.py" slices "$prefix" "$dir"
 }
 
 # prepare DIR NEURON-LS: DIR/ holds the config and DIR/templates/ upstream's templates, the slices
@@ -91,14 +80,8 @@ prepare() {
   }
   # The chart's DeviceClasses, one file each.
   "$REPO/build/tools/helm" template torus "$REPO/helm/torus" --set dra.enabled=true \
-    --show-only templates/dra-deviceclasses.yaml | python3 -c '
-import sys
-out = sys.argv[1]
-for document in sys.stdin.read().split("\n---"):
-    for name, file in (("chip.neuron.aws.com", "torus-class-chip"),
-                       ("core.neuron.aws.com", "torus-class-core")):
-        if f"name: {name}\n" in document:
-            open(f"{out}/{file}.yaml", "w").write(document.strip() + "\n")' "$dir/templates"
+    --show-only templates/dra-deviceclasses.yaml |
+    python3 "$REPO/tests/bench/dra_scheduler_perf/templates.py" device-classes "$dir/templates"
   for class in chip core; do
     [[ -s "$dir/templates/torus-class-$class.yaml" ]] ||
       { echo "the chart renders no $class.neuron.aws.com DeviceClass" >&2; exit 1; }
@@ -110,7 +93,7 @@ prepare "$WORK/torus" "$REPO/build/bin/neuron-ls"
 
 # run DIR BINARY BENCH-REGEX [RESULTS]: upstream's benchmark binary on the config in DIR, its
 # figures into RESULTS (default $WORK/results). Upstream's own workloads carry perf-dash thresholds
-# (set for its 6-core benchmark machines); a figure below one fails the binary but is still
+# (set for its 6-core benchmark hosts); a figure below one fails the binary but is still
 # written, so it is reported here, not treated as a failure.
 run() {
   local dir="$1" binary="$2" regex="$3" results="${4:-$WORK/results}" started=$SECONDS
@@ -143,52 +126,5 @@ if [[ -n "$baseline" ]]; then
     "$WORK/baseline-results"
 fi
 
-python3 - "$WORK/results" "$WORK/baseline-results" <<'PY'
-import glob, json, sys
-
-
-def throughputs(directory):
-    found = {}
-    for path in glob.glob(f"{directory}/*.json"):
-        for item in json.load(open(path))["dataItems"]:
-            if item["labels"].get("Metric") == "SchedulingThroughput":
-                name = item["labels"]["Name"].removeprefix("BenchmarkPerfScheduling/")
-                found[name.removesuffix("/test")] = item["data"]["Average"]
-    return found
-
-
-throughput, baseline = throughputs(sys.argv[1]), throughputs(sys.argv[2])
-rows = [
-    ("upstream: claim from template, 1 of 10 devices", "SchedulingWithResourceClaimTemplate/2000pods_200nodes", None),
-    ("upstream: 5 requests, matchAttribute (steady)", "SchedulingWithResourceClaimTemplate/match_empty_500nodes", None),
-    ("upstream: partitionable devices (steady)", "Partitionable/empty_500nodes", None),
-    ("reference: 1 of 16 devices", "ReferenceDevices/one_of_16", None),
-    ("Torus: 1 chip of a trn2 (16 chips)", "TorusChips/one_chip", "ReferenceDevices/one_of_16"),
-    ("reference: 4 of 16 sharing pciRoot", "ReferenceDevices/match4_of_16", None),
-    ("Torus: 4 connected chips (devicegroup4_id)", "TorusConnectedChips/four_connected", "ReferenceDevices/match4_of_16"),
-    ("reference: 1 of 80 devices", "ReferenceDevices/one_of_80", None),
-    ("Torus: 1 core of a trn2 (16 chips + 64 cores)", "TorusCores/one_core", "ReferenceDevices/one_of_80"),
-    ("Torus: 1 chip of a trn2 with core partitions", "TorusChipsOnPartitionedNodes/one_chip", "ReferenceDevices/one_of_80"),
-]
-header = f"\n{'workload':<48} {'pods/s':>8} {'vs reference':>13}"
-print(header + (f" {'baseline':>9} {'vs baseline':>12}" if baseline else ""))
-for label, name, reference in rows:
-    if name not in throughput:
-        continue
-    ratio = ""
-    if reference and reference in throughput:
-        ratio = f"{throughput[name] / throughput[reference]:.2f}x"
-    line = f"{label:<48} {throughput[name]:8.1f} {ratio:>13}"
-    if name in baseline:
-        line += f" {baseline[name]:9.1f} {throughput[name] / baseline[name]:11.2f}x"
-    print(line)
-cores, partitionable = "TorusCores/one_core", "Partitionable/empty_500nodes"
-if cores in throughput and partitionable in throughput:
-    print(f"Torus's cores against upstream's partitionable workload: "
-          f"{throughput[cores] / throughput[partitionable]:.2f}x")
-missing = [name for _, name, _ in rows[3:] if name not in throughput]
-if missing:
-    print(f"no result for {', '.join(missing)}", file=sys.stderr)
-    sys.exit(1)
-PY
+python3 "$REPO/tests/bench/dra_scheduler_perf/report.py" "$WORK/results" "$WORK/baseline-results"
 if ((keep)); then echo "kept: $WORK"; fi
