@@ -55,20 +55,8 @@ install_placer_crds() {
 # namespaced objects) only in namespaces labelled $PLACERS_LABEL.
 install_placer_webhooks() {
   local name="$1" manifest="$2" port="$3"
-  python3 - "$name" "$manifest" "$port" "$PKI/ca.crt" "$PLACERS_LABEL" > "$STATE/$name-webhooks.yaml" <<'PY' ||
-import base64, sys, yaml
-name, manifest, port, ca_file, label = sys.argv[1:]
-key, value = label.split("=")
-ca = base64.b64encode(open(ca_file, "rb").read()).decode()
-configurations = [c for c in yaml.safe_load_all(open(manifest)) if c]
-for configuration in configurations:
-    configuration["metadata"] = {"name": f"{name}-{configuration['metadata']['name']}"}
-    for webhook in configuration["webhooks"]:
-        path = webhook["clientConfig"]["service"]["path"]
-        webhook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}
-        webhook["namespaceSelector"] = {"matchLabels": {key: value}}
-yaml.safe_dump_all(configurations, sys.stdout)
-PY
+  python3 "$REPO/scripts/cluster/placer_webhooks.py" "$name" "$manifest" "$port" "$PKI/ca.crt" \
+    "$PLACERS_LABEL" > "$STATE/$name-webhooks.yaml" ||
     die "$name: cannot rewrite its webhook configurations ($manifest)"
   kubectl_ apply -f "$STATE/$name-webhooks.yaml" > /dev/null ||
     die "$name: cannot install its webhook configurations"

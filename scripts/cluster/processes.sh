@@ -7,7 +7,7 @@ die() { log "error: $*"; exit 1; }
 
 # free_port: a TCP port on 127.0.0.1 that nothing listens on now.
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$REPO/scripts/cluster/free_port.py"
 }
 
 # start_process NAME COMMAND...: runs COMMAND in the background, logging to $STATE/logs/NAME.log.

@@ -2,9 +2,9 @@
 # A second replica of the operator waits for the lease, and acts once the first stops.
 
 echo "== a second replica waits for the lease, and acts once the first stops"
-# A standby on this machine (the same binary, the admin kubeconfig): it must not act while the
+# A standby on the local host (the same binary, the admin kubeconfig): it must not act while the
 # chart's replica holds the lease, and must take over when that one stops and releases it.
-standby_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+standby_port="$(python3 "$REPO/scripts/cluster/free_port.py")"
 "$REPO/build/bin/neuron-ultraserver-operator" --kubeconfig="$KUBECONFIG" --namespace=kube-system \
   --health-probe-bind-address=127.0.0.1:0 --metrics-bind-address="127.0.0.1:$standby_port" \
   > "$STATE_DIR/logs/standby-operator.log" 2>&1 &
