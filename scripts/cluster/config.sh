@@ -1,4 +1,6 @@
 # Configuration files of the local cluster's daemons (sourced by local-cluster.sh).
+# Reads: STATE, PKI, RUNC_BIN, CGROUP_NAME (local-cluster.sh), NODES_PREFIX, POD_PREFIX (nodes.sh),
+# PAUSE_IMAGE (images.sh).
 
 # write_containerd_config NODE_DIR POD_SUBNET: the node's containerd and its pod network.
 write_containerd_config() {

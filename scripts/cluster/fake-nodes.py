@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fake Neuron nodes for the local cluster, driven by kwok (sourced by local-cluster.sh).
+"""Fake Neuron nodes for the local cluster, driven by kwok (run by fake_nodes.sh).
 
 Usage: fake-nodes.py NEURON_LS [--fake-nodes=TYPE:COUNT,...] [--dra-nodes=TYPE:COUNT,...]
 

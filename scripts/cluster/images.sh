@@ -6,6 +6,10 @@
 #                                              Debian bookworm base made with debootstrap
 #   public.ecr.aws/docker/library/debian:bookworm-slim  that base, for deploy/examples
 # Each is built once and found again by its tag.
+#
+# Reads: REPO, STATE, K8S_BIN, CONTAINERD_BIN, RUNC_BIN (local-cluster.sh), TORUS_CACHE, K8S_VERSION
+# (versions.sh), NODE_NAMES (nodes.sh).
+# Sets: PAUSE_IMAGE, SCHEDULER_IMAGE_REPO and, by build_torus_image, TORUS_IMAGE.
 
 PAUSE_IMAGE="localhost/torus-local/pause:$K8S_VERSION"
 SCHEDULER_IMAGE_REPO="localhost/torus-local/kube-scheduler"

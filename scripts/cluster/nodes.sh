@@ -15,6 +15,11 @@
 #                  fixed paths (run-containerd: the runtime shims' sockets)
 #   sim-driver/    where neuron-sim-driver serves the devices' directory, in the node only
 #   containerd/ cni/                                  its runtime's config and state
+#
+# Reads: REPO, STATE, K8S_BIN, CONTAINERD_BIN, CGROUP_NAME, HOST_NETNS_PID (local-cluster.sh), LNC,
+# SIMULATE_FAULTS, RESET_TIME (options.sh), PAUSE_IMAGE (images.sh).
+# Sets: NODES_BRIDGE, NODES_PREFIX, APISERVER_HOST, POD_PREFIX and, by parse_nodes, NODE_NAMES,
+# NODE_TYPES, NODE_PLACES, NODE_ULTRASERVERS (read by the other helpers).
 
 NODES_BRIDGE="torus-nodes"
 NODES_PREFIX="10.87.0"

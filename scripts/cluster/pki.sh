@@ -3,6 +3,9 @@
 # bridge, 127.0.0.1 and the in-cluster names), one client certificate per identity, with the
 # user and group names that the API server's RBAC and Node authorizers expect, and each
 # kubelet's serving certificate for its node's address.
+#
+# Reads: PKI, SERVICE_IP (local-cluster.sh), APISERVER_HOST, NODE_NAMES (nodes.sh), APISERVER_PORT
+# (picked by up).
 
 # make_client_cert NAME CN [O]: $PKI/NAME.{key,crt}, signed by the cluster CA.
 make_client_cert() {

@@ -10,6 +10,9 @@
 # implements Services), with a serving certificate from the cluster CA. Every namespaced webhook
 # is limited to namespaces labelled torus.dev/placers=enabled, so the rest of the cluster never
 # waits on them.
+#
+# Reads: REPO, STATE, PKI, KUBECONFIG_FILE (local-cluster.sh), TORUS_CACHE, KUEUE_VERSION,
+# LWS_VERSION (versions.sh).
 
 PLACERS_LABEL="torus.dev/placers=enabled"
 

@@ -1,6 +1,8 @@
 # Starting, waiting for and stopping the local cluster's processes (sourced by local-cluster.sh).
 # Every process runs in its own session (setsid), its pid in $STATE/pids/NAME.pid and its output
 # in $STATE/logs/NAME.log; `down` stops them by pid, newest first.
+#
+# Reads: REPO, STATE (local-cluster.sh).
 
 log() { printf '[local-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
