@@ -39,8 +39,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
     sandbox = "$PAUSE_IMAGE"
 
 [plugins.'io.containerd.cri.v1.runtime']
-  # This machine refuses a negative oom_score_adj even to root, and the kubelet asks for one
-  # (-998 for every sandbox); containers get at least containerd's own instead.
+  # A host in a container refuses a negative oom_score_adj even to root, and the kubelet asks
+  # for one (-998 for every sandbox); containers get at least containerd's own instead.
   restrict_oom_score_adj = true
   enable_cdi = true
   # The node's own /var/run/cdi (a directory of its mount namespace), where the DRA driver
@@ -84,7 +84,7 @@ authentication:
 authorization:
   mode: Webhook
 containerRuntimeEndpoint: unix://$dir/containerd/containerd.sock
-# This machine may run cgroup v1, which kubelets since 1.35 refuse unless told otherwise.
+# The local host may run cgroup v1, which kubelets since 1.35 refuse unless told otherwise.
 failCgroupV1: false
 cgroupDriver: cgroupfs
 # Everything the kubelet creates lives under one cgroup that 'down' removes.
@@ -93,7 +93,7 @@ failSwapOn: false
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
 serializeImagePulls: false
-# A test machine's disk and memory are small and shared: evict only when nearly out.
+# A test host's disk and memory are small and shared: evict only when nearly out.
 evictionHard:
   memory.available: 50Mi
   nodefs.available: 1%

@@ -55,7 +55,7 @@ ensure_debian_base() {
   if [[ ! -f "$BASE_ROOTFS_TAR" ]]; then
     local rootfs mirror
     rootfs="$(mktemp -d)"
-    # The machine's own Debian mirror: debootstrap may reach no other (and none is written here).
+    # The host's own Debian mirror: debootstrap may reach no other (and none is written here).
     mirror="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2> /dev/null || true)"
     [[ -n "$mirror" ]] || mirror="$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' \
       /etc/apt/sources.list 2> /dev/null || true)"
