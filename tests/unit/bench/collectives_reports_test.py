@@ -1,33 +1,20 @@
 """The collectives benchmarks' Python: mpi_report.py (collectives_vs_mpi.sh), report.py's settings
 and last-error (collectives_vs_peers.sh), libccl.py and fi_version.py, on small made-up runs."""
-import importlib.util
 import json
 import os
 import stat
-import subprocess
-import sys
 import tempfile
 import unittest
 import zipfile
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-PEERS = os.path.join(ROOT, "tests", "bench", "peers")
+import bench_files
 
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(PEERS, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-mpi_report, report, libccl, fi_version = (load(n) for n in ("mpi_report", "report", "libccl",
-                                                              "fi_version"))
+mpi_report, report, libccl, fi_version = (bench_files.load("peers", name) for name in
+                                          ("mpi_report", "report", "libccl", "fi_version"))
 
 
 def run(script, *args, stdin=""):
-    return subprocess.run([sys.executable, os.path.join(PEERS, script), *args], input=stdin,
-                          capture_output=True, text=True, timeout=30, check=False)
+    return bench_files.run("peers", script, *args, stdin=stdin)
 
 
 class MpiReportTest(unittest.TestCase):

@@ -2,18 +2,14 @@
 scheduler_perf templates, and the table read from scheduler_perf's result files."""
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-HERE = os.path.join(ROOT, "tests", "bench", "dra_scheduler_perf")
+import bench_files
 
 
 def run(script, *args, stdin=""):
-    return subprocess.run([sys.executable, os.path.join(HERE, script), *args], input=stdin,
-                          capture_output=True, text=True, timeout=30, check=False)
+    return bench_files.run("dra_scheduler_perf", script, *args, stdin=stdin)
 
 
 SLICE = {"spec": {"nodeName": "NODE", "pool": {"name": "NODE"}, "devices": [{

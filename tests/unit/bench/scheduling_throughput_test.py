@@ -1,30 +1,18 @@
 """tests/bench/scheduling_throughput/: the pods and slices the benchmark creates, and each figure
 it prints, from small made-up cluster state."""
-import importlib.util
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-HERE = os.path.join(ROOT, "tests", "bench", "scheduling_throughput")
+import bench_files
 
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-workload, report = load("workload"), load("report")
+workload = bench_files.load("scheduling_throughput", "workload")
+report = bench_files.load("scheduling_throughput", "report")
 
 
 def run(script, *args, stdin=""):
-    return subprocess.run([sys.executable, os.path.join(HERE, script), *args], input=stdin,
-                          capture_output=True, text=True, timeout=30, check=False)
+    return bench_files.run("scheduling_throughput", script, *args, stdin=stdin)
 
 
 def scheduled(name, at):
