@@ -9,6 +9,8 @@
 #include "common/kube/object_fields.h"
 
 namespace torus::dra {
+using contracts::NeuronSettings;
+
 namespace {
 
 using nlohmann::json;
@@ -53,7 +55,7 @@ Result<void> applyConfigs(const json& allocation, const std::vector<std::string>
       const json& parameters = kube::fieldAt(config, {"opaque", "parameters"});
       if (parameters.is_null()) continue;
       TORUS_RETURN_IF_ERROR(
-          applyOpaqueParameters(parameters, settings),
+          contracts::applyOpaqueParameters(parameters, settings),
           "status.allocation.devices.config[" + std::to_string(i) + "] (" +
               (std::string(source) == "FromClass" ? "from the DeviceClass" : "from the claim") +
               ")");

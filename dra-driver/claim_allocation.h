@@ -12,9 +12,9 @@
 
 #include "common/base/result.h"
 #include "common/contracts/dra_names.h"
+#include "common/contracts/opaque_config.h"
 #include "common/topology/node.h"
 #include "dra-driver/kubelet/claim_driver.h"
-#include "dra-driver/opaque_config.h"
 
 namespace torus::dra {
 

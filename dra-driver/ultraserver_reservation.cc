@@ -1,8 +1,10 @@
 #include "dra-driver/ultraserver_reservation.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
-#include "common/contracts/neuron_names.h"
+#include "common/contracts/neuron_ultraserver.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::dra {
@@ -13,17 +15,11 @@ using json = nlohmann::json;
 }  // namespace
 
 std::string boundWorkloadOf(const json& ultraServer, const std::string& nodeName) {
-  const json& allocations = kube::fieldAt(ultraServer, {"status", "allocations"});
-  if (!allocations.is_array()) return "";
-  for (const json& allocation : allocations) {
-    if (!allocation.is_object() ||
-        allocation.value("phase", json()) != contracts::kAllocationBound) {
-      continue;
-    }
-    const json& nodes = allocation.value("allocatedNodes", json());
-    if (!nodes.is_array()) continue;
-    for (const json& node : nodes) {
-      if (node == nodeName) return kube::stringAt(allocation, {"workloadRef"});
+  for (const contracts::Allocation& allocation : contracts::allocationsOf(ultraServer)) {
+    if (allocation.phase != contracts::kAllocationBound) continue;
+    if (std::find(allocation.nodes.begin(), allocation.nodes.end(), nodeName) !=
+        allocation.nodes.end()) {
+      return allocation.workloadRef;
     }
   }
   return "";
@@ -57,9 +53,7 @@ UltraServerReservation::UltraServerReservation(kube::KubeConfig kube, const std:
     publish();
   };
   informer_ = std::make_unique<kube::Informer>(
-      std::move(kube),
-      "/apis/neuron.aws.com/v1beta1/namespaces/" + nameSpace + "/neuronultraservers",
-      std::move(handlers));
+      std::move(kube), contracts::ultraServersPath(nameSpace), std::move(handlers));
 }
 
 void UltraServerReservation::publish() {

@@ -16,8 +16,7 @@ namespace torus::dra {
 inline constexpr std::string_view kDriverName = contracts::kDraDriverName;
 // CDI kind of the devices this driver injects: CDI ids read "neuron.aws.com/device=<name>".
 inline constexpr std::string_view kCdiKind = "neuron.aws.com/device";
-// Opaque configuration (ResourceClaim / DeviceClass `opaque.parameters`).
-inline constexpr std::string_view kConfigApiVersion = "neuron.aws.com/v1";
+// Opaque configuration (ResourceClaim / DeviceClass `opaque.parameters`): opaque_config.h.
 
 // resourceType attribute values.
 inline constexpr std::string_view kTypeDevice = "neuron_device";  // a whole chip (AWS)

@@ -81,8 +81,6 @@ inline constexpr const char* kWorkloadAnnotation = "neuron.aws.com/workload";
 inline constexpr const char* kReservedTaintKey = "neuron.aws.com/reserved";
 // A DRA string attribute holds at most 64 characters, so "namespace/name" must fit in them.
 inline constexpr std::size_t kMaxWorkloadIdLength = 64;
-// An allocation the driver acts on: the operator has reserved every UltraServer of the workload.
-inline constexpr const char* kAllocationBound = "Bound";
-inline constexpr const char* kAllocationPending = "Pending";
+// The workloads and their allocations: neuron_ultraserver.h.
 
 }  // namespace torus::contracts

@@ -46,6 +46,8 @@ struct UltraServerPosition {
   std::string serverId2;
   std::string serverId4;
   std::vector<int> supportedModes;  // 1=X4, 2=X2H, 3=X2V, 4=X1
+
+  bool operator==(const UltraServerPosition&) const = default;
 };
 
 struct Node {

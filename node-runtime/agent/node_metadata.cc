@@ -1,29 +1,14 @@
 #include "node-runtime/agent/node_metadata.h"
 
 #include "common/contracts/neuron_names.h"
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
+#include "common/contracts/ultraserver_labels.h"
 
 namespace torus::agent {
 namespace {
 
 using contracts::kTorusPrefix;
 using contracts::kUltraServerLabelPrefix;
-
-// The driver's ultraserver_mode values: 1=X4, 2=X2H, 3=X2V, 4=X1.
-std::string modeName(int mode) {
-  switch (mode) {
-    case 1:
-      return "X4";
-    case 2:
-      return "X2H";
-    case 3:
-      return "X2V";
-    case 4:
-      return "X1";
-    default:
-      return std::to_string(mode);
-  }
-}
 
 bool startsWith(const std::string& text, const char* prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -39,31 +24,9 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
     metadata.labels[contracts::kTorusInstanceTypeLabel] = node.instanceType;
   metadata.labels[contracts::kDeviceCountLabel] = std::to_string(node.deviceCount());
   metadata.labels[contracts::kHealthyDevicesLabel] = std::to_string(healthy.size());
-  if (node.ultraServer) {
-    const topology::UltraServerPosition& position = *node.ultraServer;
-    std::string modes;
-    for (const int mode : position.supportedModes) {
-      if (!modes.empty()) modes += '_';  // label values cannot hold ','
-      modes += modeName(mode);
-    }
-    if (!modes.empty()) metadata.labels[std::string(kUltraServerLabelPrefix) + "mode"] = modes;
-    if (!position.serverId2.empty()) {
-      metadata.labels[std::string(kUltraServerLabelPrefix) + "server-id-2"] = position.serverId2;
-    }
-    if (!position.serverId4.empty()) {
-      metadata.labels[std::string(kUltraServerLabelPrefix) + "server-id-4"] = position.serverId4;
-    }
-    if (position.nodeId2 >= 0) {
-      metadata.labels[std::string(kUltraServerLabelPrefix) + "node-id-2"] =
-          std::to_string(position.nodeId2);
-    }
-    if (position.nodeId4 >= 0) {
-      metadata.labels[std::string(kUltraServerLabelPrefix) + "node-id-4"] =
-          std::to_string(position.nodeId4);
-    }
-  }
+  if (node.ultraServer) metadata.labels.merge(contracts::labelsOf(*node.ultraServer));
   metadata.annotations[contracts::kTopologyAnnotation] =
-      kube::formatTopologyAnnotation(kube::summarizeTopology(node));
+      contracts::formatTopologyAnnotation(contracts::summarizeTopology(node));
   const topology::DeviceSet unhealthy = node.allDevices() - healthy;
   if (node.deviceCount() == 0) {
     metadata.healthy = false;

@@ -5,12 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/contracts/neuron_names.h"
+#include "common/contracts/ultraserver_labels.h"
 
 namespace torus::extender {
 
 const std::string& domainLabel(std::size_t level) {
   static const std::array<std::string, kDomainLevels> labels = {
-      std::string(contracts::kUltraServerLabelPrefix) + "server-id-4",
+      std::string(contracts::kUltraServerIdLabel),
       std::string(contracts::kNetworkLayerLabelPrefix) + "3",
       std::string(contracts::kNetworkLayerLabelPrefix) + "2",
       std::string(contracts::kNetworkLayerLabelPrefix) + "1",
@@ -35,9 +36,8 @@ NodeDomains nodeDomainsFromLabels(const nlohmann::json& node) {
     if (label != labels->end() && label->is_string())
       domains.levels[level] = label->get<std::string>();
   }
-  const auto pair = labels->find(std::string(contracts::kUltraServerLabelPrefix) + "server-id-2");
-  if (pair != labels->end() && pair->is_string())
-    domains.ultraServerPair = pair->get<std::string>();
+  if (const auto position = contracts::positionOf(*labels))
+    domains.ultraServerPair = contracts::pairOf(*position);
   return domains;
 }
 

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/contracts/topology_annotation.h"
 #include "common/kube/object_fields.h"
-#include "common/kube/topology_annotation.h"
 
 namespace torus::extender {
 namespace {
@@ -46,7 +46,7 @@ void ClusterMirror::upsertNode(const json& object) {
   // The node as its agent discovered it (links that are down included), or the catalog's.
   std::optional<topology::Node> discovered;
   if (record->topology && record->topology->instanceType == record->instanceType) {
-    auto node = kube::nodeFromTopology(*record->topology);
+    auto node = contracts::nodeFromTopology(*record->topology);
     if (node) {
       discovered = std::move(*node);
     } else {

@@ -7,8 +7,8 @@
 #include "common/contracts/kubelet_view.h"
 #include "common/contracts/neuron_handoff.h"
 #include "common/contracts/neuron_names.h"
+#include "common/contracts/topology_annotation.h"
 #include "common/kube/object_fields.h"
-#include "common/kube/topology_annotation.h"
 #include "scheduler-extender/state/pod_demand.h"
 
 namespace torus::extender {
@@ -46,7 +46,7 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
   if (contracts::hasRestartingTaint(node)) record.kubeletRefuses.everything = true;
   const std::string topologyText = kube::annotationOf(node, contracts::kTopologyAnnotation);
   if (topologyText.empty()) return record;
-  auto summary = kube::parseTopologyAnnotation(topologyText);
+  auto summary = contracts::parseTopologyAnnotation(topologyText);
   if (!summary) {
     record.topologyProblem = summary.error().message;
     return record;

@@ -8,7 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/base/result.h"
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
 #include "common/topology/core_set.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_demand.h"
@@ -21,7 +21,7 @@ struct NodeRecord {
   int lnc = 0;               // 0: the type's default
   topology::DeviceSet unhealthy;
   // The agent's torus.dev/topology annotation, when present and readable: the node as discovered.
-  std::optional<kube::TopologySummary> topology;
+  std::optional<contracts::TopologySummary> topology;
   // The agent's torus.dev/topology annotation was present but unusable (the catalog is used).
   std::string topologyProblem;
   // What kubelet holds Unhealthy (the agent's torus.dev/kubelet-unavailable); empty when absent.

@@ -174,7 +174,8 @@ Outcome runOperator(const std::vector<Job>& jobs, const std::vector<UltraServer>
     std::set<std::string> startedNow;
     for (const Allocation& allocation : recorded) {
       const int id = std::stoi(allocation.workloadRef.substr(allocation.workloadRef.find('-') + 1));
-      if (!started.count(id) && plan.outcomes[allocation.workloadRef].state == "Allocated") {
+      if (!started.count(id) && plan.outcomes[allocation.workloadRef].state ==
+                                    torus::contracts::WorkloadState::kAllocated) {
         started[id] = step;
         startedNow.insert(allocation.workloadRef);
         out.waits.push_back(step - jobs[static_cast<std::size_t>(id)].arrival);

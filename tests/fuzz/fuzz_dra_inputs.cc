@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!checkJsonNesting(text)) return 0;
   const nlohmann::json object = nlohmann::json::parse(text, nullptr, false);
   if (object.is_discarded()) return 0;
-  dra::NeuronSettings settings;
-  (void)dra::applyOpaqueParameters(object, settings);
+  contracts::NeuronSettings settings;
+  (void)contracts::applyOpaqueParameters(object, settings);
   const dra::ClaimRef ref{"uid-1", "ns", "claim"};
   if (auto claim = dra::resolveClaim(object, ref, "node-a", node)) {
     if (!(claim->chips - node.allDevices()).empty()) std::abort();

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/json_nesting.h"
+#include "common/contracts/topology_annotation.h"
 #include "common/kube/object_fields.h"
-#include "common/kube/topology_annotation.h"
 #include "scheduler-extender/kube/kube_objects.h"
 #include "scheduler-extender/state/node_eligibility.h"
 
@@ -18,10 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace torus;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
-  if (auto summary = kube::parseTopologyAnnotation(text)) {
-    const std::string again = kube::formatTopologyAnnotation(*summary);
-    auto reparsed = kube::parseTopologyAnnotation(again);
-    if (!reparsed || kube::formatTopologyAnnotation(*reparsed) != again) std::abort();
+  if (auto summary = contracts::parseTopologyAnnotation(text)) {
+    const std::string again = contracts::formatTopologyAnnotation(*summary);
+    auto reparsed = contracts::parseTopologyAnnotation(again);
+    if (!reparsed || contracts::formatTopologyAnnotation(*reparsed) != again) std::abort();
   }
 
   // The API server's objects nest a dozen levels; anything deeper is refused before parsing, as

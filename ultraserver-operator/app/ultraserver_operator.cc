@@ -78,10 +78,11 @@ Result<std::unique_ptr<UltraServerOperator>> UltraServerOperator::start(
 
   self->nodeInformer_ =
       std::make_unique<kube::Informer>(*kube, "/api/v1/nodes", cacheHandlers(raw, &raw->nodes_));
-  self->workloadInformer_ = std::make_unique<kube::Informer>(*kube, workloadsPath(),
+  self->workloadInformer_ = std::make_unique<kube::Informer>(*kube, contracts::workloadsPath(),
                                                              cacheHandlers(raw, &raw->workloads_));
-  self->ultraServerInformer_ = std::make_unique<kube::Informer>(
-      *kube, ultraServersPath(config.nameSpace), cacheHandlers(raw, &raw->ultraServers_));
+  self->ultraServerInformer_ =
+      std::make_unique<kube::Informer>(*kube, contracts::ultraServersPath(config.nameSpace),
+                                       cacheHandlers(raw, &raw->ultraServers_));
 
   if (config.leaderElect) {
     kube::LeaseOptions lease;
@@ -226,7 +227,8 @@ Result<void> UltraServerOperator::deletePods(const Workload& workload,
     ++podsDeleted_;
     TORUS_LOG(Info, UltraServer, "deleted a pod of the workload", {"workload", workload.ref()},
               {"pod", name}, {"node", node},
-              {"why", outcome.degradedReason.empty() ? outcome.state : outcome.degradedReason});
+              {"why", outcome.degradedReason.empty() ? contracts::workloadStateName(outcome.state)
+                                                     : outcome.degradedReason});
   }
   return {};
 }
@@ -239,7 +241,7 @@ Result<void> UltraServerOperator::writeUltraServers(const std::vector<UltraServe
     const auto found = stored.find(config_.nameSpace + "/" + server.name);
     json object;
     if (found == stored.end()) {
-      auto created = client_.create(ultraServersPath(config_.nameSpace),
+      auto created = client_.create(contracts::ultraServersPath(config_.nameSpace),
                                     ultraServerObject(server, config_.nameSpace));
       // 409 (Aborted here) is "already exists": another writer, or our watch is behind.
       if (!created && created.error().code != ErrorCode::kAlreadyExists &&
@@ -253,7 +255,7 @@ Result<void> UltraServerOperator::writeUltraServers(const std::vector<UltraServe
     } else {
       object = *found->second;
     }
-    const std::string path = ultraServersPath(config_.nameSpace) + "/" + server.name;
+    const std::string path = contracts::ultraServersPath(config_.nameSpace) + "/" + server.name;
     if (const json spec = ultraServerSpec(server); fieldAt(object, {"spec"}) != spec) {
       auto patched = client_.mergePatch(path, {{"spec", spec}});
       if (!patched) return std::move(patched).error().withContext("updating " + server.name);
@@ -288,7 +290,7 @@ Result<void> UltraServerOperator::ensureClaimTemplate(const Workload& workload,
           return owner.is_object() && owner.value("uid", json()) == workload.uid;
         });
     if (!ours) {
-      outcome.state = "Failed";
+      outcome.state = WorkloadState::kFailed;
       outcome.reason = "ClaimTemplateExists";
       outcome.message = "ResourceClaimTemplate " + workload.nameSpace + "/" +
                         workload.claimTemplate +
@@ -325,7 +327,7 @@ Result<void> UltraServerOperator::ensureClaimTemplate(const Workload& workload,
 Result<void> UltraServerOperator::writeWorkload(const Workload& workload,
                                                 const WorkloadOutcome& outcome, const json& stored,
                                                 bool allocationsReleased) {
-  const std::string path = workloadPath(workload.nameSpace, workload.name);
+  const std::string path = contracts::workloadPath(workload.nameSpace, workload.name);
   if (workload.deleting) {
     if (allocationsReleased && hasFinalizer(stored)) {
       json finalizers = json::array();
@@ -368,18 +370,18 @@ Result<void> UltraServerOperator::writeWorkload(const Workload& workload,
       }
     }
   }
-  if (stringAt(previous, {"state"}) != outcome.state ||
+  if (stringAt(previous, {"state"}) != contracts::workloadStateName(outcome.state) ||
       (outcome.degraded && wasDegraded != outcome.degradedReason)) {
     TORUS_LOG(Info, UltraServer, "workload state", {"workload", workload.ref()},
-              {"state", outcome.state}, {"message", outcome.message});
+              {"state", contracts::workloadStateName(outcome.state)}, {"message", outcome.message});
     // An Event as well, so `kubectl describe nusw` and `kubectl get events` tell the story.
-    const bool warning = outcome.state == "Failed" || outcome.degraded;
+    const bool warning = outcome.state == WorkloadState::kFailed || outcome.degraded;
     json event = kube::eventObject(
-        {"NeuronUltraServerWorkload", workload.name, workload.nameSpace, workload.uid},
+        {std::string(contracts::kWorkloadKind), workload.name, workload.nameSpace, workload.uid},
         workload.nameSpace, !warning, outcome.degraded ? outcome.degradedReason : outcome.reason,
         outcome.degraded ? outcome.degradedMessage : outcome.message,
         "neuron-ultraserver-operator");
-    event["involvedObject"]["apiVersion"] = kApiVersion;
+    event["involvedObject"]["apiVersion"] = contracts::kUltraServerApiVersion;
     if (auto posted = client_.create("/api/v1/namespaces/" + workload.nameSpace + "/events", event);
         !posted) {
       TORUS_LOG(Warn, UltraServer, "could not post an Event", {"workload", workload.ref()},
@@ -504,8 +506,9 @@ Result<void> UltraServerOperator::reconcileOnce() {
         !done) {
       failures.add(workload.ref(), done.error());
     }
-    allocated += outcome.state == "Allocated";
-    waiting += outcome.state == "Pending" || outcome.state == "PartiallyAllocated";
+    allocated += outcome.state == WorkloadState::kAllocated;
+    waiting += outcome.state == WorkloadState::kPending ||
+               outcome.state == WorkloadState::kPartiallyAllocated;
   }
   workloadsAllocated_.store(allocated);
   workloadsWaiting_.store(waiting);

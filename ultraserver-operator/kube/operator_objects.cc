@@ -1,7 +1,10 @@
 #include "ultraserver-operator/kube/operator_objects.h"
 
 #include "common/base/strings.h"
+#include "common/contracts/dra_names.h"
 #include "common/contracts/neuron_names.h"
+#include "common/contracts/opaque_config.h"
+#include "common/contracts/ultraserver_labels.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::ultraserver {
@@ -35,16 +38,6 @@ json condition(const char* type, bool status, const std::string& reason, const s
 
 }  // namespace
 
-std::string ultraServersPath(const std::string& nameSpace) {
-  return std::string("/apis/") + kApiVersion + "/namespaces/" + nameSpace + "/neuronultraservers";
-}
-std::string workloadsPath() {
-  return std::string("/apis/") + kApiVersion + "/neuronultraserverworkloads";
-}
-std::string workloadPath(const std::string& nameSpace, const std::string& name) {
-  return std::string("/apis/") + kApiVersion + "/namespaces/" + nameSpace +
-         "/neuronultraserverworkloads/" + name;
-}
 std::string claimTemplatePath(const std::string& nameSpace, const std::string& name) {
   return "/apis/resource.k8s.io/v1/namespaces/" + nameSpace + "/resourceclaimtemplates" +
          (name.empty() ? "" : "/" + name);
@@ -65,16 +58,15 @@ json ultraServerSpec(const UltraServer& server) {
 }
 
 json ultraServerObject(const UltraServer& server, const std::string& nameSpace) {
-  return {
-      {"apiVersion", kApiVersion},
-      {"kind", "NeuronUltraServer"},
-      {"metadata",
-       {{"name", server.name},
-        {"namespace", nameSpace},
-        {"labels",
-         {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"},
-          {std::string(contracts::kUltraServerLabelPrefix) + "server-id-4", server.serverId}}}}},
-      {"spec", ultraServerSpec(server)}};
+  return {{"apiVersion", contracts::kUltraServerApiVersion},
+          {"kind", contracts::kUltraServerKind},
+          {"metadata",
+           {{"name", server.name},
+            {"namespace", nameSpace},
+            {"labels",
+             {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"},
+              {std::string(contracts::kUltraServerIdLabel), server.serverId}}}}},
+          {"spec", ultraServerSpec(server)}};
 }
 
 json ultraServerStatus(const UltraServer& server, const std::vector<Allocation>& allocations,
@@ -90,13 +82,7 @@ json ultraServerStatus(const UltraServer& server, const std::vector<Allocation>&
     if (allocation.ultraServer != server.name) continue;
     held += static_cast<int>(allocation.nodes.size());
     holders.push_back(allocation.workloadRef);
-    items.push_back({{"workloadRef", allocation.workloadRef},
-                     {"ultraserverIndex", allocation.ultraServerIndex},
-                     {"allocatedNodes", allocation.nodes},
-                     {"nodeCount", static_cast<int>(allocation.nodes.size())},
-                     {"leaderNodeName", allocation.leader()},
-                     {"phase", allocation.phase},
-                     {"allocatedAt", allocation.allocatedAt}});
+    items.push_back(contracts::allocationEntry(allocation));
   }
   const bool ready = down.empty() && server.nodes.size() == 4;
   std::string readyMessage =
@@ -118,11 +104,12 @@ json ultraServerStatus(const UltraServer& server, const std::vector<Allocation>&
 
 json workloadStatus(const Workload& workload, const WorkloadOutcome& outcome, const json& previous,
                     const std::string& now) {
-  const bool allocated = outcome.state == "Allocated";
-  const bool progressing = outcome.state == "Allocating" || outcome.state == "Deallocating";
-  const bool degraded = outcome.degraded || outcome.state == "PartiallyAllocated";
+  const bool allocated = outcome.state == WorkloadState::kAllocated;
+  const bool progressing =
+      outcome.state == WorkloadState::kAllocating || outcome.state == WorkloadState::kDeallocating;
+  const bool degraded = outcome.degraded || outcome.state == WorkloadState::kPartiallyAllocated;
   json status = {
-      {"state", outcome.state},
+      {"state", contracts::workloadStateName(outcome.state)},
       {"allocatedUltraServers", outcome.allocatedUltraServers},
       {"observedGeneration", workload.generation},
       {"conditions",
@@ -143,15 +130,10 @@ json workloadStatus(const Workload& workload, const WorkloadOutcome& outcome, co
 json claimTemplate(const Workload& workload) {
   const std::string domain = contracts::kDraDriverName.data();
   const std::string attributes = "device.attributes[\"" + domain + "\"]";
-  const std::string selector = attributes + ".resourceType == \"neuron_node\" && \"" +
-                               contracts::kWorkloadIdAttribute + "\" in " + attributes + " && " +
-                               attributes + "." + contracts::kWorkloadIdAttribute + " == \"" +
-                               workload.ref() + "\"";
-  const auto opaque = [&](json parameters) {
-    parameters["apiVersion"] = "neuron.aws.com/v1";
-    return json{{"requests", json::array({"neurons"})},
-                {"opaque", {{"driver", domain}, {"parameters", std::move(parameters)}}}};
-  };
+  const std::string selector = attributes + ".resourceType == \"" + std::string(dra::kTypeNode) +
+                               "\" && \"" + contracts::kWorkloadIdAttribute + "\" in " +
+                               attributes + " && " + attributes + "." +
+                               contracts::kWorkloadIdAttribute + " == \"" + workload.ref() + "\"";
   json request = {{"name", "neurons"}};
   request["exactly"]["deviceClassName"] = domain;
   request["exactly"]["selectors"] = json::array({{{"cel", {{"expression", selector}}}}});
@@ -159,17 +141,22 @@ json claimTemplate(const Workload& workload) {
       {{{"key", contracts::kReservedTaintKey}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
   json devices;
   devices["requests"] = json::array({request});
-  devices["config"] = json::array(
-      {opaque({{"kind", "UltraServerConfig"}, {"ultraserverMode", workload.topologySize}}),
-       opaque({{"kind", "NeuronConfig"}, {"logicalNeuronCore", workload.logicalNeuronCore}})});
+  devices["config"] = json::array();
+  for (json& parameters :
+       contracts::opaqueParameters({.logicalNeuronCore = workload.logicalNeuronCore,
+       .ultraServerMode = workload.topologySize})) {
+    devices["config"].push_back(
+        {{"requests", json::array({"neurons"})},
+         {"opaque", {{"driver", domain}, {"parameters", std::move(parameters)}}}});
+  }
 
   json object = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceClaimTemplate"}};
   object["metadata"] = {
       {"name", workload.claimTemplate},
       {"namespace", workload.nameSpace},
       {"labels", {{"app.kubernetes.io/managed-by", "neuron-ultraserver-operator"}}},
-      {"ownerReferences", json::array({{{"apiVersion", kApiVersion},
-                                        {"kind", "NeuronUltraServerWorkload"},
+      {"ownerReferences", json::array({{{"apiVersion", contracts::kUltraServerApiVersion},
+                                        {"kind", contracts::kWorkloadKind},
                                         {"name", workload.name},
                                         {"uid", workload.uid},
                                         {"controller", true},

@@ -8,17 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/contracts/neuron_ultraserver.h"
 #include "ultraserver-operator/model/allocator.h"
 
 namespace torus::ultraserver {
 
-inline constexpr const char* kGroup = "neuron.aws.com";
-inline constexpr const char* kVersion = "v1beta1";
-inline constexpr const char* kApiVersion = "neuron.aws.com/v1beta1";
-
-std::string ultraServersPath(const std::string& nameSpace);
-std::string workloadsPath();  // every namespace
-std::string workloadPath(const std::string& nameSpace, const std::string& name);
 std::string claimTemplatePath(const std::string& nameSpace, const std::string& name);
 
 // A whole NeuronUltraServer object for create: metadata and spec (nodes, their ids, link status

@@ -5,13 +5,18 @@
 #include <set>
 
 #include "common/base/strings.h"
-#include "common/contracts/neuron_names.h"
 
 namespace torus::ultraserver {
 namespace {
 
 using contracts::kAllocationBound;
 using contracts::kAllocationPending;
+
+// The key that groups `member` with its pair partner; a node in no pair is keyed by its own name
+// (node names cannot start with ' ', so such a key never equals a pair id).
+std::string pairKey(const MemberNode& member) {
+  return member.pairId.empty() ? " " + member.name : member.pairId;
+}
 
 struct NodeState {
   const UltraServer* server = nullptr;
@@ -61,12 +66,12 @@ class Planner {
       if (server.nodes.size() != 4 || freeNodes.size() != 4) return std::nullopt;
       return freeNodes;
     }
-    // Pairs: the nodes sharing server-id-2 (node ids 0-1 and 2-3 when the label is missing).
+    // Pairs: the nodes sharing server-id-2 (contracts::pairOf); a node in no pair counts as a
+    // pair of its own, which a 2-node allocation can never take.
     std::map<std::string, std::vector<const MemberNode*>> pairs;
     std::map<std::string, int> freeInPair;
     for (const MemberNode& member : server.nodes) {
-      const std::string pair =
-          member.pairId.empty() ? std::to_string(member.nodeId / 2) : member.pairId;
+      const std::string pair = pairKey(member);
       pairs[pair].push_back(&member);
       if (free(member)) ++freeInPair[pair];
     }
@@ -82,8 +87,7 @@ class Planner {
     const MemberNode* best = nullptr;
     int bestFreeInPair = 3;
     for (const MemberNode* member : freeNodes) {
-      const std::string pair =
-          member->pairId.empty() ? std::to_string(member->nodeId / 2) : member->pairId;
+      const std::string pair = pairKey(*member);
       if (freeInPair[pair] < bestFreeInPair) {
         best = member;
         bestFreeInPair = freeInPair[pair];
@@ -212,7 +216,7 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
     WorkloadOutcome& outcome = plan.outcomes[workload->ref()];
     std::vector<Allocation> mine = held[workload->ref()];
     if (!workload->invalid.empty()) {
-      outcome.state = "Failed";
+      outcome.state = WorkloadState::kFailed;
       outcome.reason = "InvalidSpec";
       outcome.message = workload->invalid;
       outcome.restartAllPods = !mine.empty();
@@ -224,12 +228,12 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
         for (Allocation& allocation : mine)
           planner.hold(allocation);
         kept[workload->ref()] = mine;
-        outcome.state = "Deallocating";
+        outcome.state = WorkloadState::kDeallocating;
         outcome.reason = "PodsTerminating";
         outcome.message = "releasing its UltraServers once its pods are gone";
         outcome.restartAllPods = true;
       } else {
-        outcome.state = "Deallocating";
+        outcome.state = WorkloadState::kDeallocating;
         outcome.reason = "Released";
         outcome.message = "its UltraServers are released";
       }
@@ -334,22 +338,22 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
       outcome.allocatedAt = std::max(outcome.allocatedAt, allocation.allocatedAt);
     }
     if (have == 0) {
-      outcome.state = "Pending";
+      outcome.state = WorkloadState::kPending;
       outcome.reason = "InsufficientUltraServers";
       outcome.message = planner.waitingFor(*workload, workload->serverCount);
     } else if (have < workload->serverCount) {
-      outcome.state = "PartiallyAllocated";
+      outcome.state = WorkloadState::kPartiallyAllocated;
       outcome.reason = "InsufficientUltraServers";
       outcome.message = "holds " + std::to_string(have) + " of " +
                         std::to_string(workload->serverCount) + " UltraServers; " +
                         planner.waitingFor(*workload, workload->serverCount - have);
     } else if (pendingPhase) {
-      outcome.state = "Allocating";
+      outcome.state = WorkloadState::kAllocating;
       outcome.reason = "Reserving";
       outcome.message =
           "reserving " + std::to_string(have) + " UltraServer" + (have == 1 ? "" : "s");
     } else {
-      outcome.state = "Allocated";
+      outcome.state = WorkloadState::kAllocated;
       outcome.reason = "Allocated";
       std::string nodes;
       for (const Allocation& allocation : mine)

@@ -34,8 +34,7 @@
 namespace torus::ultraserver {
 
 struct WorkloadOutcome {
-  // Pending, Allocating, Allocated, PartiallyAllocated, Failed or Deallocating (AWS's states).
-  std::string state;
+  WorkloadState state = WorkloadState::kPending;
   std::string reason;   // CamelCase, for the conditions
   std::string message;  // for people: what it holds or waits for
   bool degraded = false;

@@ -15,7 +15,7 @@
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "common/base/unique_fd.h"
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
 #include "tests/integration/kube/fake_api_server.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
@@ -81,7 +81,7 @@ TEST_F(NodePublisherTest, LabelsAnnotationAndConditionFollowTheDevices) {
   EXPECT_EQ(annotations["owner"], "someone");
   EXPECT_FALSE(annotations.contains("torus.dev/retired"));
   auto topology =
-      kube::parseTopologyAnnotation(annotations["torus.dev/topology"].get<std::string>());
+      contracts::parseTopologyAnnotation(annotations["torus.dev/topology"].get<std::string>());
   ASSERT_TRUE(topology.ok()) << topology.error().message;
   EXPECT_EQ(topology->deviceCount, 16);
   EXPECT_EQ(topology->coresPerDevice, 4);
@@ -112,7 +112,7 @@ TEST_F(NodePublisherTest, LabelsAnnotationAndConditionFollowTheDevices) {
   EXPECT_EQ(conditionOf(published, "NeuronHealthy")["reason"], "UnhealthyDevices");
   EXPECT_NE(conditionOf(published, "NeuronHealthy")["message"].get<std::string>().find("neuron5"),
             std::string::npos);
-  topology = kube::parseTopologyAnnotation(
+  topology = contracts::parseTopologyAnnotation(
       published["metadata"]["annotations"]["torus.dev/topology"].get<std::string>());
   ASSERT_TRUE(topology.ok());
   EXPECT_EQ(topology->unhealthy.toRangeString(), "5");

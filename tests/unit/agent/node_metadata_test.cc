@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
 
 namespace torus::agent {
 namespace {
@@ -19,7 +19,7 @@ TEST(NodeMetadata, HealthyTrn2) {
   EXPECT_EQ(metadata.labels.count("neuron.amazonaws.com/ultraserver-mode"), 0U);
   EXPECT_TRUE(metadata.healthy);
   EXPECT_EQ(metadata.reason, "AllDevicesHealthy");
-  auto topology = kube::parseTopologyAnnotation(metadata.annotations.at("torus.dev/topology"));
+  auto topology = contracts::parseTopologyAnnotation(metadata.annotations.at("torus.dev/topology"));
   ASSERT_TRUE(topology.ok());
   EXPECT_EQ(topology->links[0], (std::vector<int>{12, 1, 3, 4}));
 }

@@ -86,7 +86,7 @@ TEST(NodeMetadata, WhatTheAgentPublishesIsWhatTheExtenderReads) {
   EXPECT_EQ(record->lnc, 1);
   EXPECT_EQ(record->unhealthy.toRangeString(), "3");
   ASSERT_TRUE(record->topology.has_value()) << record->topologyProblem;
-  auto read = kube::nodeFromTopology(*record->topology);
+  auto read = contracts::nodeFromTopology(*record->topology);
   ASSERT_TRUE(read.ok()) << read.error().message;
   EXPECT_EQ(read->lnc, 1);
   ASSERT_EQ(read->devices.size(), discovered.devices.size());

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
 #include "scheduler-extender/verbs/verbs.h"
 #include "tests/unit/extender/test_pods.h"
 
@@ -31,10 +31,10 @@ TEST(ClusterState, ANodeWithANeuronLinkDownIsPlacedAroundIt) {
   topology::Node discovered = *topology::catalogNode("inf2.48xlarge");
   std::erase(discovered.devices[4].connected, 5);
   std::erase(discovered.devices[5].connected, 4);
-  auto summary = kube::parseTopologyAnnotation(
-      kube::formatTopologyAnnotation(kube::summarizeTopology(discovered)));
+  auto summary = contracts::parseTopologyAnnotation(
+      contracts::formatTopologyAnnotation(contracts::summarizeTopology(discovered)));
   ASSERT_TRUE(summary.ok()) << summary.error().message;
-  auto node = kube::nodeFromTopology(*summary);
+  auto node = contracts::nodeFromTopology(*summary);
   ASSERT_TRUE(node.ok()) << node.error().message;
 
   ClusterState state;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
 
 namespace torus::extender {
 namespace {
@@ -70,9 +70,9 @@ TEST(TopologyAnnotation, RoundTripsANode) {
   auto model = topology::catalogNode("trn2.48xlarge");
   ASSERT_TRUE(model.ok());
   model->devices[3].health = topology::DeviceHealth::unhealthy("ecc");
-  const kube::TopologySummary summary = kube::summarizeTopology(*model);
-  const std::string text = kube::formatTopologyAnnotation(summary);
-  auto parsed = kube::parseTopologyAnnotation(text);
+  const contracts::TopologySummary summary = contracts::summarizeTopology(*model);
+  const std::string text = contracts::formatTopologyAnnotation(summary);
+  auto parsed = contracts::parseTopologyAnnotation(text);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_EQ(parsed->instanceType, "trn2.48xlarge");
   EXPECT_EQ(parsed->lnc, 2);
@@ -86,11 +86,11 @@ TEST(TopologyAnnotation, RoundTripsANode) {
 // Found by tests/fuzz: a summary without links was written with "links": [], which no reader
 // accepts for a node with devices.
 TEST(TopologyAnnotation, RoundTripsWithoutLinks) {
-  auto parsed = kube::parseTopologyAnnotation(
+  auto parsed = contracts::parseTopologyAnnotation(
       R"({"v":1,"instanceType":"trn2.48xlarge","lnc":2,"devices":16,"coresPerDevice":4})");
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   EXPECT_TRUE(parsed->links.empty());
-  auto again = kube::parseTopologyAnnotation(kube::formatTopologyAnnotation(*parsed));
+  auto again = contracts::parseTopologyAnnotation(contracts::formatTopologyAnnotation(*parsed));
   ASSERT_TRUE(again.ok()) << again.error().message;
   EXPECT_EQ(again->deviceCount, 16);
   EXPECT_TRUE(again->links.empty());
@@ -110,7 +110,7 @@ TEST(TopologyAnnotation, EachBadValueIsNamed) {
       {R"({"v":1,"lnc":2,"devices":2,"coresPerDevice":4,"unhealthy":[-1]})", "unhealthy:"},
   };
   for (const auto& [text, expected] : cases) {
-    auto parsed = kube::parseTopologyAnnotation(text);
+    auto parsed = contracts::parseTopologyAnnotation(text);
     ASSERT_FALSE(parsed.ok()) << text;
     EXPECT_NE(parsed.error().message.find(expected), std::string::npos)
         << text << " -> " << parsed.error().message;

@@ -153,13 +153,13 @@ TEST(Allocator, AFourNodeWorkloadTakesAWholeUltraServerInTwoPhases) {
   EXPECT_EQ(first.allocations[0].phase, contracts::kAllocationPending);
   EXPECT_EQ(first.allocations[0].nodes, (std::vector<std::string>{"n0-0", "n0-1", "n0-2", "n0-3"}));
   EXPECT_EQ(first.allocations[0].leader(), "n0-0");
-  EXPECT_EQ(first.outcomes["ml/train"].state, "Allocating");
+  EXPECT_EQ(first.outcomes["ml/train"].state, WorkloadState::kAllocating);
 
   AllocationPlan second = planAllocations(servers, workloads, first.allocations, "later");
   ASSERT_EQ(second.allocations.size(), 1U);
   EXPECT_EQ(second.allocations[0].phase, contracts::kAllocationBound);
   EXPECT_EQ(second.allocations[0].allocatedAt, "now") << "confirming keeps the time";
-  EXPECT_EQ(second.outcomes["ml/train"].state, "Allocated");
+  EXPECT_EQ(second.outcomes["ml/train"].state, WorkloadState::kAllocated);
   EXPECT_EQ(second.outcomes["ml/train"].allocatedUltraServers, std::vector<std::string>{"us-ab0"});
 }
 
@@ -171,14 +171,14 @@ TEST(Allocator, ASecondWorkloadWaitsWholeAndSaysWhy) {
   EXPECT_EQ(of(plan, "ml/first").size(), 1U);
   EXPECT_TRUE(of(plan, "ml/second").empty()) << "holds nothing while it waits";
   const WorkloadOutcome& waiting = plan.outcomes.at("ml/second");
-  EXPECT_EQ(waiting.state, "Pending");
+  EXPECT_EQ(waiting.state, WorkloadState::kPending);
   EXPECT_EQ(waiting.message,
             "waiting for 1 UltraServer of trn2u.48xlarge with 4 free, Ready nodes (us-ab0: 0 of "
             "4 free, held by ml/first)");
 
   // The first is deleted (its pods gone): the second gets the UltraServer.
   const AllocationPlan after = settle(servers, {workloads[1]}, plan.allocations);
-  EXPECT_EQ(after.outcomes.at("ml/second").state, "Allocated");
+  EXPECT_EQ(after.outcomes.at("ml/second").state, WorkloadState::kAllocated);
 }
 
 TEST(Allocator, AllOrNothingAcrossUltraServers) {
@@ -189,7 +189,7 @@ TEST(Allocator, AllOrNothingAcrossUltraServers) {
   const AllocationPlan plan = settle(servers, workloads, {});
   EXPECT_EQ(of(plan, "ml/small").size(), 1U);
   EXPECT_TRUE(of(plan, "ml/big").empty());
-  EXPECT_EQ(plan.outcomes.at("ml/big").state, "Pending");
+  EXPECT_EQ(plan.outcomes.at("ml/big").state, WorkloadState::kPending);
 }
 
 TEST(Allocator, BestFitKeepsWholeUltraServersWholeAndPairsTogether) {
@@ -205,7 +205,29 @@ TEST(Allocator, BestFitKeepsWholeUltraServersWholeAndPairsTogether) {
   EXPECT_EQ(of(plan, "ml/pair")[0].nodes, (std::vector<std::string>{"n0-2", "n0-3"}));
   EXPECT_EQ(of(plan, "ml/whole")[0].ultraServer, "us-ab1");
   for (const auto& [ref, outcome] : plan.outcomes)
-    EXPECT_EQ(outcome.state, "Allocated") << ref;
+    EXPECT_EQ(outcome.state, WorkloadState::kAllocated) << ref;
+}
+
+// A pair is the nodes sharing server-id-2, whatever their node ids (X2V pairs 0 with 2); nodes
+// without that label are in no pair, so a 2-node workload waits rather than take two nodes that
+// may have no NeuronLink between them.
+TEST(Allocator, PairsAreTheNodesSharingServerId2AndNoneIsInvented) {
+  std::vector<MemberNode> members;
+  for (int id = 0; id < 4; ++id) {
+    json node = nodeObject("v" + std::to_string(id), "CD", id);
+    node["metadata"]["labels"]["neuron.amazonaws.com/ultraserver-server-id-2"] =
+        id % 2 == 0 ? "CDeven" : "CDodd";
+    members.push_back(*memberOf(node));
+  }
+  const std::vector<Workload> pair = {workload("pair", 2, 1, "t1")};
+  const AllocationPlan vertical = settle(groupUltraServers(members), pair, {});
+  EXPECT_EQ(of(vertical, "ml/pair")[0].nodes, (std::vector<std::string>{"v0", "v2"}));
+
+  for (MemberNode& member : members)
+    member.pairId.clear();
+  const AllocationPlan unpaired = settle(groupUltraServers(members), pair, {});
+  EXPECT_TRUE(of(unpaired, "ml/pair").empty());
+  EXPECT_EQ(unpaired.outcomes.at("ml/pair").state, WorkloadState::kPending);
 }
 
 TEST(Allocator, AHalfWrittenRecordStartsAgain) {
@@ -228,7 +250,7 @@ TEST(Allocator, NoOpReportsAFailedNodeAndKeepsEverything) {
   const AllocationPlan plan = settle(cluster(1, {"n0-2"}), workloads, running.allocations);
   EXPECT_EQ(plan.allocations, running.allocations);
   const WorkloadOutcome& outcome = plan.outcomes.at("ml/train");
-  EXPECT_EQ(outcome.state, "Allocated");
+  EXPECT_EQ(outcome.state, WorkloadState::kAllocated);
   EXPECT_TRUE(outcome.degraded);
   EXPECT_EQ(outcome.degradedReason, "NodeNotReady");
   EXPECT_FALSE(outcome.restartAllPods);
@@ -243,10 +265,10 @@ TEST(Allocator, RestartAllReleasesEverythingAndTakesItBackWhole) {
       planAllocations(cluster(1, {"n0-2"}), workloads, running.allocations, "t9");
   EXPECT_TRUE(failed.allocations.empty());
   EXPECT_TRUE(failed.outcomes.at("ml/train").restartAllPods);
-  EXPECT_EQ(failed.outcomes.at("ml/train").state, "Pending");
+  EXPECT_EQ(failed.outcomes.at("ml/train").state, WorkloadState::kPending);
   // The node comes back: the UltraServer is whole again and the workload takes it.
   const AllocationPlan back = settle(cluster(1), workloads, failed.allocations);
-  EXPECT_EQ(back.outcomes.at("ml/train").state, "Allocated");
+  EXPECT_EQ(back.outcomes.at("ml/train").state, WorkloadState::kAllocated);
   EXPECT_FALSE(back.outcomes.at("ml/train").restartAllPods) << "pods restart once, not again";
 }
 
@@ -264,7 +286,7 @@ TEST(Allocator, MigrateAffectedMovesOnlyTheFailedGroup) {
   EXPECT_EQ(mine[0].nodes[0], keptNode) << "the healthy allocation stays";
   EXPECT_NE(mine[1].nodes[0], failedNode);
   EXPECT_EQ(mine[1].ultraServerIndex, 1) << "the replacement takes the moved one's index";
-  EXPECT_EQ(moved.outcomes.at("ml/serve").state, "Allocated");
+  EXPECT_EQ(moved.outcomes.at("ml/serve").state, WorkloadState::kAllocated);
 
   const AllocationPlan firstPass =
       planAllocations(cluster(2, {failedNode}), workloads, running.allocations, "t9");
@@ -278,7 +300,7 @@ TEST(Allocator, MigrateAffectedWithNowhereToGoKeepsTheRestAndWaits) {
   const AllocationPlan running = settle(cluster(1), workloads, {});
   const AllocationPlan plan = settle(cluster(1, {"n0-1"}), workloads, running.allocations);
   EXPECT_TRUE(plan.allocations.empty());
-  EXPECT_EQ(plan.outcomes.at("ml/train").state, "Pending");
+  EXPECT_EQ(plan.outcomes.at("ml/train").state, WorkloadState::kPending);
 }
 
 TEST(Allocator, DeletingHoldsUntilPodsAreGone) {
@@ -288,7 +310,7 @@ TEST(Allocator, DeletingHoldsUntilPodsAreGone) {
   workloads[0].podsRemain = true;
   AllocationPlan plan = planAllocations(cluster(1), workloads, running.allocations, "t9");
   EXPECT_EQ(plan.allocations.size(), 1U);
-  EXPECT_EQ(plan.outcomes.at("ml/train").state, "Deallocating");
+  EXPECT_EQ(plan.outcomes.at("ml/train").state, WorkloadState::kDeallocating);
   EXPECT_TRUE(plan.outcomes.at("ml/train").restartAllPods);
   workloads[0].podsRemain = false;
   plan = planAllocations(cluster(1), workloads, running.allocations, "t9");
@@ -300,7 +322,7 @@ TEST(Allocator, AnInvalidWorkloadHoldsNothing) {
   workloads[0].invalid = "spec.topologySize 3 is not an UltraServer configuration";
   const AllocationPlan plan = settle(cluster(1), workloads, {});
   EXPECT_TRUE(plan.allocations.empty());
-  EXPECT_EQ(plan.outcomes.at("ml/train").state, "Failed");
+  EXPECT_EQ(plan.outcomes.at("ml/train").state, WorkloadState::kFailed);
   EXPECT_EQ(plan.outcomes.at("ml/train").message, workloads[0].invalid);
 }
 
@@ -309,10 +331,10 @@ TEST(Allocator, OldestFirstButASmallerOneMayFitBehindABigOne) {
   const std::vector<Workload> workloads = {workload("big", 4, 1, "t1"),
                                            workload("small", 2, 1, "t2")};
   const AllocationPlan plan = settle(servers, workloads, {});
-  EXPECT_EQ(plan.outcomes.at("ml/big").state, "Pending");
+  EXPECT_EQ(plan.outcomes.at("ml/big").state, WorkloadState::kPending);
   EXPECT_NE(plan.outcomes.at("ml/big").message.find("1 not Ready"), std::string::npos)
       << plan.outcomes.at("ml/big").message;
-  EXPECT_EQ(plan.outcomes.at("ml/small").state, "Allocated");
+  EXPECT_EQ(plan.outcomes.at("ml/small").state, WorkloadState::kAllocated);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(OperatorObjects, WorkloadStatusConditionsFollowTheState) {
   Workload workload;
   workload.generation = 3;
   WorkloadOutcome waiting;
-  waiting.state = "Pending";
+  waiting.state = WorkloadState::kPending;
   waiting.reason = "InsufficientUltraServers";
   waiting.message = "waiting for 1 UltraServer";
   const json status = workloadStatus(workload, waiting, json(), "t1");
@@ -96,7 +96,7 @@ TEST(OperatorObjects, WorkloadStatusConditionsFollowTheState) {
   EXPECT_FALSE(status.contains("allocatedAt"));
 
   WorkloadOutcome allocated;
-  allocated.state = "Allocated";
+  allocated.state = WorkloadState::kAllocated;
   allocated.reason = "Allocated";
   allocated.allocatedUltraServers = {"us-ab"};
   allocated.allocatedAt = "t0";

@@ -16,7 +16,7 @@
 #include "common/base/result.h"
 #include "common/topology/node.h"
 
-namespace torus::kube {
+namespace torus::contracts {
 
 struct TopologySummary {
   std::string instanceType;
@@ -38,4 +38,4 @@ Result<TopologySummary> parseTopologyAnnotation(std::string_view text);
 // describe every device; errors name what does not match the catalog.
 Result<topology::Node> nodeFromTopology(const TopologySummary& summary);
 
-}  // namespace torus::kube
+}  // namespace torus::contracts

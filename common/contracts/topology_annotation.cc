@@ -1,11 +1,11 @@
-#include "common/kube/topology_annotation.h"
+#include "common/contracts/topology_annotation.h"
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/json_fields.h"
 #include "common/base/strings.h"
 
-namespace torus::kube {
+namespace torus::contracts {
 namespace {
 
 using nlohmann::json;
@@ -146,4 +146,4 @@ Result<topology::Node> nodeFromTopology(const TopologySummary& summary) {
   return node;
 }
 
-}  // namespace torus::kube
+}  // namespace torus::contracts

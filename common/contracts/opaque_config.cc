@@ -1,12 +1,10 @@
-#include "dra-driver/opaque_config.h"
+#include "common/contracts/opaque_config.h"
 
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "common/contracts/dra_names.h"
-
-namespace torus::dra {
+namespace torus::contracts {
 namespace {
 
 using nlohmann::json;
@@ -58,16 +56,16 @@ Result<void> applyOpaqueParameters(const json& parameters, NeuronSettings& setti
   }
   const auto apiVersion = parameters.find("apiVersion");
   if (apiVersion == parameters.end() || !apiVersion->is_string() ||
-      apiVersion->get<std::string>() != kConfigApiVersion) {
+      apiVersion->get<std::string>() != kOpaqueConfigApiVersion) {
     return makeError(ErrorCode::kInvalidArgument,
-                     "opaque parameters: apiVersion must be \"" + std::string(kConfigApiVersion) +
-                         "\", not " +
+                     "opaque parameters: apiVersion must be \"" +
+                         std::string(kOpaqueConfigApiVersion) + "\", not " +
                          (apiVersion == parameters.end() ? "missing" : apiVersion->dump()));
   }
   const auto kind = parameters.find("kind");
   const std::string kindName =
       kind != parameters.end() && kind->is_string() ? kind->get<std::string>() : "";
-  if (kindName == "NeuronConfig") {
+  if (kindName == kNeuronConfigKind) {
     TORUS_RETURN_IF_ERROR(rejectUnknownFields(parameters, "NeuronConfig", {"logicalNeuronCore"}),
                           "opaque parameters");
     if (parameters.contains("logicalNeuronCore")) {
@@ -77,7 +75,7 @@ Result<void> applyOpaqueParameters(const json& parameters, NeuronSettings& setti
     }
     return okResult();
   }
-  if (kindName == "UltraServerConfig") {
+  if (kindName == kUltraServerConfigKind) {
     TORUS_RETURN_IF_ERROR(rejectUnknownFields(parameters, "UltraServerConfig", {"ultraserverMode"}),
                           "opaque parameters");
     if (parameters.contains("ultraserverMode")) {
@@ -93,4 +91,20 @@ Result<void> applyOpaqueParameters(const json& parameters, NeuronSettings& setti
                        " is not NeuronConfig or UltraServerConfig");
 }
 
-}  // namespace torus::dra
+std::vector<json> opaqueParameters(const NeuronSettings& settings) {
+  std::vector<json> parameters;
+  const auto config = [](std::string_view kind) {
+    return json{{"apiVersion", kOpaqueConfigApiVersion}, {"kind", kind}};
+  };
+  if (settings.ultraServerMode) {
+    parameters.push_back(config(kUltraServerConfigKind));
+    parameters.back()["ultraserverMode"] = *settings.ultraServerMode;
+  }
+  if (settings.logicalNeuronCore) {
+    parameters.push_back(config(kNeuronConfigKind));
+    parameters.back()["logicalNeuronCore"] = *settings.logicalNeuronCore;
+  }
+  return parameters;
+}
+
+}  // namespace torus::contracts
