@@ -6,13 +6,19 @@ some file in A includes a file in B. Tests, generated protos and system headers 
 
   scripts/include-graph.py                 list the arrows and any cycle; exit 1 on a cycle
   scripts/include-graph.py --check         only check: exit 1, naming each cycle and the include
-                                           lines that make it
+                                           lines that make it, and each contract literal (below)
+                                           spelled outside common/contracts/
   scripts/include-graph.py --mermaid       the graph as a Mermaid flowchart, arrows implied by
                                            others left out (docs/architecture.md holds it)
   scripts/include-graph.py --depth 2       folders cut to two path parts ("node-runtime/collectives")
   scripts/include-graph.py --under node-runtime/collectives --mermaid
                                            only the folders inside one room
   scripts/include-graph.py --root DIR      another checkout
+
+The wire has one home: every key and name that crosses a process boundary is spelled in
+common/contracts/, whose writers and readers the other folders call. CONTRACT_LITERALS lists
+them; --check fails on a string literal in product source elsewhere that is one of them (EXACT)
+or holds one (WITHIN), so a new reader cannot spell its own copy. Comments are not read.
 
 docs/architecture.md holds the drawings; each follows a line <!-- include-graph ARGS --> naming
 the arguments that made it, and tests/unit/structure checks it is what the script draws today.
@@ -26,6 +32,35 @@ from collections import defaultdict
 SOURCE_ROOTS = ("common", "device-plugin", "dra-driver", "node-runtime", "scheduler-extender",
                 "ultraserver-operator")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+CONTRACTS = "common/contracts/"
+
+# Contract literals and the header that owns each.
+EXACT = {
+    # ultraserver_labels.h: AWS's UltraServer node labels
+    "server-id-2": "ultraserver_labels.h", "server-id-4": "ultraserver_labels.h",
+    "node-id-2": "ultraserver_labels.h", "node-id-4": "ultraserver_labels.h",
+    # opaque_config.h: the DRA driver's opaque configs
+    "NeuronConfig": "opaque_config.h", "UltraServerConfig": "opaque_config.h",
+    "ultraserverMode": "opaque_config.h", "logicalNeuronCore": "opaque_config.h",
+    # neuron_ultraserver.h: neuron.aws.com/v1beta1
+    "NeuronUltraServer": "neuron_ultraserver.h", "NeuronUltraServerWorkload": "neuron_ultraserver.h",
+    "workloadRef": "neuron_ultraserver.h", "allocatedNodes": "neuron_ultraserver.h",
+    "ultraserverIndex": "neuron_ultraserver.h", "leaderNodeName": "neuron_ultraserver.h",
+    "Bound": "neuron_ultraserver.h",
+    # topology_annotation.h
+    "torus.dev/topology": "neuron_names.h", "coresPerDevice": "topology_annotation.h",
+    # neuron_names.h: the hand-off, the container environment, the reservation
+    "AWS_NEURON_IDS": "neuron_names.h", "NEURON_ALLOC_TIME": "neuron_names.h",
+    "NEURON_ALLOCATED": "neuron_names.h", "NEURON_RESOURCE_TYPE": "neuron_names.h",
+    "torus.dev/ultraserver-nodes": "neuron_names.h", "NEURON_RT_VISIBLE_CORES": "neuron_names.h",
+    "NEURON_LOGICAL_NC_CONFIG": "neuron_names.h", "neuron.aws.com/workload": "neuron_names.h",
+    "neuron.aws.com/reserved": "neuron_names.h", "workloadId": "neuron_names.h",
+}
+WITHIN = {
+    "neuron.amazonaws.com/ultraserver-": "ultraserver_labels.h",
+    "neuron.aws.com/v1": "opaque_config.h, neuron_ultraserver.h",
+    "neuronultraserver": "neuron_ultraserver.h",
+}
 
 
 def source_files(root):
@@ -60,6 +95,53 @@ def folder_edges(root, depth=0):
                 if target != source:
                     edges[(source, target)].append((path, number, included))
     return folders, edges
+
+
+def string_literals(text):
+    """(line_number, contents) of each "..." literal outside comments and character literals."""
+    found, i, line, n = [], 0, 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif text.startswith("//", i):
+            i = text.find("\n", i)
+            if i < 0:
+                break
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            line += text.count("\n", i, end)
+            i = end
+            continue
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            if c == '"':
+                found.append((line, text[i + 1:j]))
+            i = j + 1
+            continue
+        i += 1
+    return found
+
+
+def contract_violations(root):
+    """[(file, line, literal, owner)] for contract literals spelled outside common/contracts/."""
+    found = []
+    for path in source_files(root):
+        if path.startswith(CONTRACTS):
+            continue
+        with open(os.path.join(root, path), encoding="utf-8") as handle:
+            literals = string_literals(handle.read())
+        for number, literal in literals:
+            owner = EXACT.get(literal)
+            if owner is None:
+                owner = next((o for key, o in WITHIN.items() if key in literal), None)
+            if owner is not None:
+                found.append((path, number, literal, owner))
+    return found
 
 
 def cycles(folders, edges):
@@ -168,7 +250,13 @@ def main():
                     print(f"  {path}:{number} includes {included}", file=sys.stderr)
     if args.check and not found:
         print(f"no include cycle among {len(folders)} folders ({len(edges)} arrows)")
-    return 1 if found else 0
+    spelled = contract_violations(args.root) if args.check else []
+    for path, number, literal, owner in spelled:
+        print(f'{path}:{number}: "{literal}" is a contract name: use {CONTRACTS}{owner}',
+              file=sys.stderr)
+    if args.check and not spelled:
+        print(f"every contract literal is spelled in {CONTRACTS} only")
+    return 1 if found or spelled else 0
 
 
 if __name__ == "__main__":

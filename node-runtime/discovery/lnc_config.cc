@@ -5,11 +5,13 @@
 #include "common/base/file_io.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/contracts/neuron_names.h"
 
 namespace torus::discovery {
 
 Result<int> parseLncConfigFile(std::string_view text) {
-  constexpr std::string_view kKey = "NEURON_LOGICAL_NC_CONFIG";
+  // The file sets the same variable the Neuron runtime reads from a container's environment.
+  constexpr std::string_view kKey = contracts::kLogicalNcConfigEnv;
   std::optional<int> found;
   for (std::string_view line : splitAndTrim(text, '\n')) {
     if (line.empty() || line.front() == '#') continue;

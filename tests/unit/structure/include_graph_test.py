@@ -1,5 +1,6 @@
 """scripts/include-graph.py: it finds a cycle between folders and names the lines that make it,
-it passes a tree without one, and Torus's own tree has none (the folders' arrows point one way)."""
+it passes a tree without one, and Torus's own tree has none (the folders' arrows point one way);
+it fails on a contract name spelled outside common/contracts/, and Torus spells each there only."""
 import os
 import re
 import subprocess
@@ -56,6 +57,30 @@ class IncludeGraphTest(unittest.TestCase):
             self.assertEqual(drawn, today.stdout,
                              f"docs/architecture.md: the drawing of '{args}' is stale; paste "
                              f"scripts/include-graph.py --mermaid {args}")
+
+    def test_a_contract_literal_outside_contracts_fails_and_names_its_line_and_home(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(root, "common/contracts/ultraserver_labels.cc",
+                  'const char* k = "neuron.amazonaws.com/ultraserver-server-id-4";\n')
+            write(root, "scheduler-extender/gang/domains.cc",
+                  '// reads "server-id-4" (a comment: not a spelling)\n'
+                  'auto a = label(prefix + "server-id-4");\n'
+                  '/* "NeuronConfig" */ auto b = "/apis/neuron.aws.com/v1beta1/x";\n'
+                  "auto c = '\"'; auto d = \"the server-id-4 label\";\n")
+            result = run(root, "--check")
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            self.assertIn('scheduler-extender/gang/domains.cc:2: "server-id-4" is a contract name: '
+                          "use common/contracts/ultraserver_labels.h", result.stderr)
+            self.assertIn("domains.cc:3: \"/apis/neuron.aws.com/v1beta1/x\"", result.stderr)
+            self.assertNotIn("domains.cc:1", result.stderr)
+            self.assertNotIn("NeuronConfig", result.stderr)
+            self.assertNotIn("domains.cc:4", result.stderr, "prose that mentions a key is not a key")
+            self.assertNotIn("common/contracts/ultraserver_labels.cc", result.stderr)
+
+    def test_torus_spells_each_contract_literal_in_contracts_only(self):
+        result = run(ROOT, "--check")
+        self.assertNotIn("is a contract name", result.stderr)
+        self.assertIn("every contract literal is spelled in common/contracts/ only", result.stdout)
 
     def test_torus_has_no_cycle_between_folders(self):
         result = run(ROOT, "--check")
