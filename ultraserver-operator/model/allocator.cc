@@ -185,6 +185,191 @@ void setIndices(std::vector<Allocation>& allocations) {
   });
 }
 
+using AllocationsByWorkload = std::map<std::string, std::vector<Allocation>>;
+
+// Whether a workload's recorded allocations still stand: they match its spec, or a migrating
+// workload keeps the ones left. Those that stand are confirmed Bound; a set that does not (the
+// spec changed since, or a writer died half-way) is dropped and allocated afresh in pass 2.
+bool recordedSetStands(const Workload& workload, std::vector<Allocation>& mine,
+                       WorkloadOutcome& outcome) {
+  bool matches = static_cast<int>(mine.size()) == workload.serverCount;
+  bool anyBound = false;
+  for (const Allocation& allocation : mine) {
+    matches = matches && static_cast<int>(allocation.nodes.size()) == workload.topologySize;
+    anyBound = anyBound || allocation.phase == kAllocationBound;
+  }
+  const bool migrating = anyBound && workload.strategy == FailureStrategy::kMigrateAffected &&
+                         static_cast<int>(mine.size()) < workload.serverCount;
+  if (!matches && !migrating) {
+    outcome.restartAllPods = anyBound;
+    return false;
+  }
+  for (Allocation& allocation : mine)
+    allocation.phase = kAllocationBound;
+  return true;
+}
+
+// Reacts to the nodes of `mine` that are no longer Ready, as the workload's failure strategy
+// says; `mine` is left with what the workload keeps (nothing for RestartAll).
+void applyFailureStrategy(const Planner& planner, const Workload& workload,
+                          std::vector<Allocation>& mine, WorkloadOutcome& outcome) {
+  std::vector<std::string> failed;
+  std::vector<Allocation> healthy;
+  std::vector<Allocation> affected;
+  for (const Allocation& allocation : mine) {
+    bool ok = true;
+    for (const std::string& node : allocation.nodes) {
+      if (!planner.healthy(node)) {
+        failed.push_back(node);
+        ok = false;
+      }
+    }
+    (ok ? healthy : affected).push_back(allocation);
+  }
+  if (failed.empty()) return;
+  outcome.degraded = true;
+  const std::string nodes = "node " + joinStrings(failed, ", ") + " is not Ready";
+  switch (workload.strategy) {
+    case FailureStrategy::kRestartAll:
+      outcome.restartAllPods = true;
+      outcome.degradedReason = "RestartAll";
+      outcome.degradedMessage = nodes +
+                                ": every allocation released, all pods restart "
+                                "once the workload fits whole again";
+      mine.clear();
+      return;
+    case FailureStrategy::kMigrateAffected:
+      for (const Allocation& allocation : affected) {
+        for (const std::string& node : allocation.nodes)
+          outcome.restartPodsOn.push_back(node);
+      }
+      outcome.degradedReason = "MigrateAffected";
+      outcome.degradedMessage = nodes + ": its UltraServer allocation moves, the other " +
+                                std::to_string(healthy.size()) + " stay";
+      mine = std::move(healthy);
+      return;
+    case FailureStrategy::kNoOp:
+      outcome.degradedReason = "NodeNotReady";
+      outcome.degradedMessage = nodes + "; failureStrategy NoOp: nothing is moved";
+      return;
+  }
+}
+
+// Pass 1: settle what is recorded (confirm, release, react to failed nodes), so that pass 2 sees
+// every node that stays held. Returns what each workload keeps.
+AllocationsByWorkload settleRecorded(Planner& planner, const std::vector<const Workload*>& queue,
+                                     AllocationsByWorkload& recorded,
+                                     std::map<std::string, WorkloadOutcome>& outcomes) {
+  AllocationsByWorkload kept;
+  for (const Workload* workload : queue) {
+    WorkloadOutcome& outcome = outcomes[workload->ref()];
+    std::vector<Allocation> mine = recorded[workload->ref()];
+    if (!workload->invalid.empty()) {
+      outcome.state = WorkloadState::kFailed;
+      outcome.reason = "InvalidSpec";
+      outcome.message = workload->invalid;
+      outcome.restartAllPods = !mine.empty();
+      continue;
+    }
+    if (workload->deleting) {
+      outcome.state = WorkloadState::kDeallocating;
+      // Held until its pods are gone, so nobody else's pod can land on a chip still in use.
+      if (workload->podsRemain) {
+        for (Allocation& allocation : mine)
+          planner.hold(allocation);
+        kept[workload->ref()] = mine;
+        outcome.reason = "PodsTerminating";
+        outcome.message = "releasing its UltraServers once its pods are gone";
+        outcome.restartAllPods = true;
+      } else {
+        outcome.reason = "Released";
+        outcome.message = "its UltraServers are released";
+      }
+      continue;
+    }
+    if (mine.empty() || !recordedSetStands(*workload, mine, outcome)) continue;
+    applyFailureStrategy(planner, *workload, mine, outcome);
+    if (mine.empty()) continue;  // RestartAll released them all
+    for (const Allocation& allocation : mine)
+      planner.hold(allocation);
+    kept[workload->ref()] = mine;
+  }
+  return kept;
+}
+
+// Adds to `mine` the allocations a workload misses, where they fit: all of them for a fresh
+// workload or none; what fits for one that keeps some (migrating).
+void placeMissing(Planner& planner, const Workload& workload, std::vector<Allocation>& mine) {
+  const int missing = workload.serverCount - static_cast<int>(mine.size());
+  if (missing <= 0) return;
+  std::set<std::string> used;
+  std::set<int> indices;
+  for (const Allocation& allocation : mine) {
+    used.insert(allocation.ultraServer);
+    indices.insert(allocation.ultraServerIndex);
+  }
+  std::vector<Allocation> placed = planner.place(workload, missing, used);
+  if (static_cast<int>(placed.size()) == missing || !mine.empty()) {
+    int next = 0;
+    for (Allocation& allocation : placed) {
+      while (indices.count(next))
+        ++next;
+      allocation.ultraServerIndex = next;
+      indices.insert(next);
+      planner.hold(allocation);
+      mine.push_back(std::move(allocation));
+    }
+  }
+  setIndices(mine);
+}
+
+// The state, reason and message of a workload that holds `mine` after pass 2.
+void describeHolding(const Planner& planner, const Workload& workload,
+                     const std::vector<Allocation>& mine, WorkloadOutcome& outcome) {
+  const int have = static_cast<int>(mine.size());
+  const bool pendingPhase = std::any_of(
+      mine.begin(), mine.end(), [](const Allocation& a) { return a.phase == kAllocationPending; });
+  for (const Allocation& allocation : mine) {
+    outcome.allocatedUltraServers.push_back(allocation.ultraServer);
+    outcome.allocatedAt = std::max(outcome.allocatedAt, allocation.allocatedAt);
+  }
+  if (have == 0) {
+    outcome.state = WorkloadState::kPending;
+    outcome.reason = "InsufficientUltraServers";
+    outcome.message = planner.waitingFor(workload, workload.serverCount);
+  } else if (have < workload.serverCount) {
+    outcome.state = WorkloadState::kPartiallyAllocated;
+    outcome.reason = "InsufficientUltraServers";
+    outcome.message = "holds " + std::to_string(have) + " of " +
+                      std::to_string(workload.serverCount) + " UltraServers; " +
+                      planner.waitingFor(workload, workload.serverCount - have);
+  } else if (pendingPhase) {
+    outcome.state = WorkloadState::kAllocating;
+    outcome.reason = "Reserving";
+    outcome.message = "reserving " + std::to_string(have) + " UltraServer" + (have == 1 ? "" : "s");
+  } else {
+    outcome.state = WorkloadState::kAllocated;
+    outcome.reason = "Allocated";
+    std::string nodes;
+    for (const Allocation& allocation : mine)
+      nodes += (nodes.empty() ? "" : "; ") + allocation.ultraServer + ": " +
+               joinStrings(allocation.nodes, ", ");
+    outcome.message = "holds " + nodes;
+  }
+}
+
+// Pass 2: allocate what the workloads miss, oldest first, and say where each stands.
+void allocateWaiting(Planner& planner, const std::vector<const Workload*>& queue,
+                     AllocationsByWorkload& kept,
+                     std::map<std::string, WorkloadOutcome>& outcomes) {
+  for (const Workload* workload : queue) {
+    if (!workload->invalid.empty() || workload->deleting) continue;
+    std::vector<Allocation>& mine = kept[workload->ref()];
+    placeMissing(planner, *workload, mine);
+    describeHolding(planner, *workload, mine, outcomes[workload->ref()]);
+  }
+}
+
 }  // namespace
 
 AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
@@ -194,174 +379,23 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
   AllocationPlan plan;
 
   std::vector<const Workload*> queue;
-  std::map<std::string, const Workload*> byRef;
+  std::set<std::string> known;
   for (const Workload& workload : workloads) {
     queue.push_back(&workload);
-    byRef[workload.ref()] = &workload;
+    known.insert(workload.ref());
   }
   std::sort(queue.begin(), queue.end(), [](const Workload* a, const Workload* b) {
     return a->createdAt != b->createdAt ? a->createdAt < b->createdAt : a->ref() < b->ref();
   });
 
   // The recorded allocations, by workload; those of workloads that are gone are released.
-  std::map<std::string, std::vector<Allocation>> held;
+  AllocationsByWorkload recorded;
   for (const Allocation& allocation : current) {
-    if (byRef.count(allocation.workloadRef)) held[allocation.workloadRef].push_back(allocation);
+    if (known.count(allocation.workloadRef)) recorded[allocation.workloadRef].push_back(allocation);
   }
 
-  // Pass 1: settle what is recorded (complete, confirm, release) and react to failed nodes, so
-  // that pass 2 sees every node that stays held.
-  std::map<std::string, std::vector<Allocation>> kept;
-  for (const Workload* workload : queue) {
-    WorkloadOutcome& outcome = plan.outcomes[workload->ref()];
-    std::vector<Allocation> mine = held[workload->ref()];
-    if (!workload->invalid.empty()) {
-      outcome.state = WorkloadState::kFailed;
-      outcome.reason = "InvalidSpec";
-      outcome.message = workload->invalid;
-      outcome.restartAllPods = !mine.empty();
-      continue;
-    }
-    if (workload->deleting) {
-      // Held until its pods are gone, so nobody else's pod can land on a chip still in use.
-      if (workload->podsRemain) {
-        for (Allocation& allocation : mine)
-          planner.hold(allocation);
-        kept[workload->ref()] = mine;
-        outcome.state = WorkloadState::kDeallocating;
-        outcome.reason = "PodsTerminating";
-        outcome.message = "releasing its UltraServers once its pods are gone";
-        outcome.restartAllPods = true;
-      } else {
-        outcome.state = WorkloadState::kDeallocating;
-        outcome.reason = "Released";
-        outcome.message = "its UltraServers are released";
-      }
-      continue;
-    }
-    if (mine.empty()) continue;
-
-    // A set that does not match the spec (changed since, or half-written): start again.
-    bool matches = static_cast<int>(mine.size()) == workload->serverCount;
-    bool anyBound = false;
-    for (const Allocation& allocation : mine) {
-      matches = matches && static_cast<int>(allocation.nodes.size()) == workload->topologySize;
-      anyBound = anyBound || allocation.phase == kAllocationBound;
-    }
-    const bool migrating = anyBound && workload->strategy == FailureStrategy::kMigrateAffected &&
-                           static_cast<int>(mine.size()) < workload->serverCount;
-    if (!matches && !migrating) {
-      outcome.restartAllPods = anyBound;
-      continue;  // pass 2 allocates it afresh
-    }
-    for (Allocation& allocation : mine)
-      allocation.phase = kAllocationBound;
-
-    std::vector<std::string> failed;
-    std::vector<Allocation> healthy;
-    std::vector<Allocation> affected;
-    for (const Allocation& allocation : mine) {
-      bool ok = true;
-      for (const std::string& node : allocation.nodes) {
-        if (!planner.healthy(node)) {
-          failed.push_back(node);
-          ok = false;
-        }
-      }
-      (ok ? healthy : affected).push_back(allocation);
-    }
-    if (!failed.empty() && workload->strategy == FailureStrategy::kRestartAll) {
-      outcome.restartAllPods = true;
-      outcome.degraded = true;
-      outcome.degradedReason = "RestartAll";
-      outcome.degradedMessage = "node " + joinStrings(failed, ", ") +
-                                " is not Ready: every allocation released, all pods restart "
-                                "once the workload fits whole again";
-      continue;
-    }
-    if (!failed.empty() && workload->strategy == FailureStrategy::kMigrateAffected) {
-      for (const Allocation& allocation : affected) {
-        for (const std::string& node : allocation.nodes)
-          outcome.restartPodsOn.push_back(node);
-      }
-      outcome.degraded = true;
-      outcome.degradedReason = "MigrateAffected";
-      outcome.degradedMessage = "node " + joinStrings(failed, ", ") +
-                                " is not Ready: its UltraServer allocation moves, the other " +
-                                std::to_string(healthy.size()) + " stay";
-      mine = healthy;
-    } else if (!failed.empty()) {
-      outcome.degraded = true;
-      outcome.degradedReason = "NodeNotReady";
-      outcome.degradedMessage = "node " + joinStrings(failed, ", ") +
-                                " is not Ready; failureStrategy NoOp: nothing is moved";
-    }
-    for (const Allocation& allocation : mine)
-      planner.hold(allocation);
-    kept[workload->ref()] = mine;
-  }
-
-  // Pass 2: allocate, oldest first.
-  for (const Workload* workload : queue) {
-    WorkloadOutcome& outcome = plan.outcomes[workload->ref()];
-    if (!workload->invalid.empty() || workload->deleting) continue;
-    std::vector<Allocation>& mine = kept[workload->ref()];
-    const int missing = workload->serverCount - static_cast<int>(mine.size());
-    if (missing > 0) {
-      std::set<std::string> used;
-      std::set<int> indices;
-      for (const Allocation& allocation : mine) {
-        used.insert(allocation.ultraServer);
-        indices.insert(allocation.ultraServerIndex);
-      }
-      std::vector<Allocation> placed = planner.place(*workload, missing, used);
-      // A fresh workload takes all or nothing; one that keeps some (migrating) takes what fits.
-      if (static_cast<int>(placed.size()) == missing || !mine.empty()) {
-        int next = 0;
-        for (Allocation& allocation : placed) {
-          while (indices.count(next))
-            ++next;
-          allocation.ultraServerIndex = next;
-          indices.insert(next);
-          planner.hold(allocation);
-          mine.push_back(std::move(allocation));
-        }
-      }
-      setIndices(mine);
-    }
-    const int have = static_cast<int>(mine.size());
-    const bool pendingPhase = std::any_of(mine.begin(), mine.end(), [](const Allocation& a) {
-      return a.phase == kAllocationPending;
-    });
-    for (const Allocation& allocation : mine) {
-      outcome.allocatedUltraServers.push_back(allocation.ultraServer);
-      outcome.allocatedAt = std::max(outcome.allocatedAt, allocation.allocatedAt);
-    }
-    if (have == 0) {
-      outcome.state = WorkloadState::kPending;
-      outcome.reason = "InsufficientUltraServers";
-      outcome.message = planner.waitingFor(*workload, workload->serverCount);
-    } else if (have < workload->serverCount) {
-      outcome.state = WorkloadState::kPartiallyAllocated;
-      outcome.reason = "InsufficientUltraServers";
-      outcome.message = "holds " + std::to_string(have) + " of " +
-                        std::to_string(workload->serverCount) + " UltraServers; " +
-                        planner.waitingFor(*workload, workload->serverCount - have);
-    } else if (pendingPhase) {
-      outcome.state = WorkloadState::kAllocating;
-      outcome.reason = "Reserving";
-      outcome.message =
-          "reserving " + std::to_string(have) + " UltraServer" + (have == 1 ? "" : "s");
-    } else {
-      outcome.state = WorkloadState::kAllocated;
-      outcome.reason = "Allocated";
-      std::string nodes;
-      for (const Allocation& allocation : mine)
-        nodes += (nodes.empty() ? "" : "; ") + allocation.ultraServer + ": " +
-                 joinStrings(allocation.nodes, ", ");
-      outcome.message = "holds " + nodes;
-    }
-  }
+  AllocationsByWorkload kept = settleRecorded(planner, queue, recorded, plan.outcomes);
+  allocateWaiting(planner, queue, kept, plan.outcomes);
 
   for (auto& [ref, allocations] : kept) {
     for (Allocation& allocation : allocations)
