@@ -1,4 +1,5 @@
-// UltraServerOperator: the controller behind neuron-ultraserver-operator. It watches Nodes,
+// UltraServerOperator: the controller behind neuron-ultraserver-operator: its loop, lease and
+// wiring (the writes are kube/operator_api.h, the decisions model/). It watches Nodes,
 // NeuronUltraServerWorkloads (every namespace) and the NeuronUltraServer objects (its own
 // namespace), and, while it holds the lease, reconciles them: one NeuronUltraServer per
 // UltraServer the agents' node labels describe, the allocations model/allocator.h decides
@@ -25,14 +26,12 @@
 #include "common/base/result.h"
 #include "common/http/http_server.h"
 #include "common/kube/informer.h"
-#include "common/kube/kube_client.h"
 #include "common/kube/leader_lease.h"
 #include "ultraserver-operator/app/operator_config.h"
+#include "ultraserver-operator/kube/operator_api.h"
 #include "ultraserver-operator/model/allocator.h"
 
 namespace torus::ultraserver {
-
-inline constexpr const char* kFinalizer = "neuron.aws.com/ultraserver-operator";
 
 class UltraServerOperator {
  public:
@@ -48,25 +47,16 @@ class UltraServerOperator {
   bool lostLease() const { return lostLease_.load(); }
 
  private:
-  using Cache = std::map<std::string, std::shared_ptr<const nlohmann::json>>;
+  using Cache = OperatorApi::Cache;
   static kube::InformerHandlers cacheHandlers(UltraServerOperator* self, Cache* cache);
   void markDirty();
   bool synced() const;
   void run(std::stop_token stop);
   Result<void> reconcileOnce();
-  Result<std::vector<nlohmann::json>> podsOf(const Workload& workload);
-  // Deletes those of `pods` (the workload's, from podsOf) that the outcome restarts.
-  Result<void> deletePods(const Workload& workload, const WorkloadOutcome& outcome,
-                          const std::vector<nlohmann::json>& pods);
-  Result<void> writeUltraServers(const std::vector<UltraServer>& servers,
-                                 const std::vector<Allocation>& allocations, const Cache& stored);
-  Result<void> ensureClaimTemplate(const Workload& workload, WorkloadOutcome& outcome);
-  Result<void> writeWorkload(const Workload& workload, const WorkloadOutcome& outcome,
-                             const nlohmann::json& stored, bool allocationsReleased);
   std::string metricsText() const;
 
   OperatorConfig config_;
-  kube::KubeClient client_;
+  OperatorApi api_;
 
   mutable std::mutex mutex_;
   std::condition_variable_any wake_;
@@ -74,18 +64,10 @@ class UltraServerOperator {
   Cache nodes_;
   Cache workloads_;
   Cache ultraServers_;
-  // The templates known to be as wanted, by workload ref (reconcile thread). Trusted for one
-  // resync period, then read again: a template someone deleted is written anew.
-  struct EnsuredTemplate {
-    nlohmann::json wanted;
-    std::chrono::steady_clock::time_point checkedAt;
-  };
-  std::map<std::string, EnsuredTemplate> ensuredTemplates_;
 
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> failedPasses_{0};
   int failedInARow_ = 0;  // the run thread's alone
-  std::atomic<std::uint64_t> podsDeleted_{0};
   std::atomic<int> workloadsAllocated_{0};
   std::atomic<int> workloadsWaiting_{0};
   std::atomic<bool> lostLease_{false};

@@ -1,6 +1,6 @@
 // What the UltraServer operator writes: AWS's field names in NeuronUltraServer and workload
 // statuses, and a claim template that selects only the workload's own whole-node devices.
-#include "ultraserver-operator/kube/operator_objects.h"
+#include "ultraserver-operator/model/operator_objects.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

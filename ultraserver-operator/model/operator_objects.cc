@@ -1,4 +1,4 @@
-#include "ultraserver-operator/kube/operator_objects.h"
+#include "ultraserver-operator/model/operator_objects.h"
 
 #include "common/base/strings.h"
 #include "common/contracts/dra_names.h"

@@ -1,6 +1,7 @@
-// The objects the UltraServer operator writes, as JSON for the API: NeuronUltraServer (spec and
-// status), a NeuronUltraServerWorkload's status, and the ResourceClaimTemplate a workload's pods
-// name. Pure functions of the model, so tests check every field.
+// The objects the UltraServer operator writes, as JSON for the API (kube/operator_api.h sends
+// them): NeuronUltraServer (spec and status), a NeuronUltraServerWorkload's status, and the
+// ResourceClaimTemplate a workload's pods name. Pure functions of the model, so tests check every
+// field.
 #pragma once
 
 #include <string>
