@@ -34,33 +34,26 @@ SOURCE_ROOTS = ("common", "device-plugin", "dra-driver", "node-runtime", "schedu
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 CONTRACTS = "common/contracts/"
 
-# Contract literals and the header that owns each.
+# Contract literals by the header that owns them: a literal that is one of them (EXACT) or holds
+# one (WITHIN).
 EXACT = {
-    # ultraserver_labels.h: AWS's UltraServer node labels
-    "server-id-2": "ultraserver_labels.h", "server-id-4": "ultraserver_labels.h",
-    "node-id-2": "ultraserver_labels.h", "node-id-4": "ultraserver_labels.h",
-    # opaque_config.h: the DRA driver's opaque configs
-    "NeuronConfig": "opaque_config.h", "UltraServerConfig": "opaque_config.h",
-    "ultraserverMode": "opaque_config.h", "logicalNeuronCore": "opaque_config.h",
-    # neuron_ultraserver.h: neuron.aws.com/v1beta1
-    "NeuronUltraServer": "neuron_ultraserver.h", "NeuronUltraServerWorkload": "neuron_ultraserver.h",
-    "workloadRef": "neuron_ultraserver.h", "allocatedNodes": "neuron_ultraserver.h",
-    "ultraserverIndex": "neuron_ultraserver.h", "leaderNodeName": "neuron_ultraserver.h",
-    "Bound": "neuron_ultraserver.h",
-    # topology_annotation.h
-    "torus.dev/topology": "neuron_names.h", "coresPerDevice": "topology_annotation.h",
-    # neuron_names.h: the hand-off, the container environment, the reservation
-    "AWS_NEURON_IDS": "neuron_names.h", "NEURON_ALLOC_TIME": "neuron_names.h",
-    "NEURON_ALLOCATED": "neuron_names.h", "NEURON_RESOURCE_TYPE": "neuron_names.h",
-    "torus.dev/ultraserver-nodes": "neuron_names.h", "NEURON_RT_VISIBLE_CORES": "neuron_names.h",
-    "NEURON_LOGICAL_NC_CONFIG": "neuron_names.h", "neuron.aws.com/workload": "neuron_names.h",
-    "neuron.aws.com/reserved": "neuron_names.h", "workloadId": "neuron_names.h",
+    "ultraserver_labels.h": ["server-id-2", "server-id-4", "node-id-2", "node-id-4"],
+    "opaque_config.h": ["NeuronConfig", "UltraServerConfig", "ultraserverMode",
+                        "logicalNeuronCore"],
+    "neuron_ultraserver.h": ["NeuronUltraServer", "NeuronUltraServerWorkload", "workloadRef",
+                             "allocatedNodes", "ultraserverIndex", "leaderNodeName", "Bound"],
+    "topology_annotation.h": ["coresPerDevice"],
+    "neuron_names.h": ["torus.dev/topology", "AWS_NEURON_IDS", "NEURON_ALLOC_TIME",
+                       "NEURON_ALLOCATED", "NEURON_RESOURCE_TYPE", "torus.dev/ultraserver-nodes",
+                       "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG",
+                       "neuron.aws.com/workload", "neuron.aws.com/reserved", "workloadId"],
 }
 WITHIN = {
-    "neuron.amazonaws.com/ultraserver-": "ultraserver_labels.h",
-    "neuron.aws.com/v1": "opaque_config.h, neuron_ultraserver.h",
-    "neuronultraserver": "neuron_ultraserver.h",
+    "ultraserver_labels.h": ["neuron.amazonaws.com/ultraserver-"],
+    "opaque_config.h, neuron_ultraserver.h": ["neuron.aws.com/v1"],
+    "neuron_ultraserver.h": ["neuronultraserver"],
 }
+OWNER_OF = {literal: owner for owner, literals in EXACT.items() for literal in literals}
 
 
 def source_files(root):
@@ -136,9 +129,8 @@ def contract_violations(root):
         with open(os.path.join(root, path), encoding="utf-8") as handle:
             literals = string_literals(handle.read())
         for number, literal in literals:
-            owner = EXACT.get(literal)
-            if owner is None:
-                owner = next((o for key, o in WITHIN.items() if key in literal), None)
+            owner = OWNER_OF.get(literal) or next(
+                (o for o, keys in WITHIN.items() if any(key in literal for key in keys)), None)
             if owner is not None:
                 found.append((path, number, literal, owner))
     return found

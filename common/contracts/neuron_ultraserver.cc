@@ -1,5 +1,8 @@
 #include "common/contracts/neuron_ultraserver.h"
 
+#include <array>
+#include <cstddef>
+
 #include <nlohmann/json.hpp>
 
 #include "common/base/strings.h"
@@ -47,18 +50,20 @@ std::optional<std::int64_t> integerField(const json& spec, const char* key, std:
   return value.get<std::int64_t>();
 }
 
+std::string apiPath(const std::string& rest) {
+  return "/apis/" + std::string(kUltraServerApiVersion) + "/" + rest;
+}
+
 }  // namespace
 
 std::string ultraServersPath(const std::string& nameSpace) {
-  return "/apis/" + std::string(kUltraServerApiVersion) + "/namespaces/" + nameSpace +
-         "/neuronultraservers";
+  return apiPath("namespaces/" + nameSpace + "/neuronultraservers");
 }
 std::string workloadsPath() {
-  return "/apis/" + std::string(kUltraServerApiVersion) + "/neuronultraserverworkloads";
+  return apiPath("neuronultraserverworkloads");
 }
 std::string workloadPath(const std::string& nameSpace, const std::string& name) {
-  return "/apis/" + std::string(kUltraServerApiVersion) + "/namespaces/" + nameSpace +
-         "/neuronultraserverworkloads/" + name;
+  return apiPath("namespaces/" + nameSpace + "/neuronultraserverworkloads/" + name);
 }
 
 const char* failureStrategyName(FailureStrategy strategy) {
@@ -74,21 +79,10 @@ const char* failureStrategyName(FailureStrategy strategy) {
 }
 
 const char* workloadStateName(WorkloadState state) {
-  switch (state) {
-    case WorkloadState::kAllocating:
-      return "Allocating";
-    case WorkloadState::kAllocated:
-      return "Allocated";
-    case WorkloadState::kPartiallyAllocated:
-      return "PartiallyAllocated";
-    case WorkloadState::kFailed:
-      return "Failed";
-    case WorkloadState::kDeallocating:
-      return "Deallocating";
-    case WorkloadState::kPending:
-      break;
-  }
-  return "Pending";
+  // In the enum's order.
+  static constexpr std::array<const char*, 6> kNames = {
+      "Pending", "Allocating", "Allocated", "PartiallyAllocated", "Failed", "Deallocating"};
+  return kNames.at(static_cast<std::size_t>(state));
 }
 
 Workload parseWorkload(const json& object) {
