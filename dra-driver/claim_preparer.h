@@ -25,7 +25,7 @@
 
 #include "common/base/result.h"
 #include "common/kubelet/node_view.h"
-#include "dra-driver/cdi_spec.h"
+#include "dra-driver/cdi.h"
 #include "dra-driver/checkpoint.h"
 #include "dra-driver/kubelet/claim_driver.h"
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/json_nesting.h"
-#include "dra-driver/cdi_spec.h"
+#include "dra-driver/cdi.h"
 #include "dra-driver/checkpoint.h"
 #include "dra-driver/claim_allocation.h"
 

@@ -4,7 +4,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
-#include "dra-driver/cdi_spec.h"
+#include "dra-driver/cdi.h"
 #include "dra-driver/checkpoint.h"
 #include "dra-driver/claim_allocation.h"
 #include "dra-driver/claim_holders.h"

@@ -1,4 +1,4 @@
-#include "dra-driver/cdi_spec.h"
+#include "dra-driver/cdi.h"
 
 #include <system_error>
 
