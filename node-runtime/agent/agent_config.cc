@@ -3,6 +3,7 @@
 #include "common/base/strings.h"
 #include "common/config/log_settings.h"
 #include "common/contracts/dra_names.h"
+#include "common/http/http_server.h"
 
 namespace torus::agent {
 
@@ -187,6 +188,45 @@ health::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config) {
   options.command = config.deepCheckCommand;
   options.commandTimeout = std::chrono::milliseconds(config.deepCheckCommandTimeoutMs);
   return options;
+}
+
+Result<void> normalizeAgentConfig(AgentConfig& config) {
+  if (config.deepCheckIntervalMs != 0 && config.deepCheckIntervalMs < 1000) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--deep-check-interval must be 0 (off) or at least 1s, got " +
+                         std::to_string(config.deepCheckIntervalMs) + "ms");
+  }
+  if (config.deepCheckTimeoutMs < 100) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--deep-check-timeout must be at least 100ms, got " +
+                         std::to_string(config.deepCheckTimeoutMs) + "ms");
+  }
+  if (config.healthIntervalMs < 50) {
+    return makeError(ErrorCode::kInvalidArgument, "--health-interval must be at least 50ms, got " +
+                                                      std::to_string(config.healthIntervalMs) +
+                                                      "ms");
+  }
+  if (config.dra && config.devicePlugin) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--dra needs --device-plugin=false: with both, kubelet would hand the same "
+                     "chips out through two paths");
+  }
+  if (config.podResourcesIntervalMs < 100) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "--pod-resources-interval must be at least 100ms, got " +
+                         std::to_string(config.podResourcesIntervalMs) + "ms");
+  }
+  if (config.dra && config.draResyncMs < 1000) {
+    return makeError(ErrorCode::kInvalidArgument, "--dra-resync must be at least 1s, got " +
+                                                      std::to_string(config.draResyncMs) + "ms");
+  }
+  auto awsClear = parseAwsHealthClear(config.awsClear);
+  if (!awsClear) return std::move(awsClear).error().withContext("--health-condition-clear");
+  config.aws.clear = *awsClear;
+  if (auto listen = http::parseListenAddress(config.metricsAddr); !listen) {
+    return std::move(listen).error().withContext("--metrics-addr");
+  }
+  return {};
 }
 
 }  // namespace torus::agent

@@ -6,9 +6,10 @@
 #include <string>
 
 #include "common/base/log.h"
+#include "common/base/result.h"
 #include "common/config/settings.h"
 #include "device-plugin/plugin_manager.h"
-#include "node-runtime/agent/aws_health.h"
+#include "node-runtime/agent/rules/aws_health.h"
 #include "node-runtime/health/deep_check/deep_check.h"
 #include "node-runtime/node_source/node_source.h"
 
@@ -65,6 +66,9 @@ struct AgentConfig {
 };
 
 void registerAgentSettings(config::SettingTable& table, AgentConfig* config);
+// Refuses settings that cannot work together or at all, naming the flag and the value, before
+// any tree is written or device read; parses --health-condition-clear into aws.clear.
+Result<void> normalizeAgentConfig(AgentConfig& config);
 health::DeepCheckOptions deepCheckOptionsOf(const AgentConfig& config);
 
 }  // namespace torus::agent

@@ -9,8 +9,8 @@
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
 #include "common/kube/object_fields.h"
-#include "node-runtime/agent/node_metadata.h"
-#include "node-runtime/agent/restarting_taint.h"
+#include "node-runtime/agent/kube/restarting_taint.h"
+#include "node-runtime/agent/rules/node_metadata.h"
 
 namespace torus::agent {
 namespace {

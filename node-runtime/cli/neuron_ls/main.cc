@@ -11,7 +11,7 @@
 #include "common/config/log_settings.h"
 #include "common/config/settings.h"
 #include "dra-driver/slice_builder.h"
-#include "node-runtime/agent/node_metadata.h"
+#include "node-runtime/agent/rules/node_metadata.h"
 #include "node-runtime/cli/neuron_ls/neuron_ls_render.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/node_source/node_source.h"

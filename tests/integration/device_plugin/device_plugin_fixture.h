@@ -13,8 +13,8 @@
 
 #include "common/base/temp_dir.h"
 #include "device-plugin/plugin_manager.h"
+#include "node-runtime/agent/kube/pod_handoff.h"
 #include "node-runtime/agent/plugin_node_view.h"
-#include "node-runtime/agent/pod_handoff.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "node-runtime/agent/pod_handoff.h"
+#include "node-runtime/agent/kube/pod_handoff.h"
 #include "tests/integration/kube/fake_api_server.h"
 
 namespace torus::testing {

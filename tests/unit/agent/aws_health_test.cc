@@ -1,6 +1,6 @@
 // AWS's health conditions as a function of the kernel's errors, the clear policy and what the
 // node carried at start; the boot-time and RFC 3339 readers they rest on.
-#include "node-runtime/agent/aws_health.h"
+#include "node-runtime/agent/rules/aws_health.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // The labels, annotation and condition the agent publishes, as a function of the node model.
-#include "node-runtime/agent/node_metadata.h"
+#include "node-runtime/agent/rules/node_metadata.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include "common/topology/node.h"
 #include "device-plugin/allocation.h"
 #include "device-plugin/resource_kind.h"
-#include "node-runtime/agent/node_metadata.h"
+#include "node-runtime/agent/rules/node_metadata.h"
 #include "scheduler-extender/kube/kube_objects.h"
 #include "scheduler-extender/server/extender_json.h"
 

@@ -1,4 +1,4 @@
-#include "node-runtime/agent/daemonset_successor.h"
+#include "node-runtime/agent/kube/daemonset_successor.h"
 
 #include <algorithm>
 #include <charconv>

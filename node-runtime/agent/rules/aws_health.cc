@@ -1,4 +1,4 @@
-#include "node-runtime/agent/aws_health.h"
+#include "node-runtime/agent/rules/aws_health.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "node-runtime/agent/node_metadata.h"
+#include "node-runtime/agent/rules/node_metadata.h"
 
 #include "common/contracts/neuron_names.h"
 #include "common/contracts/topology_annotation.h"

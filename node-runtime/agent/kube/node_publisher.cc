@@ -1,4 +1,4 @@
-#include "node-runtime/agent/node_publisher.h"
+#include "node-runtime/agent/kube/node_publisher.h"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "node-runtime/agent/pod_handoff.h"
+#include "node-runtime/agent/kube/pod_handoff.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "node-runtime/agent/node_events.h"
+#include "node-runtime/agent/kube/node_events.h"
 
 #include <chrono>
 

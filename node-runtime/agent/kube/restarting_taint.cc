@@ -1,4 +1,4 @@
-#include "node-runtime/agent/restarting_taint.h"
+#include "node-runtime/agent/kube/restarting_taint.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,10 +1,10 @@
-#include "node-runtime/agent/kubelet_view_publisher.h"
+#include "node-runtime/agent/kube/kubelet_view_publisher.h"
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
 #include "common/contracts/kubelet_view.h"
-#include "node-runtime/agent/restarting_taint.h"
+#include "node-runtime/agent/kube/restarting_taint.h"
 
 namespace torus::agent {
 

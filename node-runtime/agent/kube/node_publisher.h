@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "common/kube/kube_client.h"
-#include "node-runtime/agent/aws_health.h"
-#include "node-runtime/agent/node_metadata.h"
+#include "node-runtime/agent/rules/aws_health.h"
+#include "node-runtime/agent/rules/node_metadata.h"
 #include "node-runtime/health/node_monitor.h"
 
 namespace torus::agent {
