@@ -29,6 +29,7 @@
 
 #include "common/base/result.h"
 #include "common/kube/kube_client.h"
+#include "dra-driver/kubelet/slice_content.h"
 #include "dra-driver/kubelet/slice_source.h"
 
 namespace torus::dra {
@@ -38,11 +39,6 @@ struct PublisherOptions {
   std::string nodeName;    // the pool's node, and the slices' owner
   std::chrono::milliseconds resync = std::chrono::seconds(60);
 };
-
-// Whether `stored` (as the API returns it) says what `published` (as built, any pool generation)
-// does: the same spec apart from the pool generation, where a field only the stored copy has is
-// tolerated when it holds its zero value (the API server's defaults), and nothing else is.
-bool sameSliceContent(const nlohmann::json& stored, const nlohmann::json& published);
 
 class SlicePublisher {
  public:
