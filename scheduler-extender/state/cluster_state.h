@@ -71,8 +71,9 @@ class ClusterState {
   // cores), in which case they are dropped and counted in the result.
   Result<int> upsertNode(const std::string& name, const std::string& instanceType, int lnc = 0,
                          const topology::DeviceSet& unhealthy = {});
-  // The same for a node as the agent described it (contracts::nodeFromTopology): its links and health
-  // as discovered, so a NeuronLink that is down is routed around here as in the device plugin.
+  // The same for a node as the agent described it (contracts::nodeFromTopology): its links and
+  // health as discovered, so a NeuronLink that is down is routed around here as in the device
+  // plugin.
   Result<int> upsertNode(const std::string& name, topology::Node model);
   // What the node's kubelet refuses now (the agent's report); false for a node we do not know.
   bool setKubeletRefusal(const std::string& name, const KubeletRefusal& refusal);
