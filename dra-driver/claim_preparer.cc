@@ -6,6 +6,7 @@
 #include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 #include "common/metrics/event_counters.h"
+#include "dra-driver/ultraserver_reservation.h"
 
 namespace torus::dra {
 
@@ -171,6 +172,68 @@ void ClaimPreparer::setReservation(bool known, std::string workloadRef) {
   reservedFor_ = std::move(workloadRef);
 }
 
+Result<void> ClaimPreparer::refuseOverlapLocked(const ClaimRef& ref,
+                                                const ResolvedClaim& claim) const {
+  // The scheduler never allocates one chip twice; a second line of defence costs nothing and
+  // keeps a stale slice, a hand-edited claim or a driver bug from sharing a chip.
+  for (const auto& [uid, other] : state_.claims) {
+    const topology::CoreSet overlap = other.cores & claim.cores;
+    if (!overlap.empty()) {
+      metrics::processCounters().add(metrics::names::kDraOverlapsRefusedTotal, {});
+      return makeError(ErrorCode::kFailedPrecondition,
+                       "claim " + ref.nameSpace + "/" + ref.name + ": cores " +
+                           overlap.toRangeString() + " are held by prepared claim " +
+                           other.ref.nameSpace + "/" + other.ref.name + " (" + uid + ")");
+    }
+  }
+  return okResult();
+}
+
+Result<void> ClaimPreparer::checkReservationLocked(const ClaimRef& ref, const ResolvedClaim& claim,
+                                                   const nlohmann::json& object) const {
+  if (claim.chips.empty()) return okResult();
+  if (!reservationKnown_) {
+    return makeError(ErrorCode::kUnavailable,
+                     "claim " + ref.nameSpace + "/" + ref.name +
+                         ": the driver has not read this node's UltraServer reservations yet "
+                         "(NeuronUltraServer objects); kubelet retries");
+  }
+  std::string refusal =
+      reservationRefusal(reservedFor_, kube::annotationOf(object, contracts::kWorkloadAnnotation),
+                         ref.nameSpace, ref.name, options_.pool);
+  if (refusal.empty()) return okResult();
+  return makeError(ErrorCode::kFailedPrecondition, std::move(refusal));
+}
+
+Result<void> ClaimPreparer::resetGivenBack(std::unique_lock<std::mutex>& lock, const ClaimRef& ref,
+                                           const ResolvedClaim& claim, const topology::Node& node) {
+  // Outside the lock, as the worker's: a slow reset (a real chip takes seconds) must not hold up
+  // every other prepare and unprepare on the node. Its chips are marked as being reset, so a
+  // retry of this claim or the worker waits for them.
+  if (const topology::DeviceSet dirty = claim.chips & state_.pendingReset; !dirty.empty()) {
+    resetting_ |= dirty;
+    const topology::CoreSet inUse = heldCoresExcept("");
+    lock.unlock();
+    const Result<void> done = reset(dirty, inUse);
+    lock.lock();
+    resetting_ -= dirty;
+    changed_.notify_all();
+    if (!done) {
+      failedResets_ |= dirty;
+      return makeError(ErrorCode::kUnavailable,
+                       "claim " + ref.nameSpace + "/" + ref.name + ": chips " +
+                           dirty.toRangeString() +
+                           " were given back by their last claim and resetting them failed (" +
+                           done.error().message +
+                           "); the claim is prepared once a reset succeeds (kubelet retries)");
+    }
+    state_.pendingReset -= dirty;
+    state_.unresetCores -= node.coresOfDevices(dirty);
+    failedResets_ -= dirty;
+  }
+  return okResult();
+}
+
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) {
   {
     std::lock_guard lock(mutex_);
@@ -197,55 +260,16 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
     TORUS_RETURN_IF_ERROR(assignVisibleCores(*resolved, *views, snapshot.node),
                           "claim " + ref.nameSpace + "/" + ref.name);
   }
-
   std::unique_lock lock(mutex_);
   // A chip the worker is resetting right now is not handed out until it is done.
   changed_.wait(lock, [&] { return (resetting_ & resolved->chips).empty(); });
   if (const auto found = state_.claims.find(ref.uid); found != state_.claims.end()) {
     return answerOf(found->second);
   }
-  // The scheduler never allocates one chip twice; a second line of defence costs nothing and
-  // keeps a stale slice, a hand-edited claim or a driver bug from sharing a chip.
-  for (const auto& [uid, other] : state_.claims) {
-    const topology::CoreSet overlap = other.cores & resolved->cores;
-    if (!overlap.empty()) {
-      metrics::processCounters().add(metrics::names::kDraOverlapsRefusedTotal, {});
-      return makeError(ErrorCode::kFailedPrecondition,
-                       "claim " + ref.nameSpace + "/" + ref.name + ": cores " +
-                           overlap.toRangeString() + " are held by prepared claim " +
-                           other.ref.nameSpace + "/" + other.ref.name + " (" + uid + ")");
-    }
-  }
-  if (!resolved->chips.empty()) {
-    const std::string claimName = ref.nameSpace + "/" + ref.name;
-    if (!reservationKnown_) {
-      return makeError(ErrorCode::kUnavailable,
-                       "claim " + claimName +
-                           ": the driver has not read this node's UltraServer reservations yet "
-                           "(NeuronUltraServer objects); kubelet retries");
-    }
-    const std::string workload = kube::annotationOf(*object, contracts::kWorkloadAnnotation);
-    const auto refuse = [&](const std::string& why) {
-      return makeError(ErrorCode::kFailedPrecondition,
-                       "claim " + claimName + ": node " + options_.pool +
-                           " is reserved for NeuronUltraServerWorkload " + reservedFor_ + "; " +
-                           why);
-    };
-    if (!reservedFor_.empty() && workload != reservedFor_) {
-      return refuse((workload.empty() ? "this claim belongs to no workload"
-                                      : "this claim belongs to workload " + workload) +
-                    " (claims made from a workload's ResourceClaimTemplate carry the annotation " +
-                    contracts::kWorkloadAnnotation + ")");
-    }
-    // Anyone who may write a claim may write the annotation: only the workload's own namespace
-    // (the tenant that created the workload) may use its reservation.
-    const std::string ownNamespace = reservedFor_.substr(0, reservedFor_.find('/'));
-    if (!reservedFor_.empty() && ref.nameSpace != ownNamespace) {
-      return refuse("this claim names workload " + workload + " but is in namespace " +
-                    ref.nameSpace + "; only claims of namespace " + ownNamespace +
-                    " may use its reservation");
-    }
-  }
+  if (auto checked = refuseOverlapLocked(ref, *resolved); !checked)
+    return std::move(checked).error();
+  if (auto checked = checkReservationLocked(ref, *resolved, *object); !checked)
+    return std::move(checked).error();
   resolved->chips.forEach([&](int chip) {
     const topology::Device& device = snapshot.node.devices[static_cast<std::size_t>(chip)];
     if (!device.health.healthy) {
@@ -254,32 +278,8 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
                 {"reason", device.health.reason});
     }
   });
-  // Given back so recently that the worker has not reset it yet: reset it now, before anyone
-  // gets it.
-  // The reset runs outside the lock, as the worker's does: a slow one (a real chip takes seconds)
-  // must not hold up every other prepare and unprepare on the node. Its chips are marked as
-  // being reset, so a retry of this claim or the worker waits for them.
-  if (const topology::DeviceSet dirty = resolved->chips & state_.pendingReset; !dirty.empty()) {
-    resetting_ |= dirty;
-    const topology::CoreSet inUse = heldCoresExcept("");
-    lock.unlock();
-    const Result<void> done = reset(dirty, inUse);
-    lock.lock();
-    resetting_ -= dirty;
-    changed_.notify_all();
-    if (!done) {
-      failedResets_ |= dirty;
-      return makeError(ErrorCode::kUnavailable,
-                       "claim " + ref.nameSpace + "/" + ref.name + ": chips " +
-                           dirty.toRangeString() +
-                           " were given back by their last claim and resetting them failed (" +
-                           done.error().message +
-                           "); the claim is prepared once a reset succeeds (kubelet retries)");
-    }
-    state_.pendingReset -= dirty;
-    state_.unresetCores -= snapshot.node.coresOfDevices(dirty);
-    failedResets_ -= dirty;
-  }
+  if (auto checked = resetGivenBack(lock, ref, *resolved, snapshot.node); !checked)
+    return std::move(checked).error();
   // Cores whose last tenant shared the chip with a claim that still runs: never reset since.
   const topology::CoreSet unreset = resolved->cores & state_.unresetCores;
   TORUS_RETURN_IF_ERROR(

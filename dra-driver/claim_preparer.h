@@ -84,6 +84,15 @@ class ClaimPreparer final : public ClaimDriver {
   // Writes the claim's CDI spec when it is missing (a reboot emptied the tmpfs).
   Result<void> ensureSpec(const ResolvedClaim& claim) const;
   topology::CoreSet heldCoresExcept(const std::string& uid) const;  // caller holds mutex_
+  // The checks before a claim's chips are handed out (caller holds mutex_): no core another
+  // prepared claim holds, and the node's UltraServer reservation.
+  Result<void> refuseOverlapLocked(const ClaimRef& ref, const ResolvedClaim& claim) const;
+  Result<void> checkReservationLocked(const ClaimRef& ref, const ResolvedClaim& claim,
+                                      const nlohmann::json& object) const;
+  // Resets chips given back so recently that the worker has not reset them yet, outside the lock
+  // (`lock` holds mutex_ before and after).
+  Result<void> resetGivenBack(std::unique_lock<std::mutex>& lock, const ClaimRef& ref,
+                              const ResolvedClaim& claim, const topology::Node& node);
   // Resets `chips` (not under `inUse`), counts and logs the result; caller holds mutex_ or is
   // the worker between its two critical sections.
   Result<void> reset(const topology::DeviceSet& chips, const topology::CoreSet& inUse);

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/contracts/neuron_names.h"
 #include "common/contracts/neuron_ultraserver.h"
 #include "common/kube/object_fields.h"
 
@@ -65,6 +66,28 @@ void UltraServerReservation::publish() {
     }
   }
   listener_(true, workload);
+}
+
+std::string reservationRefusal(const std::string& reservedFor, const std::string& claimWorkload,
+                               const std::string& claimNamespace, const std::string& claimName,
+                               const std::string& node) {
+  if (reservedFor.empty()) return "";
+  const std::string refused = "claim " + claimNamespace + "/" + claimName + ": node " + node +
+                              " is reserved for NeuronUltraServerWorkload " + reservedFor + "; ";
+  if (claimWorkload != reservedFor) {
+    return refused +
+           (claimWorkload.empty() ? "this claim belongs to no workload"
+                                  : "this claim belongs to workload " + claimWorkload) +
+           " (claims made from a workload's ResourceClaimTemplate carry the annotation " +
+           contracts::kWorkloadAnnotation + ")";
+  }
+  const std::string ownNamespace = reservedFor.substr(0, reservedFor.find('/'));
+  if (claimNamespace != ownNamespace) {
+    return refused + "this claim names workload " + claimWorkload + " but is in namespace " +
+           claimNamespace + "; only claims of namespace " + ownNamespace +
+           " may use its reservation";
+  }
+  return "";
 }
 
 }  // namespace torus::dra

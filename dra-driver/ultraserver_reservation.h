@@ -19,6 +19,14 @@ namespace torus::dra {
 // The workload ("namespace/name") a Bound allocation of `ultraServer` gives `nodeName`, or "".
 std::string boundWorkloadOf(const nlohmann::json& ultraServer, const std::string& nodeName);
 
+// Why claim `claimNamespace`/`claimName` may not have chips of node `node`, reserved for
+// `reservedFor` ("namespace/name"; "" for a node reserved for no one), or "" when it may: it must
+// name that workload (`claimWorkload`, its neuron.aws.com/workload annotation) and be in the
+// workload's own namespace, since anyone who may write a claim may write the annotation.
+std::string reservationRefusal(const std::string& reservedFor, const std::string& claimWorkload,
+                               const std::string& claimNamespace, const std::string& claimName,
+                               const std::string& node);
+
 class UltraServerReservation {
  public:
   // `onChange(known, workloadRef)` is called after every list and event (on the informer's
