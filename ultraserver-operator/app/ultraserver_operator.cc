@@ -66,6 +66,8 @@ Result<std::unique_ptr<UltraServerOperator>> UltraServerOperator::start(
   self->ultraServerInformer_ =
       std::make_unique<kube::Informer>(*kube, contracts::ultraServersPath(config.nameSpace),
                                        cacheHandlers(raw, &raw->ultraServers_));
+  self->claimInformer_ = std::make_unique<kube::Informer>(
+      *kube, "/apis/resource.k8s.io/v1/resourceclaims", cacheHandlers(raw, &raw->claims_));
 
   if (config.leaderElect) {
     kube::LeaseOptions lease;
@@ -103,6 +105,7 @@ void UltraServerOperator::stop() {
   nodeInformer_.reset();
   workloadInformer_.reset();
   ultraServerInformer_.reset();
+  claimInformer_.reset();
   if (health_) health_->stop();
   if (metrics_) metrics_->stop();
 }
@@ -143,7 +146,7 @@ void UltraServerOperator::markDirty() {
 
 bool UltraServerOperator::synced() const {
   return nodeInformer_ && nodeInformer_->hasSynced() && workloadInformer_->hasSynced() &&
-         ultraServerInformer_->hasSynced();
+         ultraServerInformer_->hasSynced() && claimInformer_->hasSynced();
 }
 
 void UltraServerOperator::run(std::stop_token stop) {
@@ -213,15 +216,21 @@ Result<void> UltraServerOperator::reconcileOnce() {
   Cache nodes;
   Cache workloadObjects;
   Cache stored;
+  std::map<std::string, std::string> busy;
   {
     std::lock_guard lock(mutex_);
     nodes = nodes_;
     workloadObjects = workloads_;
     stored = ultraServers_;
+    busy = nodesBusyWithClaims(claims_);
   }
   std::vector<MemberNode> members;
   for (const auto& [name, node] : nodes) {
-    if (auto member = memberOf(*node)) members.push_back(std::move(*member));
+    auto member = memberOf(*node);
+    if (!member) continue;
+    if (const auto claim = busy.find(member->name); claim != busy.end())
+      member->busyWith = claim->second;
+    members.push_back(std::move(*member));
   }
   const std::vector<UltraServer> servers = groupUltraServers(std::move(members));
 

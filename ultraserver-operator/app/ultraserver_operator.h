@@ -64,6 +64,7 @@ class UltraServerOperator {
   Cache nodes_;
   Cache workloads_;
   Cache ultraServers_;
+  Cache claims_;  // ResourceClaims: nodes busy with claims of no workload are not reserved
 
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> failedPasses_{0};
@@ -76,6 +77,7 @@ class UltraServerOperator {
   std::unique_ptr<kube::Informer> nodeInformer_;
   std::unique_ptr<kube::Informer> workloadInformer_;
   std::unique_ptr<kube::Informer> ultraServerInformer_;
+  std::unique_ptr<kube::Informer> claimInformer_;
   std::unique_ptr<http::HttpServer> health_;
   std::unique_ptr<http::HttpServer> metrics_;
   std::jthread worker_;

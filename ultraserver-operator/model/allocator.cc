@@ -54,7 +54,7 @@ void applyFailureStrategy(const Planner& planner, const Workload& workload,
   for (const Allocation& allocation : mine) {
     bool ok = true;
     for (const std::string& node : allocation.nodes) {
-      if (!planner.healthy(node)) {
+      if (!planner.ready(node)) {
         failed.push_back(node);
         ok = false;
       }

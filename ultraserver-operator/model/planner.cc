@@ -99,15 +99,19 @@ std::string Planner::waitingFor(const Workload& workload, int count) const {
     if (listed == 6) continue;
     ++listed;
     std::set<std::string> holders;
+    std::vector<std::string> busy;
     int notReady = 0;
     for (const MemberNode& member : server->nodes) {
       if (!member.healthy()) ++notReady;
       const std::string& holder = nodes_.at(member.name).heldBy;
       if (!holder.empty()) holders.insert(holder);
+      if (!member.busyWith.empty()) busy.push_back(member.name + " (" + member.busyWith + ")");
     }
     seen += (seen.empty() ? "" : "; ") + server->name + ": " + std::to_string(freeCount(*server)) +
             " of " + std::to_string(server->nodes.size()) + " free";
     if (notReady > 0) seen += ", " + std::to_string(notReady) + " not Ready";
+    for (const std::string& node : busy)
+      seen += ", busy: " + node;
     for (const std::string& holder : holders)
       seen += ", held by " + holder;
   }

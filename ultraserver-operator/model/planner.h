@@ -35,12 +35,15 @@ class Planner {
     }
   }
 
-  bool healthy(const std::string& node) const {
+  // Ready, whether or not it is cordoned: a cordon keeps new workloads off a node, but moves
+  // nothing that already runs there (as kubectl cordon does to pods).
+  bool ready(const std::string& node) const {
     const auto found = nodes_.find(node);
-    return found != nodes_.end() && found->second.member->healthy();
+    return found != nodes_.end() && found->second.member->ready;
   }
+  // Free for a new allocation: Ready, schedulable, held by no workload, busy with no claim.
   bool free(const MemberNode& member) const {
-    return member.healthy() && nodes_.at(member.name).heldBy.empty();
+    return member.healthy() && member.busyWith.empty() && nodes_.at(member.name).heldBy.empty();
   }
   void hold(const Allocation& allocation) {
     for (const std::string& node : allocation.nodes) {

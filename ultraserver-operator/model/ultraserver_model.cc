@@ -56,6 +56,25 @@ std::optional<MemberNode> memberOf(const json& node) {
   return member;
 }
 
+std::map<std::string, std::string> nodesBusyWithClaims(
+    const std::map<std::string, std::shared_ptr<const json>>& claims) {
+  std::map<std::string, std::string> busy;
+  for (const auto& [key, claim] : claims) {
+    if (!kube::annotationOf(*claim, contracts::kWorkloadAnnotation).empty()) continue;
+    for (const json& result :
+         kube::arrayAt(*claim, {"status", "allocation", "devices", "results"})) {
+      if (kube::stringAt(result, {"driver"}) != contracts::kDraDriverName) continue;
+      const json& admin = kube::fieldAt(result, {"adminAccess"});
+      if (admin.is_boolean() && admin.get<bool>()) continue;
+      const std::string node = kube::stringAt(result, {"pool"});
+      if (node.empty() || busy.contains(node)) continue;
+      busy[node] = "ResourceClaim " + kube::stringAt(*claim, {"metadata", "namespace"}) + "/" +
+                   kube::stringAt(*claim, {"metadata", "name"});
+    }
+  }
+  return busy;
+}
+
 std::string ultraServerName(const std::string& serverId) {
   return "us-" + toLower(serverId);
 }

@@ -4,6 +4,8 @@
 // (common/contracts/neuron_ultraserver.h).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +26,10 @@ struct MemberNode {
   int nodeId = -1;       // 0-3 (node-id-4)
   bool ready = false;    // the Node's Ready condition is True
   bool schedulable = true;
+  // A ResourceClaim of no workload holds devices here ("ResourceClaim ns/name"; "" when none):
+  // reserving the node would leave that claim's pod running beside the workload, or, allocated in
+  // the moment before the reservation's taint, refused at prepare for as long as it lasts.
+  std::string busyWith;
 
   bool healthy() const { return ready && schedulable; }
 };
@@ -31,6 +37,11 @@ struct MemberNode {
 // A Node's place in an UltraServer; nullopt when it is in none (no server-id-4 / node-id-4
 // labels, or labels that do not parse).
 std::optional<MemberNode> memberOf(const nlohmann::json& node);
+
+// The nodes where an allocated ResourceClaim of the neuron.aws.com driver that carries no
+// workload annotation holds devices (admin access holds nothing), each with the first such claim.
+std::map<std::string, std::string> nodesBusyWithClaims(
+    const std::map<std::string, std::shared_ptr<const nlohmann::json>>& claims);
 
 struct UltraServer {
   std::string name;  // the NeuronUltraServer object's name: "us-" + server id

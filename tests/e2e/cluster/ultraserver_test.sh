@@ -94,7 +94,7 @@ running_pods() { k get pods -n e2e -l "app=$1" -o json | checks_py running-pods;
 count_running() { local n; n="$(running_pods "$1" | wc -w)"; [[ "$n" == "$2" ]] || { echo "$n of $1's pods Running, want $2"; return 1; }; }
 
 # TORUS_E2E_CASES="operator tenants" runs only those (a developer's loop; CI runs all).
-for case in ${TORUS_E2E_CASES:-operator allreduce waiting tenants reservation handover restart_all migrate_and_noop \
+for case in ${TORUS_E2E_CASES:-operator busy allreduce waiting tenants reservation handover restart_all migrate_and_noop \
   leader_election least_privilege}; do
   source "$REPO/tests/e2e/cluster/cases/ultraserver/$case.sh"
 done

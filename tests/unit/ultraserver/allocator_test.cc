@@ -3,6 +3,8 @@
 // the two-phase record, the three failure strategies).
 #include "ultraserver-operator/model/allocator.h"
 
+#include <map>
+#include <memory>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -181,6 +183,60 @@ TEST(Allocator, ASecondWorkloadWaitsWholeAndSaysWhy) {
   EXPECT_EQ(after.outcomes.at("ml/second").state, WorkloadState::kAllocated);
 }
 
+json claimObject(const std::string& name, const std::string& node, const std::string& workload = "",
+                 bool adminAccess = false, const std::string& driver = "neuron.aws.com") {
+  json claim = {{"metadata", {{"name", name}, {"namespace", "team"}}},
+                {"status",
+                 {{"allocation",
+                   {{"devices",
+                     {{"results", json::array({{{"driver", driver},
+                                                {"pool", node},
+                                                {"device", "chip-0"},
+                                                {"adminAccess", adminAccess}}})}}}}}}}};
+  if (!workload.empty())
+    claim["metadata"]["annotations"][contracts::kWorkloadAnnotation] = workload;
+  return claim;
+}
+
+TEST(UltraServerModel, NodesAreBusyWithAllocatedClaimsOfNoWorkload) {
+  std::map<std::string, std::shared_ptr<const json>> claims;
+  const auto add = [&](const json& claim) {
+    claims[claim["metadata"]["name"].get<std::string>()] = std::make_shared<const json>(claim);
+  };
+  add(claimObject("plain", "n0-1"));
+  add(claimObject("ours", "n0-2", "ml/train"));
+  add(claimObject("monitor", "n0-3", "", true));
+  add(claimObject("gpu", "n1-0", "", false, "gpu.example.com"));
+  add(json{{"metadata", {{"name", "pending"}, {"namespace", "team"}}}});  // not allocated yet
+  EXPECT_EQ(nodesBusyWithClaims(claims),
+            (std::map<std::string, std::string>{{"n0-1", "ResourceClaim team/plain"}}));
+}
+
+// A stranger's claim on one node of the only UltraServer: the workload waits, naming the claim,
+// instead of reserving a node whose devices it cannot have; with a second UltraServer it goes
+// there; once the claim is gone it is reserved.
+TEST(Allocator, AnUltraServerBusyWithAStrangersClaimIsNotReserved) {
+  auto servers = cluster(1);
+  servers[0].nodes[1].busyWith = "ResourceClaim team/plain";
+  const std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  const AllocationPlan waiting = settle(servers, workloads, {});
+  EXPECT_TRUE(of(waiting, "ml/train").empty());
+  EXPECT_EQ(waiting.outcomes.at("ml/train").state, WorkloadState::kPending);
+  EXPECT_EQ(waiting.outcomes.at("ml/train").message,
+            "waiting for 1 UltraServer of trn2u.48xlarge with 4 free, Ready nodes (us-ab0: 3 of "
+            "4 free, busy: n0-1 (ResourceClaim team/plain))");
+
+  auto two = cluster(2);
+  two[0].nodes[1].busyWith = "ResourceClaim team/plain";
+  const AllocationPlan elsewhere = settle(two, workloads, {});
+  ASSERT_EQ(of(elsewhere, "ml/train").size(), 1U);
+  EXPECT_EQ(of(elsewhere, "ml/train")[0].ultraServer, "us-ab1");
+
+  servers[0].nodes[1].busyWith.clear();
+  EXPECT_EQ(settle(servers, workloads, {}).outcomes.at("ml/train").state,
+            WorkloadState::kAllocated);
+}
+
 TEST(Allocator, AllOrNothingAcrossUltraServers) {
   const auto servers = cluster(2);
   // Two UltraServers asked for, one free: nothing is held.
@@ -270,6 +326,24 @@ TEST(Allocator, RestartAllReleasesEverythingAndTakesItBackWhole) {
   const AllocationPlan back = settle(cluster(1), workloads, failed.allocations);
   EXPECT_EQ(back.outcomes.at("ml/train").state, WorkloadState::kAllocated);
   EXPECT_FALSE(back.outcomes.at("ml/train").restartAllPods) << "pods restart once, not again";
+}
+
+// A cordon keeps new workloads off a node but moves nothing: under RestartAll a cordoned node of a
+// running workload restarts no pod, and no new workload is given it.
+TEST(Allocator, ACordonRestartsNothingAndKeepsNewWorkloadsOff) {
+  const std::vector<Workload> workloads = {
+      workload("train", 4, 1, "t1", FailureStrategy::kRestartAll)};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  auto cordoned = cluster(1);
+  cordoned[0].nodes[2].schedulable = false;
+  const AllocationPlan after = planAllocations(cordoned, workloads, running.allocations, "t9");
+  EXPECT_EQ(after.allocations.size(), 1U);
+  EXPECT_FALSE(after.outcomes.at("ml/train").restartAllPods);
+  EXPECT_FALSE(after.outcomes.at("ml/train").degraded);
+  EXPECT_EQ(after.outcomes.at("ml/train").state, WorkloadState::kAllocated);
+
+  const AllocationPlan fresh = settle(cordoned, {workload("next", 4, 1, "t2")}, {});
+  EXPECT_TRUE(of(fresh, "ml/next").empty()) << "a cordoned node is not free";
 }
 
 TEST(Allocator, MigrateAffectedMovesOnlyTheFailedGroup) {

@@ -6,6 +6,19 @@ echo "== RestartAll: a node lost, all four pods restart once the UltraServer is 
 deployment trainer second 4
 check "four pods of workload second run, one per node" eventually 180 count_running trainer 4
 before="$(running_pods trainer)"
+# A cordon keeps new workloads off a node but moves nothing that runs there.
+k cordon "${names[1]}" > /dev/null
+# The NeuronUltraServer's Ready condition names the cordoned node once a pass has seen it.
+seen_cordoned() { us_json | grep -q "(not: ${names[1]})"; }
+check "the operator has seen the cordon" eventually 30 seen_cordoned
+untouched() {
+  [[ "$(running_pods trainer)" == "$before" ]] || { echo "pods now: $(running_pods trainer)"; return 1; }
+  state_is second Allocated
+}
+check "a cordoned node restarts nothing under RestartAll" untouched
+k uncordon "${names[1]}" > /dev/null
+seen_uncordoned() { ! seen_cordoned; }
+check "...and the uncordon" eventually 30 seen_uncordoned
 lost="${names[2]}"
 stop_node "$lost"
 check "$lost goes NotReady" eventually 60 node_not_ready "$lost"
