@@ -19,25 +19,11 @@ bool boundOrGone(const json& pod) {
 BindAdmission::BindAdmission(const kube::KubeConfig& config) : clients_(config, 2) {}
 
 void BindAdmission::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
-  std::unordered_map<std::string, NodeFacts> nodes;
-  for (const auto& item : items) {
-    NodeFacts facts = parseNodeFacts(*item);
-    if (!facts.name.empty()) nodes[facts.name] = std::move(facts);
-  }
-  std::lock_guard lock(mutex_);
-  nodes_ = std::move(nodes);
+  nodes_.applyList(items);
 }
 
 void BindAdmission::applyNodeEvent(const kube::WatchEvent& event) {
-  if (!event.object) return;
-  NodeFacts facts = parseNodeFacts(*event.object);
-  if (facts.name.empty()) return;
-  std::lock_guard lock(mutex_);
-  if (event.type == "DELETED") {
-    nodes_.erase(facts.name);
-  } else {
-    nodes_[facts.name] = std::move(facts);
-  }
+  nodes_.applyEvent(event);
 }
 
 void BindAdmission::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
@@ -83,12 +69,9 @@ Result<void> BindAdmission::check(const PodDemand& pod, const std::string& node)
     }
     rules = parsePodNodeRules(*fetched);
   }
-  std::lock_guard lock(mutex_);
   const auto facts = nodes_.find(node);
-  if (facts == nodes_.end()) {
-    return makeError(ErrorCode::kNotFound, "node " + node + " is not in the cluster");
-  }
-  if (std::string refusal = admissionRefusal(facts->second, *rules); !refusal.empty()) {
+  if (!facts) return makeError(ErrorCode::kNotFound, "node " + node + " is not in the cluster");
+  if (std::string refusal = admissionRefusal(*facts, *rules); !refusal.empty()) {
     return makeError(ErrorCode::kFailedPrecondition, std::move(refusal));
   }
   return {};

@@ -18,6 +18,7 @@
 #include "common/base/result.h"
 #include "common/kube/informer.h"
 #include "common/kube/kube_client_pool.h"
+#include "scheduler-extender/kube/node_facts_index.h"
 #include "scheduler-extender/state/node_eligibility.h"
 #include "scheduler-extender/state/pod_demand.h"
 
@@ -42,9 +43,9 @@ class BindAdmission {
   void applyPodLocked(const nlohmann::json& pod, bool deleted);
 
   kube::KubeClientPool clients_;
+  NodeFactsIndex nodes_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, NodeFacts> nodes_;
-  std::unordered_map<std::string, PodNodeRules> pendingPods_;  // by UID
+  std::unordered_map<std::string, PodNodeRules> pendingPods_;  // by UID, under mutex_
 };
 
 }  // namespace torus::extender

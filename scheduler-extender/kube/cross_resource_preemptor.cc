@@ -36,25 +36,11 @@ CrossResourcePreemptor::~CrossResourcePreemptor() {
 }
 
 void CrossResourcePreemptor::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
-  std::map<std::string, NodeFacts> nodes;
-  for (const auto& item : items) {
-    NodeFacts facts = parseNodeFacts(*item);
-    if (!facts.name.empty()) nodes[facts.name] = std::move(facts);
-  }
-  std::lock_guard lock(mutex_);
-  nodes_ = std::move(nodes);
+  nodes_.applyList(items);
 }
 
 void CrossResourcePreemptor::applyNodeEvent(const kube::WatchEvent& event) {
-  if (!event.object) return;
-  NodeFacts facts = parseNodeFacts(*event.object);
-  if (facts.name.empty()) return;
-  std::lock_guard lock(mutex_);
-  if (event.type == "DELETED") {
-    nodes_.erase(facts.name);
-  } else {
-    nodes_[facts.name] = std::move(facts);
-  }
+  nodes_.applyEvent(event);
 }
 
 bool CrossResourcePreemptor::track(const json& object, std::map<std::string, Waiting>& into,
@@ -116,7 +102,6 @@ void CrossResourcePreemptor::preemptOnce() {
   // count on the same victims.
   std::vector<Waiting> candidates;
   std::set<std::string> busyNodes;
-  std::map<std::string, NodeFacts> nodes;
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mutex_);
@@ -143,10 +128,7 @@ void CrossResourcePreemptor::preemptOnce() {
     }
   }
   if (candidates.empty()) return;
-  {
-    std::lock_guard lock(mutex_);
-    nodes = nodes_;
-  }
+  const std::map<std::string, NodeFacts> nodes = nodes_.all();
   std::ranges::sort(candidates, [](const Waiting& a, const Waiting& b) {
     return std::tie(b.pod.priority, a.pod.uid) < std::tie(a.pod.priority, b.pod.uid);
   });

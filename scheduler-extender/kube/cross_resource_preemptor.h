@@ -30,6 +30,7 @@
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_client_pool.h"
 #include "scheduler-extender/kube/courtesy_writer.h"
+#include "scheduler-extender/kube/node_facts_index.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/node_eligibility.h"
 
@@ -81,7 +82,7 @@ class CrossResourcePreemptor {
   CourtesyWriter events_;
   mutable std::mutex mutex_;
   std::map<std::string, Waiting> waiting_;  // by UID
-  std::map<std::string, NodeFacts> nodes_;  // by name
+  NodeFactsIndex nodes_;
   std::uint64_t plans_ = 0;
   std::uint64_t evicted_ = 0;
   std::uint64_t refused_ = 0;
