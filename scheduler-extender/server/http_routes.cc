@@ -308,6 +308,13 @@ std::vector<http::Route> healthRoutes(ExtenderContext context) {
                     }});
   routes.push_back({"GET", "/metrics", [context](const http::Request&) {
                       std::string text = context.metrics.prometheusText();
+                      text +=
+                          "# HELP torus_extender_unfiltered_binds_refused_total Binds refused "
+                          "because this extender's filter had not passed the pod on that node "
+                          "in its scheduling cycle.\n"
+                          "# TYPE torus_extender_unfiltered_binds_refused_total counter\n"
+                          "torus_extender_unfiltered_binds_refused_total " +
+                          std::to_string(context.cycles->unfilteredBindsRefused()) + "\n";
                       if (context.moreMetrics) text += context.moreMetrics();
                       return http::Response{200, "text/plain; version=0.0.4", std::move(text)};
                     }});

@@ -268,6 +268,10 @@ TEST_F(ExtenderApiTest, ABindGoesOnlyToANodeFilterPassedForThatPod) {
       << refused.dump();
   EXPECT_FALSE(api_.get("pods", "ml/picky")->at("spec").contains("nodeName"));
   EXPECT_TRUE(allocationOf("ml/picky").is_null()) << "a refused bind holds nothing";
+  const auto metrics = httpGet(port_, "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_NE(metrics->find("\ntorus_extender_unfiltered_binds_refused_total 1\n"), std::string::npos)
+      << *metrics;
 }
 
 // A filter request can come from anyone who reaches the port and pass any node; bind still keeps a
