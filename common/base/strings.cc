@@ -99,4 +99,19 @@ std::string_view clipForMessage(std::string_view text, std::size_t limit) {
   return text.size() <= limit ? text : text.substr(0, limit);
 }
 
+std::string percentEncoded(std::string_view text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace torus

@@ -180,6 +180,13 @@ Result<json> KubeClient::remove(const std::string& path) {
   });
 }
 
+Result<json> KubeClient::remove(const std::string& path, const json& deleteOptions) {
+  const std::string text = deleteOptions.dump();
+  return send("DELETE", path, [&](const httplib::Headers& headers) {
+    return transport_->client->Delete(path, headers, text, "application/json");
+  });
+}
+
 Result<json> KubeClient::mergePatch(const std::string& path, const json& patch) {
   const std::string text = patch.dump();
   return send("PATCH", path, [&](const httplib::Headers& headers) {

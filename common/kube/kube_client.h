@@ -44,6 +44,8 @@ class KubeClient {
   Result<nlohmann::json> replace(const std::string& path, const nlohmann::json& body);
   // DELETE; an object that is already gone is NotFound.
   Result<nlohmann::json> remove(const std::string& path);
+  // DELETE with a DeleteOptions body (preconditions, propagationPolicy).
+  Result<nlohmann::json> remove(const std::string& path, const nlohmann::json& deleteOptions);
   // application/merge-patch+json: only the keys in `patch` change; an annotation map is never
   // replaced wholesale.
   Result<nlohmann::json> mergePatch(const std::string& path, const nlohmann::json& patch);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/strings.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/object_fields.h"
 
@@ -16,21 +17,6 @@ using nlohmann::json;
 
 // Bounds the scrapes in flight, so a large cluster is read quickly without a thread per node.
 constexpr std::size_t kParallelScrapes = 16;
-
-std::string percentEncoded(const std::string& text) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 struct AgentPod {
   std::string nameSpace;

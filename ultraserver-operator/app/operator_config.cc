@@ -30,6 +30,11 @@ void registerOperatorSettings(config::SettingTable& table, OperatorConfig* confi
   table.addInt("resync", "TORUS_RESYNC", "resyncSeconds", "SECONDS",
                "reconcile at least this often, even when no object changed", 1, 3600,
                &config->resyncSeconds);
+  table.addInt("failure-grace-period", "TORUS_FAILURE_GRACE_PERIOD", "failureGracePeriodSeconds",
+               "SECONDS",
+               "act on a workload's failureStrategy only once a node it holds has not been Ready "
+               "this long (a kubelet restart or a short partition moves nothing); 0 acts at once",
+               0, 86400, &config->failureGraceSeconds);
   config::addLogSettings(table, &config->log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",

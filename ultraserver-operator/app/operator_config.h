@@ -20,6 +20,9 @@ struct OperatorConfig {
   std::string healthProbeBindAddress = ":8081";
   std::string metricsBindAddress = ":8080";
   int resyncSeconds = 30;
+  // How long a node of a running workload may be not Ready before its failure strategy acts:
+  // longer than a kubelet restart, so a restart or a short partition moves nothing.
+  int failureGraceSeconds = 120;
   bool printConfigReference = false;
   log::Settings log;
 };

@@ -1,10 +1,13 @@
 #include "ultraserver-operator/app/ultraserver_operator.h"
 
 #include <algorithm>
+#include <set>
 
 #include "common/base/log.h"
+#include "common/base/strings.h"
 #include "common/base/utc_time.h"
 #include "common/contracts/neuron_ultraserver.h"
+#include "common/contracts/ultraserver_labels.h"
 #include "common/kube/kube_config.h"
 #include "common/kube/object_fields.h"
 #include "common/metrics/prometheus_text.h"
@@ -17,6 +20,20 @@ using kube::fieldAt;
 using kube::stringAt;
 
 constexpr auto kDebounce = std::chrono::milliseconds(200);
+
+// What the model reads of a Node (model/ultraserver_model.h memberOf): name, labels, cordon, the
+// Ready condition.
+std::shared_ptr<const json> slimNode(const std::shared_ptr<const json>& node) {
+  json slim = {{"metadata",
+                {{"name", fieldAt(*node, {"metadata", "name"})},
+                 {"labels", fieldAt(*node, {"metadata", "labels"})}}},
+               {"spec", {{"unschedulable", fieldAt(*node, {"spec", "unschedulable"})}}},
+               {"status", {{"conditions", json::array()}}}};
+  for (const json& condition : kube::arrayAt(*node, {"status", "conditions"})) {
+    if (stringAt(condition, {"type"}) == "Ready") slim["status"]["conditions"].push_back(condition);
+  }
+  return std::make_shared<const json>(std::move(slim));
+}
 
 std::string keyOf(const json& object) {
   const std::string nameSpace = stringAt(object, {"metadata", "namespace"});
@@ -59,8 +76,11 @@ Result<std::unique_ptr<UltraServerOperator>> UltraServerOperator::start(
   if (!metrics) return std::move(metrics).error().withContext("--metrics-bind-address");
   self->metrics_ = std::move(*metrics);
 
-  self->nodeInformer_ =
-      std::make_unique<kube::Informer>(*kube, "/api/v1/nodes", cacheHandlers(raw, &raw->nodes_));
+  // Only the nodes of an UltraServer (the agents' server-id label), and of those only what the
+  // model reads: a Node's images and volumes would fill the cache on a large cluster.
+  self->nodeInformer_ = std::make_unique<kube::Informer>(
+      *kube, "/api/v1/nodes?labelSelector=" + percentEncoded(contracts::kUltraServerIdLabel),
+      cacheHandlers(raw, &raw->nodes_, slimNode));
   self->workloadInformer_ = std::make_unique<kube::Informer>(*kube, contracts::workloadsPath(),
                                                              cacheHandlers(raw, &raw->workloads_));
   self->ultraServerInformer_ =
@@ -89,7 +109,8 @@ Result<std::unique_ptr<UltraServerOperator>> UltraServerOperator::start(
 
 UltraServerOperator::UltraServerOperator(const OperatorConfig& config, kube::KubeConfig kube)
     : config_(config),
-      api_(std::move(kube), config.nameSpace, std::chrono::seconds(config.resyncSeconds)) {}
+      api_(std::move(kube), config.nameSpace, std::chrono::seconds(config.resyncSeconds),
+           [this] { return !lostLease_.load() && (!lease_ || lease_->isLeader()); }) {}
 
 UltraServerOperator::~UltraServerOperator() {
   stop();
@@ -110,25 +131,26 @@ void UltraServerOperator::stop() {
   if (metrics_) metrics_->stop();
 }
 
-kube::InformerHandlers UltraServerOperator::cacheHandlers(UltraServerOperator* self, Cache* cache) {
+kube::InformerHandlers UltraServerOperator::cacheHandlers(UltraServerOperator* self, Cache* cache,
+                                                          Slim slim) {
   kube::InformerHandlers handlers;
-  handlers.onList = [self, cache](const std::vector<std::shared_ptr<const json>>& items) {
+  handlers.onList = [self, cache, slim](const std::vector<std::shared_ptr<const json>>& items) {
     {
       std::lock_guard lock(self->mutex_);
       cache->clear();
       for (const auto& item : items)
-        (*cache)[keyOf(*item)] = item;
+        (*cache)[keyOf(*item)] = slim ? slim(item) : item;
     }
     self->markDirty();
   };
-  handlers.onEvent = [self, cache](const kube::WatchEvent& event) {
+  handlers.onEvent = [self, cache, slim](const kube::WatchEvent& event) {
     if (!event.object || event.type == "BOOKMARK") return;
     {
       std::lock_guard lock(self->mutex_);
       if (event.type == "DELETED") {
         cache->erase(keyOf(*event.object));
       } else {
-        (*cache)[keyOf(*event.object)] = event.object;
+        (*cache)[keyOf(*event.object)] = slim ? slim(event.object) : event.object;
       }
     }
     self->markDirty();
@@ -153,8 +175,9 @@ void UltraServerOperator::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, stop, std::chrono::seconds(config_.resyncSeconds),
-                     [this] { return dirty_; });
+      std::chrono::seconds wait(config_.resyncSeconds);
+      if (recheckIn_) wait = std::min(wait, *recheckIn_ + std::chrono::seconds(1));
+      wake_.wait_for(lock, stop, wait, [this] { return dirty_; });
       if (stop.stop_requested()) return;
     }
     // Let a burst of watch events (our own writes among them) settle into one pass.
@@ -216,14 +239,15 @@ Result<void> UltraServerOperator::reconcileOnce() {
   Cache nodes;
   Cache workloadObjects;
   Cache stored;
-  std::map<std::string, std::string> busy;
+  Cache claims;
   {
     std::lock_guard lock(mutex_);
     nodes = nodes_;
     workloadObjects = workloads_;
     stored = ultraServers_;
-    busy = nodesBusyWithClaims(claims_);
+    claims = claims_;
   }
+  const std::map<std::string, std::string> busy = nodesBusyWithClaims(claims);
   std::vector<MemberNode> members;
   for (const auto& [name, node] : nodes) {
     auto member = memberOf(*node);
@@ -235,14 +259,34 @@ Result<void> UltraServerOperator::reconcileOnce() {
   const std::vector<UltraServer> servers = groupUltraServers(std::move(members));
 
   std::vector<Workload> workloads;
-  std::map<std::string, std::vector<json>> listedPods;  // by workload ref, listed once a pass
+  std::map<std::string, OperatorApi::WorkloadPods> listedPods;  // by workload ref, once a pass
+  // What a workload's template says before anything is reserved for it: one it cannot own (a
+  // clash) makes it hold nothing; one the API refuses (a quota) is reported on it.
+  std::map<std::string, WorkloadOutcome> templateOutcomes;
   for (const auto& [key, object] : workloadObjects) {
     Workload workload = parseWorkload(*object);
     if (workload.deleting && !hasFinalizer(*object)) continue;  // not ours to hold back
+    if (workload.invalid.empty() && !workload.deleting) {
+      WorkloadOutcome& outcome = templateOutcomes[workload.ref()];
+      if (auto done = api_.ensureClaimTemplate(workload, outcome); !done) {
+        // Said on the workload itself, which keeps what it was given; the others go on.
+        outcome.degraded = true;
+        outcome.degradedReason = "ClaimTemplateNotWritten";
+        outcome.degradedMessage = done.error().message;
+        failures.add(workload.ref(), done.error());
+      } else if (outcome.state == WorkloadState::kFailed) {
+        workload.invalid = outcome.message;
+      }
+    }
     if (workload.deleting && workload.invalid.empty()) {
-      auto pods = api_.podsOf(workload);
+      // The template goes first, so no new claim is made from it; then the pods that own the
+      // workload's claims are evicted, and the UltraServers are held until they are gone.
+      auto pods = [&]() -> Result<OperatorApi::WorkloadPods> {
+        if (auto done = api_.deleteClaimTemplate(workload); !done) return std::move(done).error();
+        return api_.podsOf(workload, podsOfWorkload(claims, workload));
+      }();
       if (pods) {
-        workload.podsRemain = !pods->empty();
+        workload.podsRemain = !pods->mine.empty();
         listedPods[workload.ref()] = std::move(*pods);
       } else {
         // Its finalizer stays until its pods can be seen gone; the other workloads go on.
@@ -258,7 +302,20 @@ Result<void> UltraServerOperator::reconcileOnce() {
       current.push_back(std::move(allocation));
   }
 
-  AllocationPlan plan = planAllocations(servers, workloads, current, utcNowRfc3339());
+  AllocationPlan plan = planAllocations(servers, workloads, current, utcNowRfc3339(),
+                                        std::chrono::seconds(config_.failureGraceSeconds));
+  // A grace period that ends while nothing changes still needs a pass at its end.
+  recheckIn_ = plan.recheckIn;
+  for (auto& [ref, outcome] : templateOutcomes) {
+    WorkloadOutcome& planned = plan.outcomes[ref];
+    if (outcome.state == WorkloadState::kFailed) {
+      planned.reason = outcome.reason;  // the planner saw it invalid; say why
+    } else if (outcome.degraded && !planned.degraded) {
+      planned.degraded = true;
+      planned.degradedReason = outcome.degradedReason;
+      planned.degradedMessage = outcome.degradedMessage;
+    }
+  }
 
   // Pods first: a pod that must move is gone before its nodes are handed to anyone else.
   for (const Workload& workload : workloads) {
@@ -266,14 +323,14 @@ Result<void> UltraServerOperator::reconcileOnce() {
     if (!outcome.restartAllPods && outcome.restartPodsOn.empty()) continue;
     auto listed = listedPods.find(workload.ref());
     if (listed == listedPods.end()) {
-      auto pods = api_.podsOf(workload);
+      auto pods = api_.podsOf(workload, podsOfWorkload(claims, workload));
       if (!pods) {
         failures.add(workload.ref(), pods.error());
         continue;
       }
       listed = listedPods.emplace(workload.ref(), std::move(*pods)).first;
     }
-    if (auto done = api_.deletePods(workload, outcome, listed->second); !done) {
+    if (auto done = api_.evictPods(workload, outcome, listed->second.mine); !done) {
       failures.add(workload.ref(), done.error());
     }
   }
@@ -284,19 +341,11 @@ Result<void> UltraServerOperator::reconcileOnce() {
   int waiting = 0;
   for (const Workload& workload : workloads) {
     WorkloadOutcome& outcome = plan.outcomes[workload.ref()];
-    if (workload.invalid.empty() && !workload.deleting) {
-      if (auto done = api_.ensureClaimTemplate(workload, outcome); !done) {
-        // Said on the workload itself (a quota, an admission policy of its namespace), which
-        // keeps what it was given; the other workloads go on.
-        outcome.degraded = true;
-        outcome.degradedReason = "ClaimTemplateNotWritten";
-        outcome.degradedMessage = done.error().message;
-        failures.add(workload.ref(), done.error());
-      }
-    }
     const bool released = std::none_of(
         plan.allocations.begin(), plan.allocations.end(),
         [&](const Allocation& allocation) { return allocation.workloadRef == workload.ref(); });
+    if (workload.deleting && released && !workload.podsRemain)
+      reportRecreators(workload, listedPods);
     if (auto done =
             api_.writeWorkload(workload, outcome, *workloadObjects.at(workload.ref()), released);
         !done) {
@@ -311,6 +360,25 @@ Result<void> UltraServerOperator::reconcileOnce() {
   return failures.result();
 }
 
+void UltraServerOperator::reportRecreators(
+    const Workload& workload, const std::map<std::string, OperatorApi::WorkloadPods>& listed) {
+  const auto found = listed.find(workload.ref());
+  if (found == listed.end() || found->second.claimless.empty()) return;
+  std::set<std::string> controllers;
+  for (const json& pod : found->second.claimless) {
+    const std::string controller = api_.controllerOf(pod);
+    controllers.insert(controller.empty() ? "pod " + stringAt(pod, {"metadata", "name"})
+                                          : controller);
+  }
+  std::string names;
+  for (const std::string& controller : controllers)
+    names += (names.empty() ? "" : ", ") + controller;
+  api_.warn(workload, "PodsStillCreated",
+            names + " keeps creating pods that use ResourceClaimTemplate " +
+                workload.claimTemplate +
+                ", deleted with the workload: they stay Pending; scale it to zero or delete it");
+}
+
 std::string UltraServerOperator::metricsText() const {
   metrics::PrometheusText out;
   out.family("torus_ultraserver_reconcile_passes_total", "counter",
@@ -320,9 +388,9 @@ std::string UltraServerOperator::metricsText() const {
              "Reconcile passes that stopped at an API error (the next pass retries)");
   out.sample("torus_ultraserver_reconcile_failures_total", {},
              static_cast<double>(failedPasses_.load()));
-  out.family("torus_ultraserver_pods_deleted_total", "counter",
-             "Pods deleted by a failure strategy or a workload's deletion");
-  out.sample("torus_ultraserver_pods_deleted_total", {}, static_cast<double>(api_.podsDeleted()));
+  out.family("torus_ultraserver_pods_evicted_total", "counter",
+             "Pods evicted by a failure strategy or a workload's deletion");
+  out.sample("torus_ultraserver_pods_evicted_total", {}, static_cast<double>(api_.podsEvicted()));
   out.family("torus_ultraserver_workloads", "gauge", "Workloads by state after the last pass");
   out.sample("torus_ultraserver_workloads", {{"state", "Allocated"}}, workloadsAllocated_.load());
   out.sample("torus_ultraserver_workloads", {{"state", "Waiting"}}, workloadsWaiting_.load());

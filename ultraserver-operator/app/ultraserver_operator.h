@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -48,11 +49,19 @@ class UltraServerOperator {
 
  private:
   using Cache = OperatorApi::Cache;
-  static kube::InformerHandlers cacheHandlers(UltraServerOperator* self, Cache* cache);
+  // Keeps of an object only what the operator reads (nullptr: all of it).
+  using Slim =
+      std::shared_ptr<const nlohmann::json> (*)(const std::shared_ptr<const nlohmann::json>&);
+  static kube::InformerHandlers cacheHandlers(UltraServerOperator* self, Cache* cache,
+                                              Slim slim = nullptr);
   void markDirty();
   bool synced() const;
   void run(std::stop_token stop);
   Result<void> reconcileOnce();
+  // A Warning Event naming the controllers that keep making pods of a released workload's
+  // template (they can never start).
+  void reportRecreators(const Workload& workload,
+                        const std::map<std::string, OperatorApi::WorkloadPods>& listed);
   std::string metricsText() const;
 
   OperatorConfig config_;
@@ -68,7 +77,8 @@ class UltraServerOperator {
 
   std::atomic<std::uint64_t> passes_{0};
   std::atomic<std::uint64_t> failedPasses_{0};
-  int failedInARow_ = 0;  // the run thread's alone
+  int failedInARow_ = 0;                           // the run thread's alone
+  std::optional<std::chrono::seconds> recheckIn_;  // the run thread's alone: AllocationPlan's
   std::atomic<int> workloadsAllocated_{0};
   std::atomic<int> workloadsWaiting_{0};
   std::atomic<bool> lostLease_{false};

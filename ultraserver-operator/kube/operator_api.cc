@@ -26,6 +26,29 @@ bool usesTemplate(const json& pod, const std::string& claimTemplate) {
   });
 }
 
+// A pod that ended (Succeeded, Failed) or is being deleted: it holds nothing and is made again by
+// nobody.
+bool finished(const json& pod) {
+  const std::string phase = stringAt(pod, {"status", "phase"});
+  return phase == "Succeeded" || phase == "Failed" ||
+         !stringAt(pod, {"metadata", "deletionTimestamp"}).empty();
+}
+
+// Whether `object` names the object of `uid` among its owners.
+bool ownedBy(const json& object, const std::string& uid) {
+  const json& owners = fieldAt(object, {"metadata", "ownerReferences"});
+  return owners.is_array() && std::any_of(owners.begin(), owners.end(), [&](const json& owner) {
+           return owner.is_object() && owner.value("uid", json()) == uid;
+         });
+}
+
+// The resourceVersion of a write's answer, or `fallback` when it has none.
+std::string versionOf(const Result<json>& written, const std::string& fallback) {
+  if (!written) return fallback;
+  const std::string version = stringAt(*written, {"metadata", "resourceVersion"});
+  return version.empty() ? fallback : version;
+}
+
 }  // namespace
 
 bool hasFinalizer(const json& object) {
@@ -35,42 +58,138 @@ bool hasFinalizer(const json& object) {
 }
 
 OperatorApi::OperatorApi(kube::KubeConfig kube, std::string nameSpace,
-                         std::chrono::seconds templateTrust)
-    : client_(std::move(kube)), nameSpace_(std::move(nameSpace)), templateTrust_(templateTrust) {}
+                         std::chrono::seconds templateTrust, std::function<bool()> leading)
+    : client_(std::move(kube)),
+      nameSpace_(std::move(nameSpace)),
+      templateTrust_(templateTrust),
+      leading_(std::move(leading)) {}
 
-Result<std::vector<json>> OperatorApi::podsOf(const Workload& workload) {
-  auto pods = client_.get("/api/v1/namespaces/" + workload.nameSpace + "/pods");
-  if (!pods) return std::move(pods).error().withContext("listing the pods of " + workload.ref());
-  std::vector<json> mine;
-  const json& items = fieldAt(*pods, {"items"});
-  if (items.is_array()) {
-    for (const json& pod : items) {
-      if (usesTemplate(pod, workload.claimTemplate)) mine.push_back(pod);
-    }
+Result<void> OperatorApi::fence() const {
+  if (leading_ && !leading_()) {
+    return makeError(ErrorCode::kAborted,
+                     "this replica no longer holds the lease neuron-ultraserver-operator: it "
+                     "writes nothing");
   }
-  return mine;
+  return {};
 }
 
-Result<void> OperatorApi::deletePods(const Workload& workload, const WorkloadOutcome& outcome,
-                                     const std::vector<json>& pods) {
+Result<OperatorApi::WorkloadPods> OperatorApi::podsOf(const Workload& workload,
+                                                      const std::set<std::string>& uids) {
+  auto pods = client_.get("/api/v1/namespaces/" + workload.nameSpace + "/pods");
+  if (!pods) return std::move(pods).error().withContext("listing the pods of " + workload.ref());
+  WorkloadPods sorted;
+  for (const json& pod : kube::arrayAt(*pods, {"items"})) {
+    if (uids.contains(stringAt(pod, {"metadata", "uid"}))) {
+      sorted.mine.push_back(pod);
+    } else if (usesTemplate(pod, workload.claimTemplate) && !finished(pod)) {
+      sorted.claimless.push_back(pod);
+    }
+  }
+  return sorted;
+}
+
+Result<void> OperatorApi::evictPods(const Workload& workload, const WorkloadOutcome& outcome,
+                                    const std::vector<json>& pods) {
   const std::set<std::string> nodes(outcome.restartPodsOn.begin(), outcome.restartPodsOn.end());
+  const std::string why = outcome.degradedReason.empty()
+                              ? contracts::workloadStateName(outcome.state)
+                              : outcome.degradedReason;
   for (const json& pod : pods) {
     const std::string node = stringAt(pod, {"spec", "nodeName"});
     if (!outcome.restartAllPods && !nodes.count(node)) continue;
     if (!stringAt(pod, {"metadata", "deletionTimestamp"}).empty()) continue;
+    if (auto allowed = fence(); !allowed) return allowed;
     const std::string name = stringAt(pod, {"metadata", "name"});
-    auto removed = client_.remove("/api/v1/namespaces/" + workload.nameSpace + "/pods/" + name);
-    if (!removed && removed.error().code != ErrorCode::kNotFound) {
-      return std::move(removed).error().withContext("deleting pod " + workload.nameSpace + "/" +
+    const std::string path =
+        "/api/v1/namespaces/" + workload.nameSpace + "/pods/" + name + "/eviction";
+    // The UID precondition: a pod of the same name made since is not this one.
+    const json eviction = {
+        {"apiVersion", "policy/v1"},
+        {"kind", "Eviction"},
+        {"metadata", {{"name", name}, {"namespace", workload.nameSpace}}},
+        {"deleteOptions", {{"preconditions", {{"uid", stringAt(pod, {"metadata", "uid"})}}}}}};
+    auto evicted = client_.create(path, eviction);
+    if (!evicted && evicted.error().code == ErrorCode::kNotFound) continue;
+    if (!evicted && evicted.error().message.find("disruption budget") != std::string::npos) {
+      warn(workload, "EvictionBlocked",
+           "pod " + name + " on " + node + " is not evicted yet (" + why +
+               "): its PodDisruptionBudget allows no disruption now; retrying");
+      return std::move(evicted).error().withContext("evicting pod " + name);
+    }
+    if (!evicted) {
+      return std::move(evicted).error().withContext("evicting pod " + workload.nameSpace + "/" +
                                                     name);
     }
-    ++podsDeleted_;
-    TORUS_LOG(Info, UltraServer, "deleted a pod of the workload", {"workload", workload.ref()},
-              {"pod", name}, {"node", node},
-              {"why", outcome.degradedReason.empty() ? contracts::workloadStateName(outcome.state)
-                                                     : outcome.degradedReason});
+    ++podsEvicted_;
+    TORUS_LOG(Info, UltraServer, "evicted a pod of the workload", {"workload", workload.ref()},
+              {"pod", name}, {"node", node}, {"why", why});
+    postEvent(workload, false, "EvictedPod",
+              "evicted pod " + name + " on " + node + " (" + why + ")");
   }
   return {};
+}
+
+Result<void> OperatorApi::deleteClaimTemplate(const Workload& workload) {
+  const std::string path = claimTemplatePath(workload.nameSpace, workload.claimTemplate);
+  auto existing = client_.get(path);
+  if (!existing) {
+    if (existing.error().code == ErrorCode::kNotFound) return {};
+    return std::move(existing).error().withContext("reading " + path);
+  }
+  if (!ownedBy(*existing, workload.uid)) return {};  // someone else's: not ours to delete
+  if (auto allowed = fence(); !allowed) return allowed;
+  const json options = {{"apiVersion", "v1"},
+                        {"kind", "DeleteOptions"},
+                        {"preconditions", {{"uid", stringAt(*existing, {"metadata", "uid"})}}}};
+  if (auto removed = client_.remove(path, options);
+      !removed && removed.error().code != ErrorCode::kNotFound) {
+    return std::move(removed).error().withContext("deleting " + path);
+  }
+  ensured_.erase(workload.ref());
+  TORUS_LOG(Info, UltraServer, "deleted the workload's ResourceClaimTemplate first",
+            {"workload", workload.ref()}, {"template", workload.claimTemplate});
+  return {};
+}
+
+std::string OperatorApi::controllerOf(const json& pod) {
+  const std::string nameSpace = stringAt(pod, {"metadata", "namespace"});
+  const json* controller = nullptr;
+  for (const json& owner : kube::arrayAt(pod, {"metadata", "ownerReferences"})) {
+    if (owner.value("controller", json()) == json(true)) controller = &owner;
+  }
+  if (!controller) return "";
+  const std::string kind = stringAt(*controller, {"kind"});
+  const std::string name = stringAt(*controller, {"name"});
+  if (kind == "ReplicaSet") {
+    // A Deployment's ReplicaSet: name the Deployment, which is what a user scales.
+    auto replicaSet = client_.get("/apis/apps/v1/namespaces/" + nameSpace + "/replicasets/" + name);
+    if (replicaSet) {
+      for (const json& owner : kube::arrayAt(*replicaSet, {"metadata", "ownerReferences"})) {
+        if (owner.value("controller", json()) == json(true))
+          return stringAt(owner, {"kind"}) + " " + nameSpace + "/" + stringAt(owner, {"name"});
+      }
+    }
+  }
+  return kind + " " + nameSpace + "/" + name;
+}
+
+void OperatorApi::warn(const Workload& workload, const std::string& reason,
+                       const std::string& message) {
+  postEvent(workload, true, reason, message);
+}
+
+void OperatorApi::postEvent(const Workload& workload, bool warning, const std::string& reason,
+                            const std::string& message) {
+  if (!fence()) return;
+  json event = kube::eventObject(
+      {std::string(contracts::kWorkloadKind), workload.name, workload.nameSpace, workload.uid},
+      workload.nameSpace, !warning, reason, message, "neuron-ultraserver-operator");
+  event["involvedObject"]["apiVersion"] = contracts::kUltraServerApiVersion;
+  if (auto posted = client_.create("/api/v1/namespaces/" + workload.nameSpace + "/events", event);
+      !posted) {
+    TORUS_LOG(Warn, UltraServer, "could not post an Event", {"workload", workload.ref()},
+              {"reason", reason}, {"error", posted.error().message});
+  }
 }
 
 Result<void> OperatorApi::writeUltraServers(const std::vector<UltraServer>& servers,
@@ -78,6 +197,7 @@ Result<void> OperatorApi::writeUltraServers(const std::vector<UltraServer>& serv
                                             const Cache& stored) {
   const std::string now = utcNowRfc3339();
   for (const UltraServer& server : servers) {
+    if (auto allowed = fence(); !allowed) return allowed;
     const auto found = stored.find(nameSpace_ + "/" + server.name);
     json object;
     if (found == stored.end()) {
@@ -96,14 +216,19 @@ Result<void> OperatorApi::writeUltraServers(const std::vector<UltraServer>& serv
       object = *found->second;
     }
     const std::string path = contracts::ultraServersPath(nameSpace_) + "/" + server.name;
+    // Each write carries the version it was decided on: one on a stale read gets 409.
+    std::string version = stringAt(object, {"metadata", "resourceVersion"});
     if (const json spec = ultraServerSpec(server); fieldAt(object, {"spec"}) != spec) {
-      auto patched = client_.mergePatch(path, {{"spec", spec}});
+      auto patched =
+          client_.mergePatch(path, {{"metadata", {{"resourceVersion", version}}}, {"spec", spec}});
       if (!patched) return std::move(patched).error().withContext("updating " + server.name);
+      version = versionOf(patched, version);
     }
     const json& previous = fieldAt(object, {"status"});
     const json status = ultraServerStatus(server, allocations, previous, now);
     if (previous != status) {
-      auto patched = client_.mergePatch(path + "/status", {{"status", status}});
+      auto patched = client_.mergePatch(
+          path + "/status", {{"metadata", {{"resourceVersion", version}}}, {"status", status}});
       if (!patched) {
         return std::move(patched).error().withContext("writing the status of " + server.name);
       }
@@ -123,12 +248,7 @@ Result<void> OperatorApi::ensureClaimTemplate(const Workload& workload, Workload
   const std::string path = claimTemplatePath(workload.nameSpace, workload.claimTemplate);
   auto existing = client_.get(path);
   if (existing) {
-    const json& owners = fieldAt(*existing, {"metadata", "ownerReferences"});
-    const bool ours =
-        owners.is_array() && std::any_of(owners.begin(), owners.end(), [&](const json& owner) {
-          return owner.is_object() && owner.value("uid", json()) == workload.uid;
-        });
-    if (!ours) {
+    if (!ownedBy(*existing, workload.uid)) {
       outcome.state = WorkloadState::kFailed;
       outcome.reason = "ClaimTemplateExists";
       outcome.message = "ResourceClaimTemplate " + workload.nameSpace + "/" +
@@ -142,6 +262,7 @@ Result<void> OperatorApi::ensureClaimTemplate(const Workload& workload, Workload
       return {};
     }
     // A template's spec cannot change: make it anew (claims made from the old one keep theirs).
+    if (auto allowed = fence(); !allowed) return allowed;
     if (auto removed = client_.remove(path);
         !removed && removed.error().code != ErrorCode::kNotFound) {
       return std::move(removed).error().withContext("replacing " + path);
@@ -149,6 +270,7 @@ Result<void> OperatorApi::ensureClaimTemplate(const Workload& workload, Workload
   } else if (existing.error().code != ErrorCode::kNotFound) {
     return std::move(existing).error();
   }
+  if (auto allowed = fence(); !allowed) return allowed;
   auto created = client_.create(claimTemplatePath(workload.nameSpace, ""), wanted);
   if (!created && created.error().code != ErrorCode::kAlreadyExists &&
       created.error().code != ErrorCode::kAborted) {
@@ -165,7 +287,9 @@ Result<void> OperatorApi::ensureClaimTemplate(const Workload& workload, Workload
 
 Result<void> OperatorApi::writeWorkload(const Workload& workload, const WorkloadOutcome& outcome,
                                         const json& stored, bool allocationsReleased) {
+  if (auto allowed = fence(); !allowed) return allowed;
   const std::string path = contracts::workloadPath(workload.nameSpace, workload.name);
+  std::string version = stringAt(stored, {"metadata", "resourceVersion"});
   if (workload.deleting) {
     if (allocationsReleased && hasFinalizer(stored)) {
       json finalizers = json::array();
@@ -173,9 +297,7 @@ Result<void> OperatorApi::writeWorkload(const Workload& workload, const Workload
         if (finalizer != kFinalizer) finalizers.push_back(finalizer);
       }
       auto patched = client_.mergePatch(
-          path, {{"metadata",
-                  {{"finalizers", finalizers},
-                   {"resourceVersion", stringAt(stored, {"metadata", "resourceVersion"})}}}});
+          path, {{"metadata", {{"finalizers", finalizers}, {"resourceVersion", version}}}});
       if (!patched && patched.error().code != ErrorCode::kNotFound) {
         return std::move(patched).error().withContext("removing the finalizer of " +
                                                       workload.ref());
@@ -189,11 +311,10 @@ Result<void> OperatorApi::writeWorkload(const Workload& workload, const Workload
     if (!finalizers.is_array()) finalizers = json::array();
     finalizers.push_back(kFinalizer);
     auto patched = client_.mergePatch(
-        path, {{"metadata",
-                {{"finalizers", finalizers},
-                 {"resourceVersion", stringAt(stored, {"metadata", "resourceVersion"})}}}});
+        path, {{"metadata", {{"finalizers", finalizers}, {"resourceVersion", version}}}});
     if (!patched)
       return std::move(patched).error().withContext("adding the finalizer to " + workload.ref());
+    version = versionOf(patched, version);
   }
   const json& previous = fieldAt(stored, {"status"});
   const json status = workloadStatus(workload, outcome, previous, utcNowRfc3339());
@@ -208,27 +329,20 @@ Result<void> OperatorApi::writeWorkload(const Workload& workload, const Workload
       }
     }
   }
-  if (stringAt(previous, {"state"}) != contracts::workloadStateName(outcome.state) ||
-      (outcome.degraded && wasDegraded != outcome.degradedReason)) {
-    TORUS_LOG(Info, UltraServer, "workload state", {"workload", workload.ref()},
-              {"state", contracts::workloadStateName(outcome.state)}, {"message", outcome.message});
-    // An Event as well, so `kubectl describe nusw` and `kubectl get events` tell the story.
-    const bool warning = outcome.state == WorkloadState::kFailed || outcome.degraded;
-    json event = kube::eventObject(
-        {std::string(contracts::kWorkloadKind), workload.name, workload.nameSpace, workload.uid},
-        workload.nameSpace, !warning, outcome.degraded ? outcome.degradedReason : outcome.reason,
-        outcome.degraded ? outcome.degradedMessage : outcome.message,
-        "neuron-ultraserver-operator");
-    event["involvedObject"]["apiVersion"] = contracts::kUltraServerApiVersion;
-    if (auto posted = client_.create("/api/v1/namespaces/" + workload.nameSpace + "/events", event);
-        !posted) {
-      TORUS_LOG(Warn, UltraServer, "could not post an Event", {"workload", workload.ref()},
-                {"error", posted.error().message});
-    }
-  }
-  auto patched = client_.mergePatch(path + "/status", {{"status", status}});
+  auto patched = client_.mergePatch(
+      path + "/status", {{"metadata", {{"resourceVersion", version}}}, {"status", status}});
   if (!patched && patched.error().code != ErrorCode::kNotFound) {
     return std::move(patched).error().withContext("writing the status of " + workload.ref());
+  }
+  if (patched && (stringAt(previous, {"state"}) != contracts::workloadStateName(outcome.state) ||
+                  (outcome.degraded && wasDegraded != outcome.degradedReason))) {
+    TORUS_LOG(Info, UltraServer, "workload state", {"workload", workload.ref()},
+              {"state", contracts::workloadStateName(outcome.state)}, {"message", outcome.message});
+    // An Event as well, so `kubectl describe nusw` and `kubectl get events` tell the story; after
+    // the status, so a write refused as stale (and decided again) does not tell it twice.
+    const bool warning = outcome.state == WorkloadState::kFailed || outcome.degraded;
+    postEvent(workload, warning, outcome.degraded ? outcome.degradedReason : outcome.reason,
+              outcome.degraded ? outcome.degradedMessage : outcome.message);
   }
   return {};
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/base/strings.h"
+#include "common/base/utc_time.h"
 #include "ultraserver-operator/model/planner.h"
 
 namespace torus::ultraserver {
@@ -44,25 +45,64 @@ bool recordedSetStands(const Workload& workload, std::vector<Allocation>& mine,
   return true;
 }
 
-// Reacts to the nodes of `mine` that are no longer Ready, as the workload's failure strategy
-// says; `mine` is left with what the workload keeps (nothing for RestartAll).
-void applyFailureStrategy(const Planner& planner, const Workload& workload,
-                          std::vector<Allocation>& mine, WorkloadOutcome& outcome) {
+// How long the nodes that are not Ready have been so, against the failure grace period.
+class GraceClock {
+ public:
+  GraceClock(const std::string& now, std::chrono::seconds grace)
+      : now_(parseUtcRfc3339(now)), grace_(grace) {}
+
+  // How long until the failure strategy acts on `member`, which is not Ready: zero once its
+  // grace is over (or cannot be told: a node with no Ready transition, a grace of 0).
+  std::chrono::seconds remaining(const MemberNode& member) const {
+    if (grace_.count() <= 0 || !now_) return std::chrono::seconds(0);
+    const auto since = parseUtcRfc3339(member.notReadySince);
+    if (!since) return std::chrono::seconds(0);
+    const auto left = grace_ - std::chrono::duration_cast<std::chrono::seconds>(*now_ - *since);
+    return std::max(left, std::chrono::seconds(0));
+  }
+
+ private:
+  std::optional<std::chrono::system_clock::time_point> now_;
+  std::chrono::seconds grace_;
+};
+
+// Reacts to the nodes of `mine` that have not been Ready for the grace period, as the workload's
+// failure strategy says; `mine` is left with what the workload keeps (nothing for RestartAll).
+// A node still within its grace is reported and moves nothing; `recheckIn` is lowered to when
+// its grace ends.
+void applyFailureStrategy(const Planner& planner, const GraceClock& clock, const Workload& workload,
+                          std::vector<Allocation>& mine, WorkloadOutcome& outcome,
+                          std::optional<std::chrono::seconds>& recheckIn) {
   std::vector<std::string> failed;
+  std::vector<std::string> waiting;  // not Ready, within the grace period
   std::vector<Allocation> healthy;
   std::vector<Allocation> affected;
   for (const Allocation& allocation : mine) {
     bool ok = true;
     for (const std::string& node : allocation.nodes) {
-      if (!planner.ready(node)) {
-        failed.push_back(node);
-        ok = false;
+      const MemberNode* member = planner.member(node);
+      if (member && member->ready) continue;
+      const auto left = member ? clock.remaining(*member) : std::chrono::seconds(0);
+      if (left.count() > 0) {
+        waiting.push_back(node + " (since " + member->notReadySince + ")");
+        recheckIn = std::min(recheckIn.value_or(left), left);
+        continue;
       }
+      failed.push_back(node);
+      ok = false;
     }
     (ok ? healthy : affected).push_back(allocation);
   }
-  if (failed.empty()) return;
+  if (failed.empty() && waiting.empty()) return;
   outcome.degraded = true;
+  if (failed.empty()) {
+    outcome.degradedReason = "NodeNotReady";
+    outcome.degradedMessage = "node " + joinStrings(waiting, ", ") +
+                              " is not Ready; failureStrategy " +
+                              contracts::failureStrategyName(workload.strategy) +
+                              " acts when the grace period ends, unless it is back";
+    return;
+  }
   const std::string nodes = "node " + joinStrings(failed, ", ") + " is not Ready";
   switch (workload.strategy) {
     case FailureStrategy::kRestartAll:
@@ -90,11 +130,35 @@ void applyFailureStrategy(const Planner& planner, const Workload& workload,
   }
 }
 
+// A claim of no workload allocated on a node of `mine` (kube-scheduler placed it in the moment
+// before the reservation's taint reached the node's devices) holds the chip counters the
+// workload's whole-node claim needs, and the driver refuses it at prepare: neither could ever run.
+// The reservation gives way (the stranger then prepares; the workload is placed again where it
+// fits, or waits naming the claim), with its pods restarted if any ran. Returns whether it did.
+bool releasedForAStranger(const Planner& planner, const std::vector<Allocation>& mine,
+                          WorkloadOutcome& outcome) {
+  for (const Allocation& allocation : mine) {
+    for (const std::string& node : allocation.nodes) {
+      const MemberNode* member = planner.member(node);
+      if (!member || member->busyWith.empty()) continue;
+      outcome.restartAllPods = true;
+      outcome.degraded = true;
+      outcome.degradedReason = "ReservationTaken";
+      outcome.degradedMessage = "node " + node + " was reserved while " + member->busyWith +
+                                " of no workload was allocated there; the reservation is "
+                                "released and made again where the workload fits";
+      return true;
+    }
+  }
+  return false;
+}
+
 // Pass 1: settle what is recorded (confirm, release, react to failed nodes), so that pass 2 sees
 // every node that stays held. Returns what each workload keeps.
-AllocationsByWorkload settleRecorded(Planner& planner, const std::vector<const Workload*>& queue,
-                                     AllocationsByWorkload& recorded,
-                                     std::map<std::string, WorkloadOutcome>& outcomes) {
+AllocationsByWorkload settleRecorded(Planner& planner, const GraceClock& clock,
+                                     const std::vector<const Workload*>& queue,
+                                     AllocationsByWorkload& recorded, AllocationPlan& plan) {
+  std::map<std::string, WorkloadOutcome>& outcomes = plan.outcomes;
   AllocationsByWorkload kept;
   for (const Workload* workload : queue) {
     WorkloadOutcome& outcome = outcomes[workload->ref()];
@@ -123,7 +187,8 @@ AllocationsByWorkload settleRecorded(Planner& planner, const std::vector<const W
       continue;
     }
     if (mine.empty() || !recordedSetStands(*workload, mine, outcome)) continue;
-    applyFailureStrategy(planner, *workload, mine, outcome);
+    if (releasedForAStranger(planner, mine, outcome)) continue;
+    applyFailureStrategy(planner, clock, *workload, mine, outcome, plan.recheckIn);
     if (mine.empty()) continue;  // RestartAll released them all
     for (const Allocation& allocation : mine)
       planner.hold(allocation);
@@ -209,8 +274,10 @@ void allocateWaiting(Planner& planner, const std::vector<const Workload*>& queue
 
 AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
                                const std::vector<Workload>& workloads,
-                               const std::vector<Allocation>& current, const std::string& now) {
+                               const std::vector<Allocation>& current, const std::string& now,
+                               std::chrono::seconds failureGrace) {
   Planner planner(servers, now);
+  const GraceClock clock(now, failureGrace);
   AllocationPlan plan;
 
   std::vector<const Workload*> queue;
@@ -229,7 +296,7 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
     if (known.count(allocation.workloadRef)) recorded[allocation.workloadRef].push_back(allocation);
   }
 
-  AllocationsByWorkload kept = settleRecorded(planner, queue, recorded, plan.outcomes);
+  AllocationsByWorkload kept = settleRecorded(planner, clock, queue, recorded, plan);
   allocateWaiting(planner, queue, kept, plan.outcomes);
 
   for (auto& [ref, allocations] : kept) {

@@ -16,7 +16,8 @@
 //    wait long on a busy cluster; the Pending message says what it waits for).
 //  - Best fit: among UltraServers that can host an allocation, the one left with the fewest free
 //    nodes, so whole UltraServers stay whole for 4-node workloads.
-//  - A node of a held allocation that is no longer Ready (or gone, or cordoned):
+//  - A node of a held allocation that has not been Ready for the failure grace period (or is
+//    gone; a cordon alone moves nothing, and a kubelet restart shorter than the grace neither):
 //      NoOp            keep everything; the workload is reported Degraded;
 //      RestartAll      release every allocation and restart all the workload's pods; it is
 //                      allocated again, whole, when UltraServers allow;
@@ -25,7 +26,9 @@
 //                      place is free the workload is PartiallyAllocated and keeps the rest.
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +54,16 @@ struct WorkloadOutcome {
 struct AllocationPlan {
   std::vector<Allocation> allocations;              // every allocation, every UltraServer
   std::map<std::string, WorkloadOutcome> outcomes;  // by workload ref
+  // When the first grace period still running ends: the next pass is due then, whatever the
+  // watches say (nullopt when none runs).
+  std::optional<std::chrono::seconds> recheckIn;
 };
 
-// `now` (RFC 3339) stamps new allocations.
+// `now` (RFC 3339) stamps new allocations and is when grace periods are measured from the nodes'
+// Ready transitions. `failureGrace` 0 acts on the first pass that sees a node not Ready.
 AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
                                const std::vector<Workload>& workloads,
-                               const std::vector<Allocation>& current, const std::string& now);
+                               const std::vector<Allocation>& current, const std::string& now,
+                               std::chrono::seconds failureGrace = std::chrono::seconds(0));
 
 }  // namespace torus::ultraserver

@@ -35,11 +35,12 @@ class Planner {
     }
   }
 
-  // Ready, whether or not it is cordoned: a cordon keeps new workloads off a node, but moves
-  // nothing that already runs there (as kubectl cordon does to pods).
-  bool ready(const std::string& node) const {
+  // The node as the pass sees it (whether Ready, since when not); nullptr when it is gone. A
+  // cordon does not make a node not Ready: it keeps new workloads off, and moves nothing that
+  // already runs there (as kubectl cordon does to pods).
+  const MemberNode* member(const std::string& node) const {
     const auto found = nodes_.find(node);
-    return found != nodes_.end() && found->second.member->ready;
+    return found == nodes_.end() ? nullptr : found->second.member;
   }
   // Free for a new allocation: Ready, schedulable, held by no workload, busy with no claim.
   bool free(const MemberNode& member) const {

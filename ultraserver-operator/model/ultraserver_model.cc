@@ -25,15 +25,15 @@ std::string labelOf(const json& object, const std::string& key) {
   return found != labels.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
-bool conditionTrue(const json& object, const char* type) {
+// The condition `type` of `object`; null when it has none.
+const json& conditionOf(const json& object, const char* type) {
+  static const json kNone;
   const json& conditions = fieldAt(object, {"status", "conditions"});
-  if (!conditions.is_array()) return false;
+  if (!conditions.is_array()) return kNone;
   for (const json& condition : conditions) {
-    if (condition.is_object() && condition.value("type", json()) == type) {
-      return condition.value("status", json()) == "True";
-    }
+    if (condition.is_object() && condition.value("type", json()) == type) return condition;
   }
-  return false;
+  return kNone;
 }
 
 }  // namespace
@@ -51,7 +51,9 @@ std::optional<MemberNode> memberOf(const json& node) {
   member.instanceType = labelOf(node, contracts::kInstanceTypeLabel);
   if (member.instanceType.empty())
     member.instanceType = labelOf(node, contracts::kTorusInstanceTypeLabel);
-  member.ready = conditionTrue(node, "Ready");
+  const json& ready = conditionOf(node, "Ready");
+  member.ready = stringAt(ready, {"status"}) == "True";
+  if (!member.ready) member.notReadySince = stringAt(ready, {"lastTransitionTime"});
   member.schedulable = fieldAt(node, {"spec", "unschedulable"}) != json(true);
   return member;
 }
@@ -73,6 +75,23 @@ std::map<std::string, std::string> nodesBusyWithClaims(
     }
   }
   return busy;
+}
+
+std::set<std::string> podsOfWorkload(
+    const std::map<std::string, std::shared_ptr<const json>>& claims, const Workload& workload) {
+  std::set<std::string> pods;
+  for (const auto& [key, claim] : claims) {
+    if (kube::stringAt(*claim, {"metadata", "namespace"}) != workload.nameSpace ||
+        kube::annotationOf(*claim, contracts::kWorkloadAnnotation) != workload.ref()) {
+      continue;
+    }
+    for (const json& owner : kube::arrayAt(*claim, {"metadata", "ownerReferences"})) {
+      if (kube::stringAt(owner, {"kind"}) == "Pod" && kube::stringAt(owner, {"apiVersion"}) == "v1")
+        pods.insert(kube::stringAt(owner, {"uid"}));
+    }
+  }
+  pods.erase("");
+  return pods;
 }
 
 std::string ultraServerName(const std::string& serverId) {

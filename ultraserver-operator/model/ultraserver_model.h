@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct MemberNode {
   std::string pairId;    // its NeuronLink pair (contracts::pairOf); "" when in none
   int nodeId = -1;       // 0-3 (node-id-4)
   bool ready = false;    // the Node's Ready condition is True
+  // While not Ready: the Ready condition's lastTransitionTime (RFC 3339; "" when the node has
+  // none), from which a failure strategy's grace period counts.
+  std::string notReadySince;
   bool schedulable = true;
   // A ResourceClaim of no workload holds devices here ("ResourceClaim ns/name"; "" when none):
   // reserving the node would leave that claim's pod running beside the workload, or, allocated in
@@ -42,6 +46,14 @@ std::optional<MemberNode> memberOf(const nlohmann::json& node);
 // workload annotation holds devices (admin access holds nothing), each with the first such claim.
 std::map<std::string, std::string> nodesBusyWithClaims(
     const std::map<std::string, std::shared_ptr<const nlohmann::json>>& claims);
+
+// The UIDs of the pods that own ResourceClaims made from `workload`'s template: claims in its
+// namespace carrying its neuron.aws.com/workload annotation (only the resource-claim controller
+// may write it on a claim, copying the operator's template), owned by a Pod. These, and never
+// pods that merely name a template of the same name, are the workload's pods.
+std::set<std::string> podsOfWorkload(
+    const std::map<std::string, std::shared_ptr<const nlohmann::json>>& claims,
+    const contracts::Workload& workload);
 
 struct UltraServer {
   std::string name;  // the NeuronUltraServer object's name: "us-" + server id

@@ -31,6 +31,7 @@ cluster_test_setup torus-ultraserver "${1:-}"
 # node stops with it, as it would in production (docs/ultraserver.md says where to run it).
 cluster_up_for_test "an UltraServer of four trn2u nodes, DRA and the UltraServer operator" --dra \
   --nodes=trn2u.48xlarge:4@us0 --set ultraserverOperator.enabled=true \
+  --set ultraserverOperator.failureGracePeriodSeconds=20 \
   --set 'ultraserverOperator.nodeSelector.kubernetes\.io/hostname=torus-node-4'
 all_nodes="$(printf '%s\n' "${names[@]}" | sort | xargs)"
 first=allreduce-us  # the workload of deploy/examples/ultraserver-workload.yaml
@@ -94,7 +95,7 @@ running_pods() { k get pods -n e2e -l "app=$1" -o json | checks_py running-pods;
 count_running() { local n; n="$(running_pods "$1" | wc -w)"; [[ "$n" == "$2" ]] || { echo "$n of $1's pods Running, want $2"; return 1; }; }
 
 # TORUS_E2E_CASES="operator tenants" runs only those (a developer's loop; CI runs all).
-for case in ${TORUS_E2E_CASES:-operator busy allreduce waiting tenants reservation handover restart_all migrate_and_noop \
+for case in ${TORUS_E2E_CASES:-operator busy deletion allreduce waiting tenants reservation handover restart_all migrate_and_noop \
   leader_election least_privilege}; do
   source "$REPO/tests/e2e/cluster/cases/ultraserver/$case.sh"
 done

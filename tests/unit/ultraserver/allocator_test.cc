@@ -17,28 +17,32 @@ namespace {
 
 using nlohmann::json;
 
-json nodeObject(const std::string& name, const std::string& serverId, int nodeId,
-                bool ready = true) {
+json nodeObject(const std::string& name, const std::string& serverId, int nodeId, bool ready = true,
+                const std::string& readySince = "2026-11-27T09:00:00Z") {
   const std::string prefix = contracts::kUltraServerLabelPrefix;
-  return {
-      {"metadata",
-       {{"name", name},
-        {"labels",
-         {{prefix + "server-id-4", serverId},
-          {prefix + "node-id-4", std::to_string(nodeId)},
-          {prefix + "server-id-2", serverId + (nodeId < 2 ? "a" : "b")},
-          {"node.kubernetes.io/instance-type", "trn2u.48xlarge"}}}}},
-      {"status",
-       {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}};
+  return {{"metadata",
+           {{"name", name},
+            {"labels",
+             {{prefix + "server-id-4", serverId},
+              {prefix + "node-id-4", std::to_string(nodeId)},
+              {prefix + "server-id-2", serverId + (nodeId < 2 ? "a" : "b")},
+              {"node.kubernetes.io/instance-type", "trn2u.48xlarge"}}}}},
+          {"status",
+           {{"conditions", json::array({{{"type", "Ready"},
+                                         {"status", ready ? "True" : "False"},
+                                         {"lastTransitionTime", readySince}}})}}}};
 }
 
 // `count` UltraServers of four trn2u nodes: us<k> holds nodes n<k>-0 .. n<k>-3.
-std::vector<UltraServer> cluster(int count, const std::set<std::string>& notReady = {}) {
+// The nodes in `notReady` have not been Ready since `since`.
+std::vector<UltraServer> cluster(int count, const std::set<std::string>& notReady = {},
+                                 const std::string& since = "2026-11-27T09:00:00Z") {
   std::vector<MemberNode> members;
   for (int k = 0; k < count; ++k) {
     for (int id = 0; id < 4; ++id) {
       const std::string name = "n" + std::to_string(k) + "-" + std::to_string(id);
-      auto member = memberOf(nodeObject(name, "AB" + std::to_string(k), id, !notReady.count(name)));
+      auto member =
+          memberOf(nodeObject(name, "AB" + std::to_string(k), id, !notReady.count(name), since));
       members.push_back(*member);
     }
   }
@@ -212,6 +216,30 @@ TEST(UltraServerModel, NodesAreBusyWithAllocatedClaimsOfNoWorkload) {
             (std::map<std::string, std::string>{{"n0-1", "ResourceClaim team/plain"}}));
 }
 
+// A workload's pods are the owners of the claims made from its template (annotated with it, in
+// its namespace); a claim with the same annotation in another namespace, or owned by something
+// other than a Pod, makes nobody the workload's pod.
+TEST(UltraServerModel, AWorkloadsPodsAreTheOwnersOfItsClaims) {
+  std::map<std::string, std::shared_ptr<const json>> claims;
+  const auto add = [&](const std::string& name, const std::string& nameSpace,
+                       const std::string& workload, const std::string& ownerKind,
+                       const std::string& uid) {
+    json claim = claimObject(name, "n0-0", workload);
+    claim["metadata"]["namespace"] = nameSpace;
+    claim["metadata"]["ownerReferences"] = json::array(
+        {{{"apiVersion", "v1"}, {"kind", ownerKind}, {"name", name + "-pod"}, {"uid", uid}}});
+    claims[nameSpace + "/" + name] = std::make_shared<const json>(claim);
+  };
+  add("a", "ml", "ml/train", "Pod", "uid-a");
+  add("b", "ml", "ml/train", "Pod", "uid-b");
+  add("other", "ml", "ml/other", "Pod", "uid-other");
+  add("forged", "team", "ml/train", "Pod", "uid-forged");
+  add("plain", "ml", "", "Pod", "uid-plain");
+  add("odd", "ml", "ml/train", "ConfigMap", "uid-odd");
+  EXPECT_EQ(podsOfWorkload(claims, workload("train", 4, 1, "t1")),
+            (std::set<std::string>{"uid-a", "uid-b"}));
+}
+
 // A stranger's claim on one node of the only UltraServer: the workload waits, naming the claim,
 // instead of reserving a node whose devices it cannot have; with a second UltraServer it goes
 // there; once the claim is gone it is reserved.
@@ -235,6 +263,24 @@ TEST(Allocator, AnUltraServerBusyWithAStrangersClaimIsNotReserved) {
   servers[0].nodes[1].busyWith.clear();
   EXPECT_EQ(settle(servers, workloads, {}).outcomes.at("ml/train").state,
             WorkloadState::kAllocated);
+}
+
+// A stranger's claim allocated on a reserved node (before the taint reached it) can never prepare,
+// and the workload's claim can never be allocated there: the reservation gives way, the workload
+// takes the other UltraServer, and comes back to none of the stranger's nodes.
+TEST(Allocator, AReservationWithAStrangersClaimOnItGivesWay) {
+  const std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  ASSERT_EQ(running.allocations.size(), 1U);
+  auto servers = cluster(2);
+  servers[0].nodes[1].busyWith = "ResourceClaim team/plain";
+  const AllocationPlan plan = planAllocations(servers, workloads, running.allocations, "t9");
+  const WorkloadOutcome& outcome = plan.outcomes.at("ml/train");
+  EXPECT_TRUE(outcome.restartAllPods);
+  EXPECT_EQ(outcome.degradedReason, "ReservationTaken");
+  EXPECT_NE(outcome.degradedMessage.find("ResourceClaim team/plain"), std::string::npos);
+  ASSERT_EQ(of(plan, "ml/train").size(), 1U);
+  EXPECT_EQ(of(plan, "ml/train")[0].ultraServer, servers[1].name) << "placed again elsewhere";
 }
 
 TEST(Allocator, AllOrNothingAcrossUltraServers) {
@@ -326,6 +372,68 @@ TEST(Allocator, RestartAllReleasesEverythingAndTakesItBackWhole) {
   const AllocationPlan back = settle(cluster(1), workloads, failed.allocations);
   EXPECT_EQ(back.outcomes.at("ml/train").state, WorkloadState::kAllocated);
   EXPECT_FALSE(back.outcomes.at("ml/train").restartAllPods) << "pods restart once, not again";
+}
+
+// A node that is not Ready moves nothing until the grace period has passed since its Ready
+// condition changed (a kubelet restart); the pass that finds it over acts, once.
+TEST(Allocator, FailureStrategiesWaitOutTheGracePeriod) {
+  using std::chrono::seconds;
+  const std::vector<Workload> workloads = {
+      workload("train", 4, 1, "t1", FailureStrategy::kRestartAll)};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  const auto lost = cluster(1, {"n0-2"}, "2026-11-27T10:00:00Z");
+
+  const AllocationPlan within =
+      planAllocations(lost, workloads, running.allocations, "2026-11-27T10:01:30Z", seconds(120));
+  const WorkloadOutcome& waiting = within.outcomes.at("ml/train");
+  EXPECT_EQ(within.allocations, running.allocations) << "nothing released within the grace";
+  EXPECT_FALSE(waiting.restartAllPods);
+  EXPECT_TRUE(waiting.degraded);
+  EXPECT_EQ(waiting.degradedReason, "NodeNotReady");
+  EXPECT_NE(waiting.degradedMessage.find("n0-2 (since 2026-11-27T10:00:00Z)"), std::string::npos)
+      << waiting.degradedMessage;
+  EXPECT_EQ(within.recheckIn, seconds(30)) << "the pass is due when the grace ends";
+  EXPECT_TRUE(of(settle(lost, {workload("next", 1, 1, "t2")}, {}), "ml/next").size() == 1)
+      << "the not-Ready node is not offered, the three others are";
+
+  const AllocationPlan over =
+      planAllocations(lost, workloads, running.allocations, "2026-11-27T10:02:00Z", seconds(120));
+  EXPECT_TRUE(over.allocations.empty());
+  EXPECT_TRUE(over.outcomes.at("ml/train").restartAllPods);
+  EXPECT_EQ(over.outcomes.at("ml/train").degradedReason, "RestartAll");
+  EXPECT_FALSE(over.recheckIn);
+}
+
+// MigrateAffected moves only a group whose node's grace is over; one still within stays.
+TEST(Allocator, MigrateAffectedMovesOnlyGroupsPastTheirGrace) {
+  using std::chrono::seconds;
+  const std::vector<Workload> workloads = {
+      workload("train", 1, 2, "t1", FailureStrategy::kMigrateAffected)};
+  const AllocationPlan running = settle(cluster(2), workloads, {});
+  ASSERT_EQ(running.allocations.size(), 2U);
+  auto servers = cluster(2);
+  for (UltraServer& server : servers) {
+    for (MemberNode& member : server.nodes) {
+      if (member.name != running.allocations[0].leader() &&
+          member.name != running.allocations[1].leader()) {
+        continue;
+      }
+      member.ready = false;
+      member.notReadySince = member.name == running.allocations[0].leader()
+                                 ? "2026-11-27T09:00:00Z"   // long over
+                                 : "2026-11-27T09:59:00Z";  // 60 s of 120
+    }
+  }
+  const AllocationPlan plan = planAllocations(servers, workloads, running.allocations,
+                                              "2026-11-27T10:00:00Z", seconds(120));
+  const WorkloadOutcome& outcome = plan.outcomes.at("ml/train");
+  EXPECT_EQ(outcome.restartPodsOn, std::vector<std::string>{running.allocations[0].leader()});
+  EXPECT_EQ(outcome.degradedReason, "MigrateAffected");
+  EXPECT_EQ(plan.recheckIn, seconds(60));
+  bool keptWaiting = false;
+  for (const Allocation& allocation : of(plan, "ml/train"))
+    keptWaiting = keptWaiting || allocation.leader() == running.allocations[1].leader();
+  EXPECT_TRUE(keptWaiting) << "the group within its grace is kept";
 }
 
 // A cordon keeps new workloads off a node but moves nothing: under RestartAll a cordoned node of a

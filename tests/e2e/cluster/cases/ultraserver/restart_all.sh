@@ -1,6 +1,6 @@
 # Sourced by ultraserver_test.sh (its helpers, lib.sh's and dra_lib.sh's and the cluster are in scope).
-# RestartAll: when a node of the workload is lost, every pod of it restarts once the UltraServer
-# is whole again.
+# RestartAll: when a node of the workload has been lost for the failure grace period (the bed
+# sets 20 s), every pod of it restarts, once, when the UltraServer is whole again.
 
 echo "== RestartAll: a node lost, all four pods restart once the UltraServer is whole again"
 deployment trainer second 4
@@ -22,6 +22,15 @@ check "...and the uncordon" eventually 30 seen_uncordoned
 lost="${names[2]}"
 stop_node "$lost"
 check "$lost goes NotReady" eventually 60 node_not_ready "$lost"
+# Within the grace period (a kubelet restart) the workload is reported and nothing moves.
+in_grace() {
+  state_is second Allocated || return 1
+  local degraded
+  degraded="$(k get nusw -n e2e second -o jsonpath='{.status.conditions[?(@.type=="Degraded")].status}/{.status.conditions[?(@.type=="Degraded")].reason}/{.status.conditions[?(@.type=="Degraded")].message}')"
+  [[ "$degraded" == "True/NodeNotReady/"*"grace period"* ]] || { echo "Degraded: $degraded"; return 1; }
+  [[ "$(running_pods trainer)" == "$before" ]] || { echo "pods now: $(running_pods trainer)"; return 1; }
+}
+check "within the grace period second is Degraded (NodeNotReady) and keeps its pods" eventually 15 in_grace
 # The lost node's agent is down with it, so its slices keep the old tag until it is back.
 released() {
   state_is second Pending || return 1
@@ -51,6 +60,12 @@ all_new() {
   done
 }
 check "second is Allocated again and four new pods run" eventually 240 all_new
+restarted_once() {
+  local n
+  n="$(k get events -n e2e --field-selector involvedObject.name=second,reason=RestartAll -o name | wc -l)"
+  [[ "$n" == 1 ]] || { echo "$n RestartAll Events, want 1"; return 1; }
+}
+check "the job was restarted once (one RestartAll Event)" restarted_once
 k delete deploy -n e2e trainer --wait=false > /dev/null
 k delete nusw -n e2e second --wait=false > /dev/null
 gone() { ! k get nusw -n e2e "$1" > /dev/null 2>&1; }
