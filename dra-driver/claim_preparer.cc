@@ -200,7 +200,7 @@ Result<void> ClaimPreparer::checkReservationLocked(const ClaimRef& ref, const Re
   }
   std::string refusal =
       reservationRefusal(reservedFor_, kube::annotationOf(object, contracts::kWorkloadAnnotation),
-                         ref.nameSpace, ref.name, options_.pool);
+                         ref.nameSpace, ref.name, options_.pool, madeFromTemplateForPod(object));
   if (refusal.empty()) return okResult();
   return makeError(ErrorCode::kFailedPrecondition, std::move(refusal));
 }

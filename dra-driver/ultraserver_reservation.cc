@@ -68,9 +68,20 @@ void UltraServerReservation::publish() {
   listener_(true, workload);
 }
 
+bool madeFromTemplateForPod(const json& claim) {
+  if (kube::annotationOf(claim, "resource.kubernetes.io/pod-claim-name").empty()) return false;
+  for (const json& owner : kube::arrayAt(claim, {"metadata", "ownerReferences"})) {
+    if (kube::stringAt(owner, {"kind"}) == "Pod" && kube::stringAt(owner, {"apiVersion"}) == "v1" &&
+        kube::fieldAt(owner, {"controller"}) == json(true)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string reservationRefusal(const std::string& reservedFor, const std::string& claimWorkload,
                                const std::string& claimNamespace, const std::string& claimName,
-                               const std::string& node) {
+                               const std::string& node, bool fromTemplate) {
   if (reservedFor.empty()) return "";
   const std::string refused = "claim " + claimNamespace + "/" + claimName + ": node " + node +
                               " is reserved for NeuronUltraServerWorkload " + reservedFor + "; ";
@@ -86,6 +97,11 @@ std::string reservationRefusal(const std::string& reservedFor, const std::string
     return refused + "this claim names workload " + claimWorkload + " but is in namespace " +
            claimNamespace + "; only claims of namespace " + ownNamespace +
            " may use its reservation";
+  }
+  if (!fromTemplate) {
+    return refused +
+           "this claim names it but was not made from its ResourceClaimTemplate for a pod (no "
+           "owning Pod and resource.kubernetes.io/pod-claim-name annotation)";
   }
   return "";
 }

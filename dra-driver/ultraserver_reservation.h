@@ -19,13 +19,19 @@ namespace torus::dra {
 // The workload ("namespace/name") a Bound allocation of `ultraServer` gives `nodeName`, or "".
 std::string boundWorkloadOf(const nlohmann::json& ultraServer, const std::string& nodeName);
 
+// Whether `claim` was made by the resource-claim controller from a ResourceClaimTemplate for a
+// pod: a Pod is its controlling owner and it carries resource.kubernetes.io/pod-claim-name.
+bool madeFromTemplateForPod(const nlohmann::json& claim);
+
 // Why claim `claimNamespace`/`claimName` may not have chips of node `node`, reserved for
 // `reservedFor` ("namespace/name"; "" for a node reserved for no one), or "" when it may: it must
-// name that workload (`claimWorkload`, its neuron.aws.com/workload annotation) and be in the
-// workload's own namespace, since anyone who may write a claim may write the annotation.
+// name that workload (`claimWorkload`, its neuron.aws.com/workload annotation), be in the
+// workload's own namespace, since anyone who may write a claim may write the annotation where the
+// chart's admission policy is not served, and have been made from a template for a pod
+// (`fromTemplate`), as the workload's template makes every claim of it.
 std::string reservationRefusal(const std::string& reservedFor, const std::string& claimWorkload,
                                const std::string& claimNamespace, const std::string& claimName,
-                               const std::string& node);
+                               const std::string& node, bool fromTemplate);
 
 class UltraServerReservation {
  public:

@@ -301,8 +301,22 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
             std::string::npos)
       << forgedPrepared.error().message;
 
+  // Its namespace and annotation, but written by hand: not made from the template for a pod.
+  const ClaimRef byHand = add("by-hand", {"neurondevice2"}, "ml");
+  objects_["ml/by-hand"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
+  auto byHandPrepared = preparer->prepare(byHand);
+  ASSERT_FALSE(byHandPrepared.ok());
+  EXPECT_NE(byHandPrepared.error().message.find("was not made from its ResourceClaimTemplate"),
+            std::string::npos)
+      << byHandPrepared.error().message;
+
+  // What the resource-claim controller makes from the workload's template for a pod.
   const ClaimRef own = add("own", {"neurondevice2"}, "ml");
-  objects_["ml/own"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
+  json& meta = objects_["ml/own"]["metadata"];
+  meta["annotations"]["neuron.aws.com/workload"] = "ml/train";
+  meta["annotations"]["resource.kubernetes.io/pod-claim-name"] = "neurons";
+  meta["ownerReferences"] = json::array(
+      {{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "train-0"}, {"controller", true}}});
   auto prepared = preparer->prepare(own);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
 
