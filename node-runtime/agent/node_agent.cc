@@ -166,8 +166,25 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
   const std::filesystem::path path = config.kernelLog.empty()
                                          ? prepared_.roots.kernelLog()
                                          : std::filesystem::path(config.kernelLog);
+  // This node's Neuron PCI functions: a line naming a function by address is about the device
+  // it is here, or about none of this node's (health/kernel_log.h).
+  std::vector<std::string> functions;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           prepared_.roots.sys / "bus" / "pci" / "drivers" / "neuron", ec)) {
+    if (entry.is_symlink(ec)) functions.push_back(entry.path().filename().string());
+  }
   auto watcher = health::KernelLogWatcher::start(
-      path, [this](const health::KernelHardwareError& error, const std::string& line) {
+      path, [this, functions](health::KernelHardwareError error, const std::string& line) {
+        if (!error.pciAddress.empty()) {
+          const auto device = health::deviceOfPciFunction(functions, error.pciAddress);
+          if (!device) {
+            TORUS_LOG(Debug, Health, "a Neuron hardware error of a PCI function not on this node",
+                      {"function", error.pciAddress}, {"line", line});
+            return;
+          }
+          error.device = *device;
+        }
         metrics::processCounters().add(
             metrics::names::kKernelErrorsTotal,
             {{"type", error.type},

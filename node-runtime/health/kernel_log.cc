@@ -1,5 +1,6 @@
 #include "node-runtime/health/kernel_log.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <condition_variable>
@@ -61,7 +62,34 @@ Result<std::string> readRing() {
   return ring;
 }
 
+// The first PCI address ("DDDD:BB:DD.F", hexadecimal, lower case as the kernel writes it) in
+// `line`; "" when there is none.
+std::string pciAddressIn(std::string_view line) {
+  constexpr std::string_view kShape = "xxxx:xx:xx.x";
+  const auto hex = [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
+  };
+  for (std::size_t at = 0; at + kShape.size() <= line.size(); ++at) {
+    bool matches = at == 0 || !std::isalnum(static_cast<unsigned char>(line[at - 1]));
+    for (std::size_t i = 0; matches && i < kShape.size(); ++i) {
+      const char c = line[at + i];
+      matches = kShape[i] == 'x' ? hex(c) : c == kShape[i];
+    }
+    if (matches && line[at + kShape.size() - 1] <= '7')
+      return std::string(line.substr(at, kShape.size()));
+  }
+  return "";
+}
+
 }  // namespace
+
+std::optional<int> deviceOfPciFunction(std::vector<std::string> functions,
+                                       std::string_view pciAddress) {
+  std::sort(functions.begin(), functions.end());
+  const auto found = std::find(functions.begin(), functions.end(), pciAddress);
+  if (found == functions.end()) return std::nullopt;
+  return static_cast<int>(found - functions.begin());
+}
 
 std::string_view lastRingLine(std::string_view ring) {
   // Only complete lines count: text after the final newline is still being written.
@@ -116,6 +144,7 @@ std::optional<KernelHardwareError> parseKernelLine(std::string_view line) {
   KernelHardwareError error;
   error.type = std::string(line.substr(marker + kMarker.size(), end - marker - kMarker.size()));
   if (error.type.empty()) return std::nullopt;
+  error.pciAddress = pciAddressIn(line);
   for (const std::string_view prefix : {"nd-id=", "device=", "neuron", "nd"}) {
     if (const int device = numberAfter(line, prefix); device >= 0) {
       error.device = device;

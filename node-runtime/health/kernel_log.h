@@ -26,11 +26,23 @@ namespace torus::health {
 struct KernelHardwareError {
   std::string type;  // e.g. HBM_UNCORRECTABLE_ERROR
   int device = -1;   // -1 when the line names no device
+  // The PCI function the line names ("0000:10:1e.0", as the kernel's dev_err prefix writes it);
+  // "" when it names none.
+  std::string pciAddress;
 };
 
 // Parses one kernel log line or /dev/kmsg record ("6,123,456,-;message"). The device comes from
-// "nd<N>", "neuron<N>", "nd-id=<N>" or "device=<N>" when the line has one.
+// "nd<N>", "neuron<N>", "nd-id=<N>" or "device=<N>" when the line has one; the PCI function from
+// the first "DDDD:BB:DD.F" in it.
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line);
+
+// The device a line that names the PCI function `pciAddress` is about, among this node's Neuron
+// functions (`functions`: the entries of /sys/bus/pci/drivers/neuron). The driver numbers its
+// devices in probe order, which is PCI address order, so neuronN is the Nth function sorted.
+// nullopt when the function is not one of this node's: several nodes sharing one kernel log (a
+// test bed) see each other's lines, and a line about another node's device is not this node's.
+std::optional<int> deviceOfPciFunction(std::vector<std::string> functions,
+                                       std::string_view pciAddress);
 
 // The lines of a syslog(2) read of the ring buffer (`ring`) that follow `last`, the final line of
 // the previous read: those after its last occurrence, or all of them when it is gone (the ring

@@ -75,6 +75,11 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
              [options](std::string_view value) -> Result<void> {
                return parseUltraServerPlace(value, options);
              }});
+  table.addOptionalInt("simulate-pci-bus", "TORUS_SIMULATE_PCI_BUS", "simulatePciBus", "BUS",
+                       "the PCI bus of the simulated neuron0, each next device on the next bus "
+                       "(default 16); simulated nodes that share one kernel log (a test bed) "
+                       "need buses of their own, as real nodes have kernels of their own",
+                       0, 0xf0, &options->pciBus);
   table.addString("sysfs-root", "TORUS_SYSFS_ROOT", "sysfsRoot", "DIR",
                   "root of the sysfs tree to read", &options->sysfsRoot);
   table.addString("dev-root", "TORUS_DEV_ROOT", "devRoot", "DIR",
@@ -121,6 +126,11 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
                        "--simulate-ultraserver needs --simulate: a real node's driver says where "
                        "it is");
     }
+    if (options.pciBus) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "--simulate-pci-bus needs --simulate: a real node's devices are where its "
+                       "PCI bus put them");
+    }
     prepared.roots = {options.sysfsRoot, options.devRoot, options.awsRoot};
     return prepared;
   }
@@ -141,6 +151,7 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
     spec.ultraServerSerial = *options.ultraServerSerial;
     spec.ultraServerNodeId = options.ultraServerPosition;
   }
+  if (options.pciBus) spec.pciBus = *options.pciBus;
   auto tree = simulator::writeSimulatedTree(spec, root);
   if (!tree) return std::move(tree).error();
   TORUS_LOG(Info, Simulator,

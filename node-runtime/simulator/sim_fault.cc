@@ -1,5 +1,6 @@
 #include "node-runtime/simulator/sim_fault.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <system_error>
 
@@ -31,11 +32,21 @@ fs::path deviceDir(const fs::path& root, int device) {
          ("neuron" + std::to_string(device));
 }
 
-// The simulator's PCI function of neuronN (sim_tree.cc: bus 0x10 + N).
+// The simulator's PCI function of neuronN: the Nth of the functions bound to the neuron driver,
+// in address order (sim_tree.cc puts neuronN on the Nth bus from --simulate-pci-bus).
 fs::path pciFunction(const fs::path& root, int device) {
-  char bdf[32];
-  std::snprintf(bdf, sizeof(bdf), "0000:%02x:1e.0", 0x10 + device);
-  return discovery::DiscoveryRoots::under(root).sys / "devices" / "pci0000:00" / bdf;
+  const discovery::DiscoveryRoots roots = discovery::DiscoveryRoots::under(root);
+  std::vector<std::string> functions;
+  std::error_code ec;
+  for (const auto& entry :
+       fs::directory_iterator(roots.sys / "bus" / "pci" / "drivers" / "neuron", ec)) {
+    functions.push_back(entry.path().filename().string());
+  }
+  std::sort(functions.begin(), functions.end());
+  const std::string bdf = device >= 0 && device < static_cast<int>(functions.size())
+                              ? functions[static_cast<std::size_t>(device)]
+                              : "no-function-of-neuron" + std::to_string(device);
+  return roots.sys / "devices" / "pci0000:00" / bdf;
 }
 
 Result<void> removeLink(const fs::path& root, int from, int to) {

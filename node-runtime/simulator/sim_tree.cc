@@ -77,9 +77,9 @@ std::string joinInts(const std::vector<int>& values, std::string_view separator)
 }
 
 // A plausible, deterministic PCI address per device: one bus per device, function 0.
-std::string pciBdf(int device) {
+std::string pciBdf(int bus) {
   char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "0000:%02x:1e.0", 0x10 + device);
+  std::snprintf(buffer, sizeof(buffer), "0000:%02x:1e.0", bus & 0xff);
   return buffer;
 }
 
@@ -214,7 +214,8 @@ Result<void> writeMemoryBar(const fs::path& function, std::uint64_t bytes) {
 }
 
 // The PCI functions bound to the "neuron" driver, as /sys/bus/pci/drivers/neuron/<bdf> links.
-Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type) {
+Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type,
+                      int firstBus) {
   const auto& names = topology::architectureOf(type.generation);
   char deviceId[8];
   std::snprintf(deviceId, sizeof(deviceId), "0x%04x", names.pciDeviceId);
@@ -222,7 +223,7 @@ Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& 
   std::error_code ec;
   fs::create_directories(driver, ec);
   for (int index = 0; index < type.deviceCount; ++index) {
-    const std::string bdf = pciBdf(index);
+    const std::string bdf = pciBdf(firstBus + index);
     const fs::path function = sys / "devices" / "pci0000:00" / bdf;
     const int numa = index * type.numaNodes / type.deviceCount;
     TORUS_RETURN_IF_ERROR(out.file(function / "vendor", "0x1d0f\n"), bdf);
@@ -316,6 +317,11 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
                      "simulate: " + std::string(type->name) +
                          " is not an UltraServer node; only trn2u types take a place in one");
   }
+  if (spec.pciBus < 0 || spec.pciBus + type->deviceCount > 0x100) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "simulate: PCI bus " + std::to_string(spec.pciBus) + " leaves no bus for " +
+                         std::to_string(type->deviceCount) + " devices (buses end at 255)");
+  }
   std::error_code ec;
   if (fs::exists(root / "sys", ec)) return reuseTree(spec, root);
   SimulatedTree tree;
@@ -326,7 +332,7 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   for (int index = 0; index < type->deviceCount; ++index) {
     TORUS_RETURN_IF_ERROR(writeDevice(out, roots.sys, *type, index, spec), "simulate");
   }
-  TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type), "simulate");
+  TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type, spec.pciBus), "simulate");
   TORUS_RETURN_IF_ERROR(
       writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId, spec.ultraServerSerial),
       "simulate");

@@ -34,6 +34,8 @@ struct SimulationSpec {
   // Per-link speed files (neuronlink_attributes.h). The reference driver has none, so neither
   // does a simulated node unless asked; a slow-link fault writes them for its link.
   bool linkSpeedFiles = false;
+  // The PCI bus of neuron0; neuronN sits on bus pciBus + N (function 0000:BB:1e.0).
+  int pciBus = 0x10;
 };
 
 struct SimulatedTree {

@@ -95,7 +95,10 @@ make_nodes_bridge() {
 write_driver_tree() {
   local index="$1" name="${NODE_NAMES[$1 - 1]}" dir
   dir="$(node_dir "$name")/driver"
-  local args=(--simulate="${NODE_TYPES[$index - 1]}" --simulate-dir="$dir") fault
+  # Buses of its own (node 1: 0x10.., node 2: 0x20..): the nodes share one kernel log, and an
+  # agent acts only on the driver lines that name its own PCI functions.
+  local args=(--simulate="${NODE_TYPES[$index - 1]}" --simulate-dir="$dir"
+    --simulate-pci-bus=$((16 * index))) fault
   [[ -z "$LNC" ]] || args+=(--lnc="$LNC")
   [[ -z "${NODE_PLACES[$index - 1]}" ]] || args+=(--simulate-ultraserver="${NODE_PLACES[$index - 1]}")
   if ((index == 1)); then
@@ -105,10 +108,13 @@ write_driver_tree() {
     { cat "$STATE/logs/$name-driver.log" >&2; die "cannot write $name's driver tree"; }
 }
 
-# The node's /dev: the simulator's dev/ (neuronN, and kmsg: the node's kernel log, where tests
-# write driver errors) completed with the host's device nodes, and /dev's own mounts (pts, shm).
+# The node's /dev: the simulator's dev/ (neuronN) completed with the host's device nodes, and
+# /dev's own mounts (pts, shm). Its kmsg is the kernel's (1:11), not the simulator's file: a
+# container's device rules refuse it as on a real node, and tests write driver lines to the
+# kernel's log, which the agent follows through syslog(2).
 complete_dev() {
   local dev="$1" entry
+  rm -f "$dev/kmsg"
   for entry in /dev/*; do
     [[ -e "$dev/${entry#/dev/}" || -L "$dev/${entry#/dev/}" ]] && continue
     if mountpoint -q "$entry"; then

@@ -17,6 +17,7 @@
 #include "common/config/settings.h"
 #include "common/topology/neuronlink_graph.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/health/kernel_log.h"
 #include "node-runtime/node_source/node_source.h"
 #include "node-runtime/simulator/sim_tree.h"
 
@@ -167,6 +168,41 @@ TEST(SimulatedDiscovery, UltraServerSettingRefusesWhatNoDriverWouldReport) {
   EXPECT_THAT(attempt({"--simulate=trn2u.48xlarge", "--simulate-ultraserver=xyz:1"}),
               testing::HasSubstr("hex digits"));
   EXPECT_THAT(attempt({"--simulate-ultraserver=a11ce:1"}), testing::HasSubstr("needs --simulate"));
+}
+
+// --simulate-pci-bus gives a node's devices buses of their own (nodes sharing one kernel log tell
+// their driver lines apart by PCI function); the Nth function in address order is neuronN, as the
+// kernel-log reader assumes of the driver; a bus range past 255 is refused.
+TEST(SimulatedDiscovery, PciBusSettingGivesTheNodeItsOwnFunctions) {
+  auto dir = TempDir::create("sim-discovery");
+  config::SettingTable table("test");
+  node_source::NodeSourceOptions options;
+  node_source::addNodeSourceSettings(table, &options);
+  ASSERT_TRUE(table
+                  .parse({"--simulate=trn2.48xlarge", "--simulate-dir=" + dir->path().string(),
+                          "--simulate-pci-bus=32"},
+                         [](std::string_view) { return std::nullopt; })
+                  .ok());
+  auto prepared = node_source::prepareNode(options);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+  std::vector<std::string> functions;
+  for (const auto& entry : std::filesystem::directory_iterator(prepared->roots.sys / "bus" / "pci" /
+                                                               "drivers" / "neuron")) {
+    functions.push_back(entry.path().filename().string());
+  }
+  ASSERT_EQ(functions.size(), 16u);
+  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:20:1e.0"), 0);
+  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:2f:1e.0"), 15);
+  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:10:1e.0"), std::nullopt);
+
+  auto other = TempDir::create("sim-discovery");
+  node_source::NodeSourceOptions tooHigh;
+  tooHigh.simulate = "trn2.48xlarge";
+  tooHigh.simulateDir = other->path().string();
+  tooHigh.pciBus = 0xf8;
+  auto refused = node_source::prepareNode(tooHigh);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message, testing::HasSubstr("leaves no bus for 16 devices"));
 }
 
 // A simulated /dev/neuronN is as strict as a real one: a character device of a major Linux keeps

@@ -40,6 +40,23 @@ TEST(KernelLine, IgnoresEverythingElse) {
   EXPECT_EQ(parseKernelLine("NEURON_HW_ERR=DMA_ERROR ndx9 and4")->device, -1);
 }
 
+// A line written with the kernel's dev_err prefix names the PCI function; the device it is comes
+// from this node's Neuron functions in address order, and a function of no device here (another
+// node's, on a bed whose nodes share one kernel) is none of this node's.
+TEST(KernelLine, APciFunctionNamesTheDeviceOfThisNodeOnly) {
+  const auto parsed = parseKernelLine(
+      "<3>[ 9.1] neuron 0000:13:1e.0: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR at 0x1f00");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->pciAddress, "0000:13:1e.0");
+  EXPECT_EQ(parseKernelLine("NEURON_HW_ERR=DMA_ERROR nd2 [ 12.5:1a:00.9]")->pciAddress, "")
+      << "not an address: function 9 and a non-hex domain";
+  const std::vector<std::string> mine = {"0000:12:1e.0", "0000:10:1e.0", "0000:13:1e.0",
+                                         "0000:11:1e.0"};
+  EXPECT_EQ(deviceOfPciFunction(mine, "0000:13:1e.0"), 3);
+  EXPECT_EQ(deviceOfPciFunction(mine, "0000:10:1e.0"), 0);
+  EXPECT_EQ(deviceOfPciFunction(mine, "0000:23:1e.0"), std::nullopt) << "another node's";
+}
+
 // syslog(2) hands the whole ring each time: only what follows the previous read's last line is new.
 TEST(KernelRing, OnlyLinesAfterThePreviousReadAreNew) {
   const std::string ring = "<6>[ 1.0] a\n<6>[ 2.0] b\n<6>[ 3.0] c\n";

@@ -1,5 +1,8 @@
 # Sourced by real_cluster_test.sh (its helpers and cluster are in scope).
-# AWS's NeuronHealth condition from the kernel log within 2 s; HyperPod's label untouched.
+# AWS's NeuronHealth condition from the kernel log within 2 s; HyperPod's label untouched. The
+# lines go into the kernel's own log (/dev/kmsg on the host: every bed node shares the kernel),
+# which the agent follows through syslog(2) under the chart's grants; a line naming another
+# node's PCI function is not this node's.
 
 echo "== AWS's health condition from the kernel log; HyperPod's label untouched"
 k label node "$NODE_NAME" sagemaker.amazonaws.com/node-health-status=Schedulable --overwrite > /dev/null
@@ -8,9 +11,20 @@ neuron_health_reason() {
 }
 neuron_health_is() { [[ "$(neuron_health_reason)" == "$1" ]]; }
 check "NeuronHealth says NeuronHasNoError" eventually 30 neuron_health_is NeuronHasNoError
+# The node's /dev/kmsg is the kernel's (1:11), which the agent's container may not open.
+kmsg_is_the_kernels() {
+  local kind
+  kind="$(stat -c '%F %t:%T' "$SIMULATED_NODE_DIR/dev/kmsg")"
+  [[ "$kind" == "character special file 1:b" ]] || { echo "the node's /dev/kmsg: $kind"; return 1; }
+}
+check "the node's /dev/kmsg is the kernel's (1:11)" kmsg_is_the_kernels
+# The PCI function of neuron7 of this node: the eighth bound to the simulated driver.
+function_of_neuron7="$(ls "$SIMULATED_NODE_DIR/sys/bus/pci/drivers/neuron" | sort | sed -n 8p)"
 neuron_health_within_2s() {
   local started=$SECONDS reason
-  echo "6,9001,1000,-;neuron: nd7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR" >> "$SIMULATED_NODE_DIR/dev/kmsg"
+  # Another node's function first: logged in the same kernel, ignored here.
+  echo "neuron 0000:f0:1e.0: NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR" > /dev/kmsg
+  echo "neuron $function_of_neuron7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR" > /dev/kmsg
   local deadline=$(($(date +%s%N) + 2000000000))
   while (($(date +%s%N) < deadline)); do
     reason="$(neuron_health_reason)"
@@ -23,8 +37,17 @@ neuron_health_within_2s() {
   echo "NeuronHealth reason after 2 s: ${reason:-none}"
   return 1
 }
-check "an HBM uncorrectable error sets NeuronHealth NeuronHasError_HBM_UNCORRECTABLE_ERROR within 2 s" \
+check "an HBM uncorrectable error in the kernel's log sets NeuronHealth NeuronHasError_HBM_UNCORRECTABLE_ERROR within 2 s" \
   neuron_health_within_2s
+# Lines are read in order: once the second counted, the first was seen and passed over.
+only_its_own_line() {
+  local errors
+  errors="$(curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" | grep '^torus_kernel_hardware_errors_total')"
+  echo "$errors"
+  grep -q 'type="HBM_UNCORRECTABLE_ERROR".*neuron_device_index="7"\|neuron_device_index="7".*type="HBM_UNCORRECTABLE_ERROR"' <<< "$errors" &&
+    ! grep -q SRAM_UNCORRECTABLE_ERROR <<< "$errors"
+}
+check "...counted for neuron7; the other node's line is not counted" only_its_own_line
 hyperpod_label_kept() {
   [[ "$(k get node "$NODE_NAME" -o 'jsonpath={.metadata.labels.sagemaker\.amazonaws\.com/node-health-status}')" == Schedulable ]]
 }
