@@ -60,9 +60,9 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
     driver->reservation_ = std::make_unique<UltraServerReservation>(
         kube, options.reservationNamespace, options.nodeName,
         [preparer = driver->preparer_.get(), slices = driver->slices_.get()](
-            bool known, const std::string& workload) {
-          preparer->setReservation(known, workload);
-          slices->setWorkloadId(workload);
+            bool known, const NodeReservation& reservation) {
+          preparer->setReservation(known, reservation.workload);
+          slices->setReservation(reservation.workload, reservation.bound);
         });
   }
   driver->publisher_->start();

@@ -36,7 +36,8 @@ std::vector<nlohmann::json> NeuronSliceSource::slices(
       }
     }
     inputs.unhealthySince = unhealthySince_;
-    inputs.workloadId = workloadId_;
+    inputs.reservedFor = reservedFor_;
+    if (reservationBound_) inputs.workloadId = reservedFor_;
   }
   return buildSlices(inputs, 0);
 }
@@ -61,11 +62,13 @@ ChangeNotifier::Subscription NeuronSliceSource::onChange(std::function<void()> n
   return changed_.subscribe(std::move(notify));
 }
 
-void NeuronSliceSource::setWorkloadId(std::string workloadId) {
+void NeuronSliceSource::setReservation(std::string workload, bool bound) {
+  bound = bound && !workload.empty();
   {
     std::lock_guard lock(mutex_);
-    if (workloadId_ == workloadId) return;
-    workloadId_ = std::move(workloadId);
+    if (reservedFor_ == workload && reservationBound_ == bound) return;
+    reservedFor_ = std::move(workload);
+    reservationBound_ = bound;
   }
   changed_.notify();
 }

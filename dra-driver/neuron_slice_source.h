@@ -28,8 +28,9 @@ class NeuronSliceSource final : public SliceSource {
                                      const std::map<std::string, std::string>& nodeLabels) override;
   ChangeNotifier::Subscription onChange(std::function<void()> notify) override;
 
-  // The workload this node is reserved for ("" for none): republished on every device at once.
-  void setWorkloadId(std::string workloadId);
+  // The workload this node is reserved for ("" for none) and whether its allocation is Bound:
+  // republished on every device at once (the taint from the start, the workloadId once Bound).
+  void setReservation(std::string workload, bool bound);
 
  private:
   // The configured core-partition setting, or the Node label's when it says "true" or "false".
@@ -41,7 +42,8 @@ class NeuronSliceSource final : public SliceSource {
   ChangeNotifier changed_;  // the node model's changes and the reservation's
   std::mutex mutex_;
   std::map<int, std::string> unhealthySince_;  // (mutex_)
-  std::string workloadId_;                     // (mutex_)
+  std::string reservedFor_;                    // (mutex_)
+  bool reservationBound_ = false;              // (mutex_)
   std::string saidBadCoreDevicesLabel_;        // (mutex_) the last bad label value logged
   ChangeNotifier::Subscription nodeChanged_;   // last: it calls changed_ until it goes
 };

@@ -298,9 +298,10 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
   // Where the API keeps device taints, a NoSchedule taint that only the workload's template
   // tolerates keeps everyone else's claims off them (they wait unscheduled instead of being
   // refused at prepare).
-  if (!in.workloadId.empty()) {
+  if (!in.reservedFor.empty() || !in.workloadId.empty()) {
     for (json& device : devices) {
-      device["attributes"][contracts::kWorkloadIdAttribute] = stringAttribute(in.workloadId);
+      if (!in.workloadId.empty())
+        device["attributes"][contracts::kWorkloadIdAttribute] = stringAttribute(in.workloadId);
       if (in.options.taints) {
         if (!device.contains("taints")) device["taints"] = json::array();
         device["taints"].push_back(

@@ -11,8 +11,9 @@
 //    core devices are on;
 //  - `neuronnode` (neuron_node) on UltraServer nodes: the whole node, as AWS publishes it, with
 //    or without core devices and counters.
-// A node the UltraServer operator reserved for a workload tags every device with workloadId and,
-// where taints are kept, the NoSchedule taint neuron.aws.com/reserved.
+// A node the UltraServer operator reserved for a workload carries, where taints are kept, the
+// NoSchedule taint neuron.aws.com/reserved on every device from the moment the allocation is
+// recorded, and the attribute workloadId once it is confirmed (Bound).
 // Where counters are kept, a counter set gives each chip as many units as it has logical cores
 // when core devices are on (one unit when they are off): a chip takes them all, a core one, the
 // node device every chip's, so the scheduler never allocates a chip together with one of its
@@ -48,7 +49,10 @@ struct SliceInputs {
   // When each currently unhealthy device was first seen so (RFC 3339), for the taint's timeAdded.
   std::map<int, std::string> unhealthySince;
   // "namespace/name" of the NeuronUltraServerWorkload this node is reserved for ("" for none):
-  // every device then carries it as the attribute workloadId.
+  // every device then carries the reserved taint.
+  std::string reservedFor;
+  // The same once the allocation is Bound ("" before): every device then carries it as the
+  // attribute workloadId, which the workload's template selects.
   std::string workloadId;
   SliceOptions options;
 };

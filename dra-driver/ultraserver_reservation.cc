@@ -15,15 +15,18 @@ using json = nlohmann::json;
 
 }  // namespace
 
-std::string boundWorkloadOf(const json& ultraServer, const std::string& nodeName) {
+NodeReservation reservationOf(const json& ultraServer, const std::string& nodeName) {
+  NodeReservation reservation;
   for (const contracts::Allocation& allocation : contracts::allocationsOf(ultraServer)) {
-    if (allocation.phase != contracts::kAllocationBound) continue;
-    if (std::find(allocation.nodes.begin(), allocation.nodes.end(), nodeName) !=
+    if (std::find(allocation.nodes.begin(), allocation.nodes.end(), nodeName) ==
         allocation.nodes.end()) {
-      return allocation.workloadRef;
+      continue;
     }
+    const bool bound = allocation.phase == contracts::kAllocationBound;
+    if (reservation.workload.empty() || (bound && !reservation.bound))
+      reservation = {allocation.workloadRef, bound};
   }
-  return "";
+  return reservation;
 }
 
 UltraServerReservation::UltraServerReservation(kube::KubeConfig kube, const std::string& nameSpace,
@@ -35,7 +38,7 @@ UltraServerReservation::UltraServerReservation(kube::KubeConfig kube, const std:
       std::lock_guard lock(mutex_);
       byServer_.clear();
       for (const auto& item : items) {
-        byServer_[kube::stringAt(*item, {"metadata", "name"})] = boundWorkloadOf(*item, nodeName_);
+        byServer_[kube::stringAt(*item, {"metadata", "name"})] = reservationOf(*item, nodeName_);
       }
     }
     publish();
@@ -48,7 +51,7 @@ UltraServerReservation::UltraServerReservation(kube::KubeConfig kube, const std:
       if (event.type == "DELETED") {
         byServer_.erase(name);
       } else {
-        byServer_[name] = boundWorkloadOf(*event.object, nodeName_);
+        byServer_[name] = reservationOf(*event.object, nodeName_);
       }
     }
     publish();
@@ -58,14 +61,14 @@ UltraServerReservation::UltraServerReservation(kube::KubeConfig kube, const std:
 }
 
 void UltraServerReservation::publish() {
-  std::string workload;
+  NodeReservation reservation;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& [server, ref] : byServer_) {
-      if (!ref.empty()) workload = ref;
+    for (const auto& [server, ours] : byServer_) {
+      if (!ours.workload.empty()) reservation = ours;
     }
   }
-  listener_(true, workload);
+  listener_(true, reservation);
 }
 
 bool madeFromTemplateForPod(const json& claim) {

@@ -1,7 +1,9 @@
 // UltraServerReservation: which NeuronUltraServerWorkload this node is reserved for, read from
-// the NeuronUltraServer objects neuron-ultraserver-operator keeps (their status.allocations, phase
-// Bound). The driver tags every device of a reserved node with the workload (attribute
-// workloadId) and refuses them at prepare to claims of anyone else, as AWS's driver does.
+// the NeuronUltraServer objects neuron-ultraserver-operator keeps (their status.allocations).
+// From the moment an allocation is recorded (Pending) the driver taints every device of the node
+// and refuses them at prepare to claims of anyone else, so no stranger's claim is allocated there
+// while the operator confirms; once it is Bound it also tags them with the workload (attribute
+// workloadId), which the workload's template selects, as AWS's driver does.
 #pragma once
 
 #include <functional>
@@ -16,8 +18,15 @@
 
 namespace torus::dra {
 
-// The workload ("namespace/name") a Bound allocation of `ultraServer` gives `nodeName`, or "".
-std::string boundWorkloadOf(const nlohmann::json& ultraServer, const std::string& nodeName);
+struct NodeReservation {
+  std::string workload;  // "namespace/name"; "" when the node is reserved for no one
+  bool bound = false;    // the allocation is Bound (else Pending)
+  bool operator==(const NodeReservation&) const = default;
+};
+
+// What an allocation of `ultraServer` that names `nodeName` reserves it for (a Bound one before
+// a Pending one).
+NodeReservation reservationOf(const nlohmann::json& ultraServer, const std::string& nodeName);
 
 // Whether `claim` was made by the resource-claim controller from a ResourceClaimTemplate for a
 // pod: a Pod is its controlling owner and it carries resource.kubernetes.io/pod-claim-name.
@@ -35,9 +44,9 @@ std::string reservationRefusal(const std::string& reservedFor, const std::string
 
 class UltraServerReservation {
  public:
-  // `onChange(known, workloadRef)` is called after every list and event (on the informer's
+  // `onChange(known, reservation)` is called after every list and event (on the informer's
   // thread); `known` turns true at the first list.
-  using Listener = std::function<void(bool known, const std::string& workloadRef)>;
+  using Listener = std::function<void(bool known, const NodeReservation& reservation)>;
   UltraServerReservation(kube::KubeConfig kube, const std::string& nameSpace, std::string nodeName,
                          Listener listener);
 
@@ -47,8 +56,8 @@ class UltraServerReservation {
   std::string nodeName_;
   Listener listener_;
   std::mutex mutex_;
-  std::map<std::string, std::string> byServer_;  // NeuronUltraServer name -> workload for us
-  std::unique_ptr<kube::Informer> informer_;     // last: stops before the members it uses
+  std::map<std::string, NodeReservation> byServer_;  // NeuronUltraServer name -> ours there
+  std::unique_ptr<kube::Informer> informer_;         // last: stops before the members it uses
 };
 
 }  // namespace torus::dra

@@ -58,13 +58,14 @@ TEST(NeuronUltraServer, EntriesWithoutAWorkloadOrNodesAreSkipped) {
   EXPECT_TRUE(allocationsOf(json::object()).empty());
 }
 
-// The driver's reading: a node is reserved only by a Bound allocation that names it.
-TEST(NeuronUltraServer, TheDriverSeesOnlyBoundAllocationsOfItsNode) {
+// The driver's reading: a node is reserved by an allocation that names it, Pending or Bound.
+TEST(NeuronUltraServer, TheDriverSeesTheAllocationsOfItsNodeAndWhetherBound) {
   const json object = ultraServerWith({allocation("ml/train", {"n0", "n1"}, kAllocationBound, 0),
                                        allocation("ml/serve", {"n3"}, kAllocationPending, 1)});
-  EXPECT_EQ(dra::boundWorkloadOf(object, "n1"), "ml/train");
-  EXPECT_EQ(dra::boundWorkloadOf(object, "n3"), "") << "Pending: not yet the workload's";
-  EXPECT_EQ(dra::boundWorkloadOf(object, "n2"), "");
+  EXPECT_EQ(dra::reservationOf(object, "n1"), (dra::NodeReservation{"ml/train", true}));
+  EXPECT_EQ(dra::reservationOf(object, "n3"), (dra::NodeReservation{"ml/serve", false}))
+      << "Pending: reserved, not yet the workload's to use";
+  EXPECT_EQ(dra::reservationOf(object, "n2"), dra::NodeReservation{});
 }
 
 TEST(NeuronUltraServer, WorkloadStatesAreAwsNames) {

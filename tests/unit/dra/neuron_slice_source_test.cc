@@ -106,10 +106,12 @@ TEST(NeuronSliceSource, TellsOfEveryChangeOfTheNodeOrTheReservation) {
   const auto subscription = source.onChange([&] { ++told; });
   node.setHealth(5, topology::DeviceHealth::unhealthy("the device node is missing"));
   EXPECT_EQ(told.load(), 1);
-  source.setWorkloadId("e2e/allreduce-us");
+  source.setReservation("e2e/allreduce-us", false);
   EXPECT_EQ(told.load(), 2);
-  source.setWorkloadId("e2e/allreduce-us");
-  EXPECT_EQ(told.load(), 2) << "the same reservation again is no change";
+  source.setReservation("e2e/allreduce-us", true);
+  EXPECT_EQ(told.load(), 3) << "Bound now";
+  source.setReservation("e2e/allreduce-us", true);
+  EXPECT_EQ(told.load(), 3) << "the same reservation again is no change";
   for (const auto& [name, device] : poolOf(source.slices(KeptFields{}, {})).devices) {
     EXPECT_EQ(device["attributes"][std::string(contracts::kWorkloadIdAttribute)],
               json({{"string", "e2e/allreduce-us"}}))

@@ -265,7 +265,16 @@ TEST(SliceBuilder, AReservedNodeTagsEveryDeviceWithTheWorkload) {
   inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
   EXPECT_FALSE(
       devicesByName(buildSlices(inputs, 1)).at("neuronnode")["attributes"].contains("workloadId"));
-  inputs.workloadId = "ml/train";
+  // Pending: tainted at once, so no stranger's claim is allocated there meanwhile; not yet
+  // tagged, so not yet the workload's claims' either.
+  inputs.reservedFor = "ml/train";
+  for (const auto& [name, device] : devicesByName(buildSlices(inputs, 1))) {
+    EXPECT_FALSE(device["attributes"].contains("workloadId")) << name;
+    EXPECT_EQ(device["taints"].back(),
+              (json{{"key", "neuron.aws.com/reserved"}, {"effect", "NoSchedule"}}))
+        << name;
+  }
+  inputs.workloadId = "ml/train";  // Bound
   const auto devices = devicesByName(buildSlices(inputs, 1));
   EXPECT_EQ(devices.size(), 16u + 64u + 1u);
   for (const auto& [name, device] : devices) {
