@@ -316,6 +316,12 @@ Result<void> UltraServerOperator::reconcileOnce() {
       planned.degradedMessage = outcome.degradedMessage;
     }
   }
+  for (const Workload& workload : workloads) {
+    if (workload.deleting && workload.podsRemain) {
+      reportPodsNotGone(workload, *workloadObjects.at(workload.ref()), listedPods,
+                        plan.outcomes[workload.ref()]);
+    }
+  }
 
   // Pods first: a pod that must move is gone before its nodes are handed to anyone else.
   for (const Workload& workload : workloads) {
@@ -358,6 +364,36 @@ Result<void> UltraServerOperator::reconcileOnce() {
   workloadsAllocated_.store(allocated);
   workloadsWaiting_.store(waiting);
   return failures.result();
+}
+
+void UltraServerOperator::reportPodsNotGone(
+    const Workload& workload, const json& object,
+    const std::map<std::string, OperatorApi::WorkloadPods>& listed, WorkloadOutcome& outcome) {
+  const auto since = parseUtcRfc3339(stringAt(object, {"metadata", "deletionTimestamp"}));
+  const auto found = listed.find(workload.ref());
+  if (!since || found == listed.end() || found->second.mine.empty()) return;
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now() - *since);
+  const std::chrono::seconds bound(config_.failureGraceSeconds);
+  if (waited < bound) {
+    recheckIn_ = std::min(recheckIn_.value_or(bound - waited), bound - waited);
+    return;
+  }
+  std::string pods;
+  for (const json& pod : found->second.mine) {
+    const std::string controller = api_.controllerOf(pod);
+    pods += (pods.empty() ? "" : ", ") + stringAt(pod, {"metadata", "name"}) + " on " +
+            stringAt(pod, {"spec", "nodeName"}) +
+            (controller.empty() ? "" : " (" + controller + ")");
+  }
+  // Said once (an Event when the reason first appears); the UltraServers stay held, since the
+  // pods' claims still hold their chips.
+  outcome.degraded = true;
+  outcome.degradedReason = "PodsNotGone";
+  outcome.degradedMessage = "deleted " + std::to_string(waited.count()) +
+                            " s ago, its pods are not gone: " + pods +
+                            "; its UltraServers stay held until they are (a pod on a node that "
+                            "is down ends when the node returns or is deleted)";
 }
 
 void UltraServerOperator::reportRecreators(

@@ -58,6 +58,11 @@ class UltraServerOperator {
   bool synced() const;
   void run(std::stop_token stop);
   Result<void> reconcileOnce();
+  // A deleted workload whose pods are still there after the failure grace period is Degraded
+  // (PodsNotGone) naming them, their nodes and their controllers.
+  void reportPodsNotGone(const Workload& workload, const nlohmann::json& object,
+                         const std::map<std::string, OperatorApi::WorkloadPods>& listed,
+                         WorkloadOutcome& outcome);
   // A Warning Event naming the controllers that keep making pods of a released workload's
   // template (they can never start).
   void reportRecreators(const Workload& workload,
