@@ -53,6 +53,8 @@ COMMANDS = {
     "pod-saw": ("REPORT_FILE RESOURCE COUNT CORES_PER_DEVICE NODE_DIR LNC",
                 lambda a: pods.pod_saw(_read(a[0]), a[1], int(a[2]), int(a[3]), a[4], a[5],
                                        os.environ.get("E2E_ANY_DEVICES") == "1")),
+    "device-rules": ("(a neuron_device_probe report on stdin)",
+                     lambda a: pods.device_rules_report(sys.stdin.read())),
     "cores-held-by": ("POD (allocations on stdin)",
                       lambda a: "\n".join(map(str, pods.cores_held_by(_stdin_json(), a[0])))),
     "pod-on-device": ("DEVICE CORES_PER_DEVICE (pods on stdin)",

@@ -67,6 +67,9 @@ print_failures() {
 
 finish() {
   local status=$?
+  # A log that cannot be printed must not stop the teardown: without this, errexit ended the
+  # trap at the first failing command of print_logs and left the cluster running.
+  set +e
   if ((FAILED > 0 || status != 0)); then
     print_logs
     print_failures
@@ -111,48 +114,65 @@ eventually() {
 
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
+# neuron_device_probe: a shell script (for sh in any container) that prints DEVICES= (its
+# /dev/neuronN) and its own test of the device rules. For minors 0-31 of the Neuron devices' major
+# (read from a node it was given) it makes a node with mknod (CAP_MKNOD is in every container's
+# default set) and opens it: "No such device" means the rules let it through to a driver that is
+# not there (the simulated devices have none), "Operation not permitted" that they refused it.
+# ALLOWED= and DENIED= list the minors; checks/pods.py wants ALLOWED to be exactly the devices.
+neuron_device_probe() {
+  cat <<'SH'
+echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr '\n' ' ')"
+major=""
+for node in /dev/neuron[0-9]*; do
+  if [ -c "$node" ]; then major="$(stat -c %t "$node")"; break; fi
+done
+allowed=""; denied=""; unexpected=""
+if [ -n "$major" ]; then
+  for minor in $(seq 0 31); do
+    if ! mknod /tmp/neuron-probe c "0x$major" "$minor" 2> /dev/null; then
+      unexpected="mknod refused"; break
+    fi
+    if answer="$( (exec 3< /tmp/neuron-probe) 2>&1)"; then
+      allowed="$allowed $minor"
+    else
+      case "$answer" in
+        *"No such device"*) allowed="$allowed $minor" ;;
+        *"not permitted"*) denied="$denied $minor" ;;
+        *) unexpected="$unexpected $minor: $answer" ;;
+      esac
+    fi
+    rm -f /tmp/neuron-probe
+  done
+fi
+echo "ALLOWED=${allowed# }"
+echo "DENIED=${denied# }"
+[ -z "$unexpected" ] || echo "PROBE_UNEXPECTED=${unexpected# }"
+SH
+}
+
+# device_rules_in NAMESPACE POD: runs neuron_device_probe in the running pod's first container
+# and checks that its device rules open exactly its /dev/neuronN and refuse every other minor.
+device_rules_in() {
+  local report
+  report="$(k exec -n "$1" "$2" -- sh -c "$(neuron_device_probe)")" || return 1
+  echo "$report"
+  checks_py device-rules <<< "$report"
+}
+
 # neuron_report_command SECONDS: the YAML `command` of an e2e pod's container (indented for a
 # container) that reports what it was given in its termination message, then stays SECONDS:
-# CORES=, LNC=, DEVICES= (its /dev/neuronN), the UltraServer variables when it has them, and its
-# own test of the device rules. For minors 0-31 of the Neuron devices' major (read from a node it
-# was given) it makes a node with mknod (CAP_MKNOD is in every container's default set) and opens
-# it: "No such device" means the rules let it through to a driver that is not there (the
-# simulated devices have none), "Operation not permitted" that they refused it. ALLOWED= and
-# DENIED= list the minors; checks/pods.py wants ALLOWED to be exactly the pod's devices.
+# CORES=, LNC=, the UltraServer variables when it has them, and neuron_device_probe's DEVICES=,
+# ALLOWED= and DENIED=.
 neuron_report_command() {
-  cat <<'SH' | sed 's/^/          /'
-{
-  echo "CORES=$NEURON_RT_VISIBLE_CORES"
-  echo "LNC=$NEURON_LOGICAL_NC_CONFIG"
-  echo "DEVICES=$(cd /dev && ls -d neuron[0-9]* 2> /dev/null | tr '\n' ' ')"
-  env | grep '^NEURON_RT_ULTRASERVER_' | sort
-  major=""
-  for node in /dev/neuron[0-9]*; do
-    if [ -c "$node" ]; then major="$(stat -c %t "$node")"; break; fi
-  done
-  allowed=""; denied=""; unexpected=""
-  if [ -n "$major" ]; then
-    for minor in $(seq 0 31); do
-      if ! mknod /tmp/neuron-probe c "0x$major" "$minor" 2> /dev/null; then
-        unexpected="mknod refused"; break
-      fi
-      if answer="$( (exec 3< /tmp/neuron-probe) 2>&1)"; then
-        allowed="$allowed $minor"
-      else
-        case "$answer" in
-          *"No such device"*) allowed="$allowed $minor" ;;
-          *"not permitted"*) denied="$denied $minor" ;;
-          *) unexpected="$unexpected $minor: $answer" ;;
-        esac
-      fi
-      rm -f /tmp/neuron-probe
-    done
-  fi
-  echo "ALLOWED=${allowed# }"
-  echo "DENIED=${denied# }"
-  [ -z "$unexpected" ] || echo "PROBE_UNEXPECTED=${unexpected# }"
-} | tee /dev/termination-log
-SH
+  {
+    echo '{'
+    echo '  echo "CORES=$NEURON_RT_VISIBLE_CORES"'
+    echo '  echo "LNC=$NEURON_LOGICAL_NC_CONFIG"'
+    echo "  env | grep '^NEURON_RT_ULTRASERVER_' | sort"
+    neuron_device_probe | sed 's/^/  /'
+    echo '} | tee /dev/termination-log'
+  } | sed 's/^/          /'
   echo "          sleep $1"
 }
 

@@ -40,6 +40,15 @@ def device_rules(seen, devices):
             f"{compress_ids(devices) or 'none'} should be")
 
 
+def device_rules_report(report):
+    """A probe report (DEVICES=, ALLOWED=, DENIED= lines) whose device rules open exactly the
+    container's own /dev/neuronN."""
+    seen = dict(line.split("=", 1) for line in report.splitlines() if "=" in line)
+    devices = sorted(int(d[len("neuron"):]) for d in seen.get("DEVICES", "").split())
+    require(devices, "the container has no /dev/neuronN")
+    device_rules(seen, devices)
+
+
 def pod_saw(report, resource, count, cores_per_device, node_dir, lnc, any_devices=False):
     """A container's report (CORES=, DEVICES=, LNC=, ALLOWED=, DENIED= lines) matches what its
     pod asked: `count` cores or devices, every /dev/neuronN of those cores and no other, device

@@ -71,6 +71,15 @@ class PodSawTest(unittest.TestCase):
                              self.node.name, "2")
             self.assertIn(reason, str(failed.exception))
 
+    def test_a_probe_of_a_running_pod_wants_exactly_its_devices(self):
+        pods.device_rules_report("DEVICES=neuron0 neuron1 " + rules(0, 1))
+        with self.assertRaises(CheckFailed) as failed:
+            pods.device_rules_report("DEVICES=neuron0 " + rules(0, 1))
+        self.assertIn("open minors 0-1; it was given 0", str(failed.exception))
+        with self.assertRaises(CheckFailed) as failed:
+            pods.device_rules_report("DEVICES=" + rules())
+        self.assertIn("no /dev/neuronN", str(failed.exception))
+
     def test_wrong_counts_devices_lnc_or_links_fail_by_name(self):
         cases = [
             ("CORES=4-10\nDEVICES=neuron1 neuron2\nLNC=2", "neuroncore", 8, "want 8"),

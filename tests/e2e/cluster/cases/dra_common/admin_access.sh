@@ -47,6 +47,7 @@ monitor_saw_sixteen() {
   [[ "$seen" == 16 ]] || { echo "the monitor saw $seen device nodes"; return 1; }
 }
 check "... and sees all 16 chips" eventually 15 monitor_saw_sixteen
+check "... through its device rules, which refuse every other minor" device_rules_in e2e-admin monitor
 monitor_owns_nothing() { allocations | checks_py admin-claim-owns-nothing e2e-admin/monitor-all 16; }
 check "the agent counts the monitor's claim as owning no chip" monitor_owns_nothing
 dra_pod dra-work one-chip 600
