@@ -247,13 +247,15 @@ Result<void> UltraServerOperator::reconcileOnce() {
     stored = ultraServers_;
     claims = claims_;
   }
-  const std::map<std::string, std::string> busy = nodesBusyWithClaims(claims);
+  const std::map<std::string, BusyNode> busy = nodesBusyWithClaims(claims);
   std::vector<MemberNode> members;
   for (const auto& [name, node] : nodes) {
     auto member = memberOf(*node);
     if (!member) continue;
-    if (const auto claim = busy.find(member->name); claim != busy.end())
-      member->busyWith = claim->second;
+    if (const auto claim = busy.find(member->name); claim != busy.end()) {
+      member->busyWith = claim->second.claim;
+      member->busyBeforeTaint = claim->second.beforeTaint;
+    }
     members.push_back(std::move(*member));
   }
   const std::vector<UltraServer> servers = groupUltraServers(std::move(members));

@@ -36,6 +36,28 @@ const json& conditionOf(const json& object, const char* type) {
   return kNone;
 }
 
+// Whether a request of `claim` tolerates the reserved taint (NoSchedule), in `exactly` or in any
+// `firstAvailable` alternative.
+bool toleratesReservation(const json& claim) {
+  const auto tolerates = [](const json& tolerations) {
+    for (const json& toleration : kube::arrayAt(tolerations, {})) {
+      const std::string key = stringAt(toleration, {"key"});
+      const std::string effect = stringAt(toleration, {"effect"});
+      const bool keyMatches = key == contracts::kReservedTaintKey ||
+                              (key.empty() && stringAt(toleration, {"operator"}) == "Exists");
+      if (keyMatches && (effect.empty() || effect == "NoSchedule")) return true;
+    }
+    return false;
+  };
+  for (const json& request : kube::arrayAt(claim, {"spec", "devices", "requests"})) {
+    if (tolerates(fieldAt(request, {"exactly", "tolerations"}))) return true;
+    for (const json& alternative : kube::arrayAt(request, {"firstAvailable"})) {
+      if (tolerates(fieldAt(alternative, {"tolerations"}))) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::optional<MemberNode> memberOf(const json& node) {
@@ -58,20 +80,26 @@ std::optional<MemberNode> memberOf(const json& node) {
   return member;
 }
 
-std::map<std::string, std::string> nodesBusyWithClaims(
+std::map<std::string, BusyNode> nodesBusyWithClaims(
     const std::map<std::string, std::shared_ptr<const json>>& claims) {
-  std::map<std::string, std::string> busy;
+  std::map<std::string, BusyNode> busy;
   for (const auto& [key, claim] : claims) {
     if (!kube::annotationOf(*claim, contracts::kWorkloadAnnotation).empty()) continue;
+    const bool beforeTaint = !toleratesReservation(*claim);
     for (const json& result :
          kube::arrayAt(*claim, {"status", "allocation", "devices", "results"})) {
       if (kube::stringAt(result, {"driver"}) != contracts::kDraDriverName) continue;
       const json& admin = kube::fieldAt(result, {"adminAccess"});
       if (admin.is_boolean() && admin.get<bool>()) continue;
       const std::string node = kube::stringAt(result, {"pool"});
-      if (node.empty() || busy.contains(node)) continue;
-      busy[node] = "ResourceClaim " + kube::stringAt(*claim, {"metadata", "namespace"}) + "/" +
-                   kube::stringAt(*claim, {"metadata", "name"});
+      if (node.empty()) continue;
+      if (const auto found = busy.find(node);
+          found != busy.end() && (found->second.beforeTaint || !beforeTaint)) {
+        continue;
+      }
+      busy[node] = {"ResourceClaim " + kube::stringAt(*claim, {"metadata", "namespace"}) + "/" +
+                        kube::stringAt(*claim, {"metadata", "name"}),
+                    beforeTaint};
     }
   }
   return busy;

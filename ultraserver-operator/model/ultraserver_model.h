@@ -34,6 +34,10 @@ struct MemberNode {
   // reserving the node would leave that claim's pod running beside the workload, or, allocated in
   // the moment before the reservation's taint, refused at prepare for as long as it lasts.
   std::string busyWith;
+  // That claim does not tolerate the reserved taint: it was allocated here before a reservation's
+  // taint reached the node's devices (one that tolerates the taint forced its way in, and is
+  // refused at prepare instead).
+  bool busyBeforeTaint = false;
 
   bool healthy() const { return ready && schedulable; }
 };
@@ -42,9 +46,14 @@ struct MemberNode {
 // labels, or labels that do not parse).
 std::optional<MemberNode> memberOf(const nlohmann::json& node);
 
+struct BusyNode {
+  std::string claim;         // "ResourceClaim ns/name"
+  bool beforeTaint = false;  // MemberNode::busyBeforeTaint
+};
 // The nodes where an allocated ResourceClaim of the neuron.aws.com driver that carries no
-// workload annotation holds devices (admin access holds nothing), each with the first such claim.
-std::map<std::string, std::string> nodesBusyWithClaims(
+// workload annotation holds devices (admin access holds nothing), each with such a claim: one
+// that does not tolerate the reserved taint when there is one.
+std::map<std::string, BusyNode> nodesBusyWithClaims(
     const std::map<std::string, std::shared_ptr<const nlohmann::json>>& claims);
 
 // The UIDs of the pods that own ResourceClaims made from `workload`'s template: claims in its

@@ -212,8 +212,31 @@ TEST(UltraServerModel, NodesAreBusyWithAllocatedClaimsOfNoWorkload) {
   add(claimObject("monitor", "n0-3", "", true));
   add(claimObject("gpu", "n1-0", "", false, "gpu.example.com"));
   add(json{{"metadata", {{"name", "pending"}, {"namespace", "team"}}}});  // not allocated yet
-  EXPECT_EQ(nodesBusyWithClaims(claims),
-            (std::map<std::string, std::string>{{"n0-1", "ResourceClaim team/plain"}}));
+  const auto busy = nodesBusyWithClaims(claims);
+  ASSERT_EQ(busy.size(), 1U);
+  EXPECT_EQ(busy.at("n0-1").claim, "ResourceClaim team/plain");
+  EXPECT_TRUE(busy.at("n0-1").beforeTaint) << "it does not tolerate the reserved taint";
+
+  // One that tolerates the reserved taint forced its way in; an innocent one on the same node
+  // is the one named.
+  json forced = claimObject("forced", "n0-3");
+  forced["spec"]["devices"]["requests"] =
+      json::array({{{"name", "chips"},
+                    {"exactly",
+                     {{"deviceClassName", "neuron.aws.com"},
+                      {"tolerations", json::array({{{"key", "neuron.aws.com/reserved"},
+                                                    {"operator", "Exists"},
+                                                    {"effect", "NoSchedule"}}})}}}}});
+  add(forced);
+  EXPECT_FALSE(nodesBusyWithClaims(claims).at("n0-3").beforeTaint);
+  json anything = forced;
+  anything["metadata"]["name"] = "anything";
+  anything["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] =
+      json::array({{{"operator", "Exists"}}});
+  add(anything);
+  EXPECT_FALSE(nodesBusyWithClaims(claims).at("n0-3").beforeTaint) << "tolerates every taint";
+  add(claimObject("innocent", "n0-3"));
+  EXPECT_EQ(nodesBusyWithClaims(claims).at("n0-3").claim, "ResourceClaim team/innocent");
 }
 
 // A workload's pods are the owners of the claims made from its template (annotated with it, in
@@ -274,6 +297,12 @@ TEST(Allocator, AReservationWithAStrangersClaimOnItGivesWay) {
   ASSERT_EQ(running.allocations.size(), 1U);
   auto servers = cluster(2);
   servers[0].nodes[1].busyWith = "ResourceClaim team/plain";
+  // One that tolerates the reserved taint forced its way in: refused at prepare, and the
+  // reservation stands.
+  const AllocationPlan forced = planAllocations(servers, workloads, running.allocations, "t9");
+  EXPECT_EQ(forced.allocations, running.allocations);
+  EXPECT_FALSE(forced.outcomes.at("ml/train").restartAllPods);
+  servers[0].nodes[1].busyBeforeTaint = true;
   const AllocationPlan plan = planAllocations(servers, workloads, running.allocations, "t9");
   const WorkloadOutcome& outcome = plan.outcomes.at("ml/train");
   EXPECT_TRUE(outcome.restartAllPods);

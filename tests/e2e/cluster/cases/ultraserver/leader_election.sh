@@ -10,7 +10,9 @@ standby_port="$(python3 "$REPO/scripts/cluster/free_port.py")"
   > "$STATE_DIR/logs/standby-operator.log" 2>&1 &
 standby_pid=$!
 stop_standby() { kill "$standby_pid" 2> /dev/null && wait "$standby_pid" 2> /dev/null || true; }
-on_exit() { local status=$?; stop_standby; (exit "$status"); finish; }
+# Without errexit: `(exit 1)` after a failed check would end the trap before finish tore the
+# cluster down.
+on_exit() { local status=$?; set +e; stop_standby; (exit "$status"); finish; }
 trap on_exit EXIT
 holder() { k get lease -n kube-system neuron-ultraserver-operator -o jsonpath='{.spec.holderIdentity}'; }
 standby_leads() { curl -sf "http://127.0.0.1:$standby_port/metrics" | grep -qx "torus_ultraserver_leader $1"; }
