@@ -5,6 +5,14 @@
 echo "== RestartAll: a node lost, all four pods restart once the UltraServer is whole again"
 deployment trainer second 4
 check "four pods of workload second run, one per node" eventually 180 count_running trainer 4
+# Each pod's whole-node claim opens its node's chips through the device rules, and no other minor.
+trainer_device_rules() {
+  local pod
+  for pod in $(k get pods -n e2e -l app=trainer -o jsonpath='{.items[*].metadata.name}'); do
+    device_rules_in e2e "$pod" > /dev/null || { echo "$pod:"; device_rules_in e2e "$pod"; return 1; }
+  done
+}
+check "each pod's device rules open exactly its node's 16 chips" trainer_device_rules
 before="$(running_pods trainer)"
 # A cordon keeps new workloads off a node but moves nothing that runs there.
 k cordon "${names[1]}" > /dev/null
