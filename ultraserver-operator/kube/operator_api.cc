@@ -155,7 +155,7 @@ std::string OperatorApi::controllerOf(const json& pod) {
   const std::string nameSpace = stringAt(pod, {"metadata", "namespace"});
   const json* controller = nullptr;
   for (const json& owner : kube::arrayAt(pod, {"metadata", "ownerReferences"})) {
-    if (owner.value("controller", json()) == json(true)) controller = &owner;
+    if (fieldAt(owner, {"controller"}) == json(true)) controller = &owner;
   }
   if (!controller) return "";
   const std::string kind = stringAt(*controller, {"kind"});
@@ -165,7 +165,7 @@ std::string OperatorApi::controllerOf(const json& pod) {
     auto replicaSet = client_.get("/apis/apps/v1/namespaces/" + nameSpace + "/replicasets/" + name);
     if (replicaSet) {
       for (const json& owner : kube::arrayAt(*replicaSet, {"metadata", "ownerReferences"})) {
-        if (owner.value("controller", json()) == json(true))
+        if (fieldAt(owner, {"controller"}) == json(true))
           return stringAt(owner, {"kind"}) + " " + nameSpace + "/" + stringAt(owner, {"name"});
       }
     }
