@@ -111,9 +111,11 @@ Result<void> OperatorApi::evictPods(const Workload& workload, const WorkloadOutc
     auto evicted = client_.create(path, eviction);
     if (!evicted && evicted.error().code == ErrorCode::kNotFound) continue;
     if (!evicted && evicted.error().message.find("disruption budget") != std::string::npos) {
-      warn(workload, "EvictionBlocked",
-           "pod " + name + " on " + node + " is not evicted yet (" + why +
-               "): its PodDisruptionBudget allows no disruption now; retrying");
+      if (firstBlockSince(stringAt(pod, {"metadata", "uid"}))) {
+        warn(workload, "EvictionBlocked",
+             "pod " + name + " on " + node + " is not evicted yet (" + why +
+                 "): its PodDisruptionBudget allows no disruption now; retrying");
+      }
       return std::move(evicted).error().withContext("evicting pod " + name);
     }
     if (!evicted) {
@@ -127,6 +129,14 @@ Result<void> OperatorApi::evictPods(const Workload& workload, const WorkloadOutc
               "evicted pod " + name + " on " + node + " (" + why + ")");
   }
   return {};
+}
+
+bool OperatorApi::firstBlockSince(const std::string& podUid) {
+  constexpr auto kRepeatAfter = std::chrono::minutes(5);
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(blockedWarned_,
+                [&](const auto& entry) { return now - entry.second > kRepeatAfter; });
+  return blockedWarned_.emplace(podUid, now).second;
 }
 
 Result<void> OperatorApi::deleteClaimTemplate(const Workload& workload) {

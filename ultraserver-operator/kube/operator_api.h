@@ -81,6 +81,9 @@ class OperatorApi {
  private:
   // An error unless this replica may write (it holds the lease).
   Result<void> fence() const;
+  // Whether a refused eviction of this pod is the first in five minutes: its Event is posted once
+  // then, not on every retry.
+  bool firstBlockSince(const std::string& podUid);
   void postEvent(const Workload& workload, bool warning, const std::string& reason,
                  const std::string& message);
 
@@ -94,6 +97,7 @@ class OperatorApi {
   std::map<std::string, EnsuredTemplate> ensured_;  // by workload ref
   std::function<bool()> leading_;
   std::atomic<std::uint64_t> podsEvicted_{0};
+  std::map<std::string, std::chrono::steady_clock::time_point> blockedWarned_;  // by pod UID
 };
 
 }  // namespace torus::ultraserver
