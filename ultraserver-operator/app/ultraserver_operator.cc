@@ -234,19 +234,27 @@ class WorkloadFailures {
 
 }  // namespace
 
-Result<void> UltraServerOperator::reconcileOnce() {
-  WorkloadFailures failures;
-  Cache nodes;
+// One reconcile pass: the objects as the informers held them at its start, what was read and
+// decided on the way, and the API errors of single workloads.
+struct UltraServerOperator::Pass {
   Cache workloadObjects;
-  Cache stored;
+  Cache stored;  // NeuronUltraServers
   Cache claims;
-  {
-    std::lock_guard lock(mutex_);
-    nodes = nodes_;
-    workloadObjects = workloads_;
-    stored = ultraServers_;
-    claims = claims_;
-  }
+  std::vector<UltraServer> servers;
+  std::vector<Workload> workloads;
+  std::map<std::string, OperatorApi::WorkloadPods> listedPods;  // by workload ref, once a pass
+  // What a workload's template says before anything is reserved for it: one it cannot own (a
+  // clash) makes it hold nothing; one the API refuses (a quota) is reported on it.
+  std::map<std::string, WorkloadOutcome> templateOutcomes;
+  WorkloadFailures failures;
+};
+
+namespace {
+
+// The UltraServers the nodes' labels describe, each node marked busy where a claim of no
+// workload holds its devices.
+std::vector<UltraServer> serversOf(const OperatorApi::Cache& nodes,
+                                   const OperatorApi::Cache& claims) {
   const std::map<std::string, BusyNode> busy = nodesBusyWithClaims(claims);
   std::vector<MemberNode> members;
   for (const auto& [name, node] : nodes) {
@@ -258,57 +266,81 @@ Result<void> UltraServerOperator::reconcileOnce() {
     }
     members.push_back(std::move(*member));
   }
-  const std::vector<UltraServer> servers = groupUltraServers(std::move(members));
+  return groupUltraServers(std::move(members));
+}
 
-  std::vector<Workload> workloads;
-  std::map<std::string, OperatorApi::WorkloadPods> listedPods;  // by workload ref, once a pass
-  // What a workload's template says before anything is reserved for it: one it cannot own (a
-  // clash) makes it hold nothing; one the API refuses (a quota) is reported on it.
-  std::map<std::string, WorkloadOutcome> templateOutcomes;
-  for (const auto& [key, object] : workloadObjects) {
-    Workload workload = parseWorkload(*object);
-    if (workload.deleting && !hasFinalizer(*object)) continue;  // not ours to hold back
-    if (workload.invalid.empty() && !workload.deleting) {
-      WorkloadOutcome& outcome = templateOutcomes[workload.ref()];
-      if (auto done = api_.ensureClaimTemplate(workload, outcome); !done) {
-        // Said on the workload itself, which keeps what it was given; the others go on.
-        outcome.degraded = true;
-        outcome.degradedReason = "ClaimTemplateNotWritten";
-        outcome.degradedMessage = done.error().message;
-        failures.add(workload.ref(), done.error());
-      } else if (outcome.state == WorkloadState::kFailed) {
-        workload.invalid = outcome.message;
-      }
-    }
-    if (workload.deleting && workload.invalid.empty()) {
-      // The template goes first, so no new claim is made from it; then the pods that own the
-      // workload's claims are evicted, and the UltraServers are held until they are gone.
-      auto pods = [&]() -> Result<OperatorApi::WorkloadPods> {
-        if (auto done = api_.deleteClaimTemplate(workload); !done) return std::move(done).error();
-        return api_.podsOf(workload, podsOfWorkload(claims, workload));
-      }();
-      if (pods) {
-        workload.podsRemain = !pods->mine.empty();
-        listedPods[workload.ref()] = std::move(*pods);
-      } else {
-        // Its finalizer stays until its pods can be seen gone; the other workloads go on.
-        workload.podsRemain = true;
-        failures.add(workload.ref(), pods.error());
-      }
-    }
-    workloads.push_back(std::move(workload));
+}  // namespace
+
+Result<void> UltraServerOperator::reconcileOnce() {
+  Pass pass;
+  Cache nodes;
+  {
+    std::lock_guard lock(mutex_);
+    nodes = nodes_;
+    pass.workloadObjects = workloads_;
+    pass.stored = ultraServers_;
+    pass.claims = claims_;
+  }
+  pass.servers = serversOf(nodes, pass.claims);
+  for (const auto& [key, object] : pass.workloadObjects) {
+    if (auto workload = readWorkload(*object, pass)) pass.workloads.push_back(std::move(*workload));
   }
   std::vector<Allocation> current;
-  for (const auto& [name, object] : stored) {
+  for (const auto& [name, object] : pass.stored) {
     for (Allocation& allocation : allocationsOf(*object))
       current.push_back(std::move(allocation));
   }
 
-  AllocationPlan plan = planAllocations(servers, workloads, current, utcNowRfc3339(),
+  AllocationPlan plan = planAllocations(pass.servers, pass.workloads, current, utcNowRfc3339(),
                                         std::chrono::seconds(config_.failureGraceSeconds));
   // A grace period that ends while nothing changes still needs a pass at its end.
   recheckIn_ = plan.recheckIn;
-  for (auto& [ref, outcome] : templateOutcomes) {
+  completeOutcomes(pass, plan);
+
+  // Pods first: a pod that must move is gone before its nodes are handed to anyone else.
+  evictPods(pass, plan);
+  if (auto done = api_.writeUltraServers(pass.servers, plan.allocations, pass.stored); !done)
+    return std::move(done).error();
+  writeWorkloads(pass, plan);
+  return pass.failures.result();
+}
+
+std::optional<Workload> UltraServerOperator::readWorkload(const json& object, Pass& pass) {
+  Workload workload = parseWorkload(object);
+  if (workload.deleting && !hasFinalizer(object)) return std::nullopt;  // not ours to hold back
+  if (workload.invalid.empty() && !workload.deleting) {
+    WorkloadOutcome& outcome = pass.templateOutcomes[workload.ref()];
+    if (auto done = api_.ensureClaimTemplate(workload, outcome); !done) {
+      // Said on the workload itself, which keeps what it was given; the others go on.
+      outcome.degraded = true;
+      outcome.degradedReason = "ClaimTemplateNotWritten";
+      outcome.degradedMessage = done.error().message;
+      pass.failures.add(workload.ref(), done.error());
+    } else if (outcome.state == WorkloadState::kFailed) {
+      workload.invalid = outcome.message;
+    }
+  }
+  if (workload.deleting && workload.invalid.empty()) {
+    // The template goes first, so no new claim is made from it; then the pods that own the
+    // workload's claims are evicted, and the UltraServers are held until they are gone.
+    auto pods = [&]() -> Result<OperatorApi::WorkloadPods> {
+      if (auto done = api_.deleteClaimTemplate(workload); !done) return std::move(done).error();
+      return api_.podsOf(workload, podsOfWorkload(pass.claims, workload));
+    }();
+    if (pods) {
+      workload.podsRemain = !pods->mine.empty();
+      pass.listedPods[workload.ref()] = std::move(*pods);
+    } else {
+      // Its finalizer stays until its pods can be seen gone; the other workloads go on.
+      workload.podsRemain = true;
+      pass.failures.add(workload.ref(), pods.error());
+    }
+  }
+  return workload;
+}
+
+void UltraServerOperator::completeOutcomes(Pass& pass, AllocationPlan& plan) {
+  for (auto& [ref, outcome] : pass.templateOutcomes) {
     WorkloadOutcome& planned = plan.outcomes[ref];
     if (outcome.state == WorkloadState::kFailed) {
       planned.reason = outcome.reason;  // the planner saw it invalid; say why
@@ -318,46 +350,47 @@ Result<void> UltraServerOperator::reconcileOnce() {
       planned.degradedMessage = outcome.degradedMessage;
     }
   }
-  for (const Workload& workload : workloads) {
+  for (const Workload& workload : pass.workloads) {
     if (workload.deleting && workload.podsRemain) {
-      reportPodsNotGone(workload, *workloadObjects.at(workload.ref()), listedPods,
+      reportPodsNotGone(workload, *pass.workloadObjects.at(workload.ref()), pass.listedPods,
                         plan.outcomes[workload.ref()]);
     }
   }
+}
 
-  // Pods first: a pod that must move is gone before its nodes are handed to anyone else.
-  for (const Workload& workload : workloads) {
+void UltraServerOperator::evictPods(Pass& pass, AllocationPlan& plan) {
+  for (const Workload& workload : pass.workloads) {
     const WorkloadOutcome& outcome = plan.outcomes[workload.ref()];
     if (!outcome.restartAllPods && outcome.restartPodsOn.empty()) continue;
-    auto listed = listedPods.find(workload.ref());
-    if (listed == listedPods.end()) {
-      auto pods = api_.podsOf(workload, podsOfWorkload(claims, workload));
+    auto listed = pass.listedPods.find(workload.ref());
+    if (listed == pass.listedPods.end()) {
+      auto pods = api_.podsOf(workload, podsOfWorkload(pass.claims, workload));
       if (!pods) {
-        failures.add(workload.ref(), pods.error());
+        pass.failures.add(workload.ref(), pods.error());
         continue;
       }
-      listed = listedPods.emplace(workload.ref(), std::move(*pods)).first;
+      listed = pass.listedPods.emplace(workload.ref(), std::move(*pods)).first;
     }
     if (auto done = api_.evictPods(workload, outcome, listed->second.mine); !done) {
-      failures.add(workload.ref(), done.error());
+      pass.failures.add(workload.ref(), done.error());
     }
   }
-  if (auto done = api_.writeUltraServers(servers, plan.allocations, stored); !done)
-    return std::move(done).error();
+}
 
+void UltraServerOperator::writeWorkloads(Pass& pass, AllocationPlan& plan) {
   int allocated = 0;
   int waiting = 0;
-  for (const Workload& workload : workloads) {
+  for (const Workload& workload : pass.workloads) {
     WorkloadOutcome& outcome = plan.outcomes[workload.ref()];
     const bool released = std::none_of(
         plan.allocations.begin(), plan.allocations.end(),
         [&](const Allocation& allocation) { return allocation.workloadRef == workload.ref(); });
     if (workload.deleting && released && !workload.podsRemain)
-      reportRecreators(workload, listedPods);
-    if (auto done =
-            api_.writeWorkload(workload, outcome, *workloadObjects.at(workload.ref()), released);
+      reportRecreators(workload, pass.listedPods);
+    if (auto done = api_.writeWorkload(workload, outcome, *pass.workloadObjects.at(workload.ref()),
+                                       released);
         !done) {
-      failures.add(workload.ref(), done.error());
+      pass.failures.add(workload.ref(), done.error());
     }
     allocated += outcome.state == WorkloadState::kAllocated;
     waiting += outcome.state == WorkloadState::kPending ||
@@ -365,7 +398,6 @@ Result<void> UltraServerOperator::reconcileOnce() {
   }
   workloadsAllocated_.store(allocated);
   workloadsWaiting_.store(waiting);
-  return failures.result();
 }
 
 void UltraServerOperator::reportPodsNotGone(

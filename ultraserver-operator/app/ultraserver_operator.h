@@ -57,7 +57,16 @@ class UltraServerOperator {
   void markDirty();
   bool synced() const;
   void run(std::stop_token stop);
+  struct Pass;  // one reconcile pass's objects, findings and errors (ultraserver_operator.cc)
   Result<void> reconcileOnce();
+  // The steps of a pass, in order. readWorkload: parsed, its template checked (or, deleting,
+  // deleted) and its pods listed; nullopt for a deleting workload that is not ours to hold.
+  std::optional<Workload> readWorkload(const nlohmann::json& object, Pass& pass);
+  // What the planner cannot know: the template's verdict, pods that do not go.
+  void completeOutcomes(Pass& pass, AllocationPlan& plan);
+  void evictPods(Pass& pass, AllocationPlan& plan);
+  // Each workload's finalizer, status and Events; the workload gauges.
+  void writeWorkloads(Pass& pass, AllocationPlan& plan);
   // A deleted workload whose pods are still there after the failure grace period is Degraded
   // (PodsNotGone) naming them, their nodes and their controllers.
   void reportPodsNotGone(const Workload& workload, const nlohmann::json& object,
