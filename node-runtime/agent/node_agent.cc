@@ -8,6 +8,7 @@
 #include "common/topology/instance_catalog.h"
 #include "node-runtime/agent/core_tenancy.h"
 #include "node-runtime/agent/grant_check.h"
+#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/health/kernel_log.h"
 #include "node-runtime/metrics/agent_metrics.h"
 #include "node-runtime/reset/core_reset.h"
@@ -168,12 +169,7 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
                                          : std::filesystem::path(config.kernelLog);
   // This node's Neuron PCI functions: a line naming a function by address is about the device
   // it is here, or about none of this node's (health/kernel_log.h).
-  std::vector<std::string> functions;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(
-           prepared_.roots.sys / "bus" / "pci" / "drivers" / "neuron", ec)) {
-    if (entry.is_symlink(ec)) functions.push_back(entry.path().filename().string());
-  }
+  const std::vector<std::string> functions = discovery::neuronPciFunctions(prepared_.roots);
   auto watcher = health::KernelLogWatcher::start(
       path, [this, functions](health::KernelHardwareError error, const std::string& line) {
         if (!error.pciAddress.empty()) {

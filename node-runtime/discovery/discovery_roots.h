@@ -27,6 +27,10 @@ struct DiscoveryRoots {
     return sys / "devices" / "virtual" / "dmi" / "id" / "product_name";
   }
   std::filesystem::path kernelLog() const { return dev / "kmsg"; }
+  // The PCI functions bound to the Neuron driver, one entry each (pci_functions.h).
+  std::filesystem::path neuronPciDriver() const {
+    return sys / "bus" / "pci" / "drivers" / "neuron";
+  }
   // The Neuron kernel module's version (MODULE_VERSION), e.g. "2.24.7.0".
   std::filesystem::path driverVersionFile() const { return sys / "module" / "neuron" / "version"; }
   std::filesystem::path deviceNode(int index) const {

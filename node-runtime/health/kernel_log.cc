@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "node-runtime/discovery/pci_functions.h"
 
 namespace torus::health {
 namespace {
@@ -62,30 +63,22 @@ Result<std::string> readRing() {
   return ring;
 }
 
-// The first PCI address ("DDDD:BB:DD.F", hexadecimal, lower case as the kernel writes it) in
-// `line`; "" when there is none.
+// The first PCI address (discovery::isPciAddress) that starts a word of `line`; "" when there is
+// none.
 std::string pciAddressIn(std::string_view line) {
-  constexpr std::string_view kShape = "xxxx:xx:xx.x";
-  const auto hex = [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f');
-  };
-  for (std::size_t at = 0; at + kShape.size() <= line.size(); ++at) {
-    bool matches = at == 0 || !std::isalnum(static_cast<unsigned char>(line[at - 1]));
-    for (std::size_t i = 0; matches && i < kShape.size(); ++i) {
-      const char c = line[at + i];
-      matches = kShape[i] == 'x' ? hex(c) : c == kShape[i];
-    }
-    if (matches && line[at + kShape.size() - 1] <= '7')
-      return std::string(line.substr(at, kShape.size()));
+  constexpr std::size_t kLength = std::string_view("DDDD:BB:DD.F").size();
+  for (std::size_t at = 0; at + kLength <= line.size(); ++at) {
+    const bool wordStart = at == 0 || !std::isalnum(static_cast<unsigned char>(line[at - 1]));
+    if (wordStart && discovery::isPciAddress(line.substr(at, kLength)))
+      return std::string(line.substr(at, kLength));
   }
   return "";
 }
 
 }  // namespace
 
-std::optional<int> deviceOfPciFunction(std::vector<std::string> functions,
+std::optional<int> deviceOfPciFunction(const std::vector<std::string>& functions,
                                        std::string_view pciAddress) {
-  std::sort(functions.begin(), functions.end());
   const auto found = std::find(functions.begin(), functions.end(), pciAddress);
   if (found == functions.end()) return std::nullopt;
   return static_cast<int>(found - functions.begin());

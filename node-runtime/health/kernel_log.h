@@ -37,11 +37,10 @@ struct KernelHardwareError {
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line);
 
 // The device a line that names the PCI function `pciAddress` is about, among this node's Neuron
-// functions (`functions`: the entries of /sys/bus/pci/drivers/neuron). The driver numbers its
-// devices in probe order, which is PCI address order, so neuronN is the Nth function sorted.
-// nullopt when the function is not one of this node's: several nodes sharing one kernel log (a
-// test bed) see each other's lines, and a line about another node's device is not this node's.
-std::optional<int> deviceOfPciFunction(std::vector<std::string> functions,
+// functions in address order (discovery::neuronPciFunctions: the Nth is neuronN). nullopt when
+// the function is not one of this node's: several nodes sharing one kernel log (a test bed) see
+// each other's lines, and a line about another node's device is not this node's.
+std::optional<int> deviceOfPciFunction(const std::vector<std::string>& functions,
                                        std::string_view pciAddress);
 
 // The lines of a syslog(2) read of the ring buffer (`ring`) that follow `last`, the final line of

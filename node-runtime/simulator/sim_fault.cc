@@ -9,6 +9,7 @@
 #include "common/base/strings.h"
 #include "node-runtime/discovery/discovery_roots.h"
 #include "node-runtime/discovery/neuronlink_attributes.h"
+#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 #include "node-runtime/simulator/sim_reset.h"
 
@@ -36,13 +37,7 @@ fs::path deviceDir(const fs::path& root, int device) {
 // in address order (sim_tree.cc puts neuronN on the Nth bus from --simulate-pci-bus).
 fs::path pciFunction(const fs::path& root, int device) {
   const discovery::DiscoveryRoots roots = discovery::DiscoveryRoots::under(root);
-  std::vector<std::string> functions;
-  std::error_code ec;
-  for (const auto& entry :
-       fs::directory_iterator(roots.sys / "bus" / "pci" / "drivers" / "neuron", ec)) {
-    functions.push_back(entry.path().filename().string());
-  }
-  std::sort(functions.begin(), functions.end());
+  const std::vector<std::string> functions = discovery::neuronPciFunctions(roots);
   const std::string bdf = device >= 0 && device < static_cast<int>(functions.size())
                               ? functions[static_cast<std::size_t>(device)]
                               : "no-function-of-neuron" + std::to_string(device);

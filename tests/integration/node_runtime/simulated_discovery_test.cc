@@ -3,6 +3,7 @@
 // memory, all healthy, nothing to report.
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "common/config/settings.h"
 #include "common/topology/neuronlink_graph.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/health/kernel_log.h"
 #include "node-runtime/node_source/node_source.h"
 #include "node-runtime/simulator/sim_tree.h"
@@ -185,11 +187,11 @@ TEST(SimulatedDiscovery, PciBusSettingGivesTheNodeItsOwnFunctions) {
                   .ok());
   auto prepared = node_source::prepareNode(options);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
-  std::vector<std::string> functions;
-  for (const auto& entry : std::filesystem::directory_iterator(prepared->roots.sys / "bus" / "pci" /
-                                                               "drivers" / "neuron")) {
-    functions.push_back(entry.path().filename().string());
-  }
+  // The driver's directory also holds its controls and a link to its module, as a real one does.
+  const std::filesystem::path driver = prepared->roots.neuronPciDriver();
+  std::ofstream(driver / "bind") << "";
+  std::filesystem::create_directory_symlink("../../../../module/neuron", driver / "module");
+  const std::vector<std::string> functions = discovery::neuronPciFunctions(prepared->roots);
   ASSERT_EQ(functions.size(), 16u);
   EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:20:1e.0"), 0);
   EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:2f:1e.0"), 15);

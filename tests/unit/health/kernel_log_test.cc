@@ -50,8 +50,8 @@ TEST(KernelLine, APciFunctionNamesTheDeviceOfThisNodeOnly) {
   EXPECT_EQ(parsed->pciAddress, "0000:13:1e.0");
   EXPECT_EQ(parseKernelLine("NEURON_HW_ERR=DMA_ERROR nd2 [ 12.5:1a:00.9]")->pciAddress, "")
       << "not an address: function 9 and a non-hex domain";
-  const std::vector<std::string> mine = {"0000:12:1e.0", "0000:10:1e.0", "0000:13:1e.0",
-                                         "0000:11:1e.0"};
+  const std::vector<std::string> mine = {"0000:10:1e.0", "0000:11:1e.0", "0000:12:1e.0",
+                                         "0000:13:1e.0"};
   EXPECT_EQ(deviceOfPciFunction(mine, "0000:13:1e.0"), 3);
   EXPECT_EQ(deviceOfPciFunction(mine, "0000:10:1e.0"), 0);
   EXPECT_EQ(deviceOfPciFunction(mine, "0000:23:1e.0"), std::nullopt) << "another node's";
