@@ -72,14 +72,10 @@ void UltraServerReservation::publish() {
 }
 
 bool madeFromTemplateForPod(const json& claim) {
-  if (kube::annotationOf(claim, "resource.kubernetes.io/pod-claim-name").empty()) return false;
-  for (const json& owner : kube::arrayAt(claim, {"metadata", "ownerReferences"})) {
-    if (kube::stringAt(owner, {"kind"}) == "Pod" && kube::stringAt(owner, {"apiVersion"}) == "v1" &&
-        kube::fieldAt(owner, {"controller"}) == json(true)) {
-      return true;
-    }
-  }
-  return false;
+  const json& controller = kube::controllerOf(claim);
+  return !kube::annotationOf(claim, "resource.kubernetes.io/pod-claim-name").empty() &&
+         kube::stringAt(controller, {"kind"}) == "Pod" &&
+         kube::stringAt(controller, {"apiVersion"}) == "v1";
 }
 
 std::string reservationRefusal(const std::string& reservedFor, const std::string& claimWorkload,

@@ -48,4 +48,12 @@ std::string annotationOf(const json& object, const char* key) {
   return stringAt(object, {"metadata", "annotations", key});
 }
 
+const json& controllerOf(const json& object) {
+  static const json kNone;
+  for (const json& owner : arrayAt(object, {"metadata", "ownerReferences"})) {
+    if (fieldAt(owner, {"controller"}) == json(true)) return owner;
+  }
+  return kNone;
+}
+
 }  // namespace torus::kube

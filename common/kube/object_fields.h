@@ -25,5 +25,7 @@ std::map<std::string, std::string> stringMapAt(const nlohmann::json& object,
 std::string stringField(const nlohmann::json& object, const char* outer, const char* inner);
 // metadata.annotations[key] when it is a string; "" otherwise.
 std::string annotationOf(const nlohmann::json& object, const char* key);
+// The owner reference that is the object's controller (controller: true); null when it has none.
+const nlohmann::json& controllerOf(const nlohmann::json& object);
 
 }  // namespace torus::kube

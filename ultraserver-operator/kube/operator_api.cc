@@ -163,21 +163,16 @@ Result<void> OperatorApi::deleteClaimTemplate(const Workload& workload) {
 
 std::string OperatorApi::controllerOf(const json& pod) {
   const std::string nameSpace = stringAt(pod, {"metadata", "namespace"});
-  const json* controller = nullptr;
-  for (const json& owner : kube::arrayAt(pod, {"metadata", "ownerReferences"})) {
-    if (fieldAt(owner, {"controller"}) == json(true)) controller = &owner;
-  }
-  if (!controller) return "";
-  const std::string kind = stringAt(*controller, {"kind"});
-  const std::string name = stringAt(*controller, {"name"});
+  const json& controller = kube::controllerOf(pod);
+  if (controller.is_null()) return "";
+  const std::string kind = stringAt(controller, {"kind"});
+  const std::string name = stringAt(controller, {"name"});
   if (kind == "ReplicaSet") {
     // A Deployment's ReplicaSet: name the Deployment, which is what a user scales.
     auto replicaSet = client_.get("/apis/apps/v1/namespaces/" + nameSpace + "/replicasets/" + name);
     if (replicaSet) {
-      for (const json& owner : kube::arrayAt(*replicaSet, {"metadata", "ownerReferences"})) {
-        if (fieldAt(owner, {"controller"}) == json(true))
-          return stringAt(owner, {"kind"}) + " " + nameSpace + "/" + stringAt(owner, {"name"});
-      }
+      if (const json& owner = kube::controllerOf(*replicaSet); !owner.is_null())
+        return stringAt(owner, {"kind"}) + " " + nameSpace + "/" + stringAt(owner, {"name"});
     }
   }
   return kind + " " + nameSpace + "/" + name;

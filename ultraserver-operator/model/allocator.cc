@@ -133,16 +133,16 @@ void applyFailureStrategy(const Planner& planner, const GraceClock& clock, const
 // A claim of no workload allocated on a node of `mine` in the moment before the reservation's
 // taint reached the node's devices (it does not tolerate the taint) holds the chip counters the
 // workload's whole-node claim needs, and the driver refuses it at prepare: neither could ever run.
-// A claim that tolerates the taint forced its way in: it is refused at prepare, and the
-// reservation stands.
 // The reservation gives way (the stranger then prepares; the workload is placed again where it
 // fits, or waits naming the claim), with its pods restarted if any ran. Returns whether it did.
+// A claim that tolerates the taint forced its way in: it is refused at prepare, and the
+// reservation stands.
 bool releasedForAStranger(const Planner& planner, const std::vector<Allocation>& mine,
                           WorkloadOutcome& outcome) {
   for (const Allocation& allocation : mine) {
     for (const std::string& node : allocation.nodes) {
       const MemberNode* member = planner.member(node);
-      if (!member || member->busyWith.empty() || !member->busyBeforeTaint) continue;
+      if (!member || !member->busyBeforeTaint) continue;
       outcome.restartAllPods = true;
       outcome.degraded = true;
       outcome.degradedReason = "ReservationTaken";
