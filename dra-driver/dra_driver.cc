@@ -43,7 +43,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
 
   SliceOptions slices;
   slices.coreDevices = options.coreDevices;
-  slices.taintEffect = options.taintEffect;
+  slices.health = options.healthTaints;
   driver->slices_ = std::make_unique<NeuronSliceSource>(options.nodeName, node, slices);
   PublisherOptions publisher;
   publisher.driverName = std::string(kDriverName);

@@ -15,6 +15,7 @@
 #include "dra-driver/kubelet/kubelet_plugin.h"
 #include "dra-driver/kubelet/slice_publisher.h"
 #include "dra-driver/neuron_slice_source.h"
+#include "dra-driver/slice_builder.h"
 #include "dra-driver/ultraserver_reservation.h"
 
 namespace torus::dra {
@@ -26,7 +27,7 @@ struct DraOptions {
   // Empty: <plugins-dir>/neuron.aws.com/checkpoint.json.
   std::filesystem::path checkpointFile;
   bool coreDevices = true;
-  std::string taintEffect = "NoSchedule";  // of the health taint (kTaintEffects)
+  HealthTaints healthTaints;  // how unhealthy and unmonitored devices are tainted
   std::chrono::milliseconds resync = std::chrono::seconds(60);
   // Read NeuronUltraServer objects in this namespace (neuron-ultraserver-operator's) and honour
   // their reservations: tag this node's devices, refuse them to other workloads' claims.

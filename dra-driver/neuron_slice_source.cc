@@ -26,6 +26,7 @@ std::vector<nlohmann::json> NeuronSliceSource::slices(
   inputs.options.coreDevices = coreDevicesHere(nodeLabels);
   inputs.options.counters = options_.counters && kept.counters;
   inputs.options.taints = options_.taints && kept.taints;
+  inputs.options.noneEffect = options_.noneEffect && kept.noneEffect;
   {
     std::lock_guard lock(mutex_);
     for (int device = 0; device < snapshot.node.deviceCount(); ++device) {

@@ -1,9 +1,11 @@
 #include "dra-driver/slice_builder.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "common/base/stable_hash.h"
+#include "common/base/strings.h"
 #include "common/base/version.h"
 #include "common/contracts/dra_names.h"
 #include "common/contracts/neuron_names.h"
@@ -109,16 +111,43 @@ json chipAttributes(const SliceInputs& in, int device) {
   return attributes;
 }
 
-json healthTaint(const SliceInputs& in, int device) {
-  const topology::Device& facts = in.node.devices[static_cast<std::size_t>(device)];
-  json taint = {{"key", std::string(kHealthTaintKey)},
-                {"value", faultKind(facts.health.reason)},
-                {"effect", in.options.taintEffect}};
+// The API's limit on a device's taints before 1.35 (16 since).
+constexpr std::size_t kMaxTaintsPerDevice = 4;
+
+// A device's health taints: one per dimension with a fault (the first fault's code), then the
+// unmonitored one; the legacy scheme's single taint instead where chosen.
+json healthTaints(const SliceInputs& in, int device) {
+  const topology::DeviceHealth& health = in.node.devices[static_cast<std::size_t>(device)].health;
+  const HealthTaints& scheme = in.options.health;
   const auto since = in.unhealthySince.find(device);
-  if (since != in.unhealthySince.end() && !since->second.empty()) {
-    taint["timeAdded"] = since->second;
+  const auto stamped = [&](json taint) {
+    if (since != in.unhealthySince.end() && !since->second.empty()) {
+      taint["timeAdded"] = since->second;
+    }
+    return taint;
+  };
+  json taints = json::array();
+  if (!health.healthy && scheme.legacy) {
+    taints.push_back(stamped({{"key", std::string(kHealthTaintKey)},
+                              {"value", legacyFaultKind(health)},
+                              {"effect", scheme.effect}}));
+  } else if (!health.healthy) {
+    std::vector<std::string> keys;
+    for (const topology::HealthProblem& problem : health.problems) {
+      const std::string key = scheme.keyOf(topology::dimensionName(problem.dimension));
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      keys.push_back(key);
+      taints.push_back(stamped({{"key", key},
+                                {"value", topology::healthCode(problem.code)},
+                                {"effect", scheme.effect}}));
+    }
   }
-  return taint;
+  const bool informational = scheme.unmonitoredEffect != "None" || in.options.noneEffect;
+  if (!health.unmonitored.empty() && !scheme.unmonitoredEffect.empty() && informational) {
+    taints.push_back(
+        {{"key", scheme.keyOf(kUnmonitoredDimension)}, {"effect", scheme.unmonitoredEffect}});
+  }
+  return taints;
 }
 
 json counterConsumption(const std::vector<std::pair<int, int>>& unitsByChip) {
@@ -162,25 +191,73 @@ std::string sliceName(const std::string& nodeName, int index) {
   return name;
 }
 
-std::string faultKind(const std::string& reason) {
-  struct Rule {
-    std::string_view needle;
-    std::string_view kind;
-  };
-  // The recovery gate's reasons first: they quote the fault that started it.
-  static constexpr Rule kRules[] = {
-      {"recovery failed: reset", "ResetFailed"},
-      {"recovery failed: self-test", "SelfTestFailed"},
-      {"recovering:", "Recovering"},
-      {"NEURON_HW_ERR", "KernelHardwareError"},
-      {"uncorrected ECC", "UncorrectedECC"},
-      {"device node", "DeviceNodeMissing"},
-      {"reset", "ResetFailed"},
-      {"deep check", "DeepCheckFailed"},
-      {"discovery failed", "DiscoveryFailed"},
-  };
-  for (const Rule& rule : kRules) {
-    if (reason.find(rule.needle) != std::string::npos) return std::string(rule.kind);
+std::string HealthTaints::keyOf(std::string_view dimension) const {
+  const auto configured = keys.find(std::string(dimension));
+  if (configured != keys.end() && !configured->second.empty()) return configured->second;
+  return std::string(kDriverName) + "/" + std::string(dimension);
+}
+
+bool isHealthTaintDimension(std::string_view name) {
+  if (name == kUnmonitoredDimension) return true;
+  for (const topology::HealthDimension dimension : topology::kHealthDimensions) {
+    if (topology::dimensionName(dimension) == name) return true;
+  }
+  return false;
+}
+
+Result<std::map<std::string, std::string>> parseHealthTaintKeys(std::string_view text) {
+  std::map<std::string, std::string> keys;
+  for (const std::string_view item : splitAndTrim(text, ',')) {
+    const std::string entry(item);
+    if (entry.empty()) continue;
+    const std::size_t equals = entry.find('=');
+    const std::string dimension = entry.substr(0, equals);
+    if (equals == std::string::npos || !isHealthTaintDimension(dimension)) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "health taint keys: " + quoteJsonString(entry) +
+                           ": expected DIMENSION=KEY with DIMENSION one of hardware-error, "
+                           "ecc-uncorrected, device-lost, recovery, deep-check, unmonitored");
+    }
+    const std::string key = entry.substr(equals + 1);
+    const std::size_t slash = key.find('/');
+    const auto nameOk = [](std::string_view name, std::size_t max, bool dots) {
+      if (name.empty() || name.size() > max || !std::isalnum(static_cast<unsigned char>(name[0])) ||
+          !std::isalnum(static_cast<unsigned char>(name.back()))) {
+        return false;
+      }
+      return std::all_of(name.begin(), name.end(), [&](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ||
+               (!dots && c == '_');
+      });
+    };
+    if (slash == std::string::npos || !nameOk(std::string_view(key).substr(0, slash), 253, true) ||
+        !nameOk(std::string_view(key).substr(slash + 1), 63, false)) {
+      return makeError(ErrorCode::kInvalidArgument,
+                       "health taint keys: " + quoteJsonString(key) + " for " + dimension +
+                           ": expected a qualified name with a domain (example.com/name)");
+    }
+    keys[dimension] = key;
+  }
+  return keys;
+}
+
+std::string legacyFaultKind(const topology::DeviceHealth& health) {
+  using topology::HealthDimension;
+  if (health.healthy || health.problems.empty()) return health.healthy ? "" : "Unhealthy";
+  const topology::HealthProblem& first = health.problems.front();
+  switch (first.dimension) {
+    case HealthDimension::kHardwareError:
+      return "KernelHardwareError";
+    case HealthDimension::kEccUncorrected:
+      return "UncorrectedECC";
+    case HealthDimension::kRecovery:
+      return first.code;  // Recovering, ResetFailed, SelfTestFailed
+    case HealthDimension::kDeepCheck:
+      return "DeepCheckFailed";
+    case HealthDimension::kDeviceLost:
+      if (first.code == "DeviceNodeMissing" || first.code == "DiscoveryFailed") return first.code;
+      if (first.code == "ResetStateInvalid") return "ResetFailed";
+      return "Unhealthy";
   }
   return "Unhealthy";
 }
@@ -219,11 +296,11 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
   const auto shown = [&](int chip) {
     return in.options.taints || node.devices[static_cast<std::size_t>(chip)].health.healthy;
   };
-  const auto taintsOf = [&](int chip) {
-    return node.devices[static_cast<std::size_t>(chip)].health.healthy
-               ? json::array()
-               : json::array({healthTaint(in, chip)});
-  };
+  // Computed once per chip: its cores and the node device carry the same.
+  std::vector<json> chipTaints;
+  for (int chip = 0; chip < chips; ++chip)
+    chipTaints.push_back(in.options.taints ? healthTaints(in, chip) : json::array());
+  const auto taintsOf = [&](int chip) { return chipTaints[static_cast<std::size_t>(chip)]; };
 
   // Computed once per chip: its cores share them, and the group ids walk the link graph.
   std::vector<json> sharedAttributes;
@@ -257,8 +334,14 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
     for (int chip = 0; chip < chips; ++chip) {
       all.emplace_back(chip, unitsPerChip);
       if (!shown(chip)) hidden = true;
-      for (json& taint : taintsOf(chip))
-        taints.push_back(std::move(taint));
+      // One taint per key: the first chip's value says what kind of fault (several chips may
+      // have several).
+      for (const json& taint : taintsOf(chip)) {
+        const bool seen = std::any_of(taints.begin(), taints.end(), [&](const json& known) {
+          return known["key"] == taint["key"];
+        });
+        if (!seen) taints.push_back(taint);
+      }
     }
     if (!hidden) {
       json device = {
@@ -271,7 +354,7 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
             {"ultraServerNodeId4", intAttribute(node.ultraServer->nodeId4)}}},
           {"capacity", {{"neuronCores", {{"value", std::to_string(coresPerChip * chips)}}}}}};
       if (counters) device["consumesCounters"] = counterConsumption(all);
-      if (!taints.empty()) device["taints"] = json::array({taints.front()});
+      if (!taints.empty()) device["taints"] = std::move(taints);
       devices.push_back(std::move(device));
     }
   }
@@ -308,6 +391,18 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& in, std::int64_t gene
             {{"key", contracts::kReservedTaintKey}, {"effect", "NoSchedule"}});
       }
     }
+  }
+
+  // Within the API's limit, faults first: they keep claims off; the reservation next (it keeps
+  // strangers off); the informational unmonitored taint last.
+  for (json& device : devices) {
+    if (!device.contains("taints")) continue;
+    json& taints = device["taints"];
+    std::stable_sort(taints.begin(), taints.end(), [](const json& a, const json& b) {
+      return (a["effect"] == "None") < (b["effect"] == "None");
+    });
+    while (taints.size() > kMaxTaintsPerDevice)
+      taints.erase(taints.size() - 1);
   }
 
   const bool advanced =

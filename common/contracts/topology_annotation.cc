@@ -55,6 +55,10 @@ TopologySummary summarizeTopology(const topology::Node& node) {
     summary.links.push_back(device.connected);
   }
   summary.unhealthy = node.allDevices() - node.healthyDevices();
+  for (const topology::Device& device : node.devices) {
+    if (device.health.state() == topology::HealthState::kUnknown)
+      summary.unknown.insert(device.index);
+  }
   return summary;
 }
 
@@ -70,6 +74,8 @@ std::string formatTopologyAnnotation(const TopologySummary& summary) {
   // Absent links mean "not known" to every reader; an empty list would not read back (found by
   // tests/fuzz).
   if (!summary.links.empty()) root["links"] = summary.links;
+  // Only when there are some, so annotations of agents that never lose a source stay as they were.
+  if (!summary.unknown.empty()) root["unknown"] = summary.unknown.ids();
   return root.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -111,6 +117,11 @@ Result<TopologySummary> parseTopologyAnnotation(std::string_view text) {
     if (!list) return std::move(list).error();
     summary.unhealthy = topology::DeviceSet::fromIds(*list);
   }
+  if (const auto unknown = root.find("unknown"); unknown != root.end()) {
+    auto list = deviceList(*unknown, "unknown", summary.deviceCount);
+    if (!list) return std::move(list).error();
+    summary.unknown = topology::DeviceSet::fromIds(*list) - summary.unhealthy;
+  }
   return summary;
 }
 
@@ -139,8 +150,13 @@ Result<topology::Node> nodeFromTopology(const TopologySummary& summary) {
   }
   summary.unhealthy.forEach([&](int device) {
     if (device < node->deviceCount()) {
-      node->devices[static_cast<std::size_t>(device)].health =
-          topology::DeviceHealth::unhealthy("reported unhealthy by the node agent");
+      node->devices[static_cast<std::size_t>(device)].health = topology::reportedUnhealthy();
+    }
+  });
+  summary.unknown.forEach([&](int device) {
+    if (device < node->deviceCount()) {
+      node->devices[static_cast<std::size_t>(device)].health.unmonitored = {
+          "reported unmonitored by the node agent"};
     }
   });
   return node;

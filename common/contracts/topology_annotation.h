@@ -3,10 +3,11 @@
 // catalog predicts it.
 //
 //   {"v":1,"instanceType":"trn2.48xlarge","lnc":2,"devices":16,"coresPerDevice":4,
-//    "links":[[12,1,3,4],...],"unhealthy":[5]}
+//    "links":[[12,1,3,4],...],"unhealthy":[5],"unknown":[0,1,2]}
 //
 // "coresPerDevice" counts logical cores (physical / LNC); "links" lists each device's NeuronLink
-// neighbours in the driver's order.
+// neighbours in the driver's order; "unknown" (present only when not empty) the devices in
+// service whose health the agent cannot watch now (topology/device_health.h).
 #pragma once
 
 #include <string>
@@ -25,6 +26,7 @@ struct TopologySummary {
   int coresPerDevice = 0;
   std::vector<std::vector<int>> links;
   topology::DeviceSet unhealthy;
+  topology::DeviceSet unknown;  // in service, health not watched
 };
 
 TopologySummary summarizeTopology(const topology::Node& node);

@@ -14,19 +14,13 @@
 
 #include "common/base/result.h"
 #include "common/topology/core_set.h"
+#include "common/topology/device_health.h"
 #include "common/topology/instance_catalog.h"
 
 namespace torus::topology {
 
 // Device indices use the same fixed set type as cores (a node has at most 64 devices).
 using DeviceSet = CoreSet;
-
-struct DeviceHealth {
-  bool healthy = true;
-  std::string reason;  // why it is unhealthy; names the file and the value that showed it
-
-  static DeviceHealth unhealthy(std::string reason) { return {false, std::move(reason)}; }
-};
 
 struct Device {
   int index = 0;

@@ -301,12 +301,15 @@ Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices)
     const bool hasDevices = probe["spec"].contains("devices") &&
                             probe["spec"]["devices"].is_array() &&
                             !probe["spec"]["devices"].empty();
+    bool probesNone = false;
     if (!taintProbed && hasDevices) {
-      // A healthy node has no taint to tell by; the probe carries one.
-      if (!anyDeviceHas(probe, "taints")) {
-        probe["spec"]["devices"][0]["taints"] =
-            json::array({{{"key", options_.driverName + "/probe"}, {"effect", "NoSchedule"}}});
-      }
+      // A healthy node has no taint to tell by; the probe carries one, and one with the effect
+      // None, which an API before 1.35 refuses (the whole object, not the field).
+      // The device's own taints give way to the probe's (within the API's four).
+      probe["spec"]["devices"][0]["taints"] =
+          json::array({{{"key", options_.driverName + "/probe"}, {"effect", "NoSchedule"}},
+                       {{"key", options_.driverName + "/probe-none"}, {"effect", "None"}}});
+      probesNone = true;
       taintProbed = true;
       useful = true;
     }
@@ -315,6 +318,20 @@ Result<bool> SlicePublisher::probeDroppedFields(const std::vector<json>& slices)
     probe["metadata"].erase("name");
     probe["metadata"]["generateName"] = options_.nodeName + "-probe-";
     auto stored = client_.create(std::string(kSlicesPath) + "?dryRun=All", probe);
+    if (!stored && probesNone && stored.error().code == ErrorCode::kInvalidArgument &&
+        stored.error().message.find("None") != std::string::npos) {
+      TORUS_LOG(Warn, Dra,
+                "the API server refuses the device taint effect None (before Kubernetes 1.35); "
+                "unmonitored devices carry no taint of that effect");
+      {
+        std::lock_guard lock(mutex_);
+        kept_.noneEffect = false;
+      }
+      dropped = true;
+      json& taints = probe["spec"]["devices"][0]["taints"];
+      taints.erase(taints.size() - 1);
+      stored = client_.create(std::string(kSlicesPath) + "?dryRun=All", probe);
+    }
     if (!stored) return std::move(stored).error();
     dropped = dropsFields(probe, *stored) || dropped;
   }

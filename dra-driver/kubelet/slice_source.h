@@ -20,8 +20,9 @@ namespace torus::dra {
 // DRADeviceTaints) it drops those fields without an error, so a source must describe its pool
 // without them (no partitions sharing counters; unhealthy devices left out, not tainted).
 struct KeptFields {
-  bool counters = true;  // spec.sharedCounters and a device's consumesCounters
-  bool taints = true;    // a device's taints
+  bool counters = true;    // spec.sharedCounters and a device's consumesCounters
+  bool taints = true;      // a device's taints
+  bool noneEffect = true;  // the taint effect None (refused, not dropped, before 1.35)
 };
 
 class SliceSource {

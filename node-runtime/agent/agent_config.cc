@@ -44,17 +44,50 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   "(read at each resync)",
                   &config->draCoreDevices);
   table.add({"dra-taint-effect", "TORUS_DRA_TAINT_EFFECT", "draTaintEffect", "EFFECT", "NoSchedule",
-             "effect of the taint on an unhealthy device: NoSchedule (new claims stay off it), "
-             "NoExecute (its pods are evicted too) or None (only reported; Kubernetes >= 1.37)",
+             "effect of the health taints on a faulty device: NoSchedule (new claims stay off "
+             "it), NoExecute (its pods are evicted too) or None (only reported; Kubernetes >= "
+             "1.35)",
              [config](std::string_view value) -> Result<void> {
                if (!dra::isTaintEffect(value)) {
                  return makeError(
                      ErrorCode::kInvalidArgument,
                      "expected NoSchedule, NoExecute or None, got " + quoteJsonString(value));
                }
-               config->draTaintEffect = std::string(value);
+               config->draHealthTaints.effect = std::string(value);
                return okResult();
              }});
+  table.add({"dra-unmonitored-taint-effect", "TORUS_DRA_UNMONITORED_TAINT_EFFECT",
+             "draUnmonitoredTaintEffect", "EFFECT", "None",
+             "effect of the taint on a device whose health the agent cannot watch (the kernel log "
+             "or its counters unreadable): None (only reported; left out where the API refuses "
+             "it, before 1.35), NoSchedule, NoExecute, or off",
+             [config](std::string_view value) -> Result<void> {
+               if (value != "off" && !dra::isTaintEffect(value)) {
+                 return makeError(
+                     ErrorCode::kInvalidArgument,
+                     "expected None, NoSchedule, NoExecute or off, got " + quoteJsonString(value));
+               }
+               config->draHealthTaints.unmonitoredEffect =
+                   value == "off" ? std::string() : std::string(value);
+               return okResult();
+             }});
+  table.add({"dra-health-taint-keys", "TORUS_DRA_HEALTH_TAINT_KEYS", "draHealthTaintKeys",
+             "DIMENSION=KEY,...", "",
+             "taint keys other than neuron.aws.com/<dimension> for the health dimensions "
+             "hardware-error, ecc-uncorrected, device-lost, recovery, deep-check and unmonitored "
+             "(to adopt another scheme's keys)",
+             [config](std::string_view value) -> Result<void> {
+               auto keys = dra::parseHealthTaintKeys(value);
+               if (!keys) return std::move(keys).error();
+               config->draHealthTaints.keys = std::move(*keys);
+               return okResult();
+             }});
+  table.addSwitch("dra-legacy-health-taint", "TORUS_DRA_LEGACY_HEALTH_TAINT",
+                  "draLegacyHealthTaint",
+                  "publish the single taint neuron.aws.com/unhealthy=<kind> of earlier releases "
+                  "instead of one per health dimension (for one release, while tolerations are "
+                  "migrated; docs/dra.md)",
+                  &config->draHealthTaints.legacy);
   table.addString("ultraserver-reservations", "TORUS_ULTRASERVER_RESERVATIONS",
                   "ultraserverReservations", "NAMESPACE",
                   "honour neuron-ultraserver-operator's reservations (its NeuronUltraServer "

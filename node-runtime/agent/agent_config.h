@@ -9,6 +9,7 @@
 #include "common/base/result.h"
 #include "common/config/settings.h"
 #include "device-plugin/plugin_manager.h"
+#include "dra-driver/slice_builder.h"
 #include "node-runtime/agent/rules/aws_health.h"
 #include "node-runtime/health/deep_check/deep_check.h"
 #include "node-runtime/node_source/node_source.h"
@@ -28,7 +29,7 @@ struct AgentConfig {
   std::string draRegistryDir = "/var/lib/kubelet/plugins_registry";
   std::string cdiRoot = "/var/run/cdi";
   bool draCoreDevices = true;
-  std::string draTaintEffect = "NoSchedule";
+  dra::HealthTaints draHealthTaints;
   // Namespace of neuron-ultraserver-operator's NeuronUltraServer objects; "" = no reservations.
   std::string ultraServerReservations;
   std::int64_t draResyncMs = 60'000;

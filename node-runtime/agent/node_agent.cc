@@ -16,6 +16,9 @@
 namespace torus::agent {
 namespace {
 
+// How a device's health names the kernel log when the agent cannot follow it.
+constexpr const char* kKernelLogSource = "kernel log";
+
 std::string joinInts(const std::vector<int>& values) {
   std::string text;
   for (const int value : values) {
@@ -171,7 +174,8 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
   // it is here, or about none of this node's (health/kernel_log.h).
   const std::vector<std::string> functions = discovery::neuronPciFunctions(prepared_.roots);
   auto watcher = health::KernelLogWatcher::start(
-      path, [this, functions](health::KernelHardwareError error, const std::string& line) {
+      path,
+      [this, functions](health::KernelHardwareError error, const std::string& line) {
         if (!error.pciAddress.empty()) {
           const auto device = health::deviceOfPciFunction(functions, error.pciAddress);
           if (!device) {
@@ -194,11 +198,21 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
         TORUS_LOG(Warn, Health, "kernel reported a Neuron hardware error", {"device", error.device},
                   {"type", error.type});
         monitor_->reportKernelError(error.device, error.type);
+      },
+      health::KernelLogWatcher::Source::kEither,
+      [this](const std::string& lostBecause) {
+        if (lostBecause.empty()) {
+          monitor_->setSourceRestored(kKernelLogSource);
+        } else {
+          monitor_->setSourceLost(kKernelLogSource, lostBecause);
+        }
       });
   if (!watcher) {
     TORUS_LOG(Warn, Health, "not following the kernel log; hardware errors it reports are missed",
               {"error", watcher.error().message});
     kernelLogError_ = watcher.error().message;
+    // Every chip's health is unknown from now on: the faults the kernel reports go unseen.
+    monitor_->setSourceLost(kKernelLogSource, kernelLogError_);
     return;
   }
   kernelLog_ = std::move(*watcher);

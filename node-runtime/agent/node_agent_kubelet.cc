@@ -117,7 +117,7 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
   options.kubelet.registryDir = config.draRegistryDir;
   options.cdiRoot = config.cdiRoot;
   options.coreDevices = config.draCoreDevices;
-  options.taintEffect = config.draTaintEffect;
+  options.healthTaints = config.draHealthTaints;
   options.resync = std::chrono::milliseconds(config.draResyncMs);
   options.ultraServerReservations = !config.ultraServerReservations.empty();
   options.reservationNamespace = config.ultraServerReservations;

@@ -74,33 +74,42 @@ VolatileHealthFiles volatileHealthFiles(const DiscoveryRoots& roots, int index) 
   return files;
 }
 
-std::vector<std::string> probeVolatileHealth(const VolatileHealthFiles& files) {
-  std::vector<std::string> problems;
+VolatileHealth probeVolatileHealth(const VolatileHealthFiles& files) {
+  using topology::HealthDimension;
+  VolatileHealth health;
   if (auto state = readParsed(files.reset, "reset", parseResetState)) {
-    if (*state == 2) problems.push_back("reset: device state is INVALID (2) after a reset");
+    if (*state == 2) {
+      health.problems.push_back({HealthDimension::kDeviceLost, "ResetStateInvalid",
+                                 "reset: device state is INVALID (2) after a reset"});
+    }
   } else {
-    problems.push_back(state.error().message);
+    health.unreadable.push_back("reset state: " + state.error().message);
   }
   for (const auto& [counter, path] : files.eccCounters) {
     auto text = readAttribute(path);
     if (!text) {
       if (text.error().code == ErrorCode::kNotFound) continue;  // no such counter on inf1
-      problems.push_back(text.error().message);
+      health.unreadable.push_back("stats/hardware/" + counter + ": " + text.error().message);
       continue;
     }
     auto value = parseCounter(*text);
     if (!value) {
-      problems.push_back(counter + ": " + value.error().message + " (" + path + ")");
+      health.unreadable.push_back("stats/hardware/" + counter + ": " + value.error().message +
+                                  " (" + path + ")");
     } else if (*value > 0) {
-      problems.push_back("stats/hardware/" + counter + " is " + std::to_string(*value) +
-                         " (uncorrected ECC errors)");
+      // "mem_ecc_uncorrected" -> "mem": the memory the errors were in.
+      health.problems.push_back({HealthDimension::kEccUncorrected,
+                                 counter.substr(0, counter.find('_')),
+                                 "stats/hardware/" + counter + " is " + std::to_string(*value) +
+                                     " (uncorrected ECC errors)"});
     }
   }
   struct stat info {};
   if (::stat(files.deviceNode.c_str(), &info) != 0) {
-    problems.push_back("device node " + files.deviceNode + " is missing");
+    health.problems.push_back({HealthDimension::kDeviceLost, "DeviceNodeMissing",
+                               "device node " + files.deviceNode + " is missing"});
   }
-  return problems;
+  return health;
 }
 
 DeviceFacts scanDevice(const DiscoveryRoots& roots, int index) {
@@ -135,7 +144,7 @@ DeviceFacts scanDevice(const DiscoveryRoots& roots, int index) {
       problems.push_back(serial.error().message);
     }
   }
-  facts.volatileProblems = probeVolatileHealth(volatileHealthFiles(roots, index));
+  facts.volatileHealth = probeVolatileHealth(volatileHealthFiles(roots, index));
   readPciIdentity(base, facts);
   return facts;
 }

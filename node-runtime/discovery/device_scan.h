@@ -12,9 +12,20 @@
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/topology/device_health.h"
 #include "node-runtime/discovery/discovery_roots.h"
 
 namespace torus::discovery {
+
+// What one probe of the signals that change while the node runs found: faults (the device leaves
+// service) and the signals it could not read (the device's health is unknown, not bad: a counter
+// that cannot be read says nothing about the memory it counts).
+struct VolatileHealth {
+  std::vector<topology::HealthProblem> problems;
+  std::vector<std::string> unreadable;  // "stats/hardware/mem_ecc_uncorrected: <why>"
+
+  bool operator==(const VolatileHealth&) const = default;
+};
 
 struct DeviceFacts {
   int index = 0;
@@ -31,7 +42,7 @@ struct DeviceFacts {
   // device; volatile ones (ECC counters, reset state, the device node) can change at any time and
   // are re-probed often and cheaply (probeVolatileHealth).
   std::vector<std::string> problems;
-  std::vector<std::string> volatileProblems;
+  VolatileHealth volatileHealth;
 };
 
 // The neuronN entries of the class directory in numeric order (neuron10 after neuron9).
@@ -45,6 +56,6 @@ struct VolatileHealthFiles {
   std::string deviceNode;
 };
 VolatileHealthFiles volatileHealthFiles(const DiscoveryRoots& roots, int index);
-std::vector<std::string> probeVolatileHealth(const VolatileHealthFiles& files);
+VolatileHealth probeVolatileHealth(const VolatileHealthFiles& files);
 
 }  // namespace torus::discovery

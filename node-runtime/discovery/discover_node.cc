@@ -100,6 +100,18 @@ void compareWithCatalog(const InstanceType& type, Discovery& discovery) {
 
 }  // namespace
 
+topology::DeviceHealth deviceHealthOf(const std::vector<std::string>& staticProblems,
+                                      const VolatileHealth& volatileHealth) {
+  topology::DeviceHealth health;
+  for (const std::string& problem : staticProblems)
+    health.add({topology::HealthDimension::kDeviceLost, "AttributeInvalid", problem});
+  for (const topology::HealthProblem& problem : volatileHealth.problems)
+    health.add(problem);
+  for (const std::string& unreadable : volatileHealth.unreadable)
+    health.unmonitored.push_back("counters: " + unreadable);
+  return health;
+}
+
 Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptions& options) {
   auto indices = listDeviceIndices(roots);
   if (!indices) return std::move(indices).error().withContext("discovering Neuron devices");
@@ -179,9 +191,7 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
       }
     }
     discovery.staticProblems.push_back(fact.problems);
-    std::vector<std::string> all = fact.problems;
-    all.insert(all.end(), fact.volatileProblems.begin(), fact.volatileProblems.end());
-    if (!all.empty()) device.health = topology::DeviceHealth::unhealthy(joinStrings(all, "; "));
+    device.health = deviceHealthOf(fact.problems, fact.volatileHealth);
     node.devices.push_back(std::move(device));
   }
 

@@ -13,6 +13,7 @@
 
 #include "common/base/result.h"
 #include "common/topology/node.h"
+#include "node-runtime/discovery/device_scan.h"
 #include "node-runtime/discovery/discovery_roots.h"
 
 namespace torus::discovery {
@@ -33,5 +34,10 @@ struct Discovery {
 };
 
 Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptions& options);
+
+// A device's health from the problems of its descriptive attributes (it cannot be described, so
+// it is out of service as lost) and a probe of its volatile signals.
+topology::DeviceHealth deviceHealthOf(const std::vector<std::string>& staticProblems,
+                                      const VolatileHealth& volatileHealth);
 
 }  // namespace torus::discovery

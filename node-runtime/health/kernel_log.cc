@@ -148,13 +148,15 @@ std::optional<KernelHardwareError> parseKernelLine(std::string_view line) {
 }
 
 Result<std::unique_ptr<KernelLogWatcher>> KernelLogWatcher::start(const std::filesystem::path& path,
-                                                                  OnError onError, Source source) {
+                                                                  OnError onError, Source source,
+                                                                  OnReadable onReadable) {
   std::string opened;
   if (source != Source::kSyslog) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     if (fd) {
       ::lseek(fd.get(), 0, SEEK_END);  // /dev/kmsg: skip the ring buffer; a file: what is there
-      return std::make_unique<KernelLogWatcher>(std::move(fd), path.string(), std::move(onError));
+      return std::make_unique<KernelLogWatcher>(std::move(fd), path.string(), std::move(onError),
+                                                std::move(onReadable));
     }
     opened = "cannot read the kernel log " + path.string() + ": " + std::strerror(errno);
     const bool refused = errno == EPERM || errno == EACCES;
@@ -165,16 +167,21 @@ Result<std::unique_ptr<KernelLogWatcher>> KernelLogWatcher::start(const std::fil
     return makeError(ErrorCode::kUnavailable,
                      opened.empty() ? ring.error().message : opened + "; " + ring.error().message);
   }
-  return std::make_unique<KernelLogWatcher>(std::string(lastRingLine(*ring)), std::move(onError));
+  return std::make_unique<KernelLogWatcher>(std::string(lastRingLine(*ring)), std::move(onError),
+                                            std::move(onReadable));
 }
 
-KernelLogWatcher::KernelLogWatcher(UniqueFd fd, std::string path, OnError onError)
-    : fd_(std::move(fd)), path_(std::move(path)), onError_(std::move(onError)) {
+KernelLogWatcher::KernelLogWatcher(UniqueFd fd, std::string path, OnError onError,
+                                   OnReadable onReadable)
+    : fd_(std::move(fd)),
+      path_(std::move(path)),
+      onError_(std::move(onError)),
+      onReadable_(std::move(onReadable)) {
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
-KernelLogWatcher::KernelLogWatcher(std::string lastLine, OnError onError)
-    : path_("syslog(2)"), onError_(std::move(onError)) {
+KernelLogWatcher::KernelLogWatcher(std::string lastLine, OnError onError, OnReadable onReadable)
+    : path_("syslog(2)"), onError_(std::move(onError)), onReadable_(std::move(onReadable)) {
   thread_ = std::jthread(
       [this, last = std::move(lastLine)](std::stop_token stop) { runRing(stop, last); });
 }
@@ -189,15 +196,25 @@ void KernelLogWatcher::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     // /dev/kmsg wakes poll() per record; a regular file is always "readable" and reads 0 at its
     // end, so it is re-checked after a pause (an idle agent must cost next to nothing).
+    if (!fd_) {
+      // Lost: try again from the log's end once a second.
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      UniqueFd reopened(::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+      if (!reopened) continue;
+      ::lseek(reopened.get(), 0, SEEK_END);
+      fd_ = std::move(reopened);
+      pending.clear();
+      noteReadable("");
+      continue;
+    }
     pollfd wait{fd_.get(), POLLIN, 0};
     ::poll(&wait, 1, 1000);
     const ssize_t got = ::read(fd_.get(), buffer, sizeof buffer);
     if (got < 0) {
       if (errno == EPIPE) continue;  // kmsg records overwritten before we read them
       if (errno != EAGAIN && errno != EINTR) {
-        TORUS_LOG(Warn, Health, "kernel log read failed; no longer following it", {"path", path_},
-                  {"error", std::strerror(errno)});
-        return;
+        noteReadable("reading " + path_ + " failed: " + std::strerror(errno));
+        fd_ = UniqueFd();
       }
       continue;
     }
@@ -226,14 +243,32 @@ void KernelLogWatcher::runRing(std::stop_token stop, std::string last) {
     if (stop.stop_requested()) return;
     auto ring = readRing();
     if (!ring) {
-      TORUS_LOG(Warn, Health, "kernel log read failed; no longer following it", {"path", path_},
-                {"error", ring.error().message});
-      return;
+      noteReadable(ring.error().message);
+      continue;
+    }
+    if (!lostBecause_.empty()) {
+      // Read again: follow from what is there now (what came in between is lost either way).
+      noteReadable("");
+      last = std::string(lastRingLine(*ring));
+      continue;
     }
     for (const std::string_view line : ringLinesAfter(*ring, last))
       handle(line);
     if (const std::string_view now = lastRingLine(*ring); !now.empty()) last = std::string(now);
   }
+}
+
+void KernelLogWatcher::noteReadable(const std::string& lostBecause) {
+  if (lostBecause == lostBecause_) return;
+  if (lostBecause.empty()) {
+    TORUS_LOG(Info, Health, "the kernel log is read again", {"path", path_},
+              {"was_lost_because", lostBecause_});
+  } else {
+    TORUS_LOG(Warn, Health, "kernel log read failed; retrying every second", {"path", path_},
+              {"error", lostBecause});
+  }
+  lostBecause_ = lostBecause;
+  if (onReadable_) onReadable_(lostBecause_);
 }
 
 void KernelLogWatcher::handle(std::string_view line) {

@@ -53,6 +53,10 @@ std::string_view lastRingLine(std::string_view ring);
 class KernelLogWatcher {
  public:
   using OnError = std::function<void(const KernelHardwareError& error, const std::string& line)>;
+  // Called with why when the log stops being readable (the watcher keeps trying, once a second,
+  // from the log's end then) and with "" when it is read again: lines written in between are
+  // lost, and the caller says so (health::NodeMonitor::setSourceLost).
+  using OnReadable = std::function<void(const std::string& lostBecause)>;
 
   enum class Source {
     kFile,    // `path` opened and read as it grows (/dev/kmsg, a test's file)
@@ -63,10 +67,11 @@ class KernelLogWatcher {
   // rights, syslog(2) refused without CAP_SYSLOG).
   static Result<std::unique_ptr<KernelLogWatcher>> start(const std::filesystem::path& path,
                                                          OnError onError,
-                                                         Source source = Source::kEither);
-  KernelLogWatcher(UniqueFd fd, std::string path, OnError onError);
+                                                         Source source = Source::kEither,
+                                                         OnReadable onReadable = {});
+  KernelLogWatcher(UniqueFd fd, std::string path, OnError onError, OnReadable onReadable = {});
   // Reading the ring through syslog(2); `lastLine` is the final line already there.
-  KernelLogWatcher(std::string lastLine, OnError onError);
+  KernelLogWatcher(std::string lastLine, OnError onError, OnReadable onReadable = {});
   // What it reads: the path, or "syslog(2)".
   const std::string& source() const { return path_; }
   ~KernelLogWatcher();
@@ -77,10 +82,14 @@ class KernelLogWatcher {
   void run(std::stop_token stop);
   void runRing(std::stop_token stop, std::string last);
   void handle(std::string_view line);
+  // Reports a change between readable and lost (`lostBecause` empty: readable) once.
+  void noteReadable(const std::string& lostBecause);
 
   UniqueFd fd_;
   std::string path_;
   OnError onError_;
+  OnReadable onReadable_;
+  std::string lostBecause_;  // (the watcher's thread only)
   std::jthread thread_;
 };
 

@@ -16,22 +16,22 @@ bool sameNode(const topology::Node& a, const topology::Node& b) {
   for (std::size_t i = 0; i < a.devices.size(); ++i) {
     const topology::Device& x = a.devices[i];
     const topology::Device& y = b.devices[i];
-    if (x.health.healthy != y.health.healthy || x.health.reason != y.health.reason ||
-        x.connected != y.connected) {
-      return false;
-    }
+    if (x.health != y.health || x.connected != y.connected) return false;
   }
   return true;
 }
 
 void logTransitions(const topology::Node& before, const topology::Node& after) {
+  using topology::HealthState;
   for (std::size_t i = 0; i < after.devices.size() && i < before.devices.size(); ++i) {
     const auto& was = before.devices[i].health;
     const auto& now = after.devices[i].health;
-    if (was.healthy != now.healthy) {
-      metrics::processCounters().add(metrics::names::kHealthTransitionsTotal,
-                                     {{"neuron_device_index", std::to_string(i)},
-                                      {"to", now.healthy ? "healthy" : "unhealthy"}});
+    const HealthState from = was.state();
+    const HealthState to = now.state();
+    if (from != to) {
+      metrics::processCounters().add(
+          metrics::names::kHealthTransitionsTotal,
+          {{"neuron_device_index", std::to_string(i)}, {"to", std::string(stateName(to))}});
     }
     if (was.healthy && !now.healthy) {
       TORUS_LOG(Warn, Health, "device unhealthy", {"device", static_cast<int>(i)},
@@ -42,6 +42,15 @@ void logTransitions(const topology::Node& before, const topology::Node& after) {
     } else if (!now.healthy && was.reason != now.reason) {
       TORUS_LOG(Warn, Health, "device still unhealthy, new reason", {"device", static_cast<int>(i)},
                 {"reason", now.reason});
+    }
+    if (was.unmonitored != now.unmonitored) {
+      if (now.unmonitored.empty()) {
+        TORUS_LOG(Info, Health, "device monitored again", {"device", static_cast<int>(i)});
+      } else {
+        TORUS_LOG(Warn, Health, "device health unknown: a source of its health is lost",
+                  {"device", static_cast<int>(i)},
+                  {"unmonitored", joinStrings(now.unmonitored, "; ")});
+      }
     }
   }
 }
@@ -135,8 +144,8 @@ std::optional<Result<discovery::Discovery>> NodeMonitor::discoverBounded(
   return std::move(*out);
 }
 
-std::vector<std::string> NodeMonitor::probeBounded(std::size_t device) {
-  auto out = std::make_shared<std::vector<std::string>>();
+discovery::VolatileHealth NodeMonitor::probeBounded(std::size_t device) {
+  auto out = std::make_shared<discovery::VolatileHealth>();
   const bool done = probeWorkers_[device]->run(
       [out, files = healthFiles_[device]] { *out = discovery::probeVolatileHealth(files); },
       readDeadline_);
@@ -144,8 +153,12 @@ std::vector<std::string> NodeMonitor::probeBounded(std::size_t device) {
   const std::string since =
       noteStall(key, done ? std::nullopt : probeWorkers_[device]->stuckSince());
   if (done) return std::move(*out);
-  return {"reading its health attributes has not returned since " + since +
-          " (a hung driver attribute?)"};
+  // A read that hangs is the driver failing the device, not a source the agent lost.
+  discovery::VolatileHealth hung;
+  hung.problems.push_back({topology::HealthDimension::kDeviceLost, "ReadHung",
+                           "reading its health attributes has not returned since " + since +
+                               " (a hung driver attribute?)"});
+  return hung;
 }
 
 Result<discovery::Discovery> NodeMonitor::discoverKeepingHeldLnc(bool& pendingChanged) {
@@ -212,8 +225,9 @@ bool NodeMonitor::refresh() {
     // every device out of service with the reason until discovery works again.
     next = node();
     for (auto& device : next.devices) {
-      device.health =
-          topology::DeviceHealth::unhealthy("discovery failed: " + found.error().message);
+      device.health = topology::DeviceHealth::unhealthy(
+          topology::HealthDimension::kDeviceLost, "DiscoveryFailed",
+          "discovery failed: " + found.error().message);
     }
   }
   applyOverlays(next);
@@ -233,12 +247,9 @@ bool NodeMonitor::refreshHealth() {
   const std::size_t probed =
       std::min({next.devices.size(), staticProblems.size(), healthFiles_.size()});
   for (std::size_t i = 0; i < probed; ++i) {
-    // A device with static problems stays as the last full pass described it.
-    if (!staticProblems[i].empty()) continue;
-    const std::vector<std::string> problems = probeBounded(i);
-    next.devices[i].health = problems.empty()
-                                 ? topology::DeviceHealth{}
-                                 : topology::DeviceHealth::unhealthy(joinStrings(problems, "; "));
+    // Rebuilt whole every pass (the overlays add to it), static problems as the last full pass
+    // found them.
+    next.devices[i].health = discovery::deviceHealthOf(staticProblems[i], probeBounded(i));
   }
   applyOverlays(next);
   return publish(std::move(next));
@@ -268,8 +279,8 @@ void NodeMonitor::overlayKernelErrors(topology::Node& next) {
         " reported; back in service " +
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kernelErrorHold_).count()) +
         " s after the last)";
-    health = health.healthy ? topology::DeviceHealth::unhealthy(reason)
-                            : topology::DeviceHealth::unhealthy(health.reason + "; " + reason);
+    health.add(
+        {topology::HealthDimension::kHardwareError, topology::healthCode(error.type), reason});
   }
 }
 
@@ -292,8 +303,7 @@ void NodeMonitor::overlayDeepCheck(topology::Node& next) {
   for (const auto& [device, reason] : deepCheckFailures_) {
     if (device < 0 || device >= next.deviceCount()) continue;
     topology::DeviceHealth& health = next.devices[static_cast<std::size_t>(device)].health;
-    health = health.healthy ? topology::DeviceHealth::unhealthy(reason)
-                            : topology::DeviceHealth::unhealthy(health.reason + "; " + reason);
+    health.add({topology::HealthDimension::kDeepCheck, "Failed", reason});
   }
 }
 
@@ -311,6 +321,32 @@ void NodeMonitor::applyOverlays(topology::Node& next) {
   overlayDeepCheck(next);
   std::lock_guard lock(mutex_);
   if (recoveryGate_) recoveryGate_->apply(next);
+  // Last: a pass that starts from the published node must not repeat the node-wide sources.
+  for (topology::Device& device : next.devices) {
+    for (const auto& [source, why] : lostSources_) {
+      const std::string line = source + ": " + why;
+      auto& unmonitored = device.health.unmonitored;
+      if (std::find(unmonitored.begin(), unmonitored.end(), line) == unmonitored.end())
+        unmonitored.push_back(line);
+    }
+  }
+}
+
+void NodeMonitor::setSourceLost(const std::string& source, const std::string& why) {
+  {
+    std::lock_guard lock(mutex_);
+    if (lostSources_[source] == why) return;
+    lostSources_[source] = why;
+  }
+  refreshHealth();
+}
+
+void NodeMonitor::setSourceRestored(const std::string& source) {
+  {
+    std::lock_guard lock(mutex_);
+    if (lostSources_.erase(source) == 0) return;
+  }
+  refreshHealth();
 }
 
 topology::DeviceSet NodeMonitor::awaitingRecovery() const {

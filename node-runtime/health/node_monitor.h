@@ -77,6 +77,11 @@ class NodeMonitor {
   // later check of that device passes (an empty reason); devices not in the map keep theirs.
   void reportDeepCheck(const std::map<int, std::string>& verdict);
 
+  // A source of health every device depends on (the kernel log) is lost, or works again: while
+  // lost, every device's health says so (unknown unless a fault makes it unhealthy).
+  void setSourceLost(const std::string& source, const std::string& why);
+  void setSourceRestored(const std::string& source);
+
   // From now on a device that left service returns only through reportRecovery().
   void enableRecoveryGate();
   // Devices whose cause has cleared and that wait for a reset and a self-test.
@@ -100,7 +105,7 @@ class NodeMonitor {
   std::optional<Result<discovery::Discovery>> discoverBounded(
       const discovery::DiscoveryOptions& options);
   // The device's volatile health on its worker; the problems, or the stall as a problem.
-  std::vector<std::string> probeBounded(std::size_t device);
+  discovery::VolatileHealth probeBounded(std::size_t device);
   // Records (or clears) a stall under `key` and logs the change; returns the reason text.
   std::string noteStall(const std::string& key, std::optional<DeadlineWorker::Clock::time_point>);
 
@@ -124,7 +129,8 @@ class NodeMonitor {
   std::optional<RecoveryGate> recoveryGate_;      // set: devices return only after recovering
   std::function<bool()> lncGuard_;
   std::optional<int> pendingLnc_;
-  std::map<std::string, std::string> stalls_;  // what hangs -> since when (UTC)
+  std::map<std::string, std::string> stalls_;       // what hangs -> since when (UTC)
+  std::map<std::string, std::string> lostSources_;  // node-wide source -> why it is lost
   ChangeNotifier notifier_;
   std::mutex refreshMutex_;
   // Before the monitor's thread, so they outlive it; a stuck one detaches when destroyed.

@@ -19,7 +19,11 @@ void RecoveryGate::apply(topology::Node& next) {
     if (held == entries_.end()) continue;
     Entry& entry = held->second;
     if (entry.recovered) {
-      if (carried) device.health = {};
+      if (carried) {
+        topology::DeviceHealth back;
+        back.unmonitored = std::move(device.health.unmonitored);
+        device.health = std::move(back);
+      }
       entries_.erase(held);
       continue;
     }
@@ -30,7 +34,13 @@ void RecoveryGate::apply(topology::Node& next) {
                                 " back in service after a reset and a passing self-test" + since
                           : std::string(kRecoveryFailedPrefix) + " " + entry.problem + since +
                                 "; tried again while idle";
-    device.health = topology::DeviceHealth::unhealthy(entry.published);
+    const std::string code = entry.problem.empty()                 ? "Recovering"
+                             : entry.problem.starts_with("reset:") ? "ResetFailed"
+                                                                   : "SelfTestFailed";
+    std::vector<std::string> unmonitored = std::move(device.health.unmonitored);
+    device.health = topology::DeviceHealth::unhealthy(topology::HealthDimension::kRecovery, code,
+                                                      entry.published);
+    device.health.unmonitored = std::move(unmonitored);
   }
   // Devices that vanished from the node are forgotten with it.
   std::erase_if(entries_, [&](const auto& item) { return item.first >= next.deviceCount(); });

@@ -212,6 +212,35 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
                        tenants.deviceLabels(device.index)),
                device.health.healthy ? 1 : 0);
   }
+  // Neuron Observer's three states, one sample per state (1 for the current one) so that a
+  // query can select a state without knowing the others.
+  using topology::HealthState;
+  constexpr HealthState kStates[] = {HealthState::kHealthy, HealthState::kUnhealthy,
+                                     HealthState::kUnknown};
+  out.family("torus_device_health_state", "gauge",
+             "1 for the device's health state: healthy, unhealthy (a fault took it out of "
+             "service) or unknown (in service, but a source of its health is lost).");
+  for (const topology::Device& device : node.devices) {
+    const Labels labels = with(base, "neuron_device_index", std::to_string(device.index));
+    for (const HealthState state : kStates) {
+      out.sample("torus_device_health_state",
+                 with(labels, "state", std::string(topology::stateName(state))),
+                 device.health.state() == state ? 1 : 0);
+    }
+  }
+  out.family("torus_neuroncore_health_state", "gauge",
+             "1 for the logical NeuronCore's health state, its device's.");
+  for (const topology::Device& device : node.devices) {
+    node.coresOfDevice(device.index).forEach([&](int core) {
+      const Labels labels = with(with(base, "neuron_device_index", std::to_string(device.index)),
+                                 "neuroncore", std::to_string(core));
+      for (const HealthState state : kStates) {
+        out.sample("torus_neuroncore_health_state",
+                   with(labels, "state", std::string(topology::stateName(state))),
+                   device.health.state() == state ? 1 : 0);
+      }
+    });
+  }
   tenants.render(out, base);
   out.family("torus_sysfs_read_errors", "gauge",
              "Driver counter files that could not be read in this scrape.");

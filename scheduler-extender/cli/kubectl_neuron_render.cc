@@ -23,6 +23,7 @@ struct NodeSummary {
   int largestFreeDevices = 0;  // the largest allowed device set that is entirely free
   int largestFreeCoreRun = 0;  // else the longest free run of cores inside used devices
   topology::DeviceSet unhealthy;
+  topology::DeviceSet unknown;  // in service, but the agent cannot watch their health
   std::vector<Allocation> allocations;
 };
 
@@ -38,6 +39,10 @@ NodeSummary summarize(const ClusterSnapshot& snapshot, const std::string& name) 
     summary.usedCores |= allocation.cores;
   summary.freeDevices = freeIds(summary.state, topology::AllocationUnit::kDevice).size();
   summary.unhealthy = model.allDevices() - model.healthyDevices();
+  for (const topology::Device& device : model.devices) {
+    if (device.health.state() == topology::HealthState::kUnknown)
+      summary.unknown.insert(device.index);
+  }
   const topology::ShapeCatalog catalog(topology::shapeRulesOf(model));
   const topology::FreeShapes free = topology::freeShapes(model, catalog, summary.state.freeCores);
   for (std::size_t i = 0; i < free.countsLargestFirst.size(); ++i) {
@@ -96,7 +101,8 @@ json nodeJson(const NodeSummary& node) {
           {"devices",
            {{"total", model.deviceCount()},
             {"free", node.freeDevices},
-            {"unhealthy", node.unhealthy.ids()}}},
+            {"unhealthy", node.unhealthy.ids()},
+            {"unknown", node.unknown.ids()}}},
           {"largestFreeDevices", node.largestFreeDevices},
           {"largestFreeCoreRun", node.largestFreeCoreRun},
           {"allocations", std::move(allocations)}};
@@ -113,7 +119,16 @@ char holderMark(const NodeSummary& node, int device) {
     mark = letter;
   }
   if (mark != 0) return mark;
-  return node.unhealthy.contains(device) ? '!' : ' ';
+  if (node.unhealthy.contains(device)) return '!';
+  return node.unknown.contains(device) ? '?' : ' ';
+}
+
+std::string healthText(const NodeSummary& node) {
+  std::string text;
+  if (!node.unhealthy.empty()) text = "unhealthy " + node.unhealthy.toRangeString();
+  if (!node.unknown.empty())
+    text += (text.empty() ? "" : ", ") + std::string("unknown ") + node.unknown.toRangeString();
+  return text.empty() ? "ok" : text;
 }
 
 }  // namespace
@@ -135,8 +150,7 @@ std::string renderNodes(const ClusterSnapshot& snapshot, bool asJson) {
         {node.name, model.instanceType, std::to_string(model.lnc),
          std::to_string(node.usedCores.size()) + "/" + std::to_string(model.logicalCoreCount()),
          std::to_string(node.freeDevices) + "/" + std::to_string(model.deviceCount()),
-         largestFreeText(node), std::to_string(node.allocations.size()),
-         node.unhealthy.empty() ? "ok" : "unhealthy " + node.unhealthy.toRangeString()});
+         largestFreeText(node), std::to_string(node.allocations.size()), healthText(node)});
   }
   return table.render();
 }
@@ -175,6 +189,10 @@ Result<std::string> renderNode(const ClusterSnapshot& snapshot, const std::strin
          "), largest free shape " + largestFreeText(node) + ".";
   if (!node.unhealthy.empty())
     out += " Unhealthy devices (!): " + node.unhealthy.toRangeString() + ".";
+  if (!node.unknown.empty()) {
+    out += " Devices whose health is unknown (?; in service, not monitored): " +
+           node.unknown.toRangeString() + ".";
+  }
   return out + "\n";
 }
 

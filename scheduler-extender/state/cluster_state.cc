@@ -47,8 +47,7 @@ Result<int> ClusterState::upsertNode(const std::string& name, const std::string&
   if (!model) return std::move(model).error().withContext("node " + name);
   unhealthy.forEach([&](int device) {
     if (device < model->deviceCount()) {
-      model->devices[static_cast<std::size_t>(device)].health =
-          topology::DeviceHealth::unhealthy("reported unhealthy by the node agent");
+      model->devices[static_cast<std::size_t>(device)].health = topology::reportedUnhealthy();
     }
   });
   return upsertNode(name, std::move(*model));

@@ -83,6 +83,13 @@ spec:
             - --cdi-root={{ $root.Values.nodeAgent.hostPaths.cdi }}
             - --dra-core-devices={{ $root.Values.dra.coreDevices }}
             - --dra-taint-effect={{ $root.Values.dra.taintEffect }}
+            - --dra-unmonitored-taint-effect={{ $root.Values.dra.healthTaints.unmonitoredEffect }}
+            {{- with $root.Values.dra.healthTaints.keys }}
+            - --dra-health-taint-keys={{ range $dimension, $key := . }}{{ $dimension }}={{ $key }},{{ end }}
+            {{- end }}
+            {{- if $root.Values.dra.healthTaints.legacy }}
+            - --dra-legacy-health-taint
+            {{- end }}
             {{- if $root.Values.ultraserverOperator.enabled }}
             # Keep this node's devices for the workload its NeuronUltraServer (in this namespace)
             # reserves it for.

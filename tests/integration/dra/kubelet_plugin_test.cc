@@ -230,7 +230,9 @@ TEST_F(KubeletPluginTest, HealthStreamReportsEveryDeviceAndFollowsChanges) {
     EXPECT_EQ(device.health(), v1::HEALTHY);
     EXPECT_GT(device.health_check_timeout_seconds(), 10);
   }
-  node_.setHealth(3, topology::DeviceHealth::unhealthy("stats/hardware/mem_ecc_uncorrected is 1"));
+  node_.setHealth(
+      3, topology::DeviceHealth::unhealthy(topology::HealthDimension::kEccUncorrected, "mem",
+                                           "stats/hardware/mem_ecc_uncorrected is 1"));
   v1::NodeWatchResourcesResponse next;
   ASSERT_TRUE(reader->Read(&next));
   int unhealthy = 0;

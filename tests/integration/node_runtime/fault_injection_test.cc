@@ -203,6 +203,45 @@ TEST_F(FaultInjectionTest, AHungReadTakesOnlyItsDeviceOutAndNeverStallsTheMonito
   }
 }
 
+// A counter that cannot be read says nothing about the memory it counts: the device stays in
+// service with its health unknown, and is healthy again once the counter reads. A node-wide source
+// lost (the kernel log) makes every device unknown; a fault still makes one unhealthy.
+TEST_F(FaultInjectionTest, UnreadableSignalsMakeHealthUnknownNotUnhealthy) {
+  using namespace std::chrono_literals;
+  using topology::HealthState;
+  const auto found = simulate("trn2.48xlarge", {});
+  health::NodeMonitor monitor(roots_, discovery::DiscoveryOptions{}, found, 1h);
+  const fs::path counter = deviceDir(5) / "stats" / "hardware" / "mem_ecc_uncorrected";
+  ASSERT_TRUE(writeFile(counter, std::string("\x01\xfejunk", 6)).ok());
+  monitor.refreshHealth();
+  topology::Node node = monitor.node();
+  EXPECT_EQ(node.devices[5].health.state(), HealthState::kUnknown);
+  EXPECT_TRUE(node.devices[5].health.healthy) << "still in service";
+  ASSERT_EQ(node.devices[5].health.unmonitored.size(), 1u);
+  EXPECT_NE(node.devices[5].health.unmonitored[0].find("mem_ecc_uncorrected"), std::string::npos)
+      << node.devices[5].health.unmonitored[0];
+  EXPECT_EQ(node.devices[4].health.state(), HealthState::kHealthy);
+  ASSERT_TRUE(writeFile(counter, "0\n").ok());
+  monitor.refreshHealth();
+  EXPECT_EQ(monitor.node().devices[5].health.state(), HealthState::kHealthy);
+
+  monitor.setSourceLost("kernel log", "syslog(2) refused");
+  monitor.reportKernelError(2, "HBM_UNCORRECTABLE_ERROR");
+  node = monitor.node();
+  EXPECT_EQ(node.devices[0].health.state(), HealthState::kUnknown);
+  EXPECT_EQ(node.devices[0].health.unmonitored,
+            std::vector<std::string>{"kernel log: syslog(2) refused"});
+  EXPECT_EQ(node.devices[2].health.state(), HealthState::kUnhealthy);
+  ASSERT_EQ(node.devices[2].health.problems.size(), 1u);
+  EXPECT_EQ(node.devices[2].health.problems[0].dimension,
+            topology::HealthDimension::kHardwareError);
+  EXPECT_EQ(node.devices[2].health.problems[0].code, "HBM_UNCORRECTABLE_ERROR");
+  monitor.refreshHealth();  // passes do not repeat what they carry over
+  EXPECT_EQ(monitor.node().devices[2].health, node.devices[2].health);
+  monitor.setSourceRestored("kernel log");
+  EXPECT_EQ(monitor.node().devices[0].health.state(), HealthState::kHealthy);
+}
+
 TEST_F(FaultInjectionTest, InvalidResetStateAndCoreCountMismatch) {
   simulate("trn2.48xlarge", {});
   ASSERT_TRUE(writeFile(deviceDir(0) / "reset", "2\n").ok());

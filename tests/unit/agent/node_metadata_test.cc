@@ -35,7 +35,8 @@ TEST(NodeMetadata, AHeldBackLncChangeIsInTheCondition) {
             std::string::npos)
       << metadata.message;
   EXPECT_EQ(metadata.labels.at("torus.dev/lnc"), "2");
-  node->devices[3].health = topology::DeviceHealth::unhealthy("reset=2");
+  node->devices[3].health = topology::DeviceHealth::unhealthy(
+      topology::HealthDimension::kDeviceLost, "ResetStateInvalid", "reset=2");
   metadata = nodeMetadata(*node, 1);
   EXPECT_EQ(metadata.reason, "UnhealthyDevices") << "the worse news leads";
   EXPECT_NE(metadata.message.find("asks for LNC 1"), std::string::npos);
@@ -45,7 +46,8 @@ TEST(NodeMetadata, UltraServerLabelsAndAnUnhealthyDevice) {
   auto node = topology::catalogNode("trn2u.48xlarge");
   ASSERT_TRUE(node.ok());
   node->ultraServer = topology::UltraServerPosition{1, 3, "a1b2", "c3d4", {1, 2, 3, 4}};
-  node->devices[7].health = topology::DeviceHealth::unhealthy("mem_ecc_uncorrected=2");
+  node->devices[7].health = topology::DeviceHealth::unhealthy(
+      topology::HealthDimension::kEccUncorrected, "mem", "mem_ecc_uncorrected=2");
   const NodeMetadata metadata = nodeMetadata(*node);
   EXPECT_EQ(metadata.labels.at("neuron.amazonaws.com/ultraserver-mode"), "X4_X2H_X2V_X1");
   EXPECT_EQ(metadata.labels.at("neuron.amazonaws.com/ultraserver-server-id-2"), "a1b2");

@@ -62,7 +62,8 @@ TEST(ResourceNames, AnUnknownResourceIsNamedInTheError) {
 // gets back the same LNC, the same unhealthy chip and the same links.
 TEST(NodeMetadata, WhatTheAgentPublishesIsWhatTheExtenderReads) {
   topology::Node discovered = *topology::catalogNode("trn2.48xlarge", 1);
-  discovered.devices[3].health = topology::DeviceHealth::unhealthy("uncorrected ECC");
+  discovered.devices[3].health = topology::DeviceHealth::unhealthy(
+      topology::HealthDimension::kEccUncorrected, "mem", "uncorrected ECC");
   std::erase(discovered.devices[4].connected, 5);
   std::erase(discovered.devices[5].connected, 4);
 

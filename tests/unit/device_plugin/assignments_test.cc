@@ -140,7 +140,9 @@ TEST(Allocation, VisibleCoresAndDeviceNodes) {
 
 TEST(Allocation, UnhealthyAndBlockedIdsAreRefusedByName) {
   topology::Node node = *topology::catalogNode("trn1.32xlarge");
-  node.devices[3].health = topology::DeviceHealth::unhealthy("device node /dev/neuron3 is missing");
+  node.devices[3].health =
+      topology::DeviceHealth::unhealthy(topology::HealthDimension::kDeviceLost, "DeviceNodeMissing",
+                                        "device node /dev/neuron3 is missing");
   auto unhealthy = allocateContainer(ResourceKind::kNeuron, node, "/dev", {"3"}, {});
   ASSERT_FALSE(unhealthy.ok());
   EXPECT_EQ(unhealthy.error().message,

@@ -71,7 +71,9 @@ TEST(NeuronSliceSource, TheNodesLabelDecidesWhetherItPublishesCorePartitions) {
   EXPECT_TRUE(
       poolOf(byDefault.slices(KeptFields{}, {{label, "no"}})).devices.contains("neuroncore5"));
 
-  NeuronSliceSource configuredOff("node-a", node, SliceOptions{.coreDevices = false});
+  SliceOptions withoutCores;
+  withoutCores.coreDevices = false;
+  NeuronSliceSource configuredOff("node-a", node, withoutCores);
   EXPECT_FALSE(poolOf(configuredOff.slices(KeptFields{}, {})).devices.contains("neuroncore5"));
   EXPECT_TRUE(poolOf(configuredOff.slices(KeptFields{}, {{label, "true"}}))
                   .devices.contains("neuroncore5"));
@@ -83,10 +85,12 @@ TEST(NeuronSliceSource, TheNodesLabelDecidesWhetherItPublishesCorePartitions) {
 TEST(NeuronSliceSource, AnUnhealthyChipIsTaintedSinceFirstSeenOrLeftOutWithoutTaints) {
   FakeNode node;
   NeuronSliceSource source("node-a", node, SliceOptions{});
-  node.setHealth(3, topology::DeviceHealth::unhealthy("stats/hardware/mem_ecc_uncorrected is 1"));
+  node.setHealth(
+      3, topology::DeviceHealth::unhealthy(topology::HealthDimension::kEccUncorrected, "mem",
+                                           "stats/hardware/mem_ecc_uncorrected is 1"));
   const json taint =
       poolOf(source.slices(KeptFields{}, {})).devices.at("neurondevice3")["taints"][0];
-  EXPECT_EQ(taint["key"], std::string(kHealthTaintKey));
+  EXPECT_EQ(taint["key"], "neuron.aws.com/ecc-uncorrected");
   EXPECT_EQ(taint["effect"], "NoSchedule");
   ASSERT_TRUE(taint.contains("timeAdded"));
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // RFC 3339 has whole seconds
@@ -97,6 +101,16 @@ TEST(NeuronSliceSource, AnUnhealthyChipIsTaintedSinceFirstSeenOrLeftOutWithoutTa
   const Pool untainted = poolOf(source.slices(KeptFields{.taints = false}, {}));
   EXPECT_FALSE(untainted.devices.contains("neurondevice3")) << "left out where taints are dropped";
   EXPECT_TRUE(untainted.devices.contains("neurondevice2"));
+
+  // An API that refuses the effect None: an unmonitored chip is published without that taint.
+  topology::DeviceHealth unknown;
+  unknown.unmonitored = {"kernel log: gone"};
+  node.setHealth(2, unknown);
+  EXPECT_EQ(poolOf(source.slices(KeptFields{}, {})).devices.at("neurondevice2")["taints"].size(),
+            1u);
+  EXPECT_FALSE(poolOf(source.slices(KeptFields{.noneEffect = false}, {}))
+                   .devices.at("neurondevice2")
+                   .contains("taints"));
 }
 
 TEST(NeuronSliceSource, TellsOfEveryChangeOfTheNodeOrTheReservation) {
@@ -104,7 +118,9 @@ TEST(NeuronSliceSource, TellsOfEveryChangeOfTheNodeOrTheReservation) {
   NeuronSliceSource source("node-a", node, SliceOptions{});
   std::atomic<int> told = 0;
   const auto subscription = source.onChange([&] { ++told; });
-  node.setHealth(5, topology::DeviceHealth::unhealthy("the device node is missing"));
+  node.setHealth(
+      5, topology::DeviceHealth::unhealthy(topology::HealthDimension::kDeviceLost,
+                                           "DeviceNodeMissing", "the device node is missing"));
   EXPECT_EQ(told.load(), 1);
   source.setReservation("e2e/allreduce-us", false);
   EXPECT_EQ(told.load(), 2);

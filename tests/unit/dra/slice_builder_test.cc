@@ -172,12 +172,14 @@ TEST(SliceBuilder, ACutLinkTakesTheGroupIdAway) {
 TEST(SliceBuilder, UnhealthyChipIsTaintedWithItsCores) {
   SliceInputs inputs = inputsFor("trn2.48xlarge");
   inputs.node.devices[3].health = topology::DeviceHealth::unhealthy(
+      topology::HealthDimension::kEccUncorrected, "mem",
       "stats/hardware/mem_ecc_uncorrected is 2 (uncorrected ECC errors)");
   inputs.unhealthySince[3] = "2026-11-24T12:00:00Z";
   const auto devices = devicesByName(buildSlices(inputs, 1));
+  ASSERT_EQ(devices.at("neurondevice3")["taints"].size(), 1u);
   const json& taint = devices.at("neurondevice3")["taints"][0];
-  EXPECT_EQ(taint["key"], "neuron.aws.com/unhealthy");
-  EXPECT_EQ(taint["value"], "UncorrectedECC");
+  EXPECT_EQ(taint["key"], "neuron.aws.com/ecc-uncorrected");
+  EXPECT_EQ(taint["value"], "mem");
   EXPECT_EQ(taint["effect"], "NoSchedule");
   EXPECT_EQ(taint["timeAdded"], "2026-11-24T12:00:00Z");
   EXPECT_TRUE(devices.at("neuroncore12").contains("taints"));
@@ -185,7 +187,7 @@ TEST(SliceBuilder, UnhealthyChipIsTaintedWithItsCores) {
   EXPECT_FALSE(devices.at("neurondevice4").contains("taints"));
 
   for (const char* effect : {"NoExecute", "None"}) {  // dra.taintEffect
-    inputs.options.taintEffect = effect;
+    inputs.options.health.effect = effect;
     const auto withEffect = devicesByName(buildSlices(inputs, 1));
     EXPECT_EQ(withEffect.at("neurondevice3")["taints"][0]["effect"], effect);
     EXPECT_EQ(withEffect.at("neuroncore12")["taints"][0]["effect"], effect);
@@ -199,6 +201,82 @@ TEST(SliceBuilder, UnhealthyChipIsTaintedWithItsCores) {
   EXPECT_FALSE(hidden.contains("neurondevice3"));
   EXPECT_FALSE(hidden.contains("neuroncore12"));
   EXPECT_TRUE(hidden.contains("neurondevice4"));
+}
+
+// One taint per health dimension, the fault's code as its value; a second fault of the same
+// dimension adds no taint.
+TEST(SliceBuilder, EachHealthDimensionHasItsOwnKey) {
+  SliceInputs inputs = inputsFor("trn2.48xlarge");
+  topology::DeviceHealth health;
+  health.add({topology::HealthDimension::kHardwareError, "HBM_UNCORRECTABLE_ERROR", "kernel log"});
+  health.add({topology::HealthDimension::kHardwareError, "DMA_ERROR", "kernel log"});
+  health.add({topology::HealthDimension::kDeviceLost, "DeviceNodeMissing", "/dev/neuron5"});
+  inputs.node.devices[5].health = health;
+  const json taints = devicesByName(buildSlices(inputs, 1)).at("neurondevice5")["taints"];
+  ASSERT_EQ(taints.size(), 2u) << taints.dump();
+  EXPECT_EQ(taints[0]["key"], "neuron.aws.com/hardware-error");
+  EXPECT_EQ(taints[0]["value"], "HBM_UNCORRECTABLE_ERROR");
+  EXPECT_EQ(taints[1]["key"], "neuron.aws.com/device-lost");
+  EXPECT_EQ(taints[1]["value"], "DeviceNodeMissing");
+
+  // Keys can be switched to another scheme's by configuration.
+  auto keys = parseHealthTaintKeys("hardware-error=example.com/hw-error, unmonitored=a.b/c");
+  ASSERT_TRUE(keys.ok()) << keys.error().message;
+  inputs.options.health.keys = *keys;
+  const json renamed = devicesByName(buildSlices(inputs, 1)).at("neurondevice5")["taints"];
+  EXPECT_EQ(renamed[0]["key"], "example.com/hw-error");
+  EXPECT_EQ(renamed[1]["key"], "neuron.aws.com/device-lost");
+  for (const char* bad : {"melted=example.com/x", "hardware-error", "hardware-error=nodomain",
+                          "recovery=example.com/", "recovery=-bad.com/x"}) {
+    EXPECT_FALSE(parseHealthTaintKeys(bad).ok()) << bad;
+  }
+
+  // The earlier releases' single key, for one release more.
+  inputs.options.health.legacy = true;
+  const json legacy = devicesByName(buildSlices(inputs, 1)).at("neurondevice5")["taints"];
+  ASSERT_EQ(legacy.size(), 1u);
+  EXPECT_EQ(legacy[0]["key"], "neuron.aws.com/unhealthy");
+  EXPECT_EQ(legacy[0]["value"], "KernelHardwareError");
+}
+
+// A device whose health is unknown stays in service with an informational taint, left out where
+// the API refuses the effect None; faults come before it within the API's four taints.
+TEST(SliceBuilder, UnmonitoredDeviceGetsAnInformationalTaint) {
+  SliceInputs inputs = inputsFor("trn2u.48xlarge");
+  inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
+  for (auto& device : inputs.node.devices)
+    device.health.unmonitored = {"kernel log: syslog(2) refused"};
+  auto devices = devicesByName(buildSlices(inputs, 1));
+  const json unmonitored = {{"key", "neuron.aws.com/unmonitored"}, {"effect", "None"}};
+  EXPECT_EQ(devices.at("neurondevice0")["taints"], json::array({unmonitored}));
+  EXPECT_EQ(devices.at("neuroncore1")["taints"], json::array({unmonitored}));
+  EXPECT_EQ(devices.at("neuronnode")["taints"], json::array({unmonitored}));
+
+  topology::DeviceHealth& two = inputs.node.devices[2].health;
+  two.add({topology::HealthDimension::kHardwareError, "NC_UNCORRECTABLE_ERROR", "kernel log"});
+  two.add({topology::HealthDimension::kEccUncorrected, "mem", "counter"});
+  two.add({topology::HealthDimension::kRecovery, "Recovering", "waiting"});
+  two.add({topology::HealthDimension::kDeepCheck, "Failed", "deep check"});
+  inputs.reservedFor = "team/job";
+  devices = devicesByName(buildSlices(inputs, 1));
+  const json taints = devices.at("neurondevice2")["taints"];
+  ASSERT_EQ(taints.size(), 4u) << taints.dump();
+  for (const json& taint : taints)
+    EXPECT_NE(taint["effect"], "None") << taints.dump();
+  // The node device carries the union of its chips' taints by key, faults first.
+  const json node = devices.at("neuronnode")["taints"];
+  ASSERT_EQ(node.size(), 4u);
+  EXPECT_EQ(node[0]["key"], "neuron.aws.com/hardware-error");
+
+  inputs.node.devices[2].health = {};
+  inputs.node.devices[2].health.unmonitored = {"counters: unreadable"};
+  inputs.options.noneEffect = false;  // 1.34 refuses the effect None
+  devices = devicesByName(buildSlices(inputs, 1));
+  EXPECT_EQ(devices.at("neurondevice2")["taints"],
+            json::array({{{"key", "neuron.aws.com/reserved"}, {"effect", "NoSchedule"}}}));
+  inputs.options.health.unmonitoredEffect = "NoSchedule";  // chosen: kept off new claims
+  devices = devicesByName(buildSlices(inputs, 1));
+  EXPECT_EQ(devices.at("neurondevice2")["taints"].size(), 2u);
 }
 
 TEST(SliceBuilder, WithoutCoreDevicesThereAreNoCountersAndOneSlice) {
@@ -323,21 +401,21 @@ TEST(SliceBuilder, SliceNamesStayWithinTheApiLimit) {
   EXPECT_NE(name, sliceName(longName + "x", 12));
 }
 
-TEST(SliceBuilder, FaultKindsAreLabelWords) {
-  EXPECT_EQ(faultKind("kernel log NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR (1 reported)"),
+TEST(SliceBuilder, LegacyFaultKindsAreLabelWords) {
+  using topology::DeviceHealth;
+  using topology::HealthDimension;
+  const auto kindOf = [](HealthDimension dimension, const char* code) {
+    return legacyFaultKind(DeviceHealth::unhealthy(dimension, code, "text"));
+  };
+  EXPECT_EQ(kindOf(HealthDimension::kHardwareError, "HBM_UNCORRECTABLE_ERROR"),
             "KernelHardwareError");
-  EXPECT_EQ(faultKind("device node /dev/neuron3 is missing"), "DeviceNodeMissing");
-  EXPECT_EQ(faultKind("reset: device state is INVALID (2) after a reset"), "ResetFailed");
-  EXPECT_EQ(faultKind("something new"), "Unhealthy");
-  // The recovery gate's reasons quote the fault that started it; their own kind wins.
-  EXPECT_EQ(faultKind("recovering: back in service after a reset and a passing self-test (left "
-                      "service for: neuron9 mem_ecc_uncorrected=2: uncorrected ECC errors)"),
-            "Recovering");
-  EXPECT_EQ(faultKind("recovery failed: self-test: device memory: mismatch (left service for: "
-                      "kernel log NEURON_HW_ERR=SRAM)"),
-            "SelfTestFailed");
-  EXPECT_EQ(faultKind("recovery failed: reset: neuron9 state INVALID (left service for: x)"),
-            "ResetFailed");
+  EXPECT_EQ(kindOf(HealthDimension::kEccUncorrected, "mem"), "UncorrectedECC");
+  EXPECT_EQ(kindOf(HealthDimension::kDeviceLost, "DeviceNodeMissing"), "DeviceNodeMissing");
+  EXPECT_EQ(kindOf(HealthDimension::kDeviceLost, "ResetStateInvalid"), "ResetFailed");
+  EXPECT_EQ(kindOf(HealthDimension::kDeviceLost, "AttributeInvalid"), "Unhealthy");
+  EXPECT_EQ(kindOf(HealthDimension::kRecovery, "Recovering"), "Recovering");
+  EXPECT_EQ(kindOf(HealthDimension::kRecovery, "SelfTestFailed"), "SelfTestFailed");
+  EXPECT_EQ(kindOf(HealthDimension::kDeepCheck, "Failed"), "DeepCheckFailed");
 }
 
 TEST(DriverNames, ParseOnlyWhatThePoolPublishes) {

@@ -69,7 +69,8 @@ TEST(NodeRecord, KubeletRefusesEverythingWhileTheDevicePluginRestarts) {
 TEST(TopologyAnnotation, RoundTripsANode) {
   auto model = topology::catalogNode("trn2.48xlarge");
   ASSERT_TRUE(model.ok());
-  model->devices[3].health = topology::DeviceHealth::unhealthy("ecc");
+  model->devices[3].health =
+      topology::DeviceHealth::unhealthy(topology::HealthDimension::kEccUncorrected, "mem", "ecc");
   const contracts::TopologySummary summary = contracts::summarizeTopology(*model);
   const std::string text = contracts::formatTopologyAnnotation(summary);
   auto parsed = contracts::parseTopologyAnnotation(text);

@@ -21,8 +21,8 @@ topology::Node nodeOf(int devices) {
 topology::Node signals(int devices, int faulty = -1, const std::string& reason = "") {
   topology::Node node = nodeOf(devices);
   if (faulty >= 0) {
-    node.devices[static_cast<std::size_t>(faulty)].health =
-        topology::DeviceHealth::unhealthy(reason);
+    node.devices[static_cast<std::size_t>(faulty)].health = topology::DeviceHealth::unhealthy(
+        topology::HealthDimension::kDeviceLost, "AttributeInvalid", reason);
   }
   return node;
 }

@@ -52,7 +52,7 @@ dra_pod dra-evicted chip-nine 3600
 check "a pod holding chip 9 runs" eventually 120 phase_is dra-evicted Running
 echo 2 > "$ECC"
 check "uncorrected ECC on chip 9: a NoExecute taint on it" eventually 30 taint_on neurondevice9 \
-  "neuron.aws.com/unhealthy=UncorrectedECC:NoExecute"
+  "neuron.aws.com/ecc-uncorrected=mem:NoExecute"
 # kube-controller-manager's device taint eviction marks the pod and deletes it; its event stays.
 evicted_by_device_taint() {
   local reasons

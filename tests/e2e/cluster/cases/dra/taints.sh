@@ -9,14 +9,20 @@ resource_health_is() {
   health="$(k get pod -n e2e "$1" -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus[*].resources[*].health}')"
   [[ "$health" == "$2" ]] || { echo "allocatedResourcesStatus health: '${health}', want '$2'"; return 1; }
 }
+# A counter the agent cannot read: chip 9 stays in service, with an informational taint.
+printf '\x01\xfejunk' > "$ECC"
+check "an unreadable counter on chip 9: the informational unmonitored taint" \
+  eventually 10 taint_on neurondevice9 "neuron.aws.com/unmonitored=:None"
+echo 0 > "$ECC"
+check "... readable again: the taint is gone" eventually 10 taint_on neurondevice9 ""
 dra_pod dra-nine-held chip-nine 3600
 check "a pod holding chip 9 runs" eventually 120 phase_is dra-nine-held Running
 check "its status shows chip 9 Healthy (resource health)" eventually 60 resource_health_is dra-nine-held Healthy
 faulted=$SECONDS
 echo 2 > "$ECC"
-check "uncorrected ECC on chip 9: NoSchedule taint on it" eventually 10 taint_on neurondevice9 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule"
+check "uncorrected ECC on chip 9: NoSchedule taint on it" eventually 10 taint_on neurondevice9 "neuron.aws.com/ecc-uncorrected=mem:NoSchedule"
 echo "      tainted $((SECONDS - faulted)) s after the fault"
-check "... and on its cores" taint_on neuroncore37 "neuron.aws.com/unhealthy=UncorrectedECC:NoSchedule"
+check "... and on its cores" taint_on neuroncore37 "neuron.aws.com/ecc-uncorrected=mem:NoSchedule"
 check "... and not on its neighbour" taint_on neurondevice8 ""
 check "the running pod's status shows chip 9 Unhealthy" eventually 30 resource_health_is dra-nine-held Unhealthy
 k delete pod -n e2e dra-nine-held --wait=true > /dev/null

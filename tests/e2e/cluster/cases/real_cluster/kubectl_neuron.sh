@@ -14,6 +14,31 @@ shows_pod() {
 }
 check "kubectl neuron nodes, node and pods show what the pod holds" eventually 30 shows_pod
 
+# A counter the agent cannot read leaves the chip in service with its health unknown; readable
+# again, healthy.
+counter5="$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron5/stats/hardware/mem_ecc_uncorrected"
+printf '\x01\xfejunk' > "$counter5"
+health_is() {
+  local nodes
+  nodes="$(neuron_cli nodes)"
+  grep -Eq "^\| $NODE_NAME +\|.*\| $1 +\|$" <<< "$nodes" || { echo "$nodes"; return 1; }
+}
+unknown_in_json() {
+  neuron_cli node "$NODE_NAME" --json |
+    python3 -c 'import json, sys; u = json.load(sys.stdin)["devices"]["unknown"]; sys.exit(0 if u == [5] else f"unknown: {u}")'
+}
+check "an unreadable counter: kubectl neuron nodes shows chip 5's health unknown" \
+  eventually 15 health_is "unknown 5"
+check "... as does kubectl neuron node --json" unknown_in_json
+state_metric_is() {
+  curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
+    grep -Eq "^torus_device_health_state\{.*neuron_device_index=\"5\",state=\"$1\"\} 1\$"
+}
+check "... and the agent's torus_device_health_state" state_metric_is unknown
+echo 0 > "$counter5"
+check "readable again: healthy" eventually 15 health_is ok
+check "... in the metric too" state_metric_is healthy
+
 # kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place,
 # read from the agent at its node's address as on any cluster (no --agent-host).
 pod_manifest shown-too neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
