@@ -108,6 +108,11 @@ json chipAttributes(const SliceInputs& in, int device) {
   if (!facts.pciBdf.empty()) {
     attributes["resource.kubernetes.io/pciBusID"] = stringAttribute(facts.pciBdf);
   }
+  // Kubernetes' standard attribute (1.37): a claim asks for a chip and the network card under
+  // the same root with matchAttribute, whatever driver publishes the card.
+  if (!facts.pcieRoot.empty()) {
+    attributes["resource.kubernetes.io/pcieRoot"] = stringAttribute(facts.pcieRoot);
+  }
   return attributes;
 }
 

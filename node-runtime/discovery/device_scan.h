@@ -38,6 +38,7 @@ struct DeviceFacts {
   std::string serialNumber;
   std::optional<int> numaNode;
   std::string pciBdf;
+  std::string pcieRoot;  // from the function's /sys/bus/pci/devices link (pci_functions.h)
   // Each problem makes the device unhealthy. Static ones come from attributes that describe the
   // device; volatile ones (ECC counters, reset state, the device node) can change at any time and
   // are re-probed often and cheaply (probeVolatileHealth).

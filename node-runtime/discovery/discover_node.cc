@@ -7,6 +7,7 @@
 #include "common/topology/neuronlink_graph.h"
 #include "node-runtime/discovery/device_scan.h"
 #include "node-runtime/discovery/lnc_config.h"
+#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 #include "node-runtime/discovery/ultraserver.h"
 
@@ -98,6 +99,22 @@ void compareWithCatalog(const InstanceType& type, Discovery& discovery) {
   }
 }
 
+// The class devices of the current driver have no PCI parent; the driver's functions, in address
+// order, are its devices in order (pci_functions.h). Used only when there is exactly one function
+// per device slot, so a missing or extra function never shifts one device onto another's address.
+void fillPciIdentity(const DiscoveryRoots& roots, std::vector<DeviceFacts>& facts) {
+  const std::vector<std::string> functions = neuronPciFunctions(roots);
+  const bool oneEach = functions.size() == facts.size();
+  for (std::size_t i = 0; i < facts.size(); ++i) {
+    DeviceFacts& fact = facts[i];
+    if (fact.pciBdf.empty() && oneEach) {
+      fact.pciBdf = functions[i];
+      if (!fact.numaNode) fact.numaNode = numaNodeOf(roots, fact.pciBdf);
+    }
+    if (!fact.pciBdf.empty()) fact.pcieRoot = pcieRootOf(roots, fact.pciBdf);
+  }
+}
+
 }  // namespace
 
 topology::DeviceHealth deviceHealthOf(const std::vector<std::string>& staticProblems,
@@ -137,6 +154,8 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
                         ? scanDevice(roots, index)
                         : missingDevice(index));
   }
+
+  fillPciIdentity(roots, facts);
 
   Discovery discovery;
   topology::Node& node = discovery.node;
@@ -178,6 +197,7 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
     device.connected = fact.connected.value_or(std::vector<int>{});
     device.numaNode = fact.numaNode;
     device.pciBdf = fact.pciBdf;
+    device.pcieRoot = fact.pcieRoot;
     device.serialNumber = fact.serialNumber;
     if (fact.coreCount && *fact.coreCount != node.physicalCoresPerDevice) {
       fact.problems.push_back("core_count is " + std::to_string(*fact.coreCount) + ", expected " +

@@ -4,6 +4,9 @@
 #include <cctype>
 #include <system_error>
 
+#include "common/base/parse.h"
+#include "node-runtime/discovery/sysfs_attribute.h"
+
 namespace torus::discovery {
 
 bool isPciAddress(std::string_view text) {
@@ -26,6 +29,27 @@ std::vector<std::string> neuronPciFunctions(const DiscoveryRoots& roots) {
   }
   std::sort(functions.begin(), functions.end());
   return functions;
+}
+
+std::string pcieRootOf(const DiscoveryRoots& roots, const std::string& bdf) {
+  if (!isPciAddress(bdf)) return "";
+  std::error_code ec;
+  const std::filesystem::path link = roots.sys / "bus" / "pci" / "devices" / bdf;
+  std::filesystem::path target = std::filesystem::read_symlink(link, ec);
+  if (ec) return "";
+  if (target.is_relative()) target = (link.parent_path() / target).lexically_normal();
+  // .../devices/pciDDDD:BB/.../<bdf>: the component after the last "devices" before a pci root.
+  const std::filesystem::path relative = target.lexically_relative(roots.sys / "devices");
+  if (relative.empty() || target.filename() != bdf) return "";
+  const std::string root = relative.begin()->string();
+  return root.starts_with("pci") && root.size() > 3 ? root : "";
+}
+
+std::optional<int> numaNodeOf(const DiscoveryRoots& roots, const std::string& bdf) {
+  auto numa = readParsed(roots.sys / "bus" / "pci" / "devices" / bdf / "numa_node", "numa_node",
+                         [](std::string_view text) { return parseInt(text, -1, 1023); });
+  if (!numa || *numa < 0) return std::nullopt;
+  return *numa;
 }
 
 }  // namespace torus::discovery

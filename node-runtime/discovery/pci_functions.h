@@ -4,6 +4,7 @@
 // order, which is PCI address order: the Nth function in address order is neuronN.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,5 +20,14 @@ bool isPciAddress(std::string_view text);
 // The functions bound to the neuron driver, in address order (so the Nth is neuronN); the
 // directory's other entries (bind, module, ...) are skipped. Empty when it cannot be read.
 std::vector<std::string> neuronPciFunctions(const DiscoveryRoots& roots);
+
+// The PCIe root complex of function `bdf` as Kubernetes' standard attribute
+// resource.kubernetes.io/pcieRoot names it ("pci0000:10"): the first directory under
+// /sys/devices of the function's /sys/bus/pci/devices/<bdf> link. "" when the link is missing or
+// does not lead under a pci root.
+std::string pcieRootOf(const DiscoveryRoots& roots, const std::string& bdf);
+
+// The NUMA node of function `bdf` (its numa_node file); nullopt when unknown (-1) or unreadable.
+std::optional<int> numaNodeOf(const DiscoveryRoots& roots, const std::string& bdf);
 
 }  // namespace torus::discovery

@@ -41,7 +41,7 @@ fs::path pciFunction(const fs::path& root, int device) {
   const std::string bdf = device >= 0 && device < static_cast<int>(functions.size())
                               ? functions[static_cast<std::size_t>(device)]
                               : "no-function-of-neuron" + std::to_string(device);
-  return roots.sys / "devices" / "pci0000:00" / bdf;
+  return roots.sys / "bus" / "pci" / "devices" / bdf;
 }
 
 Result<void> removeLink(const fs::path& root, int from, int to) {

@@ -76,6 +76,33 @@ std::string joinInts(const std::vector<int>& values, std::string_view separator)
   return text;
 }
 
+// The PCI id of Amazon's Elastic Fabric Adapter as the simulator writes it (vendor 0x1d0f).
+constexpr const char* kEfaDeviceId = "0xefa1";
+
+// How chips and EFA interfaces share PCIe root complexes. The simulator's assumption, not a
+// measured layout: where the type has an EFA per chip, each chip has a root of its own with one
+// EFA; where it has fewer, chips are spread evenly over as many roots as there are EFAs; without
+// EFA, each chip has its own root.
+struct PcieLayout {
+  int chipsPerRoot = 1;
+  bool efaPerRoot = false;
+};
+PcieLayout pcieLayout(const InstanceType& type) {
+  PcieLayout layout;
+  if (type.efaInterfaces > 0 && type.efaInterfaces < type.deviceCount) {
+    layout.chipsPerRoot = (type.deviceCount + type.efaInterfaces - 1) / type.efaInterfaces;
+  }
+  layout.efaPerRoot = type.efaInterfaces > 0;
+  return layout;
+}
+
+// The root complex whose first bus is `bus`, as sysfs names it ("pci0000:10").
+std::string pcieRootName(int bus) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "pci0000:%02x", bus & 0xff);
+  return buffer;
+}
+
 // A plausible, deterministic PCI address per device: one bus per device, function 0.
 std::string pciBdf(int bus) {
   char buffer[32];
@@ -213,26 +240,52 @@ Result<void> writeMemoryBar(const fs::path& function, std::uint64_t bytes) {
   return okResult();
 }
 
-// The PCI functions bound to the "neuron" driver, as /sys/bus/pci/drivers/neuron/<bdf> links.
+// A function's directory under its root complex, with the links the kernel makes to it: one in
+// /sys/bus/pci/devices and one in its driver's directory.
+Result<fs::path> writeFunction(const fs::path& sys, const std::string& root, const std::string& bdf,
+                               const std::string& driverName) {
+  const fs::path function = sys / "devices" / root / bdf;
+  const fs::path target = fs::path("devices") / root / bdf;
+  std::error_code ec;
+  fs::create_directories(function, ec);
+  const fs::path devices = sys / "bus" / "pci" / "devices";
+  const fs::path driver = sys / "bus" / "pci" / "drivers" / driverName;
+  if (!ec) fs::create_directories(devices, ec);
+  if (!ec) fs::create_directories(driver, ec);
+  if (!ec) fs::create_directory_symlink(fs::path("../../..") / target, devices / bdf, ec);
+  if (!ec) fs::create_directory_symlink(fs::path("../../../..") / target, driver / bdf, ec);
+  if (ec) return makeError(ErrorCode::kInternal, function.string() + ": " + ec.message());
+  return function;
+}
+
+// The PCI functions: neuronN on bus firstBus + N bound to the "neuron" driver, and where the type
+// has EFA interfaces, EFA functions bound to "efa". Each group of chips shares a PCIe root complex
+// with one EFA (pcieLayout), so a claim can pair a chip with the network card on its root.
 Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type,
                       int firstBus) {
   const auto& names = topology::architectureOf(type.generation);
   char deviceId[8];
   std::snprintf(deviceId, sizeof(deviceId), "0x%04x", names.pciDeviceId);
-  const fs::path driver = sys / "bus" / "pci" / "drivers" / "neuron";
-  std::error_code ec;
-  fs::create_directories(driver, ec);
+  const PcieLayout layout = pcieLayout(type);
   for (int index = 0; index < type.deviceCount; ++index) {
+    const int firstOfRoot = index - index % layout.chipsPerRoot;
+    const std::string root = pcieRootName(firstBus + firstOfRoot);
     const std::string bdf = pciBdf(firstBus + index);
-    const fs::path function = sys / "devices" / "pci0000:00" / bdf;
+    auto function = writeFunction(sys, root, bdf, "neuron");
+    if (!function) return std::move(function).error();
     const int numa = index * type.numaNodes / type.deviceCount;
-    TORUS_RETURN_IF_ERROR(out.file(function / "vendor", "0x1d0f\n"), bdf);
-    TORUS_RETURN_IF_ERROR(out.file(function / "device", std::string(deviceId) + "\n"), bdf);
-    TORUS_RETURN_IF_ERROR(out.file(function / "numa_node", std::to_string(numa) + "\n"), bdf);
-    TORUS_RETURN_IF_ERROR(writeMemoryBar(function, type.memoryBytesPerDevice), bdf);
-    fs::create_directory_symlink(fs::path("../../../../devices/pci0000:00") / bdf, driver / bdf,
-                                 ec);
-    if (ec) return makeError(ErrorCode::kInternal, (driver / bdf).string() + ": " + ec.message());
+    TORUS_RETURN_IF_ERROR(out.file(*function / "vendor", "0x1d0f\n"), bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*function / "device", std::string(deviceId) + "\n"), bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*function / "numa_node", std::to_string(numa) + "\n"), bdf);
+    TORUS_RETURN_IF_ERROR(writeMemoryBar(*function, type.memoryBytesPerDevice), bdf);
+    if (index != firstOfRoot || !layout.efaPerRoot) continue;
+    // The root's EFA: on the bus of its first chip, the slot after it.
+    const std::string efa = pciBdf(firstBus + index).replace(8, 2, "1f");
+    auto nic = writeFunction(sys, root, efa, "efa");
+    if (!nic) return std::move(nic).error();
+    TORUS_RETURN_IF_ERROR(out.file(*nic / "vendor", "0x1d0f\n"), efa);
+    TORUS_RETURN_IF_ERROR(out.file(*nic / "device", std::string(kEfaDeviceId) + "\n"), efa);
+    TORUS_RETURN_IF_ERROR(out.file(*nic / "numa_node", std::to_string(numa) + "\n"), efa);
   }
   return okResult();
 }

@@ -141,9 +141,12 @@ mount --bind "$node/run-containerd" /run/containerd
 mount --bind "$driver/opt/aws" /opt/aws
 # The simulated driver files, merged over the real sysfs at their real paths, read-only as sysfs
 # is to the agent (the chart mounts /sys read-only). Each merge sits at the deepest directory the
-# host already has ("pci0000:00" needs its colon escaped for overlayfs).
+# host already has (a PCIe root the host lacks merges at /sys/devices; "pci0000:10" needs its
+# colon escaped for overlayfs).
 merged=()
-for part in class module bus/pci/drivers devices/virtual devices/pci0000:00; do
+roots=()
+for root in "$driver"/sys/devices/pci*; do [[ -d "$root" ]] && roots+=("devices/${root##*/}"); done
+for part in class module bus/pci/drivers bus/pci/devices "${roots[@]}" devices/virtual; do
   [[ -e "$driver/sys/$part" ]] || continue
   at="$part"
   while [[ ! -d "/sys/$at" ]]; do at="$(dirname "$at")"; done

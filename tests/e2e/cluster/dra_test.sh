@@ -52,7 +52,7 @@ ECC="$(ecc_counter 9)"
 # Cases of cases/dra, and of cases/dra_common (what dra_134_test.sh checks too), in order.
 # TORUS_E2E_CASES="dra_common/admin_access dra/taints" runs only those (a developer's loop; CI
 # runs all).
-for case in ${TORUS_E2E_CASES:-dra/pool dra_common/chip_examples dra/examples \
+for case in ${TORUS_E2E_CASES:-dra/pool dra/pcie_pairing dra_common/chip_examples dra/examples \
   dra_common/prioritized_list dra/request_configs dra_common/admin_access dra/refusals \
   dra/partitions dra/taints dra/old_specs dra/restarts dra/mixed_cluster dra/corrupt_checkpoint}; do
   source "$REPO/tests/e2e/cluster/cases/$case.sh"

@@ -151,7 +151,7 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
       << agent.stderrText();
 
   // The memory reads back again (resource4_wc aliases resource4 once more): the next check passes.
-  const fs::path function = sim / "sys" / "devices" / "pci0000:00" / "0000:15:1e.0";
+  const fs::path function = sim / "sys" / "bus" / "pci" / "devices" / "0000:15:1e.0";
   fs::remove(function / "resource4_wc");
   fs::create_hard_link(function / "resource4", function / "resource4_wc");
   // As an operator types it (`curl -X POST`): no body and no Content-Length.

@@ -196,6 +196,18 @@ TEST(SimulatedDiscovery, PciBusSettingGivesTheNodeItsOwnFunctions) {
   EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:20:1e.0"), 0);
   EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:2f:1e.0"), 15);
   EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:10:1e.0"), std::nullopt);
+  // Each chip's PCI identity comes from its function, with its PCIe root: on a trn2 every chip has
+  // a root of its own, shared with one EFA (the simulator's layout).
+  auto found = discovery::discoverNode(prepared->roots, {});
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  const topology::Node& node = found->node;
+  EXPECT_EQ(node.devices[3].pciBdf, "0000:23:1e.0");
+  EXPECT_EQ(node.devices[3].pcieRoot, "pci0000:23");
+  EXPECT_EQ(node.devices[3].numaNode, 0);
+  EXPECT_EQ(node.devices[15].numaNode, 1);
+  EXPECT_EQ(discovery::pcieRootOf(prepared->roots, "0000:23:1f.0"), "pci0000:23") << "its EFA";
+  EXPECT_EQ(discovery::pcieRootOf(prepared->roots, "0000:99:1e.0"), "") << "no such function";
+  EXPECT_EQ(discovery::pcieRootOf(prepared->roots, "../../etc"), "");
 
   auto other = TempDir::create("sim-discovery");
   node_source::NodeSourceOptions tooHigh;

@@ -203,6 +203,25 @@ TEST(SliceBuilder, UnhealthyChipIsTaintedWithItsCores) {
   EXPECT_TRUE(hidden.contains("neurondevice4"));
 }
 
+// Kubernetes' standard PCI attributes, where discovery found them: a claim can pair a chip with a
+// network card of another driver on the same PCIe root (matchAttribute).
+TEST(SliceBuilder, ChipsCarryTheStandardPciAttributes) {
+  SliceInputs inputs = inputsFor("trn2.48xlarge");
+  inputs.node.devices[5].pciBdf = "0000:15:1e.0";
+  inputs.node.devices[5].pcieRoot = "pci0000:15";
+  inputs.node.devices[5].numaNode = 0;
+  const auto devices = devicesByName(buildSlices(inputs, 1));
+  for (const char* name : {"neurondevice5", "neuroncore20"}) {
+    const json& attributes = devices.at(name)["attributes"];
+    EXPECT_EQ(attributes["resource.kubernetes.io/pcieRoot"], json({{"string", "pci0000:15"}}));
+    EXPECT_EQ(attributes["resource.kubernetes.io/pciBusID"], json({{"string", "0000:15:1e.0"}}));
+    EXPECT_EQ(attributes["resource.kubernetes.io/numaNode"], json({{"int", 0}}));
+  }
+  EXPECT_FALSE(
+      devices.at("neurondevice4")["attributes"].contains("resource.kubernetes.io/pcieRoot"))
+      << "unknown: not published";
+}
+
 // One taint per health dimension, the fault's code as its value; a second fault of the same
 // dimension adds no taint.
 TEST(SliceBuilder, EachHealthDimensionHasItsOwnKey) {
