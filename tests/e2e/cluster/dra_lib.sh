@@ -31,15 +31,15 @@ metric() {
 # The pool of NODE_NAME as the API holds it: one JSON object per device, by name.
 pool_devices() { k get resourceslices -o json | checks_py pool-devices "$NODE_NAME"; }
 
-# claim_template NAME CLASS [CEL [TOLERATED_TAINT]]: ResourceClaimTemplate NAME in namespace e2e
-# whose request "neurons" asks for one device of CLASS, the one CEL selects when given, tolerating
-# the NoSchedule taint TOLERATED_TAINT when given.
+# claim_template NAME CLASS [CEL [TOLERATED_TAINT [EFFECT]]]: ResourceClaimTemplate NAME in
+# namespace e2e whose request "neurons" asks for one device of CLASS, the one CEL selects when
+# given, tolerating the taint TOLERATED_TAINT of EFFECT (NoSchedule unless given) when given.
 claim_template() {
   local selectors="" tolerations=""
   [[ -z "${3:-}" ]] || selectors="
             selectors: [{cel: {expression: '$3'}}]"
   [[ -z "${4:-}" ]] || tolerations="
-            tolerations: [{key: $4, operator: Exists, effect: NoSchedule}]"
+            tolerations: [{key: $4, operator: Exists, effect: ${5:-NoSchedule}}]"
   k apply -n e2e -f - > /dev/null <<YAML
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate

@@ -56,13 +56,49 @@ check "uncorrected ECC on chip 9: a NoExecute taint on it" eventually 30 taint_o
 # kube-controller-manager's device taint eviction marks the pod and deletes it; its event stays.
 evicted_by_device_taint() {
   local reasons
-  reasons="$(k get events -n e2e --field-selector involvedObject.name=dra-evicted -o jsonpath='{.items[*].reason}')"
+  reasons="$(k get events -n e2e --field-selector "involvedObject.name=$1" -o jsonpath='{.items[*].reason}')"
   grep -qw DeviceTaintManagerEviction <<< "$reasons" ||
-    { echo "no DeviceTaintManagerEviction event yet (events: $reasons)"; return 1; }
-  [[ -z "$(k get pod -n e2e dra-evicted -o name 2> /dev/null)" ]] ||
-    [[ -n "$(k get pod -n e2e dra-evicted -o jsonpath='{.metadata.deletionTimestamp}')" ]] ||
-    { echo "dra-evicted is not being deleted"; return 1; }
+    { echo "no DeviceTaintManagerEviction event for $1 yet (events: $reasons)"; return 1; }
+  [[ -z "$(k get pod -n e2e "$1" -o name 2> /dev/null)" ]] ||
+    [[ -n "$(k get pod -n e2e "$1" -o jsonpath='{.metadata.deletionTimestamp}')" ]] ||
+    { echo "$1 is not being deleted"; return 1; }
 }
-check "the device taint eviction deletes the pod using chip 9" eventually 60 evicted_by_device_taint
+check "the device taint eviction deletes the pod using chip 9" eventually 60 evicted_by_device_taint dra-evicted
 echo 0 > "$ECC"
 check "fault cleared: the taint is gone" eventually 30 taint_on neurondevice9 ""
+
+# The eviction controller reads a pod's own claims; kubernetes#141290 reports that it misses the
+# claims made for an extended-resource request (pod.status.extendedResourceClaimStatus). Shown
+# here on this version: such a pod is evicted too, and a claim that tolerates the taint stays.
+echo "== NoExecute reaches an aws.amazon.com/neuron pod; a tolerating claim stays"
+claim_template chip-ten-tolerant chip.neuron.aws.com "$(chip_id_is 10)" \
+  neuron.aws.com/ecc-uncorrected NoExecute
+dra_pod dra-tolerant chip-ten-tolerant 3600
+PIN_NODE="$NODE_NAME" pod_manifest dra-evicted-extended neuron 1 default-scheduler 3600 |
+  k apply -f - > /dev/null
+check "a pod with a tolerating claim on chip 10 runs" eventually 120 phase_is dra-tolerant Running
+check "an aws.amazon.com/neuron: 1 pod runs on the DRA node" eventually 120 phase_is dra-evicted-extended Running
+extended_chip() {
+  local claim
+  claim="$(k get pod -n e2e dra-evicted-extended -o jsonpath='{.status.extendedResourceClaimStatus.resourceClaimName}')"
+  [[ -n "$claim" ]] || return 1
+  k get resourceclaim -n e2e "$claim" -o jsonpath='{.status.allocation.devices.results[0].device}' |
+    sed -n 's/^neurondevice//p'
+}
+extended="$(extended_chip)"
+check "its chip is named in its extended-resource claim (chip ${extended:-none})" test -n "$extended"
+if [[ -n "$extended" ]]; then
+  echo 2 > "$(ecc_counter "$extended")"
+  echo 2 > "$(ecc_counter 10)"
+  check "a fault on its chip: the device taint eviction deletes the aws.amazon.com/neuron pod" \
+    eventually 60 evicted_by_device_taint dra-evicted-extended
+  check "... chip 10 carries the same NoExecute taint" \
+    taint_on neurondevice10 "neuron.aws.com/ecc-uncorrected=mem:NoExecute"
+  check "... and the pod whose claim tolerates it keeps running" phase_is dra-tolerant Running
+  echo 0 > "$(ecc_counter "$extended")"
+  echo 0 > "$(ecc_counter 10)"
+  check "fault cleared: chip $extended's taint is gone once its evicted claim was released" \
+    eventually 30 taint_on "neurondevice$extended" ""
+fi
+k delete pod -n e2e dra-tolerant --wait=false > /dev/null
+check "faults cleared: the taints are gone" eventually 30 taint_on neurondevice10 ""
