@@ -157,6 +157,9 @@ FakeApiServer::FakeApiServer() {
                  response.set_content(event.dump(), "application/json");
                });
   serveWrittenObjects();
+  // As Go's net/http (the API server) does: without it each answer waits out the client's
+  // delayed acknowledgement (40 ms) between its header and body writes.
+  server_.set_tcp_nodelay(true);
   port_ = server_.bind_to_any_port("127.0.0.1");
   thread_ = std::jthread([this] { server_.listen_after_bind(); });
   while (!server_.is_running())
