@@ -142,9 +142,13 @@ json healthTaints(const SliceInputs& in, int device) {
       const std::string key = scheme.keyOf(topology::dimensionName(problem.dimension));
       if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       keys.push_back(key);
-      taints.push_back(stamped({{"key", key},
-                                {"value", topology::healthCode(problem.code)},
-                                {"effect", scheme.effect}}));
+      // A chip waiting for its reset has no live fault: it is kept from new claims, but the
+      // pods that tolerated its fault are not evicted now that the fault has gone.
+      const bool recovering = problem.dimension == topology::HealthDimension::kRecovery;
+      const std::string effect =
+          recovering && scheme.effect == "NoExecute" ? "NoSchedule" : scheme.effect;
+      taints.push_back(stamped(
+          {{"key", key}, {"value", topology::healthCode(problem.code)}, {"effect", effect}}));
     }
   }
   const bool informational = scheme.unmonitoredEffect != "None" || in.options.noneEffect;

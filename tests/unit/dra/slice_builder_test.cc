@@ -238,6 +238,18 @@ TEST(SliceBuilder, EachHealthDimensionHasItsOwnKey) {
   EXPECT_EQ(taints[1]["key"], "neuron.aws.com/device-lost");
   EXPECT_EQ(taints[1]["value"], "DeviceNodeMissing");
 
+  // A chip waiting for its reset has no live fault: NoExecute evicts no one for that.
+  inputs.node.devices[6].health = topology::DeviceHealth::unhealthy(
+      topology::HealthDimension::kRecovery, "Recovering", "recovering: ...");
+  inputs.options.health.effect = "NoExecute";
+  const json recovering = devicesByName(buildSlices(inputs, 1)).at("neurondevice6")["taints"];
+  EXPECT_EQ(recovering, json::array({{{"key", "neuron.aws.com/recovery"},
+                                      {"value", "Recovering"},
+                                      {"effect", "NoSchedule"}}}));
+  EXPECT_EQ(devicesByName(buildSlices(inputs, 1)).at("neurondevice5")["taints"][0]["effect"],
+            "NoExecute");
+  inputs.options.health.effect = "NoSchedule";
+
   // Keys can be switched to another scheme's by configuration.
   auto keys = parseHealthTaintKeys("hardware-error=example.com/hw-error, unmonitored=a.b/c");
   ASSERT_TRUE(keys.ok()) << keys.error().message;

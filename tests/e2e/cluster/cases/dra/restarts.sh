@@ -100,5 +100,9 @@ if [[ -n "$extended" ]]; then
   check "fault cleared: chip $extended's taint is gone once its evicted claim was released" \
     eventually 30 taint_on "neurondevice$extended" ""
 fi
-k delete pod -n e2e dra-tolerant --wait=false > /dev/null
-check "faults cleared: the taints are gone" eventually 30 taint_on neurondevice10 ""
+# Cleared, chip 10 waits for its reset under a NoSchedule taint: the tolerating pod stays.
+check "fault cleared: the recovering chip 10 is NoSchedule, not NoExecute" \
+  eventually 15 taint_on neurondevice10 "neuron.aws.com/recovery=Recovering:NoSchedule"
+check "... and the tolerating pod keeps running" phase_is dra-tolerant Running
+k delete pod -n e2e dra-tolerant --wait=false --ignore-not-found > /dev/null
+check "released: chip 10 is reset and its taint goes" eventually 30 taint_on neurondevice10 ""
