@@ -25,6 +25,19 @@ std::string connectedText(const Device& device) {
   return items.empty() ? "-" : joinStrings(items, ", ");
 }
 
+// "ok", "UNHEALTHY" or "unknown" (in service, a source of its health lost).
+std::string healthText(const topology::DeviceHealth& health) {
+  switch (health.state()) {
+    case topology::HealthState::kHealthy:
+      return "ok";
+    case topology::HealthState::kUnhealthy:
+      return "UNHEALTHY";
+    case topology::HealthState::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 std::string renderDeviceTable(const discovery::Discovery& discovery) {
@@ -41,12 +54,16 @@ std::string renderDeviceTable(const discovery::Discovery& discovery) {
                   cores.empty() ? "-" : cores.toRangeString(), memoryText(device.memoryBytes),
                   connectedText(device), device.pciBdf.empty() ? "-" : device.pciBdf,
                   device.numaNode ? std::to_string(*device.numaNode) : "-",
-                  device.health.healthy ? "ok" : "UNHEALTHY"});
+                  healthText(device.health)});
   }
   out += table.render();
   for (const Device& device : node.devices) {
     if (!device.health.healthy) {
       out += "neuron" + std::to_string(device.index) + " unhealthy: " + device.health.reason + "\n";
+    }
+    if (!device.health.unmonitored.empty()) {
+      out += "neuron" + std::to_string(device.index) +
+             " not monitored: " + joinStrings(device.health.unmonitored, "; ") + "\n";
     }
   }
   for (const std::string& finding : discovery.findings)
@@ -70,7 +87,10 @@ std::string renderDeviceJson(const discovery::Discovery& discovery) {
     // Ours, beyond AWS's keys:
     entry["instance_type"] = node.instanceType;
     entry["healthy"] = device.health.healthy;
+    entry["health_state"] = std::string(topology::stateName(device.health.state()));
     if (!device.health.healthy) entry["health_reason"] = device.health.reason;
+    if (!device.health.unmonitored.empty()) entry["unmonitored"] = device.health.unmonitored;
+    if (!device.pcieRoot.empty()) entry["pcie_root"] = device.pcieRoot;
     if (!device.serialNumber.empty()) entry["serial_number"] = device.serialNumber;
     devices.push_back(std::move(entry));
   }

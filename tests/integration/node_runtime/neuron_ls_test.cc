@@ -53,6 +53,11 @@ TEST(NeuronLs, FaultsShowInTableAndJson) {
   EXPECT_EQ(devices[2]["healthy"], false);
   EXPECT_EQ(devices[2]["health_reason"],
             "stats/hardware/mem_ecc_uncorrected is 1 (uncorrected ECC errors)");
+  EXPECT_EQ(devices[2]["health_state"], "unhealthy");
+  EXPECT_EQ(devices[3]["health_state"], "healthy");
+  // trn1.32xlarge: two chips and one EFA per PCIe root in the simulator's layout.
+  EXPECT_EQ(devices[2]["pcie_root"], devices[3]["pcie_root"]);
+  EXPECT_NE(devices[1]["pcie_root"], devices[2]["pcie_root"]);
   const ProcessResult table = runProcess(
       {binaryPath("neuron-ls"), "--simulate=trn1.32xlarge", "--simulate-fault=link-cut:0-1"});
   EXPECT_EQ(table.exitCode, 0);
