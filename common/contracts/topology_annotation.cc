@@ -55,10 +55,7 @@ TopologySummary summarizeTopology(const topology::Node& node) {
     summary.links.push_back(device.connected);
   }
   summary.unhealthy = node.allDevices() - node.healthyDevices();
-  for (const topology::Device& device : node.devices) {
-    if (device.health.state() == topology::HealthState::kUnknown)
-      summary.unknown.insert(device.index);
-  }
+  summary.unknown = node.unknownHealthDevices();
   return summary;
 }
 

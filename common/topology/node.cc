@@ -49,6 +49,14 @@ DeviceSet Node::healthyDevices() const {
   return result;
 }
 
+DeviceSet Node::unknownHealthDevices() const {
+  DeviceSet result;
+  for (const Device& device : devices) {
+    if (device.health.state() == HealthState::kUnknown) result.insert(device.index);
+  }
+  return result;
+}
+
 CoreSet Node::allCores() const {
   return CoreSet::range(0, logicalCoreCount());
 }

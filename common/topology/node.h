@@ -67,6 +67,8 @@ struct Node {
   DeviceSet devicesOfCores(const CoreSet& cores) const;
   DeviceSet allDevices() const;
   DeviceSet healthyDevices() const;
+  // In service, but a source of their health is lost (HealthState::kUnknown).
+  DeviceSet unknownHealthDevices() const;
   CoreSet allCores() const;
 };
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "common/base/parse.h"
+#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 
 namespace torus::discovery {
@@ -36,9 +37,7 @@ void readPciIdentity(const fs::path& devicePath, DeviceFacts& facts) {
   const fs::path target = fs::read_symlink(link, ec);
   if (ec) return;
   facts.pciBdf = target.filename().string();
-  auto numa = readParsed(link / "numa_node", "numa_node",
-                         [](std::string_view text) { return parseInt(text, -1, 1023); });
-  if (numa && *numa >= 0) facts.numaNode = *numa;
+  facts.numaNode = numaNodeOfFunction(link);
 }
 
 }  // namespace

@@ -109,7 +109,9 @@ void fillPciIdentity(const DiscoveryRoots& roots, std::vector<DeviceFacts>& fact
     DeviceFacts& fact = facts[i];
     if (fact.pciBdf.empty() && oneEach) {
       fact.pciBdf = functions[i];
-      if (!fact.numaNode) fact.numaNode = numaNodeOf(roots, fact.pciBdf);
+      if (!fact.numaNode) {
+        fact.numaNode = numaNodeOfFunction(roots.sys / "bus" / "pci" / "devices" / fact.pciBdf);
+      }
     }
     if (!fact.pciBdf.empty()) fact.pcieRoot = pcieRootOf(roots, fact.pciBdf);
   }
@@ -124,8 +126,8 @@ topology::DeviceHealth deviceHealthOf(const std::vector<std::string>& staticProb
     health.add({topology::HealthDimension::kDeviceLost, "AttributeInvalid", problem});
   for (const topology::HealthProblem& problem : volatileHealth.problems)
     health.add(problem);
-  for (const std::string& unreadable : volatileHealth.unreadable)
-    health.unmonitored.push_back("counters: " + unreadable);
+  // Each names its file ("reset state: ...", "stats/hardware/mem_ecc_uncorrected: ...").
+  health.unmonitored = volatileHealth.unreadable;
   return health;
 }
 

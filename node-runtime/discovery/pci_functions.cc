@@ -45,8 +45,8 @@ std::string pcieRootOf(const DiscoveryRoots& roots, const std::string& bdf) {
   return root.starts_with("pci") && root.size() > 3 ? root : "";
 }
 
-std::optional<int> numaNodeOf(const DiscoveryRoots& roots, const std::string& bdf) {
-  auto numa = readParsed(roots.sys / "bus" / "pci" / "devices" / bdf / "numa_node", "numa_node",
+std::optional<int> numaNodeOfFunction(const std::filesystem::path& function) {
+  auto numa = readParsed(function / "numa_node", "numa_node",
                          [](std::string_view text) { return parseInt(text, -1, 1023); });
   if (!numa || *numa < 0) return std::nullopt;
   return *numa;

@@ -4,6 +4,7 @@
 // order, which is PCI address order: the Nth function in address order is neuronN.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +28,8 @@ std::vector<std::string> neuronPciFunctions(const DiscoveryRoots& roots);
 // does not lead under a pci root.
 std::string pcieRootOf(const DiscoveryRoots& roots, const std::string& bdf);
 
-// The NUMA node of function `bdf` (its numa_node file); nullopt when unknown (-1) or unreadable.
-std::optional<int> numaNodeOf(const DiscoveryRoots& roots, const std::string& bdf);
+// The NUMA node of the PCI function whose sysfs directory is `function` (its numa_node file);
+// nullopt when unknown (-1) or unreadable.
+std::optional<int> numaNodeOfFunction(const std::filesystem::path& function);
 
 }  // namespace torus::discovery

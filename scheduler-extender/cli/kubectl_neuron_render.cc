@@ -39,10 +39,7 @@ NodeSummary summarize(const ClusterSnapshot& snapshot, const std::string& name) 
     summary.usedCores |= allocation.cores;
   summary.freeDevices = freeIds(summary.state, topology::AllocationUnit::kDevice).size();
   summary.unhealthy = model.allDevices() - model.healthyDevices();
-  for (const topology::Device& device : model.devices) {
-    if (device.health.state() == topology::HealthState::kUnknown)
-      summary.unknown.insert(device.index);
-  }
+  summary.unknown = model.unknownHealthDevices();
   const topology::ShapeCatalog catalog(topology::shapeRulesOf(model));
   const topology::FreeShapes free = topology::freeShapes(model, catalog, summary.state.freeCores);
   for (std::size_t i = 0; i < free.countsLargestFirst.size(); ++i) {
