@@ -158,7 +158,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ServerOptions& optio
   for (Route& route : routes) {
     httplib::Server::Handler handler = [state, handler = std::move(route.handler)](
                                            const httplib::Request& in, httplib::Response& out) {
-      Request request{in.method, in.path, in.body, in.get_header_value("Content-Type")};
+      Request request{in.method, in.path, in.body, in.get_header_value("Content-Type"), {}};
+      for (const auto& [name, value] : in.params)
+        request.query[name] = value;
       Response response = [&] {
         const HandlerScope scope(*state->reaper, in);
         return handler(request);

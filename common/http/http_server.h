@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@ struct Request {
   std::string path;
   std::string body;
   std::string contentType;
+  std::map<std::string, std::string> query;  // the last value of each query parameter
 };
 
 struct Response {

@@ -20,20 +20,7 @@ Error statusError(int status, const std::string& method, const std::string& path
   if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
     message += ": " + parsed["message"].get<std::string>();
   }
-  ErrorCode code = ErrorCode::kInternal;
-  if (status == 404)
-    code = ErrorCode::kNotFound;
-  else if (status == 409)
-    code = ErrorCode::kAborted;
-  else if (status == 410)
-    code = ErrorCode::kFailedPrecondition;
-  else if (status == 401 || status == 403)
-    code = ErrorCode::kPermissionDenied;
-  else if (status == 400 || status == 422)
-    code = ErrorCode::kInvalidArgument;
-  else if (status == 429 || status >= 500)
-    code = ErrorCode::kUnavailable;
-  return makeError(code, message);
+  return makeError(errorCodeOfStatus(status), message);
 }
 
 // What went wrong below HTTP, in words an operator can act on (httplib's own names are terse:
@@ -85,6 +72,16 @@ Result<json> parseReply(const std::string& server, const std::string& method,
 }
 
 }  // namespace
+
+ErrorCode errorCodeOfStatus(int status) {
+  if (status == 404) return ErrorCode::kNotFound;
+  if (status == 409) return ErrorCode::kAborted;
+  if (status == 410) return ErrorCode::kFailedPrecondition;
+  if (status == 401 || status == 403) return ErrorCode::kPermissionDenied;
+  if (status == 400 || status == 422) return ErrorCode::kInvalidArgument;
+  if (status == 429 || status >= 500) return ErrorCode::kUnavailable;
+  return ErrorCode::kInternal;
+}
 
 struct KubeClient::Transport {
   std::unique_ptr<httplib::Client> client;

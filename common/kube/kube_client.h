@@ -75,6 +75,9 @@ class KubeClient {
   std::unique_ptr<Transport> transport_;
 };
 
+// The code for an API server's HTTP status, as the header comment lists them.
+ErrorCode errorCodeOfStatus(int status);
+
 // Escapes a JSON merge-patch that sets one annotation (value) or removes it (nullopt).
 nlohmann::json annotationPatch(const std::string& key, const std::optional<std::string>& value);
 

@@ -14,9 +14,10 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                   "where to serve /healthz (and /metrics); port 0 picks a free port",
                   &config->metricsAddr);
   table.addString("admin-addr", "TORUS_ADMIN_ADDR", "adminAddr", "HOST:PORT",
-                  "where to serve actions that change the node (POST /deep-check); loopback by "
+                  "where to serve actions that change the node (POST /deep-check) and the "
+                  "node's evidence (GET /debug, for `kubectl neuron debug`); loopback by "
                   "default, so only what runs in the agent's network namespace can ask (kubectl "
-                  "port-forward, which Kubernetes authorizes); empty: not served",
+                  "port-forward or exec, which Kubernetes authorizes); empty: not served",
                   &config->adminAddr);
   node_source::addNodeSourceSettings(table, &config->node);
   table.addSwitch("device-plugin", "TORUS_DEVICE_PLUGIN", "devicePlugin",
@@ -203,6 +204,9 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           &config->deepCheckCommandTimeoutMs);
   table.addSwitch("json", "", "", "`check`: print the result as JSON instead of tables",
                   &config->json);
+  table.addInt("device", "", "", "N",
+               "`debug`: report only this device (default -1: every device of the node)", -1,
+               1 << 16, &config->debugDevice);
   config::addLogSettings(table, &config->log);
   table.addSwitch("print-config-reference", "", "",
                   "print the settings reference as Markdown (docs/config.md) and exit",

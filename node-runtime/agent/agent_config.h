@@ -61,7 +61,8 @@ struct AgentConfig {
   std::int64_t deepCheckTimeoutMs = 10'000;
   std::string deepCheckCommand;
   std::int64_t deepCheckCommandTimeoutMs = 300'000;
-  bool json = false;  // `check`: print JSON
+  bool json = false;     // `check`: print JSON
+  int debugDevice = -1;  // `debug`: only this device (-1: every device)
   log::Settings log;
   bool printConfigReference = false;
 };

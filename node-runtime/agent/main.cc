@@ -12,6 +12,7 @@
 #include "common/config/command_line.h"
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/check_command.h"
+#include "node-runtime/agent/debug_command.h"
 #include "node-runtime/agent/forget_nodes.h"
 #include "node-runtime/agent/node_agent.h"
 
@@ -19,7 +20,8 @@ namespace {
 
 constexpr const char* kUsage =
     "neuron-node-agent [flags]\n       neuron-node-agent check [--json] [flags]\n"
-    "       neuron-node-agent forget-nodes [--kubeconfig=FILE]";
+    "       neuron-node-agent forget-nodes [--kubeconfig=FILE]\n"
+    "       neuron-node-agent debug [--device=N] [--admin-addr=HOST:PORT]";
 constexpr const char* kDescription =
     "The Torus node agent: discovers this node's Neuron devices, cores and LNC from the driver's\n"
     "sysfs and serves /healthz. With --simulate=TYPE it first writes a simulated driver tree\n"
@@ -30,6 +32,9 @@ constexpr const char* kDescription =
     "`forget-nodes` removes from every Node what agents published (torus.dev/* and UltraServer\n"
     "labels, the torus.dev/topology annotation, the NeuronHealthy condition); the chart runs it\n"
     "when it is uninstalled.\n\n"
+    "`debug` prints the running agent's debug report as JSON (the devices' health and driver\n"
+    "files, the kernel log's hardware-error lines, allocations, metrics), asked of its admin\n"
+    "address; `kubectl neuron debug NODE` runs it in the agent's pod and archives it.\n\n"
     "Examples:\n"
     "  neuron-node-agent --simulate=trn2.48xlarge --metrics-addr=127.0.0.1:9400\n"
     "  neuron-node-agent --config=/etc/torus/agent.yaml\n"
@@ -53,6 +58,7 @@ int main(int argc, char** argv) {
   }
   torus::log::configure(config.log);
   if (command == std::vector<std::string>{"check"}) return torus::agent::runCheckCommand(config);
+  if (command == std::vector<std::string>{"debug"}) return torus::agent::runDebugCommand(config);
   if (command == std::vector<std::string>{"forget-nodes"}) {
     return torus::agent::runForgetNodesCommand(config);
   }

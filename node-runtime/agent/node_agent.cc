@@ -190,6 +190,7 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
             {{"type", error.type},
              {"neuron_device_index", error.device >= 0 ? std::to_string(error.device) : ""}});
         hardwareErrors_.report(error.type, error.device);  // AWS's conditions count every line
+        kernelLines_.add(error.device, error.type, line);
         if (error.device < 0 || error.device >= monitor_->node().deviceCount()) {
           TORUS_LOG(Error, Health, "kernel reported a Neuron hardware error for no known device",
                     {"type", error.type}, {"line", line});

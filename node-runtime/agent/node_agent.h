@@ -17,6 +17,7 @@
 #include "dra-driver/dra_driver.h"
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/claim_holder_poller.h"
+#include "node-runtime/agent/debug_report.h"
 #include "node-runtime/agent/deep_check_runner.h"
 #include "node-runtime/agent/device_recovery.h"
 #include "node-runtime/agent/grant_check.h"
@@ -55,6 +56,10 @@ class NodeAgent {
   // Probes each grant the agent depends on; denials are logged, posted and kept for /readyz.
   void checkGrants(const AgentConfig& config);
   std::string allocationsJson() const;
+  // What GET /metrics answers.
+  std::string metricsText();
+  // GET /debug[?device=N] on the admin address (debug_report.h).
+  http::Response debugResponse(const http::Request& request);
   // Whether any core is held, through either resource or by a process outside kubelet's view.
   bool anyCoreHeld() const;
   topology::DeviceSet devicesInUse() const;
@@ -74,6 +79,7 @@ class NodeAgent {
   // Declared in dependency order: destroyed plugins first, then the view, then the monitor.
   std::unique_ptr<health::NodeMonitor> monitor_;
   HardwareErrorLog hardwareErrors_;  // before kernelLog_ and publisher_, which use it
+  RecentKernelLines kernelLines_;    // before kernelLog_, which adds to it
   std::unique_ptr<health::KernelLogWatcher> kernelLog_;  // reports into monitor_
   std::string kernelLogError_;                           // why it is not followed
   std::vector<Grant> grants_;                            // probed before serving
@@ -96,6 +102,10 @@ class NodeAgent {
   static constexpr std::chrono::seconds kStatsDeadline{2};
   std::mutex statsMutex_;
   DeadlineWorker statsWorker_;  // before http_: a scrape in flight may be using it
+  // A debug report's reads of the driver's files, bounded like a scrape's (one at a time).
+  static constexpr std::chrono::seconds kDebugReadDeadline{5};
+  std::mutex debugMutex_;
+  DeadlineWorker debugWorker_;  // before admin_
   std::unique_ptr<http::HttpServer> http_;
   std::unique_ptr<http::HttpServer> admin_;
 };

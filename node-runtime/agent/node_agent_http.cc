@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/base/parse.h"
+#include "common/base/version.h"
 #include "common/metrics/event_counters.h"
 #include "common/metrics/latency_histograms.h"
 #include "node-runtime/agent/core_tenancy.h"
@@ -61,6 +63,63 @@ std::string NodeAgent::allocationsJson() const {
          "\n";
 }
 
+std::string NodeAgent::metricsText() {
+  const topology::Node node = monitor_->node();
+  const metrics::NodeStats stats = readStatsBounded(node);
+  return metrics::renderAgentMetrics(node, stats, coreTenants(node), metrics::processCounters(),
+                                     metrics::processHistograms()) +
+         metrics::renderDeepCheckMetrics(deepCheck_->last()) +
+         renderGrantMetrics(grants_, deniedGrants_);
+}
+
+http::Response NodeAgent::debugResponse(const http::Request& request) {
+  const auto error = [](int status, const std::string& message) {
+    return http::Response{status, "application/json",
+                          nlohmann::json{{"error", message}}.dump() + "\n"};
+  };
+  DebugReportInput input;
+  if (const auto it = request.query.find("device"); it != request.query.end()) {
+    const auto device = parseInt(it->second, 0, 1 << 16);
+    if (!device) return error(400, "device=" + it->second + ": " + device.error().message);
+    input.device = *device;
+  }
+  input.agentVersion = std::string(versionString());
+  input.nodeName = nodeName_;
+  input.node = monitor_->node();
+  input.kernelLogSource = kernelLog_ ? kernelLog_->source() : "";
+  input.kernelLogLost = kernelLogError_;
+  input.kernelLines = kernelLines_.lines();
+  input.stalledReads = monitor_->stalledReads();
+  input.awaitingRecovery = monitor_->awaitingRecovery();
+  input.pendingLnc = monitor_->pendingLnc();
+  input.allocations = nlohmann::json::parse(allocationsJson(), nullptr, false);
+  input.metrics = metricsText();
+  {
+    // A hung driver attribute must not hold the admin address: read on a worker, bounded.
+    std::lock_guard lock(debugMutex_);
+    auto files = std::make_shared<std::vector<nlohmann::json>>();
+    const bool read = debugWorker_.run(
+        [files, roots = prepared_.roots, node = input.node, only = input.device] {
+          for (const topology::Device& device : node.devices) {
+            files->push_back(!only || *only == device.index ? driverFilesOf(roots, device)
+                                                            : nlohmann::json(nullptr));
+          }
+        },
+        kDebugReadDeadline);
+    if (read) {
+      input.driverFiles = std::move(*files);
+    } else {
+      const nlohmann::json hung = {{"error", "reading the driver's files did not finish within " +
+                                                 std::to_string(kDebugReadDeadline.count()) +
+                                                 " s (a hung attribute? see stalledReads)"}};
+      input.driverFiles.assign(input.node.devices.size(), hung);
+    }
+  }
+  auto report = debugReport(input);
+  if (!report) return error(404, report.error().message);
+  return http::Response{200, "application/json", report->dump(2) + "\n"};
+}
+
 metrics::NodeStats NodeAgent::readStatsBounded(const topology::Node& node) {
   // One scrape reads at a time (a second waits at most a deadline); a read that hangs leaves this
   // scrape, and the next ones until it returns, without the driver's counters but answered.
@@ -94,6 +153,10 @@ Result<void> NodeAgent::serveAdmin(const std::string& address) {
                       return http::Response{200, "application/json",
                                             health::deepCheckJson(deepCheck_->runNow())};
                     }});
+  // Evidence for `kubectl neuron debug` (through pods/exec, which Kubernetes authorizes): the
+  // device's driver files and kernel log lines are the node's, not for the metrics port.
+  routes.push_back(
+      {"GET", "/debug", [this](const http::Request& request) { return debugResponse(request); }});
   http::ServerOptions options;
   options.address = *listen;
   options.maxBodyBytes = 64 * 1024;
@@ -102,7 +165,7 @@ Result<void> NodeAgent::serveAdmin(const std::string& address) {
   if (!server) return std::move(server).error();
   admin_ = std::move(*server);
   TORUS_LOG(Info, Agent, "serving admin HTTP", {"address", listen->host}, {"port", admin_->port()},
-            {"paths", "POST /deep-check"});
+            {"paths", "POST /deep-check, GET /debug"});
   return okResult();
 }
 
@@ -138,17 +201,10 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                       return http::Response{200, "application/json", allocationsJson()};
                     }});
   // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
-  routes.push_back({"GET", "/metrics", [this](const http::Request&) {
-                      const topology::Node node = monitor_->node();
-                      const metrics::NodeStats stats = readStatsBounded(node);
-                      return http::Response{
-                          200, "text/plain; version=0.0.4; charset=utf-8",
-                          metrics::renderAgentMetrics(node, stats, coreTenants(node),
-                                                      metrics::processCounters(),
-                                                      metrics::processHistograms()) +
-                              metrics::renderDeepCheckMetrics(deepCheck_->last()) +
-                              renderGrantMetrics(grants_, deniedGrants_)};
-                    }});
+  routes.push_back(
+      {"GET", "/metrics", [this](const http::Request&) {
+         return http::Response{200, "text/plain; version=0.0.4; charset=utf-8", metricsText()};
+       }});
   // Running a check writes device memory and costs seconds of CPU: not for whoever reaches the
   // metrics port. It is on the admin address; this says where.
   routes.push_back({"POST", "/deep-check", [](const http::Request&) {

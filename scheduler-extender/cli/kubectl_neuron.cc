@@ -12,19 +12,24 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
+#include "common/base/file_io.h"
 #include "common/base/log.h"
+#include "common/base/text_table.h"
 #include "common/config/command_line.h"
 #include "common/config/log_settings.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
 #include "scheduler-extender/cli/agent_scrape.h"
+#include "scheduler-extender/cli/debug_collect.h"
 #include "scheduler-extender/cli/dra_claims.h"
 #include "scheduler-extender/cli/kubectl_neuron_render.h"
 
 namespace {
 
-constexpr const char* kUsage = "kubectl neuron nodes|node NAME|pods|claims|top [NODE] [flags]";
+constexpr const char* kUsage =
+    "kubectl neuron nodes|node NAME|pods|claims|top [NODE]|debug NODE [flags]";
 constexpr const char* kDescription =
     "Neuron capacity and use on the cluster. nodes, node and pods show it as the Torus\n"
     "scheduler extender sees it: which cores and devices each pod holds (the pods'\n"
@@ -37,7 +42,13 @@ constexpr const char* kDescription =
     "  claims       ResourceClaims holding neuron.aws.com devices (DRA) and tainted devices\n"
     "  top [NODE]   live: each pod's cores, device memory, executions and errors, with device\n"
     "               health, ECC, deep checks and health conditions, from the node agents'\n"
-    "               /metrics (refreshes every --interval; --once or --json print once)\n\n"
+    "               /metrics (refreshes every --interval; --once or --json print once)\n"
+    "  debug NODE   one archive (tar) of the evidence for a failing node or --device: the\n"
+    "               agent's view of each device's health, the driver's files, the kernel\n"
+    "               log's hardware errors, the agent's log and metrics, the Node's conditions\n"
+    "               and events, and the pods, claims and slices on it; with a manifest.\n"
+    "               Needs pods/exec and pods/log on the agent's pods. No Secrets or tokens.\n"
+    "               Exits 0 when every part was collected, 3 when the archive lacks some\n\n"
     "Reads the API with --kubeconfig, else $KUBECONFIG, else ~/.kube/config.\n\n"
     "Examples:\n"
     "  kubectl neuron nodes\n"
@@ -45,7 +56,8 @@ constexpr const char* kDescription =
     "  kubectl neuron pods --namespace=ml --json\n"
     "  kubectl neuron claims\n"
     "  kubectl neuron top\n"
-    "  kubectl neuron top ip-10-0-1-23.ec2.internal --once";
+    "  kubectl neuron top ip-10-0-1-23.ec2.internal --once\n"
+    "  kubectl neuron debug ip-10-0-1-23.ec2.internal --device=5";
 
 struct Options {
   std::string kubeconfig;
@@ -57,6 +69,8 @@ struct Options {
   std::string via = "auto";
   std::string agentSelector = torus::extender::ScrapeOptions().selector;
   std::string agentHost;
+  int device = -1;
+  std::string output;
   torus::log::Settings log;
 };
 
@@ -117,6 +131,44 @@ int runTop(const torus::kube::KubeConfig& config, const Options& options, const 
   }
 }
 
+// `kubectl neuron debug NODE`: collects, archives, and lists what the archive holds.
+int runDebug(const torus::kube::KubeConfig& config, const Options& options,
+             const std::string& node) {
+  torus::extender::DebugOptions debugOptions;
+  debugOptions.node = node;
+  if (options.device >= 0) debugOptions.device = options.device;
+  debugOptions.agentSelector = options.agentSelector;
+  std::fprintf(
+      stderr, "collecting from %s%s...\n", node.c_str(),
+      options.device >= 0 ? (" (neuron" + std::to_string(options.device) + ")").c_str() : "");
+  auto inputs = torus::extender::collectDebugInputs(config, debugOptions);
+  if (!inputs) return fail(inputs.error().message);
+  const torus::extender::DebugBundle bundle = torus::extender::buildDebugBundle(*inputs);
+  const bool toStdout = options.output == "-";
+  const std::string file = options.output.empty() ? bundle.directory + ".tar" : options.output;
+  if (toStdout) {
+    if (!torus::writeFully(STDOUT_FILENO, bundle.tar)) return fail("writing the archive to stdout");
+  } else if (auto written = torus::writeFile(file, bundle.tar); !written) {
+    return fail("writing " + file + ": " + written.error().message);
+  }
+  // The list goes where the archive does not.
+  std::FILE* report = toStdout ? stderr : stdout;
+  if (options.json) {
+    std::fputs((bundle.manifest.dump(2) + "\n").c_str(), report);
+  } else {
+    torus::TextTable table({"PART", "FILE", "BYTES"});
+    for (const torus::extender::DebugPart& part : bundle.parts) {
+      table.addRow({part.what, part.error.empty() ? part.file : "missing: " + part.error,
+                    part.error.empty() ? std::to_string(part.bytes) : "-"});
+    }
+    std::fputs(table.render().c_str(), report);
+    std::fprintf(report, "wrote %s (%zu KiB)%s\n",
+                 toStdout ? "the archive to stdout" : file.c_str(), bundle.tar.size() / 1024,
+                 bundle.complete() ? "" : "; some parts are missing (see above)");
+  }
+  return bundle.complete() ? 0 : 3;
+}
+
 std::string defaultKubeconfig() {
   if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
     const std::string paths(env);
@@ -153,6 +205,12 @@ int main(int argc, char** argv) {
                   "top: read the agents at HOST:<metrics port> instead of their pods' addresses "
                   "(a port-forward to one agent; a one-node cluster on loopback)",
                   &options.agentHost);
+  table.addInt("device", "", "", "N", "debug: only this device (default: every device of the node)",
+               -1, 1 << 16, &options.device);
+  table.addString("output", "", "", "FILE",
+                  "debug: the archive to write (default: ./neuron-debug-NODE-TIME.tar; - for "
+                  "stdout)",
+                  &options.output);
   torus::config::addLogSettings(table, &options.log);
   const torus::config::CommandInfo info{"kubectl-neuron", kUsage, kDescription, ""};
   std::vector<std::string> args;
@@ -163,17 +221,20 @@ int main(int argc, char** argv) {
   const std::string command = args.empty() ? "" : args.front();
   const bool known =
       ((command == "nodes" || command == "pods" || command == "claims") && args.size() == 1) ||
-      (command == "node" && args.size() == 2) || (command == "top" && args.size() <= 2);
+      (command == "node" && args.size() == 2) || (command == "top" && args.size() <= 2) ||
+      (command == "debug" && args.size() == 2);
   if (!known) {
-    std::fprintf(stderr,
-                 "kubectl-neuron: expected one of: nodes, node NAME, pods, claims, top [NODE] (see "
-                 "--help)\n");
+    std::fprintf(
+        stderr,
+        "kubectl-neuron: expected one of: nodes, node NAME, pods, claims, top [NODE], debug "
+        "NODE (see --help)\n");
     return 2;
   }
   const std::string path = options.kubeconfig.empty() ? defaultKubeconfig() : options.kubeconfig;
   auto config = torus::kube::loadKubeconfig(path, options.context);
   if (!config) return fail(config.error().message);
   if (command == "top") return runTop(*config, options, args.size() == 2 ? args[1] : "");
+  if (command == "debug") return runDebug(*config, options, args[1]);
   torus::kube::KubeClient client(*config);
   if (command == "claims") {
     auto claims = client.get("/apis/resource.k8s.io/v1/resourceclaims");

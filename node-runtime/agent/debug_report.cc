@@ -1,0 +1,269 @@
+#include "node-runtime/agent/debug_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <system_error>
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common/base/utc_time.h"
+
+namespace torus::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// What the PCI function says about the link and its errors (the kernel's names). Its other files
+// are config space and memory BARs: large, binary, and mapping one can hang a bad device.
+constexpr const char* kPciAttributes[] = {"vendor",
+                                          "device",
+                                          "subsystem_vendor",
+                                          "subsystem_device",
+                                          "class",
+                                          "revision",
+                                          "numa_node",
+                                          "local_cpulist",
+                                          "current_link_speed",
+                                          "current_link_width",
+                                          "max_link_speed",
+                                          "max_link_width",
+                                          "aer_dev_correctable",
+                                          "aer_dev_fatal",
+                                          "aer_dev_nonfatal",
+                                          "enable",
+                                          "power_state",
+                                          "reset_method"};
+
+// Text for JSON: invalid UTF-8 (a garbled attribute is evidence too) is shown byte by byte.
+std::string printable(const std::string& bytes) {
+  std::string out;
+  for (const char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else if (c == '\n' || c == '\t') {
+      out += c;
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
+// At most `limit` bytes of `path`; nullopt with `why` set when it cannot be read.
+std::optional<std::string> readBounded(const fs::path& path, std::size_t limit, std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    why = std::error_code(errno, std::generic_category()).message();
+    return std::nullopt;
+  }
+  std::string data(limit + 1, '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (in.bad()) {
+    why = "read failed";
+    return std::nullopt;
+  }
+  data.resize(static_cast<std::size_t>(in.gcount()));
+  return data;
+}
+
+struct Walk {
+  const DriverFileLimits& limits;
+  json files = json::object();
+  json links = json::object();
+  json unread = json::object();
+  std::size_t count = 0;
+  std::size_t bytes = 0;
+  bool truncated = false;
+
+  void file(const fs::path& path, const std::string& name) {
+    if (count >= limits.maxFiles || bytes >= limits.maxTotalBytes) {
+      truncated = true;
+      return;
+    }
+    std::string why;
+    const auto data = readBounded(path, limits.maxFileBytes, why);
+    if (!data) {
+      unread[name] = why;
+      return;
+    }
+    ++count;
+    bytes += data->size();
+    std::string text = printable(data->substr(0, limits.maxFileBytes));
+    if (data->size() > limits.maxFileBytes)
+      text += "\n[cut at " + std::to_string(limits.maxFileBytes) + " bytes]";
+    files[name] = std::move(text);
+  }
+
+  void directory(const fs::path& dir, const std::string& prefix, int depth) {
+    std::error_code error;
+    std::vector<fs::directory_entry> entries;
+    for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error))
+      entries.push_back(*it);
+    if (error) {
+      unread[prefix.empty() ? "." : prefix] = error.message();
+      return;
+    }
+    std::sort(entries.begin(), entries.end(),
+              [](const auto& a, const auto& b) { return a.path() < b.path(); });
+    for (const fs::directory_entry& entry : entries) {
+      const std::string name = prefix + entry.path().filename().string();
+      if (entry.is_symlink(error)) {
+        // sysfs links lead back up the tree (device, subsystem): named, never followed.
+        links[name] = fs::read_symlink(entry.path(), error).string();
+        continue;
+      }
+      if (entry.is_directory(error)) {
+        if (depth < limits.maxDepth) directory(entry.path(), name + "/", depth + 1);
+        continue;
+      }
+      if (!entry.is_regular_file(error)) continue;
+      // Write-only attributes (reset) answer a read with an error or, on some drivers, act.
+      struct stat info {};
+      if (::stat(entry.path().c_str(), &info) != 0 || (info.st_mode & 0444) == 0) continue;
+      file(entry.path(), name);
+    }
+  }
+};
+
+json deviceNodeOf(const discovery::DiscoveryRoots& roots, int index) {
+  const fs::path path = roots.deviceNode(index);
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return {{"path", path.string()},
+            {"error", std::error_code(errno, std::generic_category()).message()}};
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", info.st_mode & 07777);
+  json node = {{"path", path.string()}, {"mode", mode}};
+  if (S_ISCHR(info.st_mode)) {
+    node["type"] = "character device";
+    node["major"] = major(info.st_rdev);
+    node["minor"] = minor(info.st_rdev);
+  } else {
+    node["type"] = "not a character device";
+  }
+  return node;
+}
+
+json healthOf(const topology::DeviceHealth& health) {
+  json problems = json::array();
+  for (const topology::HealthProblem& problem : health.problems) {
+    problems.push_back({{"dimension", std::string(topology::dimensionName(problem.dimension))},
+                        {"code", problem.code},
+                        {"text", problem.text}});
+  }
+  return {{"state", std::string(topology::stateName(health.state()))},
+          {"reason", health.reason},
+          {"problems", std::move(problems)},
+          {"unmonitored", health.unmonitored}};
+}
+
+}  // namespace
+
+void RecentKernelLines::add(int device, std::string type, std::string text) {
+  std::lock_guard lock(mutex_);
+  lines_.push_back({std::chrono::system_clock::now(), device, std::move(type), std::move(text)});
+  while (lines_.size() > kMaxLines)
+    lines_.pop_front();
+}
+
+std::vector<RecentKernelLines::Line> RecentKernelLines::lines() const {
+  std::lock_guard lock(mutex_);
+  return {lines_.begin(), lines_.end()};
+}
+
+json driverFilesOf(const discovery::DiscoveryRoots& roots, const topology::Device& device,
+                   const DriverFileLimits& limits) {
+  Walk walk{limits};
+  std::error_code error;
+  // The class entry is a link to the device's directory; read what it points at.
+  const fs::path classDir = fs::canonical(roots.deviceDir(device.index), error);
+  json out = {{"directory", roots.deviceDir(device.index).string()}};
+  if (error) {
+    out["error"] = "cannot resolve the device's sysfs directory: " + error.message();
+  } else {
+    walk.directory(classDir, "", 0);
+  }
+  json pci = json::object();
+  if (!device.pciBdf.empty()) {
+    const fs::path function = roots.sys / "bus" / "pci" / "devices" / device.pciBdf;
+    out["pciFunction"] = function.string();
+    for (const char* attribute : kPciAttributes) {
+      std::string why;
+      if (const auto data = readBounded(function / attribute, limits.maxFileBytes, why))
+        pci[attribute] = printable(*data);
+    }
+  }
+  out["files"] = std::move(walk.files);
+  out["links"] = std::move(walk.links);
+  out["unreadable"] = std::move(walk.unread);
+  out["truncated"] = walk.truncated;
+  out["pciAttributes"] = std::move(pci);
+  out["deviceNode"] = deviceNodeOf(roots, device.index);
+  return out;
+}
+
+Result<json> debugReport(const DebugReportInput& input) {
+  const topology::Node& node = input.node;
+  if (input.device && (*input.device < 0 || *input.device >= node.deviceCount())) {
+    return makeError(ErrorCode::kNotFound, "device " + std::to_string(*input.device) +
+                                               " is not on this node (it has " +
+                                               std::to_string(node.deviceCount()) + " devices: 0-" +
+                                               std::to_string(node.deviceCount() - 1) + ")");
+  }
+  const auto wanted = [&](int index) { return !input.device || *input.device == index; };
+  json devices = json::array();
+  for (const topology::Device& device : node.devices) {
+    if (!wanted(device.index)) continue;
+    json entry = {{"index", device.index},
+                  {"health", healthOf(device.health)},
+                  {"serialNumber", device.serialNumber},
+                  {"pciBusID", device.pciBdf},
+                  {"pcieRoot", device.pcieRoot},
+                  {"connected", device.connected},
+                  {"awaitingRecovery", input.awaitingRecovery.contains(device.index)}};
+    if (device.numaNode) entry["numaNode"] = *device.numaNode;
+    const auto slot = static_cast<std::size_t>(device.index);
+    entry["driver"] = slot < input.driverFiles.size() ? input.driverFiles[slot] : json(nullptr);
+    devices.push_back(std::move(entry));
+  }
+  json lines = json::array();
+  for (const RecentKernelLines::Line& line : input.kernelLines) {
+    if (!wanted(line.device)) continue;
+    lines.push_back({{"seenAt", utcRfc3339(line.seenAt)},
+                     {"device", line.device},
+                     {"type", line.type},
+                     {"line", line.text}});
+  }
+  json report = {
+      {"kind", "NeuronAgentDebugReport"},
+      {"agentVersion", input.agentVersion},
+      {"collectedAt", utcRfc3339(std::chrono::system_clock::now())},
+      {"nodeName", input.nodeName},
+      {"node",
+       {{"instanceType", node.instanceType},
+        {"lnc", node.lnc},
+        {"deviceCount", node.deviceCount()},
+        {"pendingLnc", input.pendingLnc ? json(*input.pendingLnc) : json(nullptr)}}},
+      {"devices", std::move(devices)},
+      {"kernelLog",
+       {{"source", input.kernelLogSource},
+        {"lost", input.kernelLogLost},
+        {"note", "the Neuron hardware-error lines the agent read since it started, newest " +
+                     std::to_string(RecentKernelLines::kMaxLines) + " at most"},
+        {"lines", std::move(lines)}}},
+      {"stalledReads", input.stalledReads},
+      {"allocations", input.allocations},
+      {"metrics", input.metrics}};
+  if (input.device) report["device"] = *input.device;
+  return report;
+}
+
+}  // namespace torus::agent

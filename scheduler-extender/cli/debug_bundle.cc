@@ -1,0 +1,457 @@
+#include "scheduler-extender/cli/debug_bundle.h"
+
+#include <cctype>
+#include <set>
+
+#include "common/base/tar_archive.h"
+#include "common/base/utc_time.h"
+#include "common/contracts/dra_names.h"
+#include "common/kube/object_fields.h"
+
+namespace torus::extender {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kRedacted = "[redacted]";
+
+bool isTokenChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.' ||
+         c == '+' || c == '/' || c == '=' || c == '~';
+}
+
+bool isBase64Url(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
+}
+
+bool startsWithNoCase(std::string_view text, std::size_t at, std::string_view word) {
+  if (text.size() - at < word.size()) return false;
+  for (std::size_t i = 0; i < word.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(text[at + i])) != word[i]) return false;
+  }
+  return true;
+}
+
+// The length of a JWT (three base64url parts, the first an encoded JSON object) at `at`; 0 if
+// there is none.
+std::size_t jwtAt(std::string_view text, std::size_t at) {
+  if (text.compare(at, 3, "eyJ") != 0) return 0;
+  std::size_t end = at;
+  for (int part = 0; part < 3; ++part) {
+    const std::size_t start = end;
+    while (end < text.size() && isBase64Url(text[end]))
+      ++end;
+    if (end - start < 4 && part < 2) return 0;
+    if (part < 2) {
+      if (end >= text.size() || text[end] != '.') return 0;
+      ++end;
+    }
+  }
+  return end - at;
+}
+
+// Only the named members of `object` that it has.
+json pick(const json& object, std::initializer_list<const char*> names) {
+  json out = json::object();
+  if (!object.is_object()) return out;
+  for (const char* name : names) {
+    if (const auto it = object.find(name); it != object.end()) out[name] = *it;
+  }
+  return out;
+}
+
+bool neuronKey(const std::string& key) {
+  return key.find("torus.dev") != std::string::npos || key.find("neuron") != std::string::npos ||
+         key.find("aws.amazon.com") != std::string::npos;
+}
+
+json neuronAnnotations(const json& object) {
+  json out = json::object();
+  for (const auto& [key, value] : kube::stringMapAt(object, {"metadata", "annotations"})) {
+    if (neuronKey(key)) out[key] = value;
+  }
+  return out;
+}
+
+json nodeSummary(const json& node) {
+  const json& metadata = kube::fieldAt(node, {"metadata"});
+  json out = {{"metadata", pick(metadata, {"name", "uid", "creationTimestamp", "labels"})},
+              {"spec", pick(kube::fieldAt(node, {"spec"}), {"taints", "unschedulable"})},
+              {"status", pick(kube::fieldAt(node, {"status"}),
+                              {"conditions", "capacity", "allocatable", "nodeInfo", "addresses"})}};
+  out["metadata"]["annotations"] = neuronAnnotations(node);
+  return out;
+}
+
+json podSummary(const json& pod) {
+  json containers = json::array();
+  for (const json& container : kube::arrayAt(pod, {"spec", "containers"})) {
+    containers.push_back(pick(container, {"name", "image", "resources", "resizePolicy"}));
+  }
+  json out = {
+      {"metadata", pick(kube::fieldAt(pod, {"metadata"}),
+                        {"namespace", "name", "uid", "creationTimestamp", "ownerReferences"})},
+      {"spec",
+       pick(kube::fieldAt(pod, {"spec"}), {"nodeName", "schedulerName", "priority",
+                                           "resourceClaims", "tolerations", "restartPolicy"})},
+      {"status", pick(kube::fieldAt(pod, {"status"}),
+                      {"phase", "reason", "message", "conditions", "containerStatuses",
+                       "resourceClaimStatuses", "startTime"})}};
+  out["spec"]["containers"] = std::move(containers);
+  out["metadata"]["annotations"] = neuronAnnotations(pod);
+  return out;
+}
+
+// A claim without its opaque configuration (parameters for drivers: anything may be in there).
+json claimSummary(const json& claim) {
+  json devices = pick(kube::fieldAt(claim, {"spec", "devices"}), {"requests", "constraints"});
+  json allocation =
+      pick(kube::fieldAt(claim, {"status", "allocation"}), {"nodeSelector", "allocationTimestamp"});
+  allocation["devices"] =
+      pick(kube::fieldAt(claim, {"status", "allocation", "devices"}), {"results"});
+  return {{"metadata", pick(kube::fieldAt(claim, {"metadata"}),
+                            {"namespace", "name", "uid", "creationTimestamp", "ownerReferences"})},
+          {"spec", {{"devices", std::move(devices)}}},
+          {"status",
+           {{"allocation", std::move(allocation)},
+            {"reservedFor", kube::arrayAt(claim, {"status", "reservedFor"})},
+            {"devices", kube::arrayAt(claim, {"status", "devices"})}}}};
+}
+
+json eventSummary(const json& event) {
+  return pick(event, {"type", "reason", "message", "count", "firstTimestamp", "lastTimestamp",
+                      "eventTime", "source", "reportingComponent", "involvedObject"});
+}
+
+bool onDevice(const json& indices, std::optional<int> device) {
+  if (!device) return true;
+  for (const json& index : indices.is_array() ? indices : json::array()) {
+    if (index.is_number_integer() && index.get<int>() == *device) return true;
+  }
+  return false;
+}
+
+// The claims and pods on the device (or on any of the node's devices), from what the agent was
+// told by kubelet and DRA, and from the claims the API allocated on the node.
+struct Holders {
+  std::set<std::string> claims;  // namespace/name
+  std::set<std::string> pods;    // namespace/name
+};
+
+Holders holdersOf(const DebugInputs& inputs) {
+  Holders holders;
+  if (inputs.agentReport) {
+    const json& allocations = kube::fieldAt(*inputs.agentReport, {"allocations"});
+    for (const json& holder : kube::arrayAt(allocations, {"holders"})) {
+      if (onDevice(kube::fieldAt(holder, {"devices"}), inputs.device))
+        holders.pods.insert(kube::stringAt(holder, {"pod"}));
+    }
+    for (const json& claim : kube::arrayAt(allocations, {"claims"})) {
+      if (!onDevice(kube::fieldAt(claim, {"devices"}), inputs.device)) continue;
+      holders.claims.insert(kube::stringAt(claim, {"claim"}));
+      for (const json& user : kube::arrayAt(claim, {"containers"}))
+        holders.pods.insert(kube::stringAt(user, {"pod"}));
+    }
+  }
+  if (inputs.claims) {
+    for (const json& claim : kube::arrayAt(*inputs.claims, {"items"})) {
+      bool here = false;
+      for (const json& result :
+           kube::arrayAt(claim, {"status", "allocation", "devices", "results"})) {
+        if (kube::stringAt(result, {"driver"}) != dra::kDriverName ||
+            kube::stringAt(result, {"pool"}) != inputs.node) {
+          continue;
+        }
+        const auto named = dra::parseDeviceName(kube::stringAt(result, {"device"}));
+        // A core device's chip depends on the LNC; the agent's allocations cover prepared ones.
+        here = here || !inputs.device ||
+               (named &&
+                (named->kind == dra::NamedDevice::Kind::kNode ||
+                 (named->kind == dra::NamedDevice::Kind::kChip && named->index == *inputs.device)));
+      }
+      const std::string key = kube::stringAt(claim, {"metadata", "namespace"}) + "/" +
+                              kube::stringAt(claim, {"metadata", "name"});
+      if (!here && !holders.claims.contains(key)) continue;
+      holders.claims.insert(key);
+      for (const json& user : kube::arrayAt(claim, {"status", "reservedFor"})) {
+        if (kube::stringAt(user, {"resource"}) == "pods")
+          holders.pods.insert(kube::stringAt(claim, {"metadata", "namespace"}) + "/" +
+                              kube::stringAt(user, {"name"}));
+      }
+    }
+  }
+  return holders;
+}
+
+std::string keyOf(const json& object) {
+  return kube::stringAt(object, {"metadata", "namespace"}) + "/" +
+         kube::stringAt(object, {"metadata", "name"});
+}
+
+class Writer {
+ public:
+  Writer(std::string directory, std::chrono::system_clock::time_point at)
+      : directory_(std::move(directory)), tar_(at) {
+    (void)tar_.addDirectory(directory_);
+  }
+
+  void add(const std::string& file, const std::string& what, const std::string& source,
+           std::string_view content) {
+    const std::string clean = redactSecrets(content);
+    if (auto added = tar_.addFile(directory_ + "/" + file, clean); !added) {
+      parts_.push_back({"", what, source, 0, added.error().message});
+      return;
+    }
+    parts_.push_back({file, what, source, clean.size(), ""});
+  }
+  void addJson(const std::string& file, const std::string& what, const std::string& source,
+               const json& value) {
+    add(file, what, source, value.dump(2) + "\n");
+  }
+  void missing(const std::string& what, const std::string& source, const std::string& why) {
+    parts_.push_back({"", what, source, 0, why});
+  }
+  // A file of a tree (the driver's): counted in its summary part, not one part per file.
+  bool addTreeFile(const std::string& file, std::string_view content) {
+    return static_cast<bool>(tar_.addFile(directory_ + "/" + file, redactSecrets(content)));
+  }
+
+  std::vector<DebugPart>& parts() { return parts_; }
+  std::string finish(const json& manifest) && {
+    (void)tar_.addFile(directory_ + "/manifest.json", manifest.dump(2) + "\n");
+    return std::move(tar_).finish();
+  }
+
+ private:
+  std::string directory_;
+  TarArchive tar_;
+  std::vector<DebugPart> parts_;
+};
+
+void addAgentReport(Writer& out, const DebugInputs& inputs) {
+  const std::string source = "neuron-node-agent debug in " + inputs.agentPod + " (pods/exec)";
+  if (!inputs.agentReport) {
+    out.missing("the agent's report", source, inputs.agentReport.error().message);
+    return;
+  }
+  const json& report = *inputs.agentReport;
+  json state = report;
+  state.erase("metrics");
+  state.erase("allocations");
+  if (state.contains("kernelLog") && state["kernelLog"].is_object())
+    state["kernelLog"].erase("lines");
+  if (const auto devices = state.find("devices"); devices != state.end() && devices->is_array()) {
+    for (json& device : *devices) {
+      if (device.is_object()) device.erase("driver");  // in devices/ as files
+    }
+  }
+  out.addJson("agent/state.json", "the agent's view: node, each device's health and causes", source,
+              state);
+
+  std::string lines;
+  for (const json& line : kube::arrayAt(report, {"kernelLog", "lines"})) {
+    lines += kube::stringAt(line, {"seenAt"}) +
+             " device=" + kube::fieldAt(line, {"device"}).dump() + " " +
+             kube::stringAt(line, {"type"}) + ": " + kube::stringAt(line, {"line"}) + "\n";
+  }
+  out.add("agent/kernel-log.txt",
+          "the kernel log's Neuron hardware-error lines the agent read" +
+              std::string(inputs.device ? " about the device" : ""),
+          source + ", from " + kube::stringAt(report, {"kernelLog", "source"}), lines);
+  out.add(
+      "agent/metrics.txt", "a /metrics snapshot", source,
+      kube::fieldAt(report, {"metrics"}).is_string() ? report["metrics"].get<std::string>() : "");
+  out.addJson("agent/allocations.json", "who holds which cores and chips, as the agent knows it",
+              source, kube::fieldAt(report, {"allocations"}));
+
+  for (const json& device : kube::arrayAt(report, {"devices"})) {
+    const json& index = kube::fieldAt(device, {"index"});
+    if (!index.is_number_integer()) continue;
+    const std::string dir = "devices/neuron" + std::to_string(index.get<int>());
+    const json& driver = kube::fieldAt(device, {"driver"});
+    if (!driver.is_object()) continue;
+    json notes = driver;
+    notes.erase("files");
+    std::size_t written = 0;
+    json skipped = json::array();
+    for (const auto& [name, content] : kube::fieldAt(driver, {"files"}).items()) {
+      if (content.is_string() &&
+          out.addTreeFile(dir + "/sys/" + name, content.get<std::string>())) {
+        ++written;
+      } else {
+        skipped.push_back(name);
+      }
+    }
+    if (!skipped.empty()) notes["notArchived"] = std::move(skipped);
+    out.addJson(dir + "/driver.json",
+                "the driver's files of neuron" + std::to_string(index.get<int>()) + ": " +
+                    std::to_string(written) + " under " + dir +
+                    "/sys; links, unreadable files, PCI function attributes, device node",
+                source + ", from " + kube::stringAt(driver, {"directory"}), notes);
+  }
+}
+
+void addCluster(Writer& out, const DebugInputs& inputs) {
+  if (inputs.nodeObject) {
+    out.addJson("cluster/node.json", "the Node: conditions, capacity, allocatable, taints, labels",
+                "GET nodes/" + inputs.node, nodeSummary(*inputs.nodeObject));
+  } else {
+    out.missing("the Node", "GET nodes/" + inputs.node, inputs.nodeObject.error().message);
+  }
+  if (inputs.events) {
+    json events = json::array();
+    for (const json& event : kube::arrayAt(*inputs.events, {"items"}))
+      events.push_back(eventSummary(event));
+    out.addJson("cluster/events.json", "the Node's events", "GET events (involvedObject: the Node)",
+                events);
+  } else {
+    out.missing("the Node's events", "GET events", inputs.events.error().message);
+  }
+  const Holders holders = holdersOf(inputs);
+  const std::string scope = inputs.device ? "on the device" : "using the node's Neuron devices";
+  if (inputs.pods) {
+    json pods = json::array();
+    for (const json& pod : kube::arrayAt(*inputs.pods, {"items"})) {
+      if (holders.pods.contains(keyOf(pod))) pods.push_back(podSummary(pod));
+    }
+    out.addJson("cluster/pods.json", "the pods " + scope + " (status, requests, claims)",
+                "GET pods (spec.nodeName)", pods);
+  } else {
+    out.missing("the pods " + scope, "GET pods", inputs.pods.error().message);
+  }
+  if (inputs.claims) {
+    json claims = json::array();
+    for (const json& claim : kube::arrayAt(*inputs.claims, {"items"})) {
+      if (holders.claims.contains(keyOf(claim))) claims.push_back(claimSummary(claim));
+    }
+    out.addJson("cluster/claims.json", "the ResourceClaims " + scope + " (allocation, users)",
+                "GET resourceclaims", claims);
+  } else {
+    out.missing("the ResourceClaims " + scope, "GET resourceclaims", inputs.claims.error().message);
+  }
+  if (inputs.slices) {
+    json slices = json::array();
+    for (const json& slice : kube::arrayAt(*inputs.slices, {"items"})) {
+      if (kube::stringAt(slice, {"spec", "driver"}) != dra::kDriverName) continue;
+      slices.push_back(pick(slice, {"metadata", "spec"}));
+      slices.back()["metadata"] = pick(slices.back()["metadata"], {"name", "generation"});
+    }
+    out.addJson("cluster/slices.json",
+                "the node's " + std::string(dra::kDriverName) +
+                    " ResourceSlices (device attributes and taints)",
+                "GET resourceslices (spec.nodeName)", slices);
+  } else {
+    out.missing("the node's ResourceSlices", "GET resourceslices", inputs.slices.error().message);
+  }
+}
+
+}  // namespace
+
+std::string redactSecrets(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (const std::size_t jwt = jwtAt(text, i); jwt > 0) {
+      out += kRedacted;
+      i += jwt;
+      continue;
+    }
+    if (startsWithNoCase(text, i, "bearer ")) {
+      std::size_t end = i + 7;
+      while (end < text.size() && text[end] == ' ')
+        ++end;
+      const std::size_t start = end;
+      while (end < text.size() && isTokenChar(text[end]))
+        ++end;
+      if (end - start >= 8) {
+        out.append(text.substr(i, start - i));
+        out += kRedacted;
+        i = end;
+        continue;
+      }
+    }
+    if (text.compare(i, 11, "-----BEGIN ") == 0) {
+      const std::size_t header = text.find("-----", i + 11);
+      if (header != std::string_view::npos &&
+          text.substr(i, header - i).find("PRIVATE KEY") != std::string_view::npos) {
+        const std::size_t footer = text.find("-----END ", header + 5);
+        const std::size_t close =
+            footer == std::string_view::npos ? footer : text.find("-----", footer + 9);
+        out += kRedacted;
+        i = close == std::string_view::npos ? text.size() : close + 5;
+        continue;
+      }
+    }
+    out += text[i++];
+  }
+  return out;
+}
+
+bool DebugBundle::complete() const {
+  for (const DebugPart& part : parts) {
+    if (!part.error.empty()) return false;
+  }
+  return true;
+}
+
+DebugBundle buildDebugBundle(const DebugInputs& inputs) {
+  std::string stamp = utcRfc3339(inputs.collectedAt);  // 2026-12-02T08:12:03Z
+  std::erase(stamp, '-');
+  std::erase(stamp, ':');
+  DebugBundle bundle;
+  bundle.directory = "neuron-debug-" + inputs.node +
+                     (inputs.device ? "-neuron" + std::to_string(*inputs.device) : std::string()) +
+                     "-" + stamp;
+  Writer out(bundle.directory, inputs.collectedAt);
+  if (inputs.agentPod.empty()) {
+    out.missing("the agent's report", "pods/exec",
+                "no running Torus node agent pod on " + inputs.node);
+  } else {
+    addAgentReport(out, inputs);
+    const std::string source = "pods/log of " + inputs.agentPod;
+    if (inputs.agentLog) {
+      out.add("agent/log.txt", "the agent's recent log", source, *inputs.agentLog);
+    } else {
+      out.missing("the agent's recent log", source, inputs.agentLog.error().message);
+    }
+    if (inputs.agentLogPrevious) {
+      if (*inputs.agentLogPrevious) {
+        out.add("agent/log-previous.txt", "the log of the agent's previous container",
+                source + " (previous)", **inputs.agentLogPrevious);
+      } else {
+        out.missing("the log of the agent's previous container", source + " (previous)",
+                    inputs.agentLogPrevious->error().message);
+      }
+    }
+  }
+  addCluster(out, inputs);
+
+  json parts = json::array();
+  for (const DebugPart& part : out.parts()) {
+    json entry = {{"what", part.what}, {"source", part.source}};
+    if (part.error.empty()) {
+      entry["file"] = part.file;
+      entry["bytes"] = part.bytes;
+    } else {
+      entry["error"] = part.error;
+    }
+    parts.push_back(std::move(entry));
+  }
+  bundle.manifest = {
+      {"kind", "NeuronDebugBundle"},
+      {"node", inputs.node},
+      {"device", inputs.device ? json(*inputs.device) : json(nullptr)},
+      {"collectedAt", utcRfc3339(inputs.collectedAt)},
+      {"tool", "kubectl-neuron " + inputs.toolVersion},
+      {"parts", std::move(parts)},
+      {"excluded",
+       "Secrets, service-account tokens and kubeconfig credentials; pods' env, volumes and "
+       "annotations other than Torus's and Neuron's; claims' driver configuration. Bearer "
+       "tokens, JWTs and private keys in any text are replaced by [redacted]."}};
+  bundle.parts = std::move(out.parts());
+  bundle.tar = std::move(out).finish(bundle.manifest);
+  return bundle;
+}
+
+}  // namespace torus::extender
