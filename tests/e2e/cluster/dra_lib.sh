@@ -171,6 +171,18 @@ ecc_counter() {
   echo "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$1/stats/hardware/mem_ecc_uncorrected"
 }
 
+# evicted_by_device_taint POD: kube-controller-manager's device taint eviction marked the pod and
+# deletes it (or did); its event stays.
+evicted_by_device_taint() {
+  local reasons
+  reasons="$(k get events -n e2e --field-selector "involvedObject.name=$1" -o jsonpath='{.items[*].reason}')"
+  grep -qw DeviceTaintManagerEviction <<< "$reasons" ||
+    { echo "no DeviceTaintManagerEviction event for $1 yet (events: $reasons)"; return 1; }
+  [[ -z "$(k get pod -n e2e "$1" -o name 2> /dev/null)" ]] ||
+    [[ -n "$(k get pod -n e2e "$1" -o jsonpath='{.metadata.deletionTimestamp}')" ]] ||
+    { echo "$1 is not being deleted"; return 1; }
+}
+
 # The end of every DRA e2e: helm uninstall must take the node's pool with it (fake nodes' pools,
 # which no driver of ours publishes, stay); then the tally (the script's exit status).
 uninstall_and_report() {

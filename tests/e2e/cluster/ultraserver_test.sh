@@ -13,7 +13,9 @@
 # taint; and the failure strategies when a node's kubelet
 # stops: RestartAll (all pods restart once the UltraServer is whole again), MigrateAffected (only
 # the affected pod moves) and NoOp (reported, nothing moved); leader election between two
-# replicas; and no 403 for Torus's identities in the API server's audit log.
+# replicas; a chip's fault evicting a workload's pod (dra.taintEffect=NoExecute, set from the
+# start: nothing else here faults a chip) and the pod back once the chip recovered; and no 403
+# for Torus's identities in the API server's audit log.
 #
 # The checks are in cases/ultraserver/*.sh, sourced in order on the one cluster; the JSON they
 # read is checked by the named functions of checks/ (run by e2e_checks.py).
@@ -31,7 +33,7 @@ cluster_test_setup torus-ultraserver "${1:-}"
 # node stops with it, as it would in production (docs/ultraserver.md says where to run it).
 cluster_up_for_test "an UltraServer of four trn2u nodes, DRA and the UltraServer operator" --dra \
   --nodes=trn2u.48xlarge:4@us0 --set ultraserverOperator.enabled=true \
-  --set ultraserverOperator.failureGracePeriodSeconds=20 \
+  --set ultraserverOperator.failureGracePeriodSeconds=20 --set dra.taintEffect=NoExecute \
   --set 'ultraserverOperator.nodeSelector.kubernetes\.io/hostname=torus-node-4'
 all_nodes="$(printf '%s\n' "${names[@]}" | sort | xargs)"
 first=allreduce-us  # the workload of deploy/examples/ultraserver-workload.yaml
@@ -96,7 +98,7 @@ count_running() { local n; n="$(running_pods "$1" | wc -w)"; [[ "$n" == "$2" ]] 
 
 # TORUS_E2E_CASES="operator tenants" runs only those (a developer's loop; CI runs all).
 for case in ${TORUS_E2E_CASES:-operator busy deletion allreduce waiting tenants reservation handover restart_all migrate_and_noop \
-  leader_election least_privilege}; do
+  eviction leader_election least_privilege}; do
   source "$REPO/tests/e2e/cluster/cases/ultraserver/$case.sh"
 done
 

@@ -53,16 +53,6 @@ check "a pod holding chip 9 runs" eventually 120 phase_is dra-evicted Running
 echo 2 > "$ECC"
 check "uncorrected ECC on chip 9: a NoExecute taint on it" eventually 30 taint_on neurondevice9 \
   "neuron.aws.com/ecc-uncorrected=mem:NoExecute"
-# kube-controller-manager's device taint eviction marks the pod and deletes it; its event stays.
-evicted_by_device_taint() {
-  local reasons
-  reasons="$(k get events -n e2e --field-selector "involvedObject.name=$1" -o jsonpath='{.items[*].reason}')"
-  grep -qw DeviceTaintManagerEviction <<< "$reasons" ||
-    { echo "no DeviceTaintManagerEviction event for $1 yet (events: $reasons)"; return 1; }
-  [[ -z "$(k get pod -n e2e "$1" -o name 2> /dev/null)" ]] ||
-    [[ -n "$(k get pod -n e2e "$1" -o jsonpath='{.metadata.deletionTimestamp}')" ]] ||
-    { echo "$1 is not being deleted"; return 1; }
-}
 check "the device taint eviction deletes the pod using chip 9" eventually 60 evicted_by_device_taint dra-evicted
 echo 0 > "$ECC"
 check "fault cleared: the taint is gone" eventually 30 taint_on neurondevice9 ""
