@@ -113,6 +113,11 @@ json chipAttributes(const SliceInputs& in, int device) {
   if (!facts.pcieRoot.empty()) {
     attributes["resource.kubernetes.io/pcieRoot"] = stringAttribute(facts.pcieRoot);
   }
+  // Which checks let a chip that faulted back in: a user can tell a chip whose memory was tested
+  // from one that was only reset (the chart's read-only /sys).
+  if (!facts.health.recoveredWith.empty()) {
+    attributes["recoveredWith"] = stringAttribute(facts.health.recoveredWith);
+  }
   return attributes;
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/strings.h"
+#include "common/kube/byte_stream.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/object_fields.h"
 #include "common/kube/websocket_client.h"

@@ -1,14 +1,14 @@
-// WebSocketConnection: the client end of one WebSocket (RFC 6455) over TCP or TLS, as
-// execInPod needs it: connect, upgrade, then read messages until the server ends the stream.
+// WebSocketConnection: the client end of one WebSocket (RFC 6455) over a ByteStream (TCP or TLS,
+// byte_stream.h), as execInPod needs it: connect, upgrade, then read messages until the server ends
+// the stream.
 //
-// Owns: the socket and the OpenSSL objects (freed with it), the TCP connect, TLS with peer and
-// host-name verification, the HTTP/1.1 upgrade (Sec-WebSocket-Key and -Accept, the subprotocol
-// check, a refusal's body), and the framing: reassembling fragmented messages, answering pings,
-// echoing the server's close, masking what the client sends. SIGPIPE is blocked in the calling
-// thread during each call (OpenSSL writes with write(2)).
-// Does not own: what the messages mean (the caller's subprotocol), retries, what a refusal's HTTP
-// status or body means, credentials (the caller passes an Authorization header), the host-name
-// lookup's time (getaddrinfo has no deadline), nor sending data messages (nothing needs them).
+// Owns: the HTTP/1.1 upgrade (Sec-WebSocket-Key and -Accept, the subprotocol check, a refusal's
+// body), and the framing: reassembling fragmented messages, answering pings, echoing the server's
+// close, masking what the client sends. SIGPIPE is blocked in the calling thread during each call.
+// Does not own: the connection, TLS and its verification (ByteStream), what the messages mean (the
+// caller's subprotocol), retries, what a refusal's HTTP status or body means, credentials (the
+// caller passes an Authorization header), the host-name lookup's time (getaddrinfo has no
+// deadline), nor sending data messages (nothing needs them).
 //
 // Every wait ends at the connection's deadline, given to open(), or earlier where readMessage is
 // asked to; a timeout's message reads "timed out after <timeout> ms while <activity>". One thread
@@ -20,33 +20,13 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/kube/byte_stream.h"
 
 namespace torus::kube {
-
-// A server as a kubeconfig writes it: http(s)://host[:port][/path].
-struct ServerUrl {
-  bool tls = true;
-  std::string host;  // without IPv6 brackets
-  std::string port;
-  std::string authority;  // as written: the Host header
-  std::string prefix;     // a path before /api, without the trailing slash
-};
-
-// InvalidArgument naming the server when the scheme is not http(s) or the host is missing.
-Result<ServerUrl> parseServerUrl(std::string_view server);
-
-// How to check the server and, optionally, prove who we are (as KubeClient does).
-struct TlsOptions {
-  std::string caFile;          // empty: the system's authorities
-  std::string clientCertFile;  // with clientKeyFile: mutual TLS; either alone is ignored
-  std::string clientKeyFile;
-  bool insecureSkipVerify = false;
-};
 
 struct UpgradeRequest {
   std::string target;                  // path and query: /api/v1/...?a=b (already escaped)
@@ -65,8 +45,6 @@ struct CloseStatus {
   int code = 0;
   std::string reason;
 };
-
-class ByteStream;  // TCP or TLS, in the .cc
 
 class WebSocketConnection {
  public:

@@ -49,6 +49,9 @@ struct DeviceHealth {
   // The sources of health the agent cannot watch this device through now, each named with why
   // ("kernel log: syslog(2) refused: ..."); empty when every source works.
   std::vector<std::string> unmonitored;
+  // The checks the device passed when it last came back into service after a fault: "reset" or
+  // "reset,self-test"; empty when it has not left service since the agent started.
+  std::string recoveredWith;
 
   static DeviceHealth unhealthy(std::vector<HealthProblem> problems);
   static DeviceHealth unhealthy(HealthDimension dimension, std::string code, std::string text);

@@ -162,7 +162,8 @@ json healthOf(const topology::DeviceHealth& health) {
   return {{"state", std::string(topology::stateName(health.state()))},
           {"reason", health.reason},
           {"problems", std::move(problems)},
-          {"unmonitored", health.unmonitored}};
+          {"unmonitored", health.unmonitored},
+          {"recoveredWith", health.recoveredWith}};
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ void DeviceRecovery::recoverWaiting() {
                 {"problem", attempt.outcome.error().message},
                 {"retry_after_ms", static_cast<std::int64_t>(options_.retryAfter.count())});
     }
-    monitor_.reportRecovery(device, attempt.outcome);
+    monitor_.reportRecovery(device, attempt.outcome,
+                            attempt.untested.empty() ? "reset,self-test" : "reset");
   }
 }
 

@@ -321,6 +321,10 @@ void NodeMonitor::applyOverlays(topology::Node& next) {
   overlayDeepCheck(next);
   std::lock_guard lock(mutex_);
   if (recoveryGate_) recoveryGate_->apply(next);
+  for (const auto& [device, checks] : recoveredWith_) {
+    if (device >= 0 && device < next.deviceCount())
+      next.devices[static_cast<std::size_t>(device)].health.recoveredWith = checks;
+  }
   // Last: a pass that starts from the published node must not repeat the node-wide sources.
   for (topology::Device& device : next.devices) {
     for (const auto& [source, why] : lostSources_) {
@@ -354,11 +358,13 @@ topology::DeviceSet NodeMonitor::awaitingRecovery() const {
   return recoveryGate_ ? recoveryGate_->waiting() : topology::DeviceSet();
 }
 
-void NodeMonitor::reportRecovery(int device, const Result<void>& outcome) {
+void NodeMonitor::reportRecovery(int device, const Result<void>& outcome,
+                                 const std::string& checks) {
   {
     std::lock_guard lock(mutex_);
     if (!recoveryGate_) return;
     recoveryGate_->record(device, outcome);
+    if (outcome && !checks.empty()) recoveredWith_[device] = checks;
   }
   refreshHealth();
 }

@@ -86,8 +86,9 @@ class NodeMonitor {
   void enableRecoveryGate();
   // Devices whose cause has cleared and that wait for a reset and a self-test.
   topology::DeviceSet awaitingRecovery() const;
-  // The outcome of a reset and self-test of `device` (recovery_gate.h), applied at once.
-  void reportRecovery(int device, const Result<void>& outcome);
+  // The outcome of a reset and self-test of `device` (recovery_gate.h), applied at once; on
+  // success `checks` names what passed ("reset,self-test"), shown in its health from then on.
+  void reportRecovery(int device, const Result<void>& outcome, const std::string& checks = "");
 
  private:
   void run(std::stop_token stop);
@@ -127,6 +128,7 @@ class NodeMonitor {
   std::map<int, KernelError> kernelErrors_;       // by device
   std::map<int, std::string> deepCheckFailures_;  // by device: the last failing check's reason
   std::optional<RecoveryGate> recoveryGate_;      // set: devices return only after recovering
+  std::map<int, std::string> recoveredWith_;      // by device: the checks of its last return
   std::function<bool()> lncGuard_;
   std::optional<int> pendingLnc_;
   std::map<std::string, std::string> stalls_;       // what hangs -> since when (UTC)

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 
 #include "common/base/file_io.h"
@@ -61,6 +62,7 @@ class DeviceRecoveryTest : public ::testing::Test {
     const auto log = agent_->waitForStderr("\"serving admin HTTP\"", 10s);
     ASSERT_TRUE(log.has_value()) << agent_->stderrText();
     port_ = loggedPort(*log, "\"serving HTTP\"");
+    adminPort_ = loggedPort(*log, "\"serving admin HTTP\"");
   }
   void TearDown() override {
     if (!agent_) return;
@@ -78,6 +80,14 @@ class DeviceRecoveryTest : public ::testing::Test {
     return reply && reply->starts_with("200") ? reply->substr(4) : "";
   }
   bool healthIs(double want) const { return valueOf(metrics(), kHealthy9) == want; }
+  // What the device's health says let it back in, from the agent's debug report.
+  std::string recoveredWith() const {
+    const auto reply = httpGet(adminPort_, "/debug?device=" + std::to_string(kDevice));
+    if (!reply || !reply->starts_with("200")) return "no report: " + reply.value_or("no answer");
+    const auto report = nlohmann::json::parse(reply->substr(4), nullptr, false);
+    const auto& health = report["devices"][0]["health"];
+    return health.contains("recoveredWith") ? health["recoveredWith"].get<std::string>() : "";
+  }
   void faultThenClear() {
     ASSERT_TRUE(writeFile(eccCounter(), "2\n").ok());
     ASSERT_TRUE(eventually([&] { return healthIs(0); }, 3s)) << agent_->stderrText();
@@ -87,6 +97,7 @@ class DeviceRecoveryTest : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
   std::unique_ptr<BackgroundProcess> agent_;
   int port_ = 0;
+  int adminPort_ = 0;
 };
 
 TEST_F(DeviceRecoveryTest, AClearedFaultReturnsAfterAResetAndAPassingSelfTest) {
@@ -95,6 +106,7 @@ TEST_F(DeviceRecoveryTest, AClearedFaultReturnsAfterAResetAndAPassingSelfTest) {
   faultThenClear();
   ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
   EXPECT_EQ(valueOf(metrics(), recoveries("passed")), 1);
+  EXPECT_EQ(recoveredWith(), "reset,self-test");
   EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";
   EXPECT_NE(agent_->stderrText().find("device back in service after a reset and a passing "
                                       "self-test"),
@@ -143,6 +155,7 @@ TEST_F(DeviceRecoveryTest, WithoutWriteAccessToTheMemoryTheResetAloneBringsItBac
   faultThenClear();
   ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
   EXPECT_EQ(valueOf(metrics(), recoveries("reset_only")), 1);
+  EXPECT_EQ(recoveredWith(), "reset");
   EXPECT_EQ(valueOf(metrics(), recoveries("passed")), std::nullopt);
   EXPECT_EQ(valueOf(metrics(), recoveries("self_test_failed")), std::nullopt);
   EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";

@@ -272,6 +272,17 @@ TEST(SliceBuilder, EachHealthDimensionHasItsOwnKey) {
 
 // A device whose health is unknown stays in service with an informational taint, left out where
 // the API refuses the effect None; faults come before it within the API's four taints.
+// A chip that came back after a fault says which checks let it in; its cores say the same.
+TEST(SliceBuilder, ARecoveredChipSaysWhichChecksItPassed) {
+  SliceInputs inputs = inputsFor("trn2.48xlarge");
+  inputs.node.devices[3].health.recoveredWith = "reset";
+  auto devices = devicesByName(buildSlices(inputs, 1));
+  EXPECT_EQ(devices.at("neurondevice3")["attributes"]["recoveredWith"],
+            json({{"string", "reset"}}));
+  EXPECT_EQ(devices.at("neuroncore12")["attributes"]["recoveredWith"], json({{"string", "reset"}}));
+  EXPECT_FALSE(devices.at("neurondevice2")["attributes"].contains("recoveredWith"));
+}
+
 TEST(SliceBuilder, UnmonitoredDeviceGetsAnInformationalTaint) {
   SliceInputs inputs = inputsFor("trn2u.48xlarge");
   inputs.node.ultraServer = topology::UltraServerPosition{1, 1, "aa", "bb", {1, 2, 4}};
