@@ -75,7 +75,8 @@ Result<void> TarArchive::addEntry(std::string_view path, char type, std::string_
   std::memcpy(header + 263, "00", 2);     // version
   std::memcpy(header + 265, "root", 4);
   std::memcpy(header + 297, "root", 4);
-  std::memcpy(header + 345, prefix.data(), prefix.size());
+  // (memcpy from an empty view's null pointer is undefined even for zero bytes)
+  if (!prefix.empty()) std::memcpy(header + 345, prefix.data(), prefix.size());
   // The checksum is taken with its own field as spaces, then written as six digits, NUL, space.
   std::memset(header + 148, ' ', 8);
   unsigned sum = 0;

@@ -405,8 +405,10 @@ DebugBundle buildDebugBundle(const DebugInputs& inputs) {
                      "-" + stamp;
   Writer out(bundle.directory, inputs.collectedAt);
   if (inputs.agentPod.empty()) {
+    // No agent to ask: because listing the agents failed, or none runs on the node.
     out.missing("the agent's report", "pods/exec",
-                "no running Torus node agent pod on " + inputs.node);
+                inputs.agentReport ? "no running Torus node agent pod on " + inputs.node
+                                   : inputs.agentReport.error().message);
   } else {
     addAgentReport(out, inputs);
     const std::string source = "pods/log of " + inputs.agentPod;

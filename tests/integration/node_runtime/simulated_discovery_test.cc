@@ -219,6 +219,34 @@ TEST(SimulatedDiscovery, PciBusSettingGivesTheNodeItsOwnFunctions) {
   EXPECT_THAT(refused.error().message, testing::HasSubstr("leaves no bus for 16 devices"));
 }
 
+// Every chip of a trn2 and a trn2u publishes its PCIe root, a root of its own with one EFA under
+// it (the simulator's layout for types with an EFA per chip): what pairs a chip with its card.
+TEST(SimulatedDiscovery, EveryTrn2ChipHasAPcieRootWithItsOwnEfa) {
+  for (const char* type : {"trn2.48xlarge", "trn2u.48xlarge"}) {
+    auto dir = TempDir::create("sim-discovery");
+    ASSERT_TRUE(dir.ok());
+    simulator::SimulationSpec spec;
+    spec.instanceType = type;
+    spec.characterDevices = false;
+    auto tree = simulator::writeSimulatedTree(spec, dir->path());
+    ASSERT_TRUE(tree.ok()) << tree.error().message;
+    auto found = discovery::discoverNode(tree->roots(), {});
+    ASSERT_TRUE(found.ok()) << found.error().message;
+    std::set<std::string> roots;
+    for (const topology::Device& device : found->node.devices) {
+      ASSERT_FALSE(device.pcieRoot.empty()) << type << " neuron" << device.index;
+      roots.insert(device.pcieRoot);
+      // The EFA sits beside the chip on its bus, at slot 1f instead of 1e (simulator layout).
+      std::string efa = device.pciBdf;
+      ASSERT_TRUE(efa.ends_with(":1e.0")) << efa;
+      efa.replace(efa.size() - 4, 2, "1f");
+      EXPECT_EQ(discovery::pcieRootOf(tree->roots(), efa), device.pcieRoot)
+          << type << " neuron" << device.index << "'s EFA " << efa;
+    }
+    EXPECT_EQ(roots.size(), found->node.devices.size()) << type;
+  }
+}
+
 // A simulated /dev/neuronN is as strict as a real one: a character device of a major Linux keeps
 // for local use, with no driver behind it, so opening it answers ENXIO where the device rules let
 // it through (here: root, no device cgroup) and EPERM in a container the runtime did not grant it

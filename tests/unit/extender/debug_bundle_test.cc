@@ -200,6 +200,15 @@ TEST(DebugBundle, AMissingPartIsNamedWithItsReason) {
     if (part.contains("error")) errors.push_back(part["error"].get<std::string>());
   }
   EXPECT_EQ(errors, (std::vector<std::string>{"pods/exec is forbidden", "the log is gone"}));
+  // No agent pod to ask: the listing's failure, or that none runs, is the reason.
+  DebugInputs unlisted = inputsWithSecrets("x");
+  unlisted.agentPod = "";
+  unlisted.agentReport = makeError(ErrorCode::kPermissionDenied, "listing the node agent pods: no");
+  EXPECT_EQ(buildDebugBundle(unlisted).manifest["parts"][0]["error"],
+            "listing the node agent pods: no");
+  unlisted.agentReport = json(nullptr);
+  EXPECT_EQ(buildDebugBundle(unlisted).manifest["parts"][0]["error"],
+            "no running Torus node agent pod on n1");
   // The pods on the device are still found through the claims the API allocated there.
   const Extracted out = extract(bundle.tar);
   const json claims = json::parse(out.read(fs::path(bundle.directory) / "cluster/claims.json"));
