@@ -37,7 +37,10 @@ TEST_F(ExtenderApiTest, AGangOnAPairOfUltraServerNodesIsToldItRunsAsOneJob) {
     api_.put("pods", pod);
     pods.push_back(*api_.get("pods", "ml/rank-" + std::to_string(i)));
   }
-  // Planned once the extender's informers show both nodes and both members.
+  // Planned once the extender's informers show both members, on the pair: the test's precondition
+  // is that the extender sees both of its nodes first (with one of them unseen, trn-a and the
+  // other are as good a place for a gang of two whole nodes).
+  ASSERT_TRUE(eventually([&] { return freeCores("us-0") != "?" && freeCores("us-1") != "?"; }));
   json filtered;
   ASSERT_TRUE(eventually([&] {
     filtered = post("filter", {{"Pod", pods[0]}, {"NodeNames", {"us-0", "us-1", "trn-a"}}});
