@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <system_error>
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "common/base/file_io.h"
 #include "common/base/utc_time.h"
 
 namespace torus::agent {
@@ -56,23 +56,6 @@ std::string printable(const std::string& bytes) {
   return out;
 }
 
-// At most `limit` bytes of `path`; nullopt with `why` set when it cannot be read.
-std::optional<std::string> readBounded(const fs::path& path, std::size_t limit, std::string& why) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    why = std::error_code(errno, std::generic_category()).message();
-    return std::nullopt;
-  }
-  std::string data(limit + 1, '\0');
-  in.read(data.data(), static_cast<std::streamsize>(data.size()));
-  if (in.bad()) {
-    why = "read failed";
-    return std::nullopt;
-  }
-  data.resize(static_cast<std::size_t>(in.gcount()));
-  return data;
-}
-
 struct Walk {
   const DriverFileLimits& limits;
   json files = json::object();
@@ -87,18 +70,15 @@ struct Walk {
       truncated = true;
       return;
     }
-    std::string why;
-    const auto data = readBounded(path, limits.maxFileBytes, why);
+    // A sysfs attribute is never long: one that is is named with its size, not read whole.
+    const auto data = readSmallFile(path, limits.maxFileBytes);
     if (!data) {
-      unread[name] = why;
+      unread[name] = data.error().message;
       return;
     }
     ++count;
     bytes += data->size();
-    std::string text = printable(data->substr(0, limits.maxFileBytes));
-    if (data->size() > limits.maxFileBytes)
-      text += "\n[cut at " + std::to_string(limits.maxFileBytes) + " bytes]";
-    files[name] = std::move(text);
+    files[name] = printable(*data);
   }
 
   void directory(const fs::path& dir, const std::string& prefix, int depth) {
@@ -197,8 +177,7 @@ json driverFilesOf(const discovery::DiscoveryRoots& roots, const topology::Devic
     const fs::path function = roots.sys / "bus" / "pci" / "devices" / device.pciBdf;
     out["pciFunction"] = function.string();
     for (const char* attribute : kPciAttributes) {
-      std::string why;
-      if (const auto data = readBounded(function / attribute, limits.maxFileBytes, why))
+      if (const auto data = readSmallFile(function / attribute, limits.maxFileBytes))
         pci[attribute] = printable(*data);
     }
   }
