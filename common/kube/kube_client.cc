@@ -126,15 +126,24 @@ httplib::Headers requestHeaders(const KubeConfig& config) {
 
 }  // namespace
 
-// A 401 after the token file changed under us (rotation) is retried once with the new token.
+// A request that could not be written is sent once more: the kept-alive connection was closed
+// by the API server while idle (it closes idle connections), nothing of the request reached it,
+// and httplib opens a new connection for the retry. A 401 after the token file changed under us
+// (rotation) is retried once with the new token.
 template <typename Send>
-Result<json> KubeClient::send(const char* method, const std::string& path, Send&& request) {
+httplib::Result KubeClient::exchange(Send&& request) {
   httplib::Result reply = request(requestHeaders(config_));
+  if (!reply && reply.error() == httplib::Error::Write) reply = request(requestHeaders(config_));
   if (reply && reply->status == 401 && !config_.token.file().empty()) {
     config_.token.invalidate();
     reply = request(requestHeaders(config_));
   }
-  return parseReply(config_.server, method, path, reply);
+  return reply;
+}
+
+template <typename Send>
+Result<json> KubeClient::send(const char* method, const std::string& path, Send&& request) {
+  return parseReply(config_.server, method, path, exchange(std::forward<Send>(request)));
 }
 
 Result<json> KubeClient::get(const std::string& path) {
@@ -149,12 +158,7 @@ Result<std::string> KubeClient::getText(const std::string& path) {
     headers.emplace("Accept", "text/plain, */*");
     return transport_->client->Get(path, headers);
   };
-  httplib::Result reply = request(requestHeaders(config_));
-  if (reply && reply->status == 401 && !config_.token.file().empty()) {
-    config_.token.invalidate();
-    reply = request(requestHeaders(config_));
-  }
-  return bodyOf(config_.server, "GET", path, reply);
+  return bodyOf(config_.server, "GET", path, exchange(request));
 }
 
 Result<json> KubeClient::create(const std::string& path, const json& body) {

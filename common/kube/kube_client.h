@@ -20,6 +20,10 @@
 #include "common/base/result.h"
 #include "common/kube/kube_config.h"
 
+namespace httplib {
+class Result;
+}  // namespace httplib
+
 namespace torus::kube {
 
 struct WatchEvent {
@@ -68,6 +72,8 @@ class KubeClient {
  private:
   struct Transport;
   // Sends with fresh headers (the bearer token may have rotated since the last call).
+  template <typename Send>
+  httplib::Result exchange(Send&& request);
   template <typename Send>
   Result<nlohmann::json> send(const char* method, const std::string& path, Send&& request);
 

@@ -52,6 +52,15 @@ void registerExtenderSettings(config::SettingTable& table, ExtenderConfig* confi
                   "evict lower-priority pods of one Neuron resource for a pod of the other, which "
                   "kube-scheduler's preemption cannot see (uses pods/eviction)",
                   &config->crossResourcePreemption);
+  table.addSwitch("choose-in-filter", "TORUS_CHOOSE_IN_FILTER", "chooseInFilter",
+                  "answer filter for a Neuron pod that states no scoring preference with the one "
+                  "node this extender chooses, so kube-scheduler skips scoring and prioritize; "
+                  "false: every node that fits passes and kube-scheduler's score plugins weigh in",
+                  &config->chooseInFilter);
+  table.addSwitch("allocation-events", "TORUS_ALLOCATION_EVENTS", "allocationEvents",
+                  "post a NeuronAllocated Event on every pod bound, naming its ids (one more API "
+                  "write per pod; the ids are on the pod's annotations either way)",
+                  &config->allocationEvents);
   table.addSwitch("serve-state", "TORUS_SERVE_STATE", "serveState",
                   "serve GET /state: every node's free ids and every Neuron pod's allocation, to "
                   "whoever reaches the port",

@@ -28,6 +28,8 @@ struct ExtenderConfig {
   std::string schedulerName = "neuron-scheduler";
   bool crossResourcePreemption = true;
   bool serveState = false;
+  bool chooseInFilter = true;
+  bool allocationEvents = false;
   log::Settings log;
 };
 

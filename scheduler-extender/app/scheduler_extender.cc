@@ -64,7 +64,7 @@ Result<void> SchedulerExtender::connect(const ExtenderConfig& config) {
         CrossResourcePreemptionOptions{.schedulerName = config.schedulerName};
   }
   sync_ = std::make_unique<ClusterSync>(*kube, state_, syncOptions);
-  binder_ = std::make_unique<ApiBinder>(*kube);
+  binder_ = std::make_unique<ApiBinder>(*kube, config.allocationEvents);
   return {};
 }
 
@@ -82,6 +82,7 @@ Result<void> SchedulerExtender::serve(const ExtenderConfig& config) {
   context.learnNodesFromRequests = sync_ == nullptr;
   context.binder = binder_.get();
   context.serveState = config.serveState;
+  context.chooseInFilter = config.chooseInFilter;
   context.gangMembers = gangMembers_;
   context.nodeDomains = nodeDomains_;
   context.podGroups = podGroups_;

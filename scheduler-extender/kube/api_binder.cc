@@ -24,7 +24,8 @@ std::string nodeNameOf(const json& pod) {
 
 }  // namespace
 
-ApiBinder::ApiBinder(const kube::KubeConfig& config) : clients_(config), courtesy_(config) {}
+ApiBinder::ApiBinder(const kube::KubeConfig& config, bool allocationEvents)
+    : clients_(config), courtesy_(config), allocationEvents_(allocationEvents) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation,
                              std::optional<int> ultraServerNodes) {
@@ -35,6 +36,7 @@ Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation,
     postEvent(pod, false, "NeuronBindFailed", bound.error().message);
     return bound;
   }
+  if (!allocationEvents_) return okResult();
   postEvent(pod, true, "NeuronAllocated",
             "assigned " + pod.resourceName + " " + allocation.ids.toRangeString() + " on node " +
                 allocation.node +

@@ -1,8 +1,10 @@
 // ApiBinder: carries a bind decision to the cluster in one call: a Binding pinned to the pod's UID
 // whose annotations (AWS_NEURON_IDS, NEURON_ALLOC_TIME, NEURON_ALLOCATED=false,
 // NEURON_RESOURCE_TYPE) the API server merges into the pod together with its node, so the node's
-// plugin always finds the ids once the pod lands, and other annotations stay. An Event on the
-// pod says what was assigned, or why not (posted in the background, after the bind answers).
+// plugin always finds the ids once the pod lands, and other annotations stay. A failed bind
+// gets an Event on the pod saying why; a successful one gets a NeuronAllocated Event naming its
+// ids only with allocationEvents (one more API write per pod, beside kube-scheduler's own
+// Scheduled Event). Events are posted in the background, after the bind answers.
 //
 // Retries are safe: a Binding refused because the pod is already on that very node with these
 // ids counts as done.
@@ -22,7 +24,7 @@ namespace torus::extender {
 
 class ApiBinder final : public PodBinder {
  public:
-  explicit ApiBinder(const kube::KubeConfig& config);
+  explicit ApiBinder(const kube::KubeConfig& config, bool allocationEvents = false);
 
   Result<void> bind(const PodDemand& pod, const Allocation& allocation,
                     std::optional<int> ultraServerNodes) override;
@@ -38,6 +40,7 @@ class ApiBinder final : public PodBinder {
   // Binds arrive in parallel; each borrows a kept-alive connection for its three calls.
   kube::KubeClientPool clients_;
   CourtesyWriter courtesy_;  // Events, nominations
+  bool allocationEvents_;
 };
 
 }  // namespace torus::extender

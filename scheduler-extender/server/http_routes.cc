@@ -129,6 +129,25 @@ void rememberFilterAnswer(ExtenderContext& context, const PodDemand& pod,
   }
 }
 
+// With chooseInFilter, a pod that leaves the choice to the extender passes only on the node it
+// would score highest (counting other pods' holds), and is held there. Gang members are placed by
+// their gang's plan, and a pod that states preferences keeps every node for kube-scheduler's
+// scoring. Returns whether it chose.
+bool chooseInFilter(ExtenderContext& context, const PodDemand& pod, FilterResult& result) {
+  if (!context.chooseInFilter || !pod.wantsNeuron() || pod.statesPreferences || pod.uid.empty() ||
+      isGangMember(pod) || result.nodeNames.size() < 2) {
+    return false;
+  }
+  const auto now = Clock::now();
+  const HeldCores held = context.cycles->heldForOthers(pod.uid, now);
+  auto best = bestPlacement(context.state, pod, result.nodeNames, &held);
+  if (!best) return false;
+  result.nodeNames = {best->node};
+  context.cycles->filtered(pod.uid, result.nodeNames, now);
+  context.cycles->hold(pod.uid, best->node, std::move(best->cores), now);
+  return true;
+}
+
 // A bind that repeats one already done (the same pod on the same node) is answered again as it
 // was; any other must be to a node this extender's filter passed for the pod in its cycle.
 std::string unfilteredBind(const ExtenderContext& context, const BindingArgs& args) {
@@ -166,11 +185,13 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              result.error = std::move(wait);
              return json(filterResultJson(result, body, args->fullNodes));
            }
-           const FilterResult result =
+           FilterResult result =
                isGangMember(args->pod)
                    ? filterGangMember(context.state, gangsOf(context), args->pod, args->nodeNames)
                    : filter(context.state, args->pod, args->nodeNames);
-           rememberFilterAnswer(context, args->pod, result);
+           if (!chooseInFilter(context, args->pod, result)) {
+             rememberFilterAnswer(context, args->pod, result);
+           }
            TORUS_LOG(Debug, Extender, "filter", {"pod", args->pod.key()},
                      {"count", args->pod.count},
                      {"nodes", static_cast<int>(args->nodeNames.size())},
@@ -249,7 +270,8 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
                                                     context.gangMembers->of(pod->gangKey()));
            }
            auto allocation =
-               bindPod(context.state, *pod, args->node, context.binder, ultraServerNodes);
+               bindPod(context.state, *pod, args->node, context.binder, ultraServerNodes,
+                       context.cycles->heldOnNodeForOthers(pod->uid, args->node, Clock::now()));
            if (!allocation) {
              ok = false;
              TORUS_LOG(Warn, Extender, "bind refused", {"pod", pod->key()}, {"node", args->node},

@@ -35,12 +35,14 @@ topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) 
   return freeIdsOf(node.model, node.freeCores, node.kubeletRefuses, unit);
 }
 
-Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodDemand& pod) {
+Result<Allocation> ClusterState::reserve(const std::string& nodeName, const PodDemand& pod,
+                                         const topology::CoreSet& avoid) {
   std::lock_guard lock(mutex_);
-  return reserveLocked(nodeName, pod);
+  return reserveLocked(nodeName, pod, avoid);
 }
 
-Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, const PodDemand& pod) {
+Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, const PodDemand& pod,
+                                               const topology::CoreSet& avoid) {
   if (const auto held = allocations_.find(pod.uid); held != allocations_.end()) {
     if (held->second.node == nodeName) return held->second;  // a retried bind
     return makeError(ErrorCode::kAlreadyExists,
@@ -51,9 +53,14 @@ Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, cons
     return makeError(ErrorCode::kNotFound, "node " + nodeName + " is not a known Neuron node");
   }
   NodeEntry& entry = it->second;
-  const topology::CoreSet free =
-      freeIdsOf(entry.model, entry.healthyCores - entry.usedCores, entry.kubeletRefuses, pod.unit);
-  auto chosen = topology::choosePlacement(entry.model, {pod.unit, pod.count, free, {}});
+  const auto choose = [&](const topology::CoreSet& freeCores) {
+    const topology::CoreSet free =
+        freeIdsOf(entry.model, freeCores, entry.kubeletRefuses, pod.unit);
+    return topology::choosePlacement(entry.model, {pod.unit, pod.count, free, {}});
+  };
+  const topology::CoreSet freeCores = entry.healthyCores - entry.usedCores;
+  auto chosen = choose(freeCores - avoid);
+  if (!chosen && !avoid.empty()) chosen = choose(freeCores);
   if (!chosen) return std::move(chosen).error().withContext("node " + nodeName);
   Allocation allocation{
       nodeName,

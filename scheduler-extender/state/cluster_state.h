@@ -102,7 +102,10 @@ class ClusterState {
                                           const HeldCores* held = nullptr) const;
 
   // Chooses and records a placement for the pod on the node, or returns the one it already has.
-  Result<Allocation> reserve(const std::string& node, const PodDemand& pod);
+  // The choice keeps clear of `avoid` (cores held for other pods whose binds are on their way)
+  // when the pod fits without them, and takes them only when it does not.
+  Result<Allocation> reserve(const std::string& node, const PodDemand& pod,
+                             const topology::CoreSet& avoid = {});
   // A group of pods placed together on some of `nodes`, without recording it: each pod in turn
   // (in the order given) on the node that scores best for it, counting the pods placed before
   // it. ResourceExhausted when not all fit (saying how many would). freeCoresLeft: the nodes' free
@@ -161,7 +164,8 @@ class ClusterState {
     KubeletRefusal kubeletRefuses;
   };
 
-  Result<Allocation> reserveLocked(const std::string& node, const PodDemand& pod);
+  Result<Allocation> reserveLocked(const std::string& node, const PodDemand& pod,
+                                   const topology::CoreSet& avoid = {});
   Result<Allocation> recordLocked(const std::string& node, const PodDemand& pod,
                                   const topology::CoreSet& ids);
   void releaseLocked(std::map<std::string, Allocation>::iterator it);

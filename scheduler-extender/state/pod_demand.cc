@@ -96,6 +96,33 @@ void readGang(const json& metadata, PodDemand& demand) {
   demand.gang = GangRef{name->get<std::string>(), *count};
 }
 
+// Preferences in spec that kube-scheduler's score plugins weigh (NodeAffinity, InterPodAffinity,
+// PodTopologySpread). A malformed one counts as stated: its pod keeps the full scoring.
+bool statesPreferences(const json& spec) {
+  const auto nonEmpty = [](const json& object, const char* key) {
+    const auto found = object.find(key);
+    return found != object.end() && !found->is_null() && !(found->is_array() && found->empty());
+  };
+  if (const auto affinity = spec.find("affinity");
+      affinity != spec.end() && affinity->is_object()) {
+    for (const char* kind : {"nodeAffinity", "podAffinity", "podAntiAffinity"}) {
+      const auto terms = affinity->find(kind);
+      if (terms != affinity->end() && terms->is_object() &&
+          nonEmpty(*terms, "preferredDuringSchedulingIgnoredDuringExecution")) {
+        return true;
+      }
+    }
+  }
+  const auto spread = spec.find("topologySpreadConstraints");
+  if (spread == spec.end() || spread->is_null()) return false;
+  if (!spread->is_array()) return true;
+  return std::any_of(spread->begin(), spread->end(), [](const json& constraint) {
+    if (!constraint.is_object()) return true;
+    const auto when = constraint.find("whenUnsatisfiable");
+    return when == constraint.end() || !when->is_string() || *when != "DoNotSchedule";
+  });
+}
+
 Result<PodDemand> parsePod(const json* pod, const std::string& path) {
   if (pod == nullptr || pod->is_null()) return fieldError(path, "missing");
   if (!pod->is_object())
@@ -137,6 +164,7 @@ Result<PodDemand> parsePod(const json* pod, const std::string& path) {
       return fieldError(path + ".spec.priority", priority->dump() + " is not a 32-bit integer");
     demand.priority = priority->get<int>();
   }
+  demand.statesPreferences = statesPreferences(*spec);
   std::map<std::string, int> total;
   std::map<std::string, int> initMax;
   for (const char* list : {"containers", "initContainers"}) {

@@ -37,6 +37,9 @@ struct PodDemand {
   std::string gangProblem;
   // spec.schedulingGroup.podGroupName: the upstream PodGroup the pod belongs to ("" for none).
   std::string podGroup;
+  // The pod states a preference kube-scheduler's score plugins weigh: preferred node affinity,
+  // preferred pod affinity or anti-affinity, or a ScheduleAnyway topology spread constraint.
+  bool statesPreferences = false;
 
   bool wantsNeuron() const { return count > 0; }
   std::string key() const { return namespace_ + "/" + name; }

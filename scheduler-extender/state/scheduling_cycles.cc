@@ -68,6 +68,21 @@ HeldCores SchedulingCycles::heldForOthers(const std::string& podUid, Clock::time
   return held;
 }
 
+topology::CoreSet SchedulingCycles::heldOnNodeForOthers(const std::string& podUid,
+                                                        const std::string& node,
+                                                        Clock::time_point now) const {
+  topology::CoreSet held;
+  std::lock_guard lock(mutex_);
+  for (const auto& [uid, cycle] : byUid_) {
+    if (!cycle.hold || uid == podUid || cycle.hold->node != node ||
+        now - cycle.hold->since > limits_.holdTtl) {
+      continue;
+    }
+    held |= cycle.hold->cores;
+  }
+  return held;
+}
+
 void SchedulingCycles::finished(const std::string& podUid) {
   std::lock_guard lock(mutex_);
   if (auto it = byUid_.find(podUid); it != byUid_.end()) eraseLocked(it);

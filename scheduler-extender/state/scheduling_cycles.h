@@ -4,11 +4,13 @@
 // - The nodes filter passed. A bind may go only to one of them: kube-scheduler binds to a node it
 //   chose among those, so a bind to any other node did not come from its scheduling cycle (anyone
 //   who reaches the port can POST /bind).
-// - A hold: the node and cores prioritize expects the pod to take. kube-scheduler starts the next
-//   pod's cycle before this pod's bind reaches us; without holds the next pod sees the same free
-//   cores, packing sends it to the same node, and one of the two binds is refused (a wasted cycle,
-//   a status write and a backoff). Other pods' prioritize counts the held cores as taken, so the
-//   next pod goes where there is room. Holds never refuse anything: filter and bind ignore them.
+// - A hold: the node and cores the extender expects the pod to take (its choice in filter or
+//   prioritize). kube-scheduler starts the next pod's cycle before this pod's bind reaches us;
+//   without holds the next pod sees the same free cores, packing sends it to the same node, and
+//   one of the two binds is refused (a wasted cycle, a status write and a backoff). Other pods'
+//   choices count the held cores as taken, so the next pod goes where there is room, and a bind
+//   chooses around other pods' holds when it can. Holds never refuse anything: whether a node
+//   passes filter, or a bind succeeds, does not depend on them.
 //
 // Bounded: at most `capacity` pods, each forgotten at its bind, at its next filter (replaced), or
 // `ttl` after its filter. A forgotten pod's bind is refused and kube-scheduler schedules it again.
@@ -54,6 +56,9 @@ class SchedulingCycles {
             Clock::time_point now);
   // The cores held for every pod but `podUid`, by node (holds past holdTtl left out).
   HeldCores heldForOthers(const std::string& podUid, Clock::time_point now) const;
+  // The same on one node: what a bind there chooses around (ClusterState::reserve).
+  topology::CoreSet heldOnNodeForOthers(const std::string& podUid, const std::string& node,
+                                        Clock::time_point now) const;
   // The pod's bind was answered (bound or refused): its cycle is over.
   void finished(const std::string& podUid);
 

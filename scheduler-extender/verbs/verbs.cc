@@ -62,13 +62,23 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
   return priorities;
 }
 
+std::optional<ExpectedPlacement> bestPlacement(const ClusterState& state, const PodDemand& pod,
+                                               const std::vector<std::string>& nodeNames,
+                                               const HeldCores* held) {
+  ExpectedPlacement best;
+  prioritize(state, pod, nodeNames, held, &best);
+  if (best.node.empty()) return std::nullopt;
+  return best;
+}
+
 Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
-                           PodBinder* binder, std::optional<int> ultraServerNodes) {
+                           PodBinder* binder, std::optional<int> ultraServerNodes,
+                           const topology::CoreSet& heldForOthers) {
   if (!pod.wantsNeuron()) {
     return makeError(ErrorCode::kFailedPrecondition,
                      "pod " + pod.key() + " asks for no Neuron resource; nothing to bind here");
   }
-  auto allocation = state.reserve(node, pod);
+  auto allocation = state.reserve(node, pod, heldForOthers);
   if (!allocation || binder == nullptr) return allocation;
   if (auto handedOff = binder->bind(pod, *allocation, ultraServerNodes); !handedOff) {
     // Only a decision not yet seen on the pod is ours to take back.

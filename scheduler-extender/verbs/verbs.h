@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct ExpectedPlacement {
   topology::CoreSet cores;
 };
 
+// The node prioritize scores highest for the pod, counting `held` as taken, and the cores the
+// pod would take there; nullopt when no node fits.
+std::optional<ExpectedPlacement> bestPlacement(const ClusterState& state, const PodDemand& pod,
+                                               const std::vector<std::string>& nodeNames,
+                                               const HeldCores* held);
+
 // Scores count `held` (other pods' expected placements) as taken, so pods whose binds have not
 // arrived yet are not placed on top of; `best`, when given, is set to the highest-scored node
 // (left empty when no node fits).
@@ -42,12 +49,14 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
                                      const HeldCores* held = nullptr,
                                      ExpectedPlacement* best = nullptr);
 
-// Picks and records the exact ids and hands them to `binder` (when there is one), with
-// `ultraServerNodes` for a gang's pod (PodBinder::bind); idempotent for a retried bind of the
-// same pod and node. A failed hand-off gives the ids back.
+// Picks and records the exact ids (around `heldForOthers` when the pod fits without them:
+// ClusterState::reserve) and hands them to `binder` (when there is one), with `ultraServerNodes`
+// for a gang's pod (PodBinder::bind); idempotent for a retried bind of the same pod and node. A
+// failed hand-off gives the ids back.
 Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,
                            PodBinder* binder = nullptr,
-                           std::optional<int> ultraServerNodes = std::nullopt);
+                           std::optional<int> ultraServerNodes = std::nullopt,
+                           const topology::CoreSet& heldForOthers = {});
 
 // Per node, the victims whose eviction frees a valid set for the pod (chooseVictims: kube-
 // scheduler's own when they do, a minimal set of lower-priority pods otherwise); nodes where no

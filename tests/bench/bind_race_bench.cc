@@ -85,8 +85,12 @@ Outcome replay(int pods, int lag, bool holds, unsigned seed) {
       binds.pop_front();
       const bool filtered =
           cycles.bindRefusal(bind.pod.uid, bind.pod.key(), bind.node, now).empty();
-      auto allocation = filtered ? extender::bindPod(state, bind.pod, bind.node)
-                                 : Result<extender::Allocation>(makeError(ErrorCode::kAborted, ""));
+      // With holds, the bind chooses around other pods' holds, as the bind route does.
+      const topology::CoreSet avoid =
+          holds ? cycles.heldOnNodeForOthers(bind.pod.uid, bind.node, now) : topology::CoreSet{};
+      auto allocation =
+          filtered ? extender::bindPod(state, bind.pod, bind.node, nullptr, std::nullopt, avoid)
+                   : Result<extender::Allocation>(makeError(ErrorCode::kAborted, ""));
       cycles.finished(bind.pod.uid);
       if (allocation) {
         ++outcome.bound;

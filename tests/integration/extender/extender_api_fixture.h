@@ -38,10 +38,15 @@ class ExtenderApiTest : public ::testing::Test {
   }
   void TearDown() override { stopExtender(); }
 
+  // Flags added to the extender's command line the next time it starts.
+  std::vector<std::string> extraFlags;
+
   void startExtender() {
-    extender_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-        binaryPath("neuron-scheduler-extender"), "--kubeconfig=" + kubeconfig_,
-        "--listen=127.0.0.1:0", "--log-level=debug", "--serve-state"});
+    std::vector<std::string> args{binaryPath("neuron-scheduler-extender"),
+                                  "--kubeconfig=" + kubeconfig_, "--listen=127.0.0.1:0",
+                                  "--log-level=debug", "--serve-state"};
+    args.insert(args.end(), extraFlags.begin(), extraFlags.end());
+    extender_ = std::make_unique<BackgroundProcess>(args);
     const auto log = extender_->waitForStderr("\"serving\"", 10s);
     ASSERT_TRUE(log.has_value()) << extender_->stderrText();
     port_ = loggedPort(*log, "\"serving\"");
@@ -89,7 +94,8 @@ class ExtenderApiTest : public ::testing::Test {
                 const std::string& node) {
     api_.put("pods", makePod("ml", name, resource, count));
     const json pod = *api_.get("pods", "ml/" + name);
-    const json filtered = post("filter", {{"Pod", pod}, {"NodeNames", {"trn-a", "trn-b"}}});
+    // kube-scheduler's own filters left `node` alone, so that is where the extender binds it.
+    const json filtered = post("filter", {{"Pod", pod}, {"NodeNames", {node}}});
     EXPECT_EQ(filtered["Error"], "");
     return post("bind", {{"PodName", name},
                          {"PodNamespace", "ml"},

@@ -36,13 +36,15 @@ std::string onSimulatedNodes(std::string body) {
   return body;
 }
 
+// The verbs as kube-scheduler's captured requests exercise them, every fitting node passing
+// filter (--choose-in-filter=false; ChoosingInFilter below is the default).
 class ExtenderBinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     extender_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
         binaryPath("neuron-scheduler-extender"),
         "--simulate-cluster=trn1.32xlarge:2,inf2.48xlarge:1", "--listen=127.0.0.1:0",
-        "--url-prefix=/neuron", "--max-body-mib=8"});
+        "--url-prefix=/neuron", "--max-body-mib=8", "--choose-in-filter=false"});
     const auto log = extender_->waitForStderr("\"serving\"", 10s);
     ASSERT_TRUE(log.has_value()) << extender_->stderrText();
     port_ = loggedPort(*log, "\"serving\"");
@@ -84,6 +86,46 @@ TEST_F(ExtenderBinaryTest, FilterPrioritizeBindWithCapturedRequests) {
   EXPECT_NE(metrics->find("torus_extender_requests_total{verb=\"bind\",result=\"ok\"} 2"),
             std::string::npos)
       << *metrics;
+}
+
+// By default a pod that states no scoring preference passes filter on the one node the extender
+// chooses (so kube-scheduler skips prioritize), and only a bind there is accepted; a pod with a
+// preferred node affinity keeps every fitting node for kube-scheduler's scoring.
+TEST(ExtenderChoosingInFilter, OneNodeForAPodWithoutPreferencesEveryNodeForOneWithThem) {
+  BackgroundProcess extender({binaryPath("neuron-scheduler-extender"),
+                              "--simulate-cluster=trn1.32xlarge:2", "--listen=127.0.0.1:0"});
+  const auto log = extender.waitForStderr("\"serving\"", 10s);
+  ASSERT_TRUE(log.has_value()) << extender.stderrText();
+  const int port = loggedPort(*log, "\"serving\"");
+  const auto post = [&](const std::string& verb, const json& body) {
+    const auto reply = httpPost(port, "/" + verb, body.dump());
+    EXPECT_TRUE(reply.has_value() && reply->substr(0, 3) == "200") << reply.value_or("");
+    return reply ? json::parse(reply->substr(4), nullptr, false) : json();
+  };
+  json request = json::parse(onSimulatedNodes(capture("nodecachecapable-filter.request.json")));
+  const json& pod = request["Pod"];
+  json binding = {{"PodName", pod["metadata"]["name"]},
+                  {"PodNamespace", "default"},
+                  {"PodUID", pod["metadata"]["uid"]},
+                  {"Node", "sim-trn1.32xlarge-1"}};
+  const json chosen = post("filter", request);
+  ASSERT_EQ(chosen["NodeNames"], json({"sim-trn1.32xlarge-0"})) << chosen.dump();
+  EXPECT_NE(post("bind", binding)["Error"].get<std::string>().find("did not pass that node"),
+            std::string::npos);
+  binding["Node"] = "sim-trn1.32xlarge-0";
+  EXPECT_EQ(post("bind", binding)["Error"], "");
+
+  request["Pod"]["metadata"]["uid"] = "uid-of-a-pod-with-a-preference";
+  request["Pod"]["spec"]["affinity"]["nodeAffinity"]
+         ["preferredDuringSchedulingIgnoredDuringExecution"] =
+             json::array({{{"weight", 10},
+                           {"preference",
+                            {{"matchExpressions",
+                              {{{"key", "zone"}, {"operator", "In"}, {"values", {"a"}}}}}}}}});
+  EXPECT_EQ(post("filter", request)["NodeNames"],
+            json({"sim-trn1.32xlarge-0", "sim-trn1.32xlarge-1"}));
+  extender.signal(SIGTERM);
+  EXPECT_EQ(extender.waitExit(10s), std::optional<int>(0));
 }
 
 // Idle connections beyond the server's cap (200) are cut, and /metrics counts each cut by reason.

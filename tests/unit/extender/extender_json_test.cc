@@ -95,6 +95,38 @@ TEST(ExtenderJson, ReadsThePodsPriority) {
   EXPECT_EQ(unset->pod.priority, 0);
 }
 
+// Preferences kube-scheduler's score plugins weigh keep a pod's every node in filter; required
+// rules and DoNotSchedule spread constraints are filters, not preferences.
+TEST(ExtenderJson, ReadsWhetherThePodStatesScoringPreferences) {
+  const auto states = [](const std::string& spec) {
+    auto args = parseExtenderArgs(R"({"Pod":{"metadata":{"name":"p"},"spec":)" + spec +
+                                  R"(},"NodeNames":[]})");
+    EXPECT_TRUE(args.ok()) << spec;
+    return args.ok() && args->pod.statesPreferences;
+  };
+  EXPECT_FALSE(states("{}"));
+  EXPECT_FALSE(
+      states(R"({"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":
+      {"nodeSelectorTerms":[{"matchExpressions":[{"key":"k","operator":"Exists"}]}]}}}})"));
+  EXPECT_FALSE(states(R"({"affinity":{"nodeAffinity":{
+      "preferredDuringSchedulingIgnoredDuringExecution":[]}}})"));
+  EXPECT_FALSE(states(R"({"topologySpreadConstraints":[{"maxSkew":1,
+      "topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"DoNotSchedule"}]})"));
+  EXPECT_TRUE(
+      states(R"({"affinity":{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":
+      [{"weight":1,"preference":{"matchExpressions":[{"key":"k","operator":"Exists"}]}}]}}})"));
+  for (const char* kind : {"podAffinity", "podAntiAffinity"}) {
+    EXPECT_TRUE(states(std::string(R"({"affinity":{")") + kind +
+                       R"(":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":1}]}}})"))
+        << kind;
+  }
+  EXPECT_TRUE(states(R"({"topologySpreadConstraints":[{"maxSkew":1,
+      "topologyKey":"kubernetes.io/hostname","whenUnsatisfiable":"ScheduleAnyway"}]})"));
+  EXPECT_TRUE(states(R"({"topologySpreadConstraints":[{"whenUnsatisfiable":7}]})"))
+      << "malformed: the full scoring";
+  EXPECT_TRUE(states(R"({"topologySpreadConstraints":"spread"})"));
+}
+
 TEST(ExtenderJson, BadInputNamesTheField) {
   const std::pair<const char*, const char*> cases[] = {
       {"{", "request body: not valid JSON"},

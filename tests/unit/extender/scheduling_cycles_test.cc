@@ -59,6 +59,43 @@ TEST(SchedulingCycles, HoldsCountForOtherPodsUntilTheirBindOrTtl) {
   EXPECT_TRUE(cycles.heldForOthers("other", kStart + seconds(6)).empty());
   cycles.finished("u2");
   EXPECT_EQ(cycles.heldForOthers("other", kStart).at("n"), topology::CoreSet::range(0, 4));
+  EXPECT_EQ(cycles.heldOnNodeForOthers("other", "n", kStart), topology::CoreSet::range(0, 4));
+  EXPECT_TRUE(cycles.heldOnNodeForOthers("u1", "n", kStart).empty()) << "its own hold";
+  EXPECT_TRUE(cycles.heldOnNodeForOthers("other", "m", kStart).empty());
+  EXPECT_TRUE(cycles.heldOnNodeForOthers("other", "n", kStart + seconds(6)).empty());
+}
+
+// Two pods held on one node, their binds in the opposite order: the second pod's bind keeps clear
+// of the cores held for the first, so the first still fits when its bind arrives. Holds never
+// refuse: a pod that fits only on held cores takes them.
+TEST(SchedulingCycles, ABindChoosesAroundTheCoresHeldForOtherPods) {
+  ClusterState state;
+  ASSERT_TRUE(state.upsertNode("a", "trn2.48xlarge").ok());
+  const PodDemand first = testing::testPod("first", topology::AllocationUnit::kDevice, 8);
+  const PodDemand second = testing::testPod("second", topology::AllocationUnit::kDevice, 8);
+  SchedulingCycles cycles;
+  for (const PodDemand* pod : {&first, &second}) {
+    cycles.filtered(pod->uid, {"a"}, kStart);
+    HeldCores held = cycles.heldForOthers(pod->uid, kStart);
+    const auto best = bestPlacement(state, *pod, {"a"}, &held);
+    ASSERT_TRUE(best.has_value());
+    cycles.hold(pod->uid, best->node, best->cores, kStart);
+  }
+  const topology::CoreSet heldForFirst = cycles.heldOnNodeForOthers(second.uid, "a", kStart);
+  ASSERT_FALSE(heldForFirst.empty());
+  auto bound = bindPod(state, second, "a", nullptr, std::nullopt, heldForFirst);
+  ASSERT_TRUE(bound.ok()) << bound.error().message;
+  EXPECT_TRUE((bound->cores & heldForFirst).empty());
+  EXPECT_TRUE(bindPod(state, first, "a", nullptr, std::nullopt,
+                      cycles.heldOnNodeForOthers(first.uid, "a", kStart))
+                  .ok());
+
+  ClusterState other;
+  ASSERT_TRUE(other.upsertNode("b", "trn2.48xlarge").ok());
+  const PodDemand whole = testing::testPod("whole", topology::AllocationUnit::kDevice, 16);
+  auto taken = bindPod(other, whole, "b", nullptr, std::nullopt, topology::CoreSet::range(0, 8));
+  ASSERT_TRUE(taken.ok()) << taken.error().message;
+  EXPECT_EQ(taken->ids.size(), 16U);
 }
 
 // Two pods scored before either bind arrives: without the first pod's hold, packing sends the
