@@ -22,10 +22,18 @@ std::string nodeNameOf(const json& pod) {
   return kube::stringField(pod, "spec", "nodeName");
 }
 
+// kube-scheduler runs each pod's binding cycle in a goroutine of its own, so binds arrive
+// together: 40 at once on 1,200 nodes at 80 pods/s, each waiting on its Binding. With fewer kept
+// connections than binds in flight, every bind beyond them opens a new TLS connection (a
+// handshake on both sides of a busy API server) and drops it after.
+constexpr std::size_t kKeptBindConnections = 64;
+
 }  // namespace
 
 ApiBinder::ApiBinder(const kube::KubeConfig& config, bool allocationEvents)
-    : clients_(config), courtesy_(config), allocationEvents_(allocationEvents) {}
+    : clients_(config, kKeptBindConnections),
+      courtesy_(config),
+      allocationEvents_(allocationEvents) {}
 
 Result<void> ApiBinder::bind(const PodDemand& pod, const Allocation& allocation,
                              std::optional<int> ultraServerNodes) {

@@ -180,6 +180,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
            }
            learnNodes(context, *args);
            context.pods.remember(args->pod);
+           if (args->pod.wantsNeuron()) context.bindBacklog->waitForRoom();
            if (std::string wait = resolvePodGroup(context, args->pod); !wait.empty()) {
              FilterResult result;
              result.error = std::move(wait);
@@ -269,6 +270,7 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              ultraServerNodes = ultraServerJobNodes(context.state, *context.nodeDomains,
                                                     context.gangMembers->of(pod->gangKey()));
            }
+           const BindBacklog::Entry inFlight = context.bindBacklog->enter();
            auto allocation =
                bindPod(context.state, *pod, args->node, context.binder, ultraServerNodes,
                        context.cycles->heldOnNodeForOthers(pod->uid, args->node, Clock::now()));
@@ -337,6 +339,18 @@ std::vector<http::Route> healthRoutes(ExtenderContext context) {
                           "# TYPE torus_extender_unfiltered_binds_refused_total counter\n"
                           "torus_extender_unfiltered_binds_refused_total " +
                           std::to_string(context.cycles->unfilteredBindsRefused()) + "\n";
+                      text +=
+                          "# HELP torus_extender_filter_backlog_waits_total Filters that waited "
+                          "because as many binds as the API connections kept were in flight.\n"
+                          "# TYPE torus_extender_filter_backlog_waits_total counter\n"
+                          "torus_extender_filter_backlog_waits_total " +
+                          std::to_string(context.bindBacklog->waits()) +
+                          "\n"
+                          "# HELP torus_extender_filter_backlog_wait_seconds_total Time those "
+                          "filters waited.\n"
+                          "# TYPE torus_extender_filter_backlog_wait_seconds_total counter\n"
+                          "torus_extender_filter_backlog_wait_seconds_total " +
+                          std::to_string(context.bindBacklog->secondsWaited()) + "\n";
                       if (context.moreMetrics) text += context.moreMetrics();
                       return http::Response{200, "text/plain; version=0.0.4", std::move(text)};
                     }});

@@ -15,6 +15,7 @@
 #include "scheduler-extender/gang/gang_members.h"
 #include "scheduler-extender/gang/node_domains.h"
 #include "scheduler-extender/gang/pod_groups.h"
+#include "scheduler-extender/server/bind_backlog.h"
 #include "scheduler-extender/server/verb_metrics.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_cache.h"
@@ -54,6 +55,8 @@ struct ExtenderContext {
   // prioritize (it does when one node passes), which halves its round trips to us. Off: every node
   // that fits passes, and prioritize weighs them with kube-scheduler's score plugins.
   bool chooseInFilter = true;
+  // Binds waiting on the API server; filter waits while too many are (server/bind_backlog.h).
+  std::shared_ptr<BindBacklog> bindBacklog = std::make_shared<BindBacklog>();
   // GET /state lists every Neuron pod with its node and ids: off unless asked for.
   bool serveState = false;
   // /readyz: true once the state reflects the cluster; unset means always ready.
