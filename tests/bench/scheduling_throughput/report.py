@@ -5,7 +5,8 @@
   report.py api-waits BEFORE AFTER             from two snapshots of the API server's /metrics,
                                                "name requests mean_ms" per priority level's
                                                queued requests and per pod write served
-  report.py extender-time < METRICS            the extender's mean time per verb
+  report.py extender-time BEFORE AFTER         from two snapshots of the extender's /metrics,
+                                               its mean time per verb and the binds it refused
   report.py valid KUBECTL KUBECONFIG NS MODE   "valid total": placements that are the count asked,
                                                on NeuronLink-connected devices (MODE extender: the
                                                pods' AWS_NEURON_IDS; dra: their claims' results)
@@ -76,16 +77,32 @@ def api_waits(before, after):
     return lines
 
 
-def extender_time(lines):
-    """"verb N.N ms x COUNT, ..." from the extender's request duration histogram."""
-    sums, counts = {}, {}
+def extender_figures(lines):
+    """{("sum"|"count", verb): seconds or calls, ("error", verb): failed calls} from the
+    extender's /metrics."""
+    figures = {}
     for line in lines:
         m = re.match(r"torus_extender_request_duration_seconds_(sum|count)\{verb=\"(\w+)\"\} (\S+)",
                      line)
         if m:
-            (sums if m[1] == "sum" else counts)[m[2]] = float(m[3])
-    return ", ".join(f"{v} {1000 * sums[v] / counts[v]:.1f} ms x {int(counts[v])}"
-                     for v in sorted(counts) if counts[v])
+            figures[(m[1], m[2])] = float(m[3])
+        m = re.match(r"torus_extender_requests_total\{verb=\"(\w+)\",result=\"error\"\} (\S+)", line)
+        if m:
+            figures[("error", m[1])] = float(m[2])
+    return figures
+
+
+def extender_time(before, after):
+    """"verb N.N ms x COUNT, ...; binds refused: E of N (X per 1,000)" between two snapshots of
+    the extender's /metrics (a refused bind costs its pod another scheduling cycle)."""
+    delta = {key: value - before.get(key, 0) for key, value in extender_figures(after).items()}
+    verbs = sorted(verb for kind, verb in delta if kind == "count" and delta[(kind, verb)])
+    text = ", ".join(f"{v} {1000 * delta[('sum', v)] / delta[('count', v)]:.1f} ms x "
+                     f"{int(delta[('count', v)])}" for v in verbs)
+    binds, refused = delta.get(("count", "bind"), 0), delta.get(("error", "bind"), 0)
+    if binds:
+        text += f"; binds refused: {int(refused)} of {int(binds)} ({1000 * refused / binds:.1f} per 1,000)"
+    return text
 
 
 def placements(nodes, pods, claims, mode):
@@ -196,8 +213,9 @@ def main(argv):
             lines = api_waits(read_metrics(before), read_metrics(after))
         for line in lines:
             print(line)
-    elif command == "extender-time" and not args:
-        print(extender_time(sys.stdin))
+    elif command == "extender-time" and len(args) == 2:
+        with open(args[0]) as before, open(args[1]) as after:
+            print(extender_time(extender_figures(before), after))
     elif command == "valid" and len(args) == 4:
         print(*valid(*args))
     elif command == "ratio" and len(args) in (4, 5):

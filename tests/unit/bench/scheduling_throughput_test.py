@@ -73,11 +73,18 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(report.api_waits(report.read_metrics(before), report.read_metrics(after)),
                          ["queued_at_workload-low 10 200.0", "served_POST_pods/binding 100 5.0"])
 
-    def test_extender_time_is_the_mean_per_verb(self):
-        metrics = ['torus_extender_request_duration_seconds_sum{verb="filter"} 2',
-                   'torus_extender_request_duration_seconds_count{verb="filter"} 1000',
-                   'torus_extender_request_duration_seconds_count{verb="bind"} 0']
-        self.assertEqual(report.extender_time(metrics), "filter 2.0 ms x 1000")
+    def test_extender_time_is_the_mean_per_verb_and_the_binds_refused_between_snapshots(self):
+        before = ['torus_extender_request_duration_seconds_sum{verb="filter"} 1',
+                  'torus_extender_request_duration_seconds_count{verb="filter"} 500',
+                  'torus_extender_request_duration_seconds_count{verb="bind"} 0']
+        after = ['torus_extender_request_duration_seconds_sum{verb="filter"} 3',
+                 'torus_extender_request_duration_seconds_count{verb="filter"} 1500',
+                 'torus_extender_request_duration_seconds_sum{verb="bind"} 100',
+                 'torus_extender_request_duration_seconds_count{verb="bind"} 1000',
+                 'torus_extender_requests_total{verb="bind",result="error"} 4']
+        self.assertEqual(report.extender_time(report.extender_figures(before), after),
+                         "bind 100.0 ms x 1000, filter 2.0 ms x 1000; "
+                         "binds refused: 4 of 1000 (4.0 per 1,000)")
 
     def test_extender_placements_are_valid_when_asked_and_connected(self):
         nodes = {"n": RING}
