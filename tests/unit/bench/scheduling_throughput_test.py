@@ -141,7 +141,7 @@ class ReportTest(unittest.TestCase):
                                 ["10", "5", "nan", "4", "3.5", "nan"])
         self.assertEqual(spec["series"][0]["y"], [10.0, None])
         self.assertEqual(spec["series"][2]["y"], [None, 3.5])
-        self.assertEqual(spec["series"][3]["y"], [None, None])
+        self.assertEqual(len(spec["series"]), 3, "whole chips did not run: no legend entry")
         self.assertEqual(run("report.py", "plot-spec", "x").returncode, 1)
 
 
