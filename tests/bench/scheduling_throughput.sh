@@ -44,7 +44,8 @@
 # 120 Lease writes a second, which on 2 CPUs shared with the whole control plane slowed the API
 # server's Bindings to seconds, where a production control plane has CPUs of its own for them.
 # Needs root; stops everything it started. Prints a table and the ratios, and draws them as
-# $PLOT_DIR/scheduling-throughput.png (default build/bench-plots; scripts/bench-venv.sh).
+# $PLOT_DIR/scheduling-throughput.png, and the pods placed over time on each path as
+# $PLOT_DIR/scheduling-over-time.png (default build/bench-plots; scripts/bench-venv.sh).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 HERE="$REPO/tests/bench/scheduling_throughput"  # the pods it creates, the figures it prints
@@ -194,7 +195,8 @@ YAML
   cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
-  k get pods -n "$namespace" -o json | python3 "$HERE/report.py" span
+  k get pods -n "$namespace" -o json > "$STATE_DIR/pods-$namespace.json"
+  python3 "$HERE/report.py" span < "$STATE_DIR/pods-$namespace.json"
 }
 
 # valid_share NAMESPACE [dra]: how many placements are right: the count asked, on devices the
@@ -329,4 +331,6 @@ if py="$("$REPO/scripts/bench-venv.sh")"; then
     "$K8S_VERSION" "${run_rate[counting]:-nan}" "${run_rate[extender]:-nan}" \
     "${run_rate[counting4]:-nan}" "${run_rate[extender4]:-nan}" "${run_rate[dra]:-nan}" \
     "${run_rate[dra-whole]:-nan}" | "$py" "$REPO/tests/bench/plot.py"
+  python3 "$HERE/report.py" placed-over-time "$plot_dir/scheduling-over-time.png" "$NODES" \
+    "$PODS" "$K8S_VERSION" "$STATE_DIR" | "$py" "$REPO/tests/bench/plot.py"
 fi

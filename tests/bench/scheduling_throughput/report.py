@@ -14,6 +14,8 @@
   report.py tables STATE_DIR                   CPU seconds and API server waits, a column per run
   report.py plot-spec OUT NODES PODS VERSION COUNTING EXTENDER COUNTING4 EXTENDER4 DRA DRA_WHOLE
                                                the bar chart's spec for plot.py (rates; nan: not run)
+  report.py placed-over-time OUT NODES PODS VERSION STATE_DIR
+                                               the line plot's spec: pods placed over time per run
 """
 import datetime
 import json
@@ -206,6 +208,49 @@ def plot_spec(out, nodes, pods, version, rates):
                 "4 chips only; a missing bar was not run"}
 
 
+# Each run's namespace and its line's name in the plot of pods placed over time.
+RUN_NAMESPACES = [("bench-default", "kube-scheduler, counted (mixed)"),
+                  ("bench-extender", "neuron-scheduler + extender (mixed)"),
+                  ("bench-default-4", "kube-scheduler, counted (4 chips)"),
+                  ("bench-extender-4", "neuron-scheduler + extender (4 chips)"),
+                  ("bench-dra", "kube-scheduler DRA, chips + partitions (4 chips)"),
+                  ("bench-dra-whole", "kube-scheduler DRA, whole chips (4 chips)")]
+
+
+def placed_over_time(pod_list):
+    """(seconds since the first PodScheduled transition, pods scheduled by then), a point per
+    second that saw a transition."""
+    times = sorted(datetime.datetime.fromisoformat(c["lastTransitionTime"].replace("Z", "+00:00"))
+                   for pod in pod_list["items"]
+                   for c in pod.get("status", {}).get("conditions", [])
+                   if c["type"] == "PodScheduled" and c["status"] == "True")
+    points = []
+    for count, when in enumerate(times, 1):
+        second = (when - times[0]).total_seconds()
+        if points and points[-1][0] == second:
+            points[-1] = (second, count)
+        else:
+            points.append((second, count))
+    return points
+
+
+def placed_over_time_spec(out, nodes, pods, version, state_dir):
+    """The line plot's spec: for each run that left its pods in STATE_DIR, pods placed over time."""
+    series = []
+    for namespace, name in RUN_NAMESPACES:
+        path = os.path.join(state_dir, f"pods-{namespace}.json")
+        if not os.path.exists(path):
+            continue
+        with open(path) as pod_file:
+            points = placed_over_time(json.load(pod_file))
+        series.append({"name": name, "x": [p[0] for p in points], "y": [p[1] for p in points]})
+    return {"out": out, "kind": "line", "xlabel": "seconds since the run's first pod was scheduled",
+            "ylabel": "pods scheduled", "title": f"Pods placed over time, {pods} pods on {nodes}",
+            "series": series,
+            "note": f"tests/bench/scheduling_throughput.sh, Kubernetes {version}; "
+                    "PodScheduled transitions have 1 s resolution"}
+
+
 def main(argv):
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     if command == "span" and not args:
@@ -225,6 +270,8 @@ def main(argv):
     elif command == "tables" and len(args) == 1:
         for line in tables(args[0]):
             print(line)
+    elif command == "placed-over-time" and len(args) == 5:
+        print(json.dumps(placed_over_time_spec(*args)))
     elif command == "plot-spec" and len(args) == 10:
         print(json.dumps(plot_spec(*args[:4], args[4:])))
     else:

@@ -145,5 +145,25 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(run("report.py", "plot-spec", "x").returncode, 1)
 
 
+class PlacedOverTimeTest(unittest.TestCase):
+    def test_a_point_per_second_with_the_pods_scheduled_by_then(self):
+        def pod(when, status="True"):
+            return {"status": {"conditions": [{"type": "PodScheduled", "status": status,
+                                               "lastTransitionTime": when}]}}
+        pods = {"items": [pod("2026-12-02T10:00:01Z"), pod("2026-12-02T10:00:00Z"),
+                          pod("2026-12-02T10:00:01Z"), pod("2026-12-02T10:00:03Z"),
+                          pod("2026-12-02T10:00:02Z", "False")]}
+        self.assertEqual(report.placed_over_time(pods), [(0.0, 1), (1.0, 3), (3.0, 4)])
+
+    def test_the_spec_has_a_line_for_each_run_that_left_its_pods(self):
+        with tempfile.TemporaryDirectory() as state:
+            with open(os.path.join(state, "pods-bench-extender.json"), "w") as out:
+                json.dump({"items": []}, out)
+            spec = report.placed_over_time_spec("x.png", "n", "2", "v", state)
+        self.assertEqual([s["name"] for s in spec["series"]],
+                         ["neuron-scheduler + extender (mixed)"])
+        self.assertEqual(spec["kind"], "line")
+
+
 if __name__ == "__main__":
     unittest.main()
