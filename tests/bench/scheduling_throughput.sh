@@ -242,7 +242,17 @@ clear_run() { k delete namespace "$1" --wait=true --timeout=600s > /dev/null; }
 extender_metrics() {
   curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" > "$1" || : > "$1"
 }
+# record_extender RUN NAMESPACE KIND: record's extender run, and where its time went: the
+# extender's own time per verb, and the binds it refused (each costs its pod another scheduling
+# cycle), from its /metrics before and after the run.
 declare -A extender_time=()
+record_extender() {
+  extender_metrics "$STATE_DIR/extender-before"
+  record "$1" neuron-scheduler "$2" "$3" extender
+  extender_metrics "$STATE_DIR/extender-after"
+  extender_time[$1]=$(python3 "$HERE/report.py" extender-time "$STATE_DIR/extender-before" \
+    "$STATE_DIR/extender-after")
+}
 if wants counting; then
   echo "== $PODS pods through kube-scheduler, counting aws.amazon.com/* only"
   record counting default-scheduler bench-default mixed
@@ -250,13 +260,7 @@ if wants counting; then
 fi
 if wants extender; then
   echo "== $PODS pods through neuron-scheduler and the Torus extender"
-  extender_metrics "$STATE_DIR/extender-before"
-  record extender neuron-scheduler bench-extender mixed extender
-  # Where the extender path's time goes: the extender's own time per verb, and the binds it
-  # refused (each costs its pod another scheduling cycle), from its /metrics.
-  extender_metrics "$STATE_DIR/extender-after"
-  extender_time[extender]=$(python3 "$HERE/report.py" extender-time "$STATE_DIR/extender-before" \
-    "$STATE_DIR/extender-after")
+  record_extender extender bench-extender mixed
   clear_run bench-extender
 fi
 if wants counting4; then
@@ -266,11 +270,7 @@ if wants counting4; then
 fi
 if wants extender4; then
   echo "== $PODS pods of aws.amazon.com/neuron: 4 through neuron-scheduler and the extender"
-  extender_metrics "$STATE_DIR/extender-before"
-  record extender4 neuron-scheduler bench-extender-4 neuron4 extender
-  extender_metrics "$STATE_DIR/extender-after"
-  extender_time[extender4]=$(python3 "$HERE/report.py" extender-time "$STATE_DIR/extender-before" \
-    "$STATE_DIR/extender-after")
+  record_extender extender4 bench-extender-4 neuron4
   clear_run bench-extender-4
 fi
 if wants dra; then
