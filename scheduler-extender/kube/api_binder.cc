@@ -23,9 +23,9 @@ std::string nodeNameOf(const json& pod) {
 }
 
 // kube-scheduler runs each pod's binding cycle in a goroutine of its own, so binds arrive
-// together: 40 at once on 1,200 nodes at 80 pods/s, each waiting on its Binding. With fewer kept
-// connections than binds in flight, every bind beyond them opens a new TLS connection (a
-// handshake on both sides of a busy API server) and drops it after.
+// together, each waiting on its Binding (server/bind_backlog.h keeps them to this many). With
+// fewer kept connections than binds in flight, every bind beyond them opens a new TLS connection
+// (a handshake on both sides of a busy API server) and drops it after.
 constexpr std::size_t kKeptBindConnections = 64;
 
 }  // namespace
