@@ -71,16 +71,9 @@ HeldCores SchedulingCycles::heldForOthers(const std::string& podUid, Clock::time
 topology::CoreSet SchedulingCycles::heldOnNodeForOthers(const std::string& podUid,
                                                         const std::string& node,
                                                         Clock::time_point now) const {
-  topology::CoreSet held;
-  std::lock_guard lock(mutex_);
-  for (const auto& [uid, cycle] : byUid_) {
-    if (!cycle.hold || uid == podUid || cycle.hold->node != node ||
-        now - cycle.hold->since > limits_.holdTtl) {
-      continue;
-    }
-    held |= cycle.hold->cores;
-  }
-  return held;
+  const HeldCores held = heldForOthers(podUid, now);
+  const auto onNode = held.find(node);
+  return onNode == held.end() ? topology::CoreSet{} : onNode->second;
 }
 
 void SchedulingCycles::finished(const std::string& podUid) {
