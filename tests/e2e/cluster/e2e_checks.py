@@ -126,6 +126,8 @@ COMMANDS = {
     "prepared-claims-are": ("COUNT [CHIPS_EACH] (/allocations on stdin)",
                             lambda a: dra.prepared_claims_are(
                                 _stdin_json(), int(a[0]), int(a[1]) if len(a) > 1 else None)),
+    "checkpoint-idle": ("CHECKPOINT_FILE",
+                        lambda a: dra.checkpoint_idle(json.loads(_read(a[0])))),
     "admin-claim-owns-nothing": ("NAMESPACE/CLAIM DEVICES (/allocations on stdin)",
                                  lambda a: dra.admin_claim_owns_nothing(_stdin_json(), a[0],
                                                                         int(a[1]))),

@@ -147,6 +147,15 @@ def prepared_claims_are(allocations, count, chips_each=None):
         require(all(n == chips_each for n in owned), f"chips owned per claim: {owned}")
 
 
+def checkpoint_idle(checkpoint):
+    """The driver's checkpoint lists no prepared claim and no chip waiting for its reset: with no
+    pod on the node the driver has nothing left to write to it."""
+    data = checkpoint["data"]
+    claims, pending = sorted(data.get("claims", {})), data.get("pendingReset", [])
+    require(not claims and not pending,
+            f"the checkpoint still lists claims {claims} and chips to reset {pending}")
+
+
 def admin_claim_owns_nothing(allocations, claim, devices):
     """The admin-access claim `claim` ("namespace/name") is prepared with `devices` devices and
     owns no chip and no core: it resets nothing when it goes. Returns what it saw."""

@@ -138,6 +138,14 @@ class PoolTest(unittest.TestCase):
         with self.assertRaisesRegex(CheckFailed, "labels"):
             dra.ultraserver_environment("DEVICES=neuron0\n", node, 2)
 
+    def test_checkpoint_idle(self):
+        dra.checkpoint_idle({"version": 2, "data": {"claims": {}, "pendingReset": [],
+                                                    "unresetCores": [4]}})
+        with self.assertRaisesRegex(CheckFailed, r"chips to reset \[0, 1\]"):
+            dra.checkpoint_idle({"data": {"claims": {}, "pendingReset": [0, 1]}})
+        with self.assertRaisesRegex(CheckFailed, r"claims \['uid-1'\]"):
+            dra.checkpoint_idle({"data": {"claims": {"uid-1": {}}, "pendingReset": []}})
+
     def test_prepared_claims_and_an_admin_claim_that_owns_nothing(self):
         allocations = {"claims": [
             {"claim": "e2e/work", "deviceNames": ["neurondevice3"], "devices": [3],

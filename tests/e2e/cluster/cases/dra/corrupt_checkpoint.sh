@@ -5,6 +5,10 @@ echo "== a corrupt checkpoint stops the driver and the Node says what to do"
 # Starting without its record of prepared claims would hand out chips running pods hold: the
 # driver refuses, and a Warning Event on the Node names the file and the way out (audit L6).
 CHECKPOINT="$KUBELET_ROOT/plugins/neuron.aws.com/checkpoint.json"
+# The driver rewrites the file when its background resets of the last pods' chips finish: the
+# corruption goes in after that, or the running agent overwrites it.
+check "the checkpoint lists no claim and no chip left to reset" \
+  eventually 60 checks_py checkpoint-idle "$CHECKPOINT"
 cp "$CHECKPOINT" "$STATE_DIR/checkpoint.saved"
 echo '{"version": 1, "claims": [' > "$CHECKPOINT"
 k delete pod -n kube-system "$(agent_pod)" --wait=true > /dev/null
