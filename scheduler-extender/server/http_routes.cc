@@ -129,23 +129,28 @@ void rememberFilterAnswer(ExtenderContext& context, const PodDemand& pod,
   }
 }
 
-// With chooseInFilter, a pod that leaves the choice to the extender passes only on the node it
-// would score highest (counting other pods' holds), and is held there. Gang members are placed by
-// their gang's plan, and a pod that states preferences keeps every node for kube-scheduler's
-// scoring. Returns whether it chose.
-bool chooseInFilter(ExtenderContext& context, const PodDemand& pod, FilterResult& result) {
+// A pod that leaves the choice to the extender (chooseInFilter: no stated preference, not in a
+// gang) passes only on the node it would score highest, counting other pods' holds, and is held
+// there. Any other pod passes on every node it fits for kube-scheduler's scoring.
+FilterResult filterPod(ExtenderContext& context, const PodDemand& pod,
+                       const std::vector<std::string>& nodeNames) {
   if (!context.chooseInFilter || !pod.wantsNeuron() || pod.statesPreferences || pod.uid.empty() ||
-      isGangMember(pod) || result.nodeNames.size() < 2) {
-    return false;
+      nodeNames.size() < 2) {
+    FilterResult result = filter(context.state, pod, nodeNames);
+    rememberFilterAnswer(context, pod, result);
+    return result;
   }
   const auto now = Clock::now();
-  const HeldCores held = context.cycles->heldForOthers(pod.uid, now);
-  auto best = bestPlacement(context.state, pod, result.nodeNames, &held);
-  if (!best) return false;
-  result.nodeNames = {best->node};
+  std::optional<ExpectedPlacement> best;
+  FilterResult result = filterChoosing(context.state, pod, nodeNames,
+                                       context.cycles->heldForOthers(pod.uid, now), best);
+  if (!best) {
+    rememberFilterAnswer(context, pod, result);
+    return result;
+  }
   context.cycles->filtered(pod.uid, result.nodeNames, now);
   context.cycles->hold(pod.uid, best->node, std::move(best->cores), now);
-  return true;
+  return result;
 }
 
 // A bind that repeats one already done (the same pod on the same node) is answered again as it
@@ -186,12 +191,12 @@ std::vector<http::Route> extenderRoutes(const std::string& urlPrefix, ExtenderCo
              result.error = std::move(wait);
              return json(filterResultJson(result, body, args->fullNodes));
            }
-           FilterResult result =
-               isGangMember(args->pod)
-                   ? filterGangMember(context.state, gangsOf(context), args->pod, args->nodeNames)
-                   : filter(context.state, args->pod, args->nodeNames);
-           if (!chooseInFilter(context, args->pod, result)) {
+           FilterResult result;
+           if (isGangMember(args->pod)) {
+             result = filterGangMember(context.state, gangsOf(context), args->pod, args->nodeNames);
              rememberFilterAnswer(context, args->pod, result);
+           } else {
+             result = filterPod(context, args->pod, args->nodeNames);
            }
            TORUS_LOG(Debug, Extender, "filter", {"pod", args->pod.key()},
                      {"count", args->pod.count},

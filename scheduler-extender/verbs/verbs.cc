@@ -6,6 +6,24 @@
 
 namespace torus::extender {
 
+namespace {
+
+// A node's trial in filter's terms: it passes, or fails for now ("not now": no room, unknown
+// node) or for good ("never on this node type").
+void sortTrial(const std::string& name, const Result<ClusterState::Trial>& trial,
+               FilterResult& result) {
+  if (trial) {
+    result.nodeNames.push_back(name);
+  } else if (trial.error().code == ErrorCode::kResourceExhausted ||
+             trial.error().code == ErrorCode::kNotFound) {
+    result.failed[name] = trial.error().message;
+  } else {
+    result.failedAndUnresolvable[name] = trial.error().message;
+  }
+}
+
+}  // namespace
+
 FilterResult filter(const ClusterState& state, const PodDemand& pod,
                     const std::vector<std::string>& nodeNames) {
   FilterResult result;
@@ -14,18 +32,30 @@ FilterResult filter(const ClusterState& state, const PodDemand& pod,
     return result;
   }
   const auto trials = state.tryPlaceMany(nodeNames, pod, false);
+  for (std::size_t i = 0; i < nodeNames.size(); ++i)
+    sortTrial(nodeNames[i], trials[i], result);
+  return result;
+}
+
+FilterResult filterChoosing(const ClusterState& state, const PodDemand& pod,
+                            const std::vector<std::string>& nodeNames, const HeldCores& held,
+                            std::optional<ExpectedPlacement>& best) {
+  best.reset();
+  if (!pod.wantsNeuron()) return filter(state, pod, nodeNames);
+  const auto trials = state.tryPlaceMany(nodeNames, pod, true, &held);
+  FilterResult result;
+  int bestScore = -1;
   for (std::size_t i = 0; i < nodeNames.size(); ++i) {
-    const std::string& name = nodeNames[i];
     const auto& trial = trials[i];
-    if (trial) {
-      result.nodeNames.push_back(name);
-    } else if (trial.error().code == ErrorCode::kResourceExhausted ||
-               trial.error().code == ErrorCode::kNotFound) {
-      result.failed[name] = trial.error().message;
-    } else {
-      result.failedAndUnresolvable[name] = trial.error().message;
+    if (!trial) {
+      sortTrial(nodeNames[i], trial, result);
+    } else if (trial->score > bestScore) {  // the first of equals, as prioritize's choice
+      bestScore = trial->score;
+      best = ExpectedPlacement{nodeNames[i], trial->cores};
     }
   }
+  if (!best) return filter(state, pod, nodeNames);
+  result.nodeNames = {best->node};
   return result;
 }
 
@@ -60,15 +90,6 @@ std::vector<HostPriority> prioritize(const ClusterState& state, const PodDemand&
     }
   }
   return priorities;
-}
-
-std::optional<ExpectedPlacement> bestPlacement(const ClusterState& state, const PodDemand& pod,
-                                               const std::vector<std::string>& nodeNames,
-                                               const HeldCores* held) {
-  ExpectedPlacement best;
-  prioritize(state, pod, nodeNames, held, &best);
-  if (best.node.empty()) return std::nullopt;
-  return best;
 }
 
 Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std::string& node,

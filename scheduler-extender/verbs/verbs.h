@@ -35,11 +35,13 @@ struct ExpectedPlacement {
   topology::CoreSet cores;
 };
 
-// The node prioritize scores highest for the pod, counting `held` as taken, and the cores the
-// pod would take there; nullopt when no node fits.
-std::optional<ExpectedPlacement> bestPlacement(const ClusterState& state, const PodDemand& pod,
-                                               const std::vector<std::string>& nodeNames,
-                                               const HeldCores* held);
+// Filter for a pod whose node the extender chooses, in one scoring pass with `held` (other pods'
+// expected placements) counted as taken: the node prioritize would score highest passes alone
+// and `best` says where and on which cores. When nothing fits around the holds, `best` stays
+// empty and the result is filter's (holds ignored), so kube-scheduler still sees every fit.
+FilterResult filterChoosing(const ClusterState& state, const PodDemand& pod,
+                            const std::vector<std::string>& nodeNames, const HeldCores& held,
+                            std::optional<ExpectedPlacement>& best);
 
 // Scores count `held` (other pods' expected placements) as taken, so pods whose binds have not
 // arrived yet are not placed on top of; `best`, when given, is set to the highest-scored node

@@ -76,8 +76,8 @@ TEST(SchedulingCycles, ABindChoosesAroundTheCoresHeldForOtherPods) {
   SchedulingCycles cycles;
   for (const PodDemand* pod : {&first, &second}) {
     cycles.filtered(pod->uid, {"a"}, kStart);
-    HeldCores held = cycles.heldForOthers(pod->uid, kStart);
-    const auto best = bestPlacement(state, *pod, {"a"}, &held);
+    std::optional<ExpectedPlacement> best;
+    (void)filterChoosing(state, *pod, {"a"}, cycles.heldForOthers(pod->uid, kStart), best);
     ASSERT_TRUE(best.has_value());
     cycles.hold(pod->uid, best->node, best->cores, kStart);
   }

@@ -1,5 +1,6 @@
 #include "scheduler-extender/verbs/verbs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <set>
@@ -50,6 +51,47 @@ TEST(Prioritize, PrefersThePartlyUsedNode) {
     EXPECT_GE(p.score, 0);
     EXPECT_LE(p.score, 10);
   }
+}
+
+// Choosing in filter is prioritize's choice made in filter's one pass: the best node around other
+// pods' holds passes alone. Where only held cores are free, nothing is chosen and every node that
+// fits without the holds passes, as plain filter has it.
+TEST(FilterChoosing, PassesPrioritizesBestNodeAloneAndFallsBackToFilterAroundHolds) {
+  ClusterState state;
+  for (const char* name : {"empty", "busy", "third"})
+    ASSERT_TRUE(state.upsertNode(name, "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.upsertNode("small", "inf2.xlarge").ok());
+  ASSERT_TRUE(bindPod(state, pod("x", kDevice, 8), "busy").ok());
+  const std::vector<std::string> names{"empty", "busy", "third", "small", "ghost"};
+  const PodDemand fourChips = pod("y", kDevice, 4);
+  std::optional<ExpectedPlacement> best;
+  const FilterResult chosen = filterChoosing(state, fourChips, names, {}, best);
+  const auto scores = prioritize(state, fourChips, names);
+  const auto top = std::max_element(scores.begin(), scores.end(),
+                                    [](const auto& a, const auto& b) { return a.score < b.score; });
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->node, top->host);
+  EXPECT_EQ(best->node, "busy");
+  EXPECT_EQ(best->cores.size(), 16U) << "4 chips of 4 cores (LNC 2)";
+  EXPECT_EQ(chosen.nodeNames, (std::vector<std::string>{"busy"}));
+  EXPECT_EQ(chosen.failedAndUnresolvable.count("small"), 1U) << "one chip: never 4";
+  EXPECT_EQ(chosen.failed.count("ghost"), 1U);
+
+  // The rest of busy is held for another pod: the next best node is chosen around it.
+  const HeldCores heldOnBusy{{"busy", state.node("busy")->freeCores}};
+  EXPECT_EQ(filterChoosing(state, fourChips, names, heldOnBusy, best).nodeNames,
+            (std::vector<std::string>{"empty"}));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->node, "empty");
+
+  // Held everywhere: no choice, and the nodes that fit without the holds pass.
+  HeldCores heldEverywhere;
+  for (const char* name : {"empty", "busy", "third"})
+    heldEverywhere[name] = state.node(name)->freeCores;
+  const FilterResult fallback = filterChoosing(state, fourChips, names, heldEverywhere, best);
+  EXPECT_FALSE(best.has_value());
+  EXPECT_EQ(fallback.nodeNames, filter(state, fourChips, names).nodeNames);
+  EXPECT_EQ(fallback.nodeNames.size(), 3U);
 }
 
 TEST(Bind, IsIdempotentAndFreesOnRelease) {
