@@ -173,19 +173,19 @@ Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
   return tryPlaceLocked(it->second, pod, withScore);
 }
 
-std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
-    const std::vector<std::string>& nodes, const PodDemand& pod, bool withScore,
-    const HeldCores* held) const {
+ClusterState::Trials ClusterState::tryPlaceMany(const std::vector<std::string>& nodes,
+                                                const PodDemand& pod, bool withScore,
+                                                const HeldCores* held) const {
   struct Key {
     const topology::InstanceType* type;
     int lnc;
     topology::CoreSet healthy;
     topology::CoreSet used;
-    const std::string* links;
+    const std::string* links;  // interned: alike links are one pointer
     const KubeletRefusal* refused;
     bool operator==(const Key& other) const {
-      return type == other.type && lnc == other.lnc && healthy == other.healthy &&
-             used == other.used && *links == *other.links && *refused == *other.refused;
+      return type == other.type && lnc == other.lnc && links == other.links &&
+             healthy == other.healthy && used == other.used && *refused == *other.refused;
     }
   };
   struct KeyHash {
@@ -194,33 +194,39 @@ std::vector<Result<ClusterState::Trial>> ClusterState::tryPlaceMany(
       key.used.forEach(
           [&](int id) { hash = hash * 1099511628211ULL ^ static_cast<std::size_t>(id); });
       return hash ^ static_cast<std::size_t>(key.healthy.size()) << 1 ^
-             std::hash<std::string>()(*key.links);
+             std::hash<const void*>()(key.links);
     }
   };
-  std::vector<Result<Trial>> results;
-  results.reserve(nodes.size());
-  std::unordered_map<Key, Result<Trial>, KeyHash> memo;
+  Trials trials;
+  trials.byNode_.reserve(nodes.size());
+  std::unordered_map<Key, const Result<Trial>*, KeyHash> memo;
+  const Result<Trial>* unknown = nullptr;
   std::lock_guard lock(mutex_);
   for (const std::string& name : nodes) {
     const auto it = nodes_.find(name);
     if (it == nodes_.end()) {
-      results.emplace_back(
-          makeError(ErrorCode::kNotFound, "not a Neuron node known to the extender"));
+      if (unknown == nullptr) {
+        unknown = &trials.distinct_.emplace_back(
+            makeError(ErrorCode::kNotFound, "not a Neuron node known to the extender"));
+      }
+      trials.byNode_.push_back(unknown);
       continue;
     }
     const NodeEntry& entry = it->second;
     Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores,
-            entry.usedCores,     &entry.links,    &entry.kubeletRefuses};
+            entry.usedCores,     entry.links,     &entry.kubeletRefuses};
     if (held != nullptr) {
       if (const auto holds = held->find(name); holds != held->end()) key.used |= holds->second;
     }
     auto found = memo.find(key);
     if (found == memo.end()) {
-      found = memo.emplace(key, tryPlaceLocked(entry, pod, withScore, &key.used)).first;
+      const Result<Trial>& trial =
+          trials.distinct_.emplace_back(tryPlaceLocked(entry, pod, withScore, &key.used));
+      found = memo.emplace(key, &trial).first;
     }
-    results.push_back(found->second);
+    trials.byNode_.push_back(found->second);
   }
-  return results;
+  return trials;
 }
 
 Result<ClusterState::Trial> ClusterState::tryPlaceLocked(const NodeEntry& entry,

@@ -63,7 +63,7 @@ Result<int> ClusterState::upsertNode(const std::string& name, topology::Node mod
     NodeEntry& entry = it->second;
     entry.model = std::move(model);
     entry.healthyCores = entry.model.coresOfDevices(entry.model.healthyDevices());
-    entry.links = linksText(entry.model);
+    entry.links = internLinksLocked(linksText(entry.model));
     return dropped;
   }
   if (it != nodes_.end()) dropped = dropAllocationsLocked(name);
@@ -71,9 +71,13 @@ Result<int> ClusterState::upsertNode(const std::string& name, topology::Node mod
   entry.shapes = std::make_shared<const topology::ShapeCatalog>(topology::shapeRulesOf(model));
   entry.model = std::move(model);
   entry.healthyCores = entry.model.coresOfDevices(entry.model.healthyDevices());
-  entry.links = linksText(entry.model);
+  entry.links = internLinksLocked(linksText(entry.model));
   entry.usedCores = {};
   return dropped;
+}
+
+const std::string* ClusterState::internLinksLocked(std::string text) {
+  return &*linksTexts_.insert(std::move(text)).first;
 }
 
 bool ClusterState::setKubeletRefusal(const std::string& name, const KubeletRefusal& refusal) {

@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/base/result.h"
@@ -93,13 +95,23 @@ class ClusterState {
     topology::CoreSet cores;  // the cores the ids cover (withScore only)
   };
   Result<Trial> tryPlace(const std::string& node, const PodDemand& pod, bool withScore) const;
+  // tryPlaceMany's answer: a trial per node asked about, in order; nodes alike share one.
+  class Trials {
+   public:
+    const Result<Trial>& operator[](std::size_t i) const { return *byNode_[i]; }
+    std::size_t size() const { return byNode_.size(); }
+
+   private:
+    friend class ClusterState;
+    std::deque<Result<Trial>> distinct_;  // a deque: the pointers below stay valid as it grows
+    std::vector<const Result<Trial>*> byNode_;
+  };
   // tryPlace for many nodes under one lock. Nodes of the same type with the same free ids get
   // the same answer, so each distinct (type, LNC, health, free ids) is computed once per call —
   // in a large cluster most nodes are empty or full, so 5,000 nodes cost a handful of placements.
   // `held`: cores to count as taken besides the allocations (prioritize's holds).
-  std::vector<Result<Trial>> tryPlaceMany(const std::vector<std::string>& nodes,
-                                          const PodDemand& pod, bool withScore,
-                                          const HeldCores* held = nullptr) const;
+  Trials tryPlaceMany(const std::vector<std::string>& nodes, const PodDemand& pod, bool withScore,
+                      const HeldCores* held = nullptr) const;
 
   // Chooses and records a placement for the pod on the node, or returns the one it already has.
   // The choice keeps clear of `avoid` (cores held for other pods whose binds are on their way)
@@ -158,9 +170,10 @@ class ClusterState {
     std::shared_ptr<const topology::ShapeCatalog> shapes;
     topology::CoreSet healthyCores;  // cached: every filter looks at it for every node
     topology::CoreSet usedCores;
-    // Every device's NeuronLink neighbours, as text: nodes of one type place alike only when
-    // their links are alike (a link down on one of them).
-    std::string links;
+    // Every device's NeuronLink neighbours, as text, interned (linksTexts_): nodes of one type
+    // place alike only when their links are alike (a link down on one of them), and alike links
+    // are the same pointer, so telling them apart costs no string work per node and filter.
+    const std::string* links = nullptr;
     KubeletRefusal kubeletRefuses;
   };
 
@@ -175,8 +188,13 @@ class ClusterState {
   Result<Trial> tryPlaceLocked(const NodeEntry& entry, const PodDemand& pod, bool withScore,
                                const topology::CoreSet* usedNow = nullptr) const;
 
+  // The distinct links texts of every node seen; a handful (a type's, and those with a link
+  // down), so never pruned.
+  const std::string* internLinksLocked(std::string text);
+
   mutable std::mutex mutex_;
   std::unordered_map<std::string, NodeEntry> nodes_;
+  std::unordered_set<std::string> linksTexts_;
   std::map<std::string, Allocation> allocations_;  // by pod UID
 };
 
