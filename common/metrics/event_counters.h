@@ -57,8 +57,9 @@ inline constexpr const char* kGangFiltersTotal = "torus_extender_gang_filters_to
 inline constexpr const char* kGangFiltersHelp =
     "Filters of gang members by outcome: placed (the whole gang reserved now), on_its_node (a "
     "placed member passed on its node), incomplete (not every member exists yet), not_whole (the "
-    "gang fits nowhere whole; nothing held), node_not_offered, raced (another reservation came "
-    "first), invalid (labels or PodGroup wrong).";
+    "gang fits nowhere whole; nothing held), moved (a member whose planned node was not offered "
+    "moved to an offered one in its gang's domain), node_not_offered (nor could it move), raced "
+    "(another reservation came first), invalid (labels or PodGroup wrong).";
 
 // Both daemons: connections their HTTP servers cut (common/http/connection_reaper.h), by reason.
 inline constexpr const char* kHttpConnectionsCutTotal = "torus_http_connections_cut_total";

@@ -80,6 +80,29 @@ Result<Allocation> ClusterState::reserveLocked(const std::string& nodeName, cons
   return allocation;
 }
 
+Result<Allocation> ClusterState::moveReservation(const PodDemand& pod, const std::string& node) {
+  std::lock_guard lock(mutex_);
+  const auto it = allocations_.find(pod.uid);
+  if (it == allocations_.end()) {
+    return makeError(ErrorCode::kNotFound, "pod " + pod.key() + " holds no reservation to move");
+  }
+  if (!it->second.assumed) {
+    return makeError(ErrorCode::kFailedPrecondition,
+                     "pod " + pod.key() + " is bound to " + it->second.node + "; it stays there");
+  }
+  if (it->second.node == node) return it->second;
+  const Allocation before = it->second;
+  releaseLocked(it);
+  auto moved = reserveLocked(node, pod);
+  if (!moved) {
+    // Nothing else ran under the lock: the cores it held are still free.
+    if (const auto entry = nodes_.find(before.node); entry != nodes_.end())
+      entry->second.usedCores |= before.cores;
+    allocations_[pod.uid] = before;
+  }
+  return moved;
+}
+
 Result<void> ClusterState::reserveGroup(const std::vector<PodDemand>& pods,
                                         const std::vector<std::string>& nodes) {
   if (pods.size() != nodes.size()) {

@@ -130,6 +130,11 @@ class ClusterState {
   Result<GroupPlacement> placeGroup(const std::vector<std::string>& nodes,
                                     const std::vector<PodDemand>& pods,
                                     bool quickReject = false) const;
+  // Moves the pod's reservation that no bind has confirmed yet (Allocation::assumed) to `node`,
+  // choosing there as reserve() does, under one lock: the pod holds one place or the other, never
+  // both or neither. NotFound when it holds nothing, FailedPrecondition when its place is
+  // confirmed, and where it does not fit on `node` that error (the reservation stays).
+  Result<Allocation> moveReservation(const PodDemand& pod, const std::string& node);
   // reserve() for each pod on its node, under one lock: all or none (a pod that already held a
   // placement on its node keeps it either way).
   Result<void> reserveGroup(const std::vector<PodDemand>& pods,

@@ -1,6 +1,7 @@
 #include "scheduler-extender/verbs/gang_verbs.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "common/base/log.h"
 #include "common/contracts/neuron_names.h"
@@ -49,6 +50,53 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// Where the gang's other members are: bound, or reserved by its plan.
+std::vector<std::string> otherMembersNodes(const ClusterState& state,
+                                           const std::vector<GangMember>& members,
+                                           const std::string& podUid) {
+  std::vector<std::string> nodes;
+  for (const GangMember& member : members) {
+    if (member.demand.uid == podUid) continue;
+    if (!member.node.empty()) {
+      nodes.push_back(member.node);
+    } else if (const auto held = state.allocationOf(member.demand.uid)) {
+      nodes.push_back(held->node);
+    }
+  }
+  return nodes;
+}
+
+// On a large cluster kube-scheduler offers each cycle a sample of the feasible nodes, a different
+// one each time, so a member's planned node may not come round for many cycles. The member moves
+// instead to the offered node that fits it best in the tightest domain it shares with the rest of
+// its gang (any offered node where they share none): the gang keeps its shape. Returns the node,
+// or "" when none fits there.
+std::string moveToOfferedNode(ClusterState& state, const NodeDomainIndex& domains,
+                              const PodDemand& pod, const std::string& planned,
+                              const std::vector<std::string>& others,
+                              const std::vector<std::string>& offered) {
+  const NodeDomains mine = domains.of(planned);
+  std::optional<std::size_t> shared;
+  for (std::size_t level = 0; level < kDomainLevels && !shared; ++level) {
+    const std::string& domain = mine.levels[level];
+    if (!domain.empty() && std::all_of(others.begin(), others.end(), [&](const std::string& node) {
+          return domains.of(node).levels[level] == domain;
+        })) {
+      shared = level;
+    }
+  }
+  std::vector<std::string> candidates;
+  for (const std::string& node : offered) {
+    if (!shared || domains.of(node).levels[*shared] == mine.levels[*shared])
+      candidates.push_back(node);
+  }
+  if (candidates.empty()) return "";
+  const auto best = state.placeGroup(candidates, {pod}, true);
+  if (!best) return "";
+  const auto moved = state.moveReservation(pod, best->nodes.front());
+  return moved ? moved->node : "";
+}
+
 }  // namespace
 
 FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const PodDemand& pod,
@@ -66,6 +114,21 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
     if (contains(nodeNames, held->node)) {
       count("on_its_node");
       return onlyOn(nodeNames, held->node, gang);
+    }
+    const std::vector<GangMember> members = gangs.members.of(key);
+    const auto self = std::find_if(members.begin(), members.end(), [&](const GangMember& member) {
+      return member.demand.uid == pod.uid;
+    });
+    if (held->assumed && self != members.end()) {  // what it asks for as the API lists it
+      const std::string moved =
+          moveToOfferedNode(state, gangs.domains, self->demand, held->node,
+                            otherMembersNodes(state, members, pod.uid), nodeNames);
+      if (!moved.empty()) {
+        count("moved");
+        TORUS_LOG(Info, Extender, "gang member moved to an offered node", {"gang", gang},
+                  {"pod", pod.key()}, {"planned", held->node}, {"node", moved});
+        return onlyOn(nodeNames, moved, gang);
+      }
     }
     count("node_not_offered");
     return retryLater(gang + " placed this pod on " + held->node +

@@ -223,6 +223,83 @@ TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheRest) {
   EXPECT_EQ(bound->node, held[1]);
 }
 
+// kube-scheduler offers a sample of the feasible nodes on a large cluster, a different one each
+// cycle. A member whose planned node is not offered moves to an offered node in the UltraServer
+// its gang shares, and waits only when none there fits; a bound member never moves.
+TEST(GangFilter, AMemberWhosePlannedNodeIsNotOfferedMovesWithinItsGangsUltraServer) {
+  TwoUltraServers cluster;
+  cluster.fill("b0");  // us-b is partly used: the gang of two fills it first
+  std::vector<PodDemand> pods;
+  for (int i = 0; i < 2; ++i) {
+    pods.push_back(member("w" + std::to_string(i), "pair", 2));
+    cluster.members.apply(pods.back(), "", false);
+  }
+  const Gangs gangs{cluster.members, cluster.domains, nullptr};
+  ASSERT_EQ(filterGangMember(cluster.state, gangs, pods[0], cluster.nodes).nodeNames.size(), 1U);
+  const std::string planned = cluster.nodesHeldFor(pods)[1];
+  ASSERT_EQ(planned.substr(0, 1), "b");
+  std::vector<std::string> offered;
+  for (const std::string& node : cluster.nodes) {
+    if (node != planned) offered.push_back(node);
+  }
+  const double movedBefore = gangFilters("moved");
+  const FilterResult moved = filterGangMember(cluster.state, gangs, pods[1], offered);
+  ASSERT_EQ(moved.nodeNames.size(), 1U) << moved.error;
+  const std::string now = moved.nodeNames[0];
+  EXPECT_EQ(now.substr(0, 1), "b") << "still in us-b with its gang, not in the whole us-a";
+  EXPECT_NE(now, planned);
+  EXPECT_EQ(cluster.nodesHeldFor(pods)[1], now);
+  EXPECT_EQ(gangFilters("moved") - movedBefore, 1);
+  EXPECT_TRUE(cluster.state.reserve(planned, testing::testPod("next", kDevice, 16)).ok())
+      << "the planned node is free again";
+
+  // Nothing else in us-b fits: the member waits for its node rather than leave its gang's
+  // UltraServer.
+  for (const std::string node : {"b1", "b2", "b3"}) {
+    if (node != now && node != planned && node != cluster.nodesHeldFor(pods)[0]) cluster.fill(node);
+  }
+  std::vector<std::string> notItsNode;
+  for (const std::string& node : cluster.nodes) {
+    if (node != now) notItsNode.push_back(node);
+  }
+  const FilterResult waits = filterGangMember(cluster.state, gangs, pods[1], notItsNode);
+  EXPECT_TRUE(waits.nodeNames.empty());
+  EXPECT_NE(waits.error.find("did not offer this time; the pod waits for that node"),
+            std::string::npos);
+  EXPECT_EQ(cluster.nodesHeldFor(pods)[1], now);
+
+  // Bound (its place confirmed by the API), a member never moves.
+  const auto held = *cluster.state.allocationOf(pods[1].uid);
+  ASSERT_TRUE(cluster.state.observe(held.node, pods[1], held.ids).ok());
+  EXPECT_EQ(cluster.state.moveReservation(pods[1], "a0").error().code,
+            ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(cluster.state.moveReservation(testing::testPod("none", kDevice, 1), "a0").error().code,
+            ErrorCode::kNotFound);
+}
+
+// Placed on nodes that share no domain, a member may move to any offered node where it fits.
+TEST(GangFilter, AMemberOfAGangInNoSharedDomainMovesToAnyOfferedNode) {
+  ClusterState state;
+  NodeDomainIndex domains;
+  GangMembers members;
+  const std::vector<std::string> nodes{"n0", "n1", "n2"};
+  for (const std::string& node : nodes)
+    ASSERT_TRUE(state.upsertNode(node, "trn2.48xlarge").ok());
+  std::vector<PodDemand> pods{member("w0", "pair", 2), member("w1", "pair", 2)};
+  for (const PodDemand& pod : pods)
+    members.apply(pod, "", false);
+  const Gangs gangs{members, domains, nullptr};
+  ASSERT_EQ(filterGangMember(state, gangs, pods[0], nodes).nodeNames.size(), 1U);
+  const std::string planned = state.allocationOf("w1")->node;
+  const std::string other = state.allocationOf("w0")->node;
+  const std::string free = planned != "n2" && other != "n2"   ? "n2"
+                           : planned != "n1" && other != "n1" ? "n1"
+                                                              : "n0";
+  const FilterResult moved = filterGangMember(state, gangs, pods[1], {other, free});
+  EXPECT_EQ(moved.nodeNames, (std::vector<std::string>{free}));
+  EXPECT_EQ(state.allocationOf("w1")->node, free);
+}
+
 TEST(GangFilter, AGangThatDoesNotFitWholeHoldsNothing) {
   TwoUltraServers cluster;
   for (const std::string node : {"a0", "a1", "a2", "b0", "b1", "b2"})
