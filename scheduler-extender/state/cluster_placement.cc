@@ -29,6 +29,31 @@ topology::CoreSet freeIdsOf(const topology::Node& model, const topology::CoreSet
   return devices - refused.devices;
 }
 
+// What decides a trial's answer on a node: nodes alike in all of it place a pod alike, so a
+// trial over many nodes computes each distinct one once.
+struct TrialKey {
+  const topology::InstanceType* type;
+  int lnc;
+  topology::CoreSet healthy;
+  topology::CoreSet used;
+  const std::string* links;  // interned: alike links are one pointer
+  const KubeletRefusal* refused;
+  bool operator==(const TrialKey& other) const {
+    return type == other.type && lnc == other.lnc && links == other.links &&
+           healthy == other.healthy && used == other.used && *refused == *other.refused;
+  }
+};
+
+struct TrialKeyHash {
+  std::size_t operator()(const TrialKey& key) const {
+    std::size_t hash = std::hash<const void*>()(key.type) ^ static_cast<std::size_t>(key.lnc);
+    key.used.forEach(
+        [&](int id) { hash = hash * 1099511628211ULL ^ static_cast<std::size_t>(id); });
+    return hash ^ static_cast<std::size_t>(key.healthy.size()) << 1 ^
+           std::hash<const void*>()(key.links);
+  }
+};
+
 }  // namespace
 
 topology::CoreSet freeIds(const NodeState& node, topology::AllocationUnit unit) {
@@ -164,11 +189,19 @@ Result<ClusterState::GroupPlacement> ClusterState::placeGroup(const std::vector<
     std::size_t best = entries.size();
     Trial bestTrial;
     bestTrial.score = -1;
+    // Most candidates are alike (empty, or full): each distinct one is placed once per pod.
+    std::unordered_map<TrialKey, Result<Trial>, TrialKeyHash> memo;
     for (std::size_t i = 0; i < entries.size(); ++i) {
-      auto placed = tryPlaceLocked(*entries[i].second, pod, true, &used[i]);
+      const NodeEntry& entry = *entries[i].second;
+      const TrialKey key{entry.model.catalog, entry.model.lnc,      entry.healthyCores, used[i],
+                         entry.links,         &entry.kubeletRefuses};
+      auto found = memo.find(key);
+      if (found == memo.end())
+        found = memo.emplace(key, tryPlaceLocked(entry, pod, true, &used[i])).first;
+      const Result<Trial>& placed = found->second;
       if (placed && placed->score > bestTrial.score) {
         best = i;
-        bestTrial = std::move(*placed);
+        bestTrial = *placed;
       }
     }
     if (best == entries.size()) {
@@ -199,30 +232,9 @@ Result<ClusterState::Trial> ClusterState::tryPlace(const std::string& nodeName,
 ClusterState::Trials ClusterState::tryPlaceMany(const std::vector<std::string>& nodes,
                                                 const PodDemand& pod, bool withScore,
                                                 const HeldCores* held) const {
-  struct Key {
-    const topology::InstanceType* type;
-    int lnc;
-    topology::CoreSet healthy;
-    topology::CoreSet used;
-    const std::string* links;  // interned: alike links are one pointer
-    const KubeletRefusal* refused;
-    bool operator==(const Key& other) const {
-      return type == other.type && lnc == other.lnc && links == other.links &&
-             healthy == other.healthy && used == other.used && *refused == *other.refused;
-    }
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& key) const {
-      std::size_t hash = std::hash<const void*>()(key.type) ^ static_cast<std::size_t>(key.lnc);
-      key.used.forEach(
-          [&](int id) { hash = hash * 1099511628211ULL ^ static_cast<std::size_t>(id); });
-      return hash ^ static_cast<std::size_t>(key.healthy.size()) << 1 ^
-             std::hash<const void*>()(key.links);
-    }
-  };
   Trials trials;
   trials.byNode_.reserve(nodes.size());
-  std::unordered_map<Key, const Result<Trial>*, KeyHash> memo;
+  std::unordered_map<TrialKey, const Result<Trial>*, TrialKeyHash> memo;
   const Result<Trial>* unknown = nullptr;
   std::lock_guard lock(mutex_);
   for (const std::string& name : nodes) {
@@ -236,8 +248,8 @@ ClusterState::Trials ClusterState::tryPlaceMany(const std::vector<std::string>& 
       continue;
     }
     const NodeEntry& entry = it->second;
-    Key key{entry.model.catalog, entry.model.lnc, entry.healthyCores,
-            entry.usedCores,     entry.links,     &entry.kubeletRefuses};
+    TrialKey key{entry.model.catalog, entry.model.lnc, entry.healthyCores,
+                 entry.usedCores,     entry.links,     &entry.kubeletRefuses};
     if (held != nullptr) {
       if (const auto holds = held->find(name); holds != held->end()) key.used |= holds->second;
     }

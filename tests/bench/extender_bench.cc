@@ -132,21 +132,27 @@ void benchGangPlan(int calls) {
   const auto onePod = bench::summarize(
       bench::timeCalls(calls, [&] { (void)extender::filter(state, single, nodes); }));
   int gang = 0;
-  const auto plan = bench::summarize(bench::timeCalls(calls, [&] {
-    extender::GangMembers members;
-    std::vector<PodDemand> pods;
-    ++gang;
-    for (int member = 0; member < 4; ++member) {
-      PodDemand pod = makePod(gang * 4 + member, AllocationUnit::kDevice, 16);
-      pod.gang = extender::GangRef{"g" + std::to_string(gang), 4};
-      members.apply(pod, "", false);
-      pods.push_back(pod);
-    }
-    const auto result = extender::filterGangMember(state, {members, domains}, pods[0], nodes);
-    if (result.nodeNames.size() != 1) std::abort();
-    for (const PodDemand& pod : pods)
-      state.release(pod.uid);  // the next call plans on the same cluster
-  }));
+  const auto planAmong = [&](const std::vector<std::string>& candidates) {
+    return bench::summarize(bench::timeCalls(calls, [&] {
+      extender::GangMembers members;
+      std::vector<PodDemand> pods;
+      ++gang;
+      for (int member = 0; member < 4; ++member) {
+        PodDemand pod = makePod(gang * 4 + member, AllocationUnit::kDevice, 16);
+        pod.gang = extender::GangRef{"g" + std::to_string(gang), 4};
+        members.apply(pod, "", false);
+        pods.push_back(pod);
+      }
+      const auto result =
+          extender::filterGangMember(state, {members, domains}, pods[0], candidates);
+      if (result.nodeNames.size() != 1) std::abort();
+      for (const PodDemand& pod : pods)
+        state.release(pod.uid);  // the next call plans on the same cluster
+    }));
+  };
+  const auto plan = planAmong(nodes);
+  // The 500 trn2.48xlarge share no UltraServer or network layer: the plan is any four of them.
+  const auto planAnywhere = planAmong({nodes.end() - 500, nodes.end()});
   std::printf(
       "\n# a 4-pod whole-node gang's plan (filter of its first member), 250 UltraServers (1,000 "
       "trn2u.48xlarge, 200 with a node taken) + 500 trn2.48xlarge, %d calls\n",
@@ -155,6 +161,7 @@ void benchGangPlan(int calls) {
               "pod_p99_us", "ratio_p99");
   bench::printRow("one 16-device pod's filter", onePod, onePod);
   bench::printRow("gang of 4: plan + reserve", plan, onePod);
+  bench::printRow("... among 500 trn2, no domain", planAnywhere, onePod);
 }
 
 // 4. Choosing in filter next to plain filter: one 4-chip pod, the 500 of 5,000 names
