@@ -7,8 +7,9 @@
 #   RUNS=extender,dra ...        only these runs, in the usual order (default: all of them):
 #                                counting, extender (mixed sizes); counting4, extender4, dra,
 #                                dra-whole (4 connected chips; dra on slices with core partitions,
-#                                dra-whole on slices with whole chips only). Ratios print when
-#                                both their runs ran.
+#                                dra-whole on slices with whole chips only); counting16, gang
+#                                (whole trn2 nodes; gang: jobs of 4 such pods, torus.dev/gang).
+#                                Ratios print when both their runs ran.
 #   DRA_PROFILE=FILE ...         a 30 s CPU profile of kube-scheduler during the dra run
 #   CONTROL_PLANE_QPS=150:300 ...  the control plane's client limits as docs/install.md recommends
 #                                for DRA (local-cluster.sh --control-plane-qps); default: each
@@ -25,6 +26,12 @@
 # is the pod count over the span from the first to the last PodScheduled transition (1 s
 # resolution). Every extender placement is checked: the ids on the pod (AWS_NEURON_IDS) are as
 # many as asked, on devices the node's torus.dev/topology says are NeuronLink-connected.
+#
+# The whole-node runs place pods of aws.amazon.com/neuron: 16 on trn2 nodes: counted one by one
+# by kube-scheduler, and through the extender as multi-node jobs, gangs of 4 pods placed all or
+# none. They place at most three quarters of the trn2 nodes (PODS or fewer, whole gangs), so the
+# last gangs still choose among free nodes. Every gang must be placed whole, each pod on a node
+# of its own.
 #
 # Then the DRA path against the same two on equal pods: every pod asks for 4 connected chips of a
 # trn2 node, as `aws.amazon.com/neuron: 4` through kube-scheduler's counting and through the
@@ -51,7 +58,7 @@ REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 HERE="$REPO/tests/bench/scheduling_throughput"  # the pods it creates, the figures it prints
 NODES="${1:-trn2.48xlarge:1000,inf2.48xlarge:200}"
 PODS="${2:-2000}"
-ALL_RUNS=counting,extender,counting4,extender4,dra,dra-whole
+ALL_RUNS=counting,extender,counting4,extender4,dra,dra-whole,counting16,gang
 if [[ "${DRA_ONLY:-0}" == 1 ]]; then
   RUNS="$([[ "${DRA_CORE_DEVICES:-true}" == false ]] && echo dra-whole || echo dra)"
 fi
@@ -61,6 +68,13 @@ for run in ${RUNS//,/ }; do
     { echo "scheduling_throughput: RUNS takes some of $ALL_RUNS, not '$run'" >&2; exit 2; }
 done
 wants() { [[ ",$RUNS," == *",$1,"* ]]; }
+# The whole-node runs' pods: three quarters of the trn2 nodes at most, in whole gangs of 4.
+trn2_nodes="$(tr ',' '\n' <<< "$NODES" | awk -F: '$1 == "trn2.48xlarge" { n += $2 } END { print n + 0 }')"
+WHOLE_NODE_PODS=$(((PODS < trn2_nodes * 3 / 4 ? PODS : trn2_nodes * 3 / 4) / 4 * 4))
+if ((WHOLE_NODE_PODS == 0)) && { wants counting16 || wants gang; }; then
+  echo "scheduling_throughput: the whole-node runs need trn2.48xlarge nodes in NODES" >&2
+  exit 2
+fi
 STATE_DIR="$(mktemp -d /tmp/torus-bench-XXXXXX)"
 cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
 trap 'cluster down > /dev/null 2>&1 || true; rm -f "$STATE_DIR.up.log"' EXIT
@@ -82,7 +96,8 @@ k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
 # pods NAMESPACE SCHEDULER COUNT [KIND]: a List of pods that only fit fake nodes. KIND mixed
 # (default): sizes of 1-16 cores and 1 or 4 devices; neuron4: aws.amazon.com/neuron 4 on trn2;
-# dra4: a ResourceClaim from the template four-connected-chips on trn2.
+# dra4: a ResourceClaim from the template four-connected-chips on trn2; neuron16 and gang16: a
+# whole trn2, alone or in gangs of 4.
 pods() {
   python3 "$HERE/workload.py" pods "$1" "$2" "$3" "${4:-mixed}"
 }
@@ -99,10 +114,10 @@ scheduler_pid() {
 # creating the pods, not of scheduling them, so the scheduler resumes only once every pod has its
 # claim. How long that took is written to $STATE_DIR/claims-NAMESPACE and printed at the end.
 wait_for_claims() {
-  local namespace="$1" started=$SECONDS made=0
+  local namespace="$1" count="$2" started=$SECONDS made=0
   while ((SECONDS < started + 900)); do
     made="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.status.resourceClaimStatuses[0].resourceClaimName}{"\n"}{end}' | grep -c . || true)"
-    ((made >= PODS)) && break
+    ((made >= count)) && break
     sleep 2
   done
   echo "$made $((SECONDS - started))" > "$STATE_DIR/claims-$namespace"
@@ -154,10 +169,10 @@ api_waits() {
   python3 "$HERE/report.py" api-waits "$1" "$2"
 }
 
-# measure SCHEDULER NAMESPACE [KIND]: prints "pods seconds pods_per_second", and writes the CPU
-# each component used while the pods were being scheduled to $STATE_DIR/cpu-NAMESPACE.
+# measure SCHEDULER NAMESPACE KIND COUNT: prints "pods seconds pods_per_second", and writes the
+# CPU each component used while the pods were being scheduled to $STATE_DIR/cpu-NAMESPACE.
 measure() {
-  local scheduler="$1" namespace="$2" kind="${3:-mixed}" pid
+  local scheduler="$1" namespace="$2" kind="$3" count="$4" pid
   pid="$(scheduler_pid "$scheduler")"
   [[ -n "$pid" ]] || { echo "no $scheduler process" >&2; exit 1; }
   k create namespace "$namespace" > /dev/null
@@ -179,8 +194,8 @@ spec:
           matchAttribute: resource.aws.com/devicegroup4_id
 YAML
   kill -STOP "$pid"
-  pods "$namespace" "$scheduler" "$PODS" "$kind" | k create -f - > /dev/null
-  [[ "$kind" == dra4 ]] && wait_for_claims "$namespace"
+  pods "$namespace" "$scheduler" "$count" "$kind" | k create -f - > /dev/null
+  [[ "$kind" == dra4 ]] && wait_for_claims "$namespace" "$count"
   cpu_ticks > "$STATE_DIR/cpu-before-$namespace"
   api_metrics > "$STATE_DIR/api-before-$namespace"
   kill -CONT "$pid"
@@ -188,10 +203,10 @@ YAML
   local deadline=$((SECONDS + 900)) bound=0
   while ((SECONDS < deadline)); do
     bound="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)"
-    ((bound >= PODS)) && break
+    ((bound >= count)) && break
     sleep 2
   done
-  ((bound >= PODS)) || echo "only $bound of $PODS pods bound by $scheduler" >&2
+  ((bound >= count)) || echo "only $bound of $count pods bound by $scheduler" >&2
   cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
@@ -199,9 +214,10 @@ YAML
   python3 "$HERE/report.py" span < "$STATE_DIR/pods-$namespace.json"
 }
 
-# valid_share NAMESPACE [dra]: how many placements are right: the count asked, on devices the
-# node's torus.dev/topology says are NeuronLink-connected. Extender pods by their AWS_NEURON_IDS;
-# with `dra`, by their ResourceClaim's allocation (4 chips of the pod's own node).
+# valid_share NAMESPACE [MODE]: how many placements are right: the count asked, on devices the
+# node's torus.dev/topology says are NeuronLink-connected. Extender pods by their AWS_NEURON_IDS
+# (with `gang`, only gangs placed whole, a node each); with `dra`, by their ResourceClaim's
+# allocation (4 chips of the pod's own node).
 valid_share() {
   python3 "$HERE/report.py" valid "$KUBECTL" "$KUBECONFIG" "$1" "${2:-extender}"
 }
@@ -221,12 +237,15 @@ publish_fake_slices() {
   k get resourceslices --no-headers | wc -l
 }
 
-# record RUN SCHEDULER NAMESPACE KIND [extender|dra]: measures one run (KIND as for pods()) and
-# keeps its pods, span and pods/s under RUN; with a check mode, also how many placements are valid.
+# record RUN SCHEDULER NAMESPACE KIND [extender|gang|dra]: measures one run (KIND as for pods();
+# WHOLE_NODE_PODS pods for the whole-node kinds, else PODS) and keeps its pods, span and pods/s
+# under RUN; with a check mode, also how many placements are valid.
 declare -A run_rate=() run_pods=() run_seconds=() run_valid=()
 record() {
   local run="$1" scheduler="$2" namespace="$3" kind="$4" check="${5:-}" pods span pods_per_second
-  read -r pods span pods_per_second < <(measure "$scheduler" "$namespace" "$kind")
+  local count="$PODS"
+  [[ "$kind" == *16 ]] && count="$WHOLE_NODE_PODS"
+  read -r pods span pods_per_second < <(measure "$scheduler" "$namespace" "$kind" "$count")
   run_rate[$run]="$pods_per_second" run_pods[$run]="$pods" run_seconds[$run]="$span"
   run_valid[$run]="-"
   if [[ -n "$check" ]]; then
@@ -242,13 +261,13 @@ clear_run() { k delete namespace "$1" --wait=true --timeout=600s > /dev/null; }
 extender_metrics() {
   curl -sf "http://$EXTENDER_HOST:$EXTENDER_PORT/metrics" > "$1" || : > "$1"
 }
-# record_extender RUN NAMESPACE KIND: record's extender run, and where its time went: the
-# extender's own time per verb, and the binds it refused (each costs its pod another scheduling
-# cycle), from its /metrics before and after the run.
+# record_extender RUN NAMESPACE KIND [CHECK]: record's extender run (CHECK: extender, or gang),
+# and where its time went: the extender's own time per verb, and the binds it refused (each costs
+# its pod another scheduling cycle), from its /metrics before and after the run.
 declare -A extender_time=()
 record_extender() {
   extender_metrics "$STATE_DIR/extender-before"
-  record "$1" neuron-scheduler "$2" "$3" extender
+  record "$1" neuron-scheduler "$2" "$3" "${4:-extender}"
   extender_metrics "$STATE_DIR/extender-after"
   extender_time[$1]=$(python3 "$HERE/report.py" extender-time "$STATE_DIR/extender-before" \
     "$STATE_DIR/extender-after")
@@ -277,12 +296,22 @@ if wants dra; then
   echo "== ResourceSlices with core partitions for the fake trn2 nodes: $(publish_fake_slices true)"
   echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
   record dra default-scheduler bench-dra dra4 dra
-  wants dra-whole && clear_run bench-dra
+  wants dra-whole || wants counting16 || wants gang && clear_run bench-dra
 fi
 if wants dra-whole; then
   echo "== ResourceSlices with whole chips only for the fake trn2 nodes: $(publish_fake_slices false)"
   echo "== $PODS pods with a claim for 4 connected chips through kube-scheduler's DRA allocator"
   record dra-whole default-scheduler bench-dra-whole dra4 dra
+  wants counting16 || wants gang && clear_run bench-dra-whole
+fi
+if wants counting16; then
+  echo "== $WHOLE_NODE_PODS pods of aws.amazon.com/neuron: 16 through kube-scheduler's counting"
+  record counting16 default-scheduler bench-default-16 neuron16
+  wants gang && clear_run bench-default-16
+fi
+if wants gang; then
+  echo "== $((WHOLE_NODE_PODS / 4)) gangs of 4 pods of aws.amazon.com/neuron: 16 through neuron-scheduler and the extender"
+  record_extender gang bench-gang gang16 gang
 fi
 
 # ratio A B: "A / B: N.NNx" when both ran.
@@ -302,10 +331,14 @@ row counting4 "kube-scheduler, aws.amazon.com/neuron: 4"
 row extender4 "neuron-scheduler + extender, neuron: 4"
 row dra "kube-scheduler DRA, claim, chips + partitions"
 row dra-whole "kube-scheduler DRA, claim, whole chips"
+printf '%-10s %-46s\n' "" "WHOLE trn2 NODES"
+row counting16 "kube-scheduler, aws.amazon.com/neuron: 16"
+row gang "neuron-scheduler + extender, gangs of 4"
 echo
 ratio extender counting "(target >= 0.8x)"
 ratio extender4 counting4 "(target >= 0.9x)"
-for run in extender extender4; do
+ratio gang counting16
+for run in extender extender4 gang; do
   [[ -n "${extender_time[$run]:-}" ]] && echo "$run: extender time per call (mean): ${extender_time[$run]}"
 done
 ratio dra extender4 "(target >= 0.5x, 100 % valid)"
@@ -330,7 +363,8 @@ if py="$("$REPO/scripts/bench-venv.sh")"; then
   python3 "$HERE/report.py" plot-spec "$plot_dir/scheduling-throughput.png" "$NODES" "$PODS" \
     "$K8S_VERSION" "${run_rate[counting]:-nan}" "${run_rate[extender]:-nan}" \
     "${run_rate[counting4]:-nan}" "${run_rate[extender4]:-nan}" "${run_rate[dra]:-nan}" \
-    "${run_rate[dra-whole]:-nan}" | "$py" "$REPO/tests/bench/plot.py"
+    "${run_rate[dra-whole]:-nan}" "${run_rate[counting16]:-nan}" "${run_rate[gang]:-nan}" |
+    "$py" "$REPO/tests/bench/plot.py"
   python3 "$HERE/report.py" placed-over-time "$plot_dir/scheduling-over-time.png" "$NODES" \
     "$PODS" "$K8S_VERSION" "$STATE_DIR" | "$py" "$REPO/tests/bench/plot.py"
 fi

@@ -9,11 +9,13 @@
                                                its mean time per verb and the binds it refused
   report.py valid KUBECTL KUBECONFIG NS MODE   "valid total": placements that are the count asked,
                                                on NeuronLink-connected devices (MODE extender: the
-                                               pods' AWS_NEURON_IDS; dra: their claims' results)
+                                               pods' AWS_NEURON_IDS; gang: the same, and every
+                                               pod of a gang placed, each on a node of its own;
+                                               dra: the claims' results)
   report.py ratio A B RATE_A RATE_B [NOTE]     "A / B: N.NNx NOTE"
   report.py tables STATE_DIR                   CPU seconds and API server waits, a column per run
   report.py plot-spec OUT NODES PODS VERSION COUNTING EXTENDER COUNTING4 EXTENDER4 DRA DRA_WHOLE
-                                               the bar chart's spec for plot.py (rates; nan: not run)
+                    COUNTING16 GANG            the bar chart's spec for plot.py (rates; nan: not run)
   report.py placed-over-time OUT NODES PODS VERSION STATE_DIR
                                                the line plot's spec: pods placed over time per run
 """
@@ -32,7 +34,8 @@ from neuronlink import connected  # noqa: E402
 # Each run's label and namespace, in the order the tables show them.
 RUNS = [("counting", "bench-default"), ("extender", "bench-extender"),
         ("counting4", "bench-default-4"), ("extender4", "bench-extender-4"),
-        ("dra", "bench-dra"), ("dra-whole", "bench-dra-whole")]
+        ("dra", "bench-dra"), ("dra-whole", "bench-dra-whole"),
+        ("counting16", "bench-default-16"), ("gang", "bench-gang")]
 
 
 def span(pod_list):
@@ -91,12 +94,16 @@ def extender_figures(lines):
         m = re.match(r"torus_extender_requests_total\{verb=\"(\w+)\",result=\"error\"\} (\S+)", line)
         if m:
             figures[("error", m[1])] = float(m[2])
+        m = re.match(r"torus_extender_gang_filters_total\{outcome=\"(\w+)\"\} (\S+)", line)
+        if m:
+            figures[("gang", m[1])] = float(m[2])
     return figures
 
 
 def extender_time(before, after):
-    """"verb N.N ms x COUNT, ...; binds refused: E of N (X per 1,000)" between two snapshots of
-    the extender's /metrics (a refused bind costs its pod another scheduling cycle)."""
+    """"verb N.N ms x COUNT, ...; binds refused: E of N (X per 1,000)[; gang filters: OUTCOME N,
+    ...]" between two snapshots of the extender's /metrics (a refused bind costs its pod another
+    scheduling cycle; a gang member's filter that was not on_its_node or moved costs one too)."""
     delta = {key: value - before.get(key, 0) for key, value in extender_figures(after).items()}
     verbs = sorted(verb for kind, verb in delta if kind == "count" and delta[(kind, verb)])
     text = ", ".join(f"{v} {1000 * delta[('sum', v)] / delta[('count', v)]:.1f} ms x "
@@ -104,11 +111,14 @@ def extender_time(before, after):
     binds, refused = delta.get(("count", "bind"), 0), delta.get(("error", "bind"), 0)
     if binds:
         text += f"; binds refused: {int(refused)} of {int(binds)} ({1000 * refused / binds:.1f} per 1,000)"
+    gangs = [(outcome, int(n)) for (kind, outcome), n in sorted(delta.items()) if kind == "gang" and n]
+    if gangs:
+        text += "; gang filters: " + ", ".join(f"{outcome} {n}" for outcome, n in gangs)
     return text
 
 
 def placements(nodes, pods, claims, mode):
-    """(node, devices asked, devices got) per pod (extender) or per claim (dra)."""
+    """(node, devices asked, devices got) per pod (extender, gang) or per claim (dra)."""
     found = []
     if mode == "dra":
         node_of = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
@@ -148,6 +158,21 @@ def valid_count(nodes, placed):
     return valid
 
 
+def whole_gangs_only(pods, placed):
+    """`placed` (extender placements of `pods`, in order) with the pods of a gang counted invalid
+    unless every pod of it is placed, each on a node of its own: all of a gang or none."""
+    gangs = {}
+    for pod, (node, _, _) in zip(pods, placed):
+        gang = pod["metadata"].get("labels", {}).get("torus.dev/gang")
+        size = pod["metadata"].get("labels", {}).get("torus.dev/gang-size")
+        gangs.setdefault(gang, {"size": int(size or 0), "nodes": []})["nodes"].append(node)
+    whole = {gang for gang, g in gangs.items()
+             if gang and None not in g["nodes"] and len(g["nodes"]) == g["size"]
+             and len(set(g["nodes"])) == g["size"]}
+    return [where if pod["metadata"].get("labels", {}).get("torus.dev/gang") in whole
+            else (None, 0, []) for pod, where in zip(pods, placed)]
+
+
 def valid(kubectl, kubeconfig, namespace, mode):
     def get(*args):
         return json.loads(subprocess.check_output([kubectl, "--kubeconfig", kubeconfig, *args,
@@ -156,7 +181,10 @@ def valid(kubectl, kubeconfig, namespace, mode):
              for n in get("get", "nodes", "-l", "type=kwok")["items"]}
     pods = get("get", "pods", "-n", namespace)["items"]
     claims = get("get", "resourceclaims", "-n", namespace)["items"] if mode == "dra" else []
-    return valid_count(nodes, placements(nodes, pods, claims, mode)), len(pods)
+    placed = placements(nodes, pods, claims, mode)
+    if mode == "gang":
+        placed = whole_gangs_only(pods, placed)
+    return valid_count(nodes, placed), len(pods)
 
 
 def ratio(a, b, rate_a, rate_b, note):
@@ -192,13 +220,18 @@ def tables(state):
 
 
 def plot_spec(out, nodes, pods, version, rates):
-    default, ext, d4, e4, dra, whole = (None if math.isnan(float(v)) else float(v) for v in rates)
-    sizes = ["mixed sizes", "4 connected chips"]
+    default, ext, d4, e4, dra, whole, d16, gang = (None if math.isnan(float(v)) else float(v)
+                                                   for v in rates)
+    sizes = ["mixed sizes", "4 connected chips", "whole trn2 (extender: gangs of 4)"]
     series = [
-        {"name": "kube-scheduler, counted", "x": sizes, "y": [default, d4]},
-        {"name": "neuron-scheduler + Torus extender", "x": sizes, "y": [ext, e4]},
-        {"name": "kube-scheduler DRA, chips + partitions", "x": sizes, "y": [None, dra]},
-        {"name": "kube-scheduler DRA, whole chips", "x": sizes, "y": [None, whole]}]
+        {"name": "kube-scheduler, counted", "x": sizes, "y": [default, d4, d16]},
+        {"name": "neuron-scheduler + Torus extender", "x": sizes, "y": [ext, e4, gang]},
+        {"name": "kube-scheduler DRA, chips + partitions", "x": sizes, "y": [None, dra, None]},
+        {"name": "kube-scheduler DRA, whole chips", "x": sizes, "y": [None, whole, None]}]
+    # A size no run measured has no group of bars.
+    kept = [i for i in range(len(sizes)) if any(s["y"][i] is not None for s in series)]
+    for s in series:
+        s["x"], s["y"] = [s["x"][i] for i in kept], [s["y"][i] for i in kept]
     return {
         "out": out, "kind": "bar", "ylabel": "pods scheduled per second",
         "title": f"Scheduling throughput, {pods} pods on {nodes}",
@@ -214,7 +247,9 @@ RUN_NAMESPACES = [("bench-default", "kube-scheduler, counted (mixed)"),
                   ("bench-default-4", "kube-scheduler, counted (4 chips)"),
                   ("bench-extender-4", "neuron-scheduler + extender (4 chips)"),
                   ("bench-dra", "kube-scheduler DRA, chips + partitions (4 chips)"),
-                  ("bench-dra-whole", "kube-scheduler DRA, whole chips (4 chips)")]
+                  ("bench-dra-whole", "kube-scheduler DRA, whole chips (4 chips)"),
+                  ("bench-default-16", "kube-scheduler, counted (whole trn2)"),
+                  ("bench-gang", "neuron-scheduler + extender (gangs of 4 whole trn2)")]
 
 
 def placed_over_time(pod_list):
@@ -272,7 +307,7 @@ def main(argv):
             print(line)
     elif command == "placed-over-time" and len(args) == 5:
         print(json.dumps(placed_over_time_spec(*args)))
-    elif command == "plot-spec" and len(args) == 10:
+    elif command == "plot-spec" and len(args) == 12:
         print(json.dumps(plot_spec(*args[:4], args[4:])))
     else:
         sys.exit(__doc__)

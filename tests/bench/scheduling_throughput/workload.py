@@ -5,12 +5,17 @@ of the fake trn2 nodes for its DRA runs, each printed as one v1 List for `kubect
                                                     mixed: sizes of 1-16 cores and 1 or 4 devices;
                                                     neuron4: aws.amazon.com/neuron 4 on trn2; dra4:
                                                     a ResourceClaim from the template
-                                                    four-connected-chips on trn2
+                                                    four-connected-chips on trn2; neuron16: a whole
+                                                    trn2 (aws.amazon.com/neuron 16); gang16: the
+                                                    same in gangs of 4 (torus.dev/gang job-NNNN)
   workload.py slices TEMPLATE < NODE-NAMES          TEMPLATE (neuron-ls --resource-slices=
                                                     FAKE-NODE-NAME) once per node name on stdin
 """
 import json
 import sys
+
+# Pods per gang in the gang16 run: a job of four whole nodes.
+GANG_SIZE = 4
 
 # The mixed run's sizes, taken in turn: cores of one device up to a whole trn2 device group, and
 # whole devices.
@@ -20,9 +25,14 @@ MIXED_SIZES = [("neuroncore", 1), ("neuroncore", 2), ("neuroncore", 4), ("neuron
 
 def pods(namespace, scheduler, count, kind):
     """A List of `count` pods named p00000... for `scheduler`, tolerating kwok's taint."""
+    if kind == "gang16" and count % GANG_SIZE:
+        sys.exit(f"workload.py: {count} pods do not make gangs of {GANG_SIZE}")
     items = []
     for i in range(count):
-        resource, n = MIXED_SIZES[i % len(MIXED_SIZES)] if kind == "mixed" else ("neuron", 4)
+        if kind == "mixed":
+            resource, n = MIXED_SIZES[i % len(MIXED_SIZES)]
+        else:
+            resource, n = ("neuron", 16) if kind in ("neuron16", "gang16") else ("neuron", 4)
         selector = {"type": "kwok"}
         if kind != "mixed":
             selector["node.kubernetes.io/instance-type"] = "trn2.48xlarge"
@@ -40,8 +50,11 @@ def pods(namespace, scheduler, count, kind):
                                        "resourceClaimTemplateName": "four-connected-chips"}]
         else:
             container["resources"] = {"limits": {f"aws.amazon.com/{resource}": str(n)}}
-        items.append({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": f"p{i:05d}", "namespace": namespace}, "spec": spec})
+        metadata = {"name": f"p{i:05d}", "namespace": namespace}
+        if kind == "gang16":
+            metadata["labels"] = {"torus.dev/gang": f"job-{i // GANG_SIZE:04d}",
+                                  "torus.dev/gang-size": str(GANG_SIZE)}
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 

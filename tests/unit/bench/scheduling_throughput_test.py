@@ -85,6 +85,11 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(report.extender_time(report.extender_figures(before), after),
                          "bind 100.0 ms x 1000, filter 2.0 ms x 1000; "
                          "binds refused: 4 of 1000 (4.0 per 1,000)")
+        gangs = after + ['torus_extender_gang_filters_total{outcome="moved"} 7',
+                         'torus_extender_gang_filters_total{outcome="placed"} 3',
+                         'torus_extender_gang_filters_total{outcome="raced"} 0']
+        self.assertTrue(report.extender_time(report.extender_figures(before), gangs)
+                        .endswith("; gang filters: moved 7, placed 3"))
 
     def test_extender_placements_are_valid_when_asked_and_connected(self):
         nodes = {"n": RING}
@@ -101,6 +106,28 @@ class ReportTest(unittest.TestCase):
         placed = report.placements(nodes, pods, [], "extender")
         self.assertEqual(placed[2], ("n", 2, [0, 1]))
         self.assertEqual(report.valid_count(nodes, placed), 2)
+
+    def test_a_gang_is_valid_only_whole_and_on_nodes_of_its_own(self):
+        def member(gang, name):
+            return {"metadata": {"name": name, "labels": {"torus.dev/gang": gang,
+                                                          "torus.dev/gang-size": "2"}}}
+        pods = [member("whole", "a"), member("whole", "b"), member("part", "c"),
+                member("part", "d"), member("shared", "e"), member("shared", "f")]
+        placed = [("n1", 1, [0]), ("n2", 1, [0]), ("n1", 1, [1]), (None, 0, []),
+                  ("n3", 1, [0]), ("n3", 1, [1])]
+        kept = report.whole_gangs_only(pods, placed)
+        self.assertEqual(kept[:2], placed[:2])
+        self.assertEqual(kept[2:], [(None, 0, [])] * 4)
+
+    def test_workload_gangs_are_whole_trn2_nodes_in_fours(self):
+        items = workload.pods("ns", "s", 8, "gang16")["items"]
+        labels = [p["metadata"]["labels"] for p in items]
+        self.assertEqual([l["torus.dev/gang"] for l in labels], ["job-0000"] * 4 + ["job-0001"] * 4)
+        self.assertEqual(labels[0]["torus.dev/gang-size"], "4")
+        self.assertEqual(items[0]["spec"]["containers"][0]["resources"]["limits"],
+                         {"aws.amazon.com/neuron": "16"})
+        self.assertNotIn("labels", workload.pods("ns", "s", 1, "neuron16")["items"][0]["metadata"])
+        self.assertNotEqual(run("workload.py", "pods", "ns", "s", "6", "gang16").returncode, 0)
 
     def test_dra_placements_are_four_chips_of_the_pods_own_node(self):
         nodes = {"n": {"links": [[1], [0, 2], [1, 3], [2]]}}
@@ -138,10 +165,13 @@ class ReportTest(unittest.TestCase):
 
     def test_the_plot_spec_leaves_out_runs_that_did_not_run(self):
         spec = report.plot_spec("x.png", "trn2.48xlarge:10", "20", "v1.37.2",
-                                ["10", "5", "nan", "4", "3.5", "nan"])
+                                ["10", "5", "nan", "4", "3.5", "nan", "nan", "nan"])
         self.assertEqual(spec["series"][0]["y"], [10.0, None])
         self.assertEqual(spec["series"][2]["y"], [None, 3.5])
         self.assertEqual(len(spec["series"]), 3, "whole chips did not run: no legend entry")
+        self.assertEqual(len(spec["series"][0]["x"]), 2, "no whole-node run: no group of bars")
+        gangs = report.plot_spec("x.png", "n", "20", "v", ["nan"] * 6 + ["8", "7"])
+        self.assertEqual([s["y"] for s in gangs["series"]], [[8.0], [7.0]])
         self.assertEqual(run("report.py", "plot-spec", "x").returncode, 1)
 
 
