@@ -6,11 +6,20 @@ namespace torus::extender {
 
 void GangMembers::apply(const PodDemand& pod, const std::string& node, bool gone) {
   std::lock_guard lock(mutex_);
-  forgetLocked(pod.uid);
-  if (gone || pod.gangKey().empty()) return;
   const std::string key = pod.gangKey();
-  byGang_[key][pod.uid] = GangMember{pod, node};
+  bool turnedAway = false;
+  if (const auto it = gangOf_.find(pod.uid); it != gangOf_.end() && it->second == key)
+    turnedAway = byGang_[key][pod.uid].turnedAway;  // the same member, changed
+  forgetLocked(pod.uid);
+  if (gone || key.empty()) return;
+  byGang_[key][pod.uid] = GangMember{pod, node, turnedAway};
   gangOf_[pod.uid] = key;
+}
+
+void GangMembers::markTurnedAway(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  if (const auto it = gangOf_.find(uid); it != gangOf_.end())
+    byGang_[it->second][uid].turnedAway = true;
 }
 
 void GangMembers::forget(const std::string& uid) {

@@ -16,6 +16,10 @@ namespace torus::extender {
 struct GangMember {
   PodDemand demand;
   std::string node;  // spec.nodeName; "" while pending
+  // A filter of it ended without a node (its gang incomplete, not fitting whole, ...):
+  // kube-scheduler holds it back for a while, and a change to the pod (a nomination) is what
+  // brings it back at once when its gang is placed.
+  bool turnedAway = false;
 };
 
 class GangMembers {
@@ -23,6 +27,8 @@ class GangMembers {
   // A pod seen (added or changed). A pod not in a gang, finished or being deleted is forgotten.
   void apply(const PodDemand& pod, const std::string& node, bool gone);
   void forget(const std::string& uid);
+  // The member's filter ended without a node (GangMember::turnedAway); kept until it goes.
+  void markTurnedAway(const std::string& uid);
   // Keeps only these pods (after a full list).
   void retain(const std::vector<std::string>& uids);
   // The members of the gang `namespace/name` (PodDemand::gangKey()), by UID.

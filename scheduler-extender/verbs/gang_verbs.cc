@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "common/base/log.h"
 #include "common/contracts/neuron_names.h"
@@ -97,10 +98,9 @@ std::string moveToOfferedNode(ClusterState& state, const NodeDomainIndex& domain
   return moved ? moved->node : "";
 }
 
-}  // namespace
-
-FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const PodDemand& pod,
-                              const std::vector<std::string>& nodeNames) {
+// filterGangMember's answer (which records a member it turns away).
+FilterResult placeMember(ClusterState& state, const Gangs& gangs, const PodDemand& pod,
+                         const std::vector<std::string>& nodeNames) {
   if (!pod.gang) {
     count("invalid");
     return failEverywhere(nodeNames, "gang labels: " + pod.gangProblem, true);
@@ -195,13 +195,20 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
     return retryLater(gang + " changed while being placed (" + reserved.error().message +
                       "); it is tried again");
   }
+  // Members kube-scheduler turned away before wait in its backoff: a nomination brings them back
+  // at once, and their cycle tries that node first. The others come in their turn (they were
+  // never tried) and would mostly be there before a nomination is written: none is sent.
+  std::set<std::string> turnedAway;
+  for (const GangMember& member : members) {
+    if (member.turnedAway) turnedAway.insert(member.demand.uid);
+  }
   std::string mine;
   std::string placements;
   for (std::size_t i = 0; i < plan->pods.size(); ++i) {
     placements += (placements.empty() ? "" : ", ") + plan->pods[i].name + "@" + plan->nodes[i];
     if (plan->pods[i].uid == pod.uid) {
       mine = plan->nodes[i];
-    } else if (gangs.nominator != nullptr) {
+    } else if (gangs.nominator != nullptr && turnedAway.count(plan->pods[i].uid) != 0) {
       gangs.nominator->nominate(plan->pods[i], plan->nodes[i]);
     }
   }
@@ -214,6 +221,15 @@ FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const Pod
   TORUS_LOG(Info, Extender, "gang placed", {"gang", gang}, {"where", plan->where},
             {"pods", placements});
   return onlyOn(nodeNames, mine, gang);
+}
+
+}  // namespace
+
+FilterResult filterGangMember(ClusterState& state, const Gangs& gangs, const PodDemand& pod,
+                              const std::vector<std::string>& nodeNames) {
+  FilterResult result = placeMember(state, gangs, pod, nodeNames);
+  if (result.nodeNames.empty()) gangs.members.markTurnedAway(pod.uid);
+  return result;
 }
 
 std::vector<HostPriority> prioritizeGangMember(const ClusterState& state, const PodDemand& pod,

@@ -188,16 +188,25 @@ TEST(GangFilter, NoMemberIsPlacedUntilTheWholeGangExists) {
   EXPECT_TRUE(cluster.state.allocations().empty());
 }
 
-TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheRest) {
+// Members turned away before (here: while the gang was incomplete) wait in kube-scheduler's
+// backoff, and a nomination brings them back at once; a member never tried is not nominated.
+TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheMembersTurnedAway) {
   TwoUltraServers cluster;
   cluster.fill("a3");
   std::vector<PodDemand> pods;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 4; ++i)
     pods.push_back(member("w" + std::to_string(i), "train", 4));
-    cluster.members.apply(pods.back(), "", false);
-  }
   Nominations nominations;
   const Gangs gangs{cluster.members, cluster.domains, &nominations};
+  for (int i = 0; i < 3; ++i)
+    cluster.members.apply(pods[static_cast<std::size_t>(i)], "", false);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(
+        filterGangMember(cluster.state, gangs, pods[static_cast<std::size_t>(i)], cluster.nodes)
+            .error.empty());
+  }
+  cluster.members.apply(pods[0], "", false);  // a change to the pod keeps what was seen
+  cluster.members.apply(pods[3], "", false);
   const double placedBefore = gangFilters("placed");
   const double onItsNodeBefore = gangFilters("on_its_node");
   const FilterResult first = filterGangMember(cluster.state, gangs, pods[2], cluster.nodes);
@@ -207,9 +216,11 @@ TEST(GangFilter, TheFirstMemberAskedPlacesTheWholeGangAndNominatesTheRest) {
     EXPECT_EQ(node.substr(0, 1), "b") << "every member in the whole UltraServer us-b";
   EXPECT_EQ(first.nodeNames[0], held[2]);
   EXPECT_EQ(first.failed.at("a0"), "gang ml/train placed this pod on " + held[2]);
-  EXPECT_EQ(nominations.nominated.size(), 3U);
+  EXPECT_EQ(nominations.nominated.size(), 2U);
   EXPECT_EQ(nominations.nominated.count("w2"), 0U) << "the pod being filtered is not nominated";
+  EXPECT_EQ(nominations.nominated.count("w3"), 0U) << "never turned away: comes in its turn";
   EXPECT_EQ(nominations.nominated.at("w0"), held[0]);
+  EXPECT_EQ(nominations.nominated.at("w1"), held[1]);
   // The next member kube-scheduler asks about passes on its own node only, and nothing moves.
   const FilterResult second = filterGangMember(cluster.state, gangs, pods[0], cluster.nodes);
   EXPECT_EQ(second.nodeNames, (std::vector<std::string>{held[0]}));
