@@ -42,6 +42,12 @@ std::vector<double> timeCalls(int count, Call call) {
   return samples;
 }
 
+// The header of printRow's table; `baselineColumn` names the baseline's p99 (e.g. "echo_p99_us").
+inline void printHeader(const char* baselineColumn) {
+  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
+              baselineColumn, "ratio_p99");
+}
+
 inline void printRow(const char* name, const LatencySummary& s, const LatencySummary& baseline) {
   std::printf("%-26s %10.1f %10.1f %10.1f %12.1f %10.2f\n", name, s.minUs, s.p50Us, s.p99Us,
               baseline.p99Us, s.p99Us / baseline.p99Us);

@@ -146,8 +146,7 @@ int main(int argc, char** argv) {
 
   std::printf("# device plugin over a unix socket, trn2.48xlarge (64 cores), %d calls each\n",
               calls);
-  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
-              "echo_p99_us", "ratio_p99");
+  torus::bench::printHeader("echo_p99_us");
   torus::bench::printRow("echo (baseline)", echoStats, echoStats);
   torus::bench::printRow("GetPreferredAllocation", preferredStats, echoStats);
   torus::bench::printRow("Allocate", allocateStats, echoStats);

@@ -173,8 +173,7 @@ int main(int argc, char** argv) {
       "# DRA driver over a unix socket, trn2.48xlarge, 4-chip claims cycling over the 4 "
       "rows, %d calls each\n",
       calls);
-  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
-              "echo_p99_us", "ratio_p99");
+  torus::bench::printHeader("echo_p99_us");
   torus::bench::printRow("echo (baseline)", echoStats, echoStats);
   torus::bench::printRow("NodePrepareResources", torus::bench::summarize(prepareUs), echoStats);
   torus::bench::printRow("NodeUnprepareResources", torus::bench::summarize(unprepareUs), echoStats);

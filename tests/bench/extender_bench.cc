@@ -157,8 +157,7 @@ void benchGangPlan(int calls) {
       "\n# a 4-pod whole-node gang's plan (filter of its first member), 250 UltraServers (1,000 "
       "trn2u.48xlarge, 200 with a node taken) + 500 trn2.48xlarge, %d calls\n",
       calls);
-  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
-              "pod_p99_us", "ratio_p99");
+  bench::printHeader("pod_p99_us");
   bench::printRow("one 16-device pod's filter", onePod, onePod);
   bench::printRow("gang of 4: plan + reserve", plan, onePod);
   bench::printRow("... among 500 trn2, no domain", planAnywhere, onePod);
@@ -203,8 +202,7 @@ void benchChoosingFilter(int calls) {
       "\n# one 4-chip pod's filter over 500 of 5,000 nodes (200 full, 200 partly used, 100 "
       "empty), 64 nodes with holds, %d calls\n",
       calls);
-  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
-              "plain_p99_us", "ratio_p99");
+  bench::printHeader("plain_p99_us");
   bench::printRow("plain filter", plain, plain);
   bench::printRow("filter that chooses", choosing, plain);
 }
@@ -316,8 +314,7 @@ int main(int argc, char** argv) {
       "# extender over HTTP, one 8-core pod, 5,000 nodes (4,000 trn2.48xlarge + 1,000 "
       "inf2.48xlarge) by name, %d calls, request %zu bytes\n",
       calls, body.size());
-  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
-              "echo_p99_us", "ratio_p99");
+  bench::printHeader("echo_p99_us");
   bench::printRow("echo of the same body", echo, echo);
   bench::printRow("filter + prioritize", filterPrioritize, echo);
   bench::printRow("bind", bindLatency, echo);
@@ -326,8 +323,7 @@ int main(int argc, char** argv) {
       "Node objects (false, %zu bytes: %.0fx)\n",
       byName.size(), byObject.size(),
       static_cast<double>(byObject.size()) / static_cast<double>(byName.size()));
-  std::printf("%-26s %10s %10s %10s %12s %10s\n", "call", "min_us", "p50_us", "p99_us",
-              "names_p99_us", "ratio_p99");
+  bench::printHeader("names_p99_us");
   bench::printRow("filter, node names", filterByName, filterByName);
   bench::printRow("filter, Node objects", filterByObject, filterByName);
   (*server)->stop();
