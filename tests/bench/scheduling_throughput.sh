@@ -24,7 +24,9 @@
 # scheduler, the pods (mixed sizes: 1, 2, 4, 8, 16 cores and 1, 4 devices) are created while that
 # scheduler is paused (SIGSTOP), so creating them is not measured; it is then resumed, and pods/s
 # is the pod count over the span from the first to the last PodScheduled transition (1 s
-# resolution). Every extender placement is checked: the ids on the pod (AWS_NEURON_IDS) are as
+# resolution). Beside it, p50 and p99 of the seconds from each pod's creation (or the scheduler's
+# resume, for the pods created while it was paused) to its Ready transition: what a team that
+# submits the whole batch at once waits for its pods to run. Every extender placement is checked: the ids on the pod (AWS_NEURON_IDS) are as
 # many as asked, on devices the node's torus.dev/topology says are NeuronLink-connected.
 #
 # The whole-node runs place pods of aws.amazon.com/neuron: 16 on trn2 nodes: counted one by one
@@ -169,8 +171,10 @@ api_waits() {
   python3 "$HERE/report.py" api-waits "$1" "$2"
 }
 
-# measure SCHEDULER NAMESPACE KIND COUNT: prints "pods seconds pods_per_second", and writes the
-# CPU each component used while the pods were being scheduled to $STATE_DIR/cpu-NAMESPACE.
+# measure SCHEDULER NAMESPACE KIND COUNT: prints "pods seconds pods_per_second p50 p99 ready", the
+# last three the seconds from each pod's creation (or the scheduler's resume, when later) to its
+# Ready transition over the `ready` pods, and writes the CPU each component used while the pods
+# were being scheduled to $STATE_DIR/cpu-NAMESPACE.
 measure() {
   local scheduler="$1" namespace="$2" kind="$3" count="$4" pid
   pid="$(scheduler_pid "$scheduler")"
@@ -198,6 +202,8 @@ YAML
   [[ "$kind" == dra4 ]] && wait_for_claims "$namespace" "$count"
   cpu_ticks > "$STATE_DIR/cpu-before-$namespace"
   api_metrics > "$STATE_DIR/api-before-$namespace"
+  local resumed
+  resumed="$(date +%s.%N)"
   kill -CONT "$pid"
   [[ "$namespace" == bench-dra && -n "${DRA_PROFILE:-}" ]] && profile_scheduler "$DRA_PROFILE" > /dev/null &
   local deadline=$((SECONDS + 900)) bound=0
@@ -210,8 +216,16 @@ YAML
   cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
+  # Then until kwok has run them all (Ready), for the time each pod's owner waited.
+  local ready=0
+  while ((SECONDS < deadline)); do
+    ready="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)"
+    ((ready >= bound)) && break
+    sleep 1
+  done
   k get pods -n "$namespace" -o json > "$STATE_DIR/pods-$namespace.json"
-  python3 "$HERE/report.py" span < "$STATE_DIR/pods-$namespace.json"
+  echo "$(python3 "$HERE/report.py" span < "$STATE_DIR/pods-$namespace.json")" \
+    "$(python3 "$HERE/report.py" latency "$resumed" < "$STATE_DIR/pods-$namespace.json")"
 }
 
 # valid_share NAMESPACE [MODE]: how many placements are right: the count asked, on devices the
@@ -240,13 +254,15 @@ publish_fake_slices() {
 # record RUN SCHEDULER NAMESPACE KIND [extender|gang|dra]: measures one run (KIND as for pods();
 # WHOLE_NODE_PODS pods for the whole-node kinds, else PODS) and keeps its pods, span and pods/s
 # under RUN; with a check mode, also how many placements are valid.
-declare -A run_rate=() run_pods=() run_seconds=() run_valid=()
+declare -A run_rate=() run_pods=() run_seconds=() run_valid=() run_p50=() run_p99=()
 record() {
   local run="$1" scheduler="$2" namespace="$3" kind="$4" check="${5:-}" pods span pods_per_second
-  local count="$PODS"
+  local count="$PODS" p50 p99 ready
   [[ "$kind" == *16 ]] && count="$WHOLE_NODE_PODS"
-  read -r pods span pods_per_second < <(measure "$scheduler" "$namespace" "$kind" "$count")
+  read -r pods span pods_per_second p50 p99 ready < <(measure "$scheduler" "$namespace" "$kind" "$count")
+  ((ready >= pods)) || echo "only $ready of $pods pods Ready: their latency is left out" >&2
   run_rate[$run]="$pods_per_second" run_pods[$run]="$pods" run_seconds[$run]="$span"
+  run_p50[$run]="$p50" run_p99[$run]="$p99"
   run_valid[$run]="-"
   if [[ -n "$check" ]]; then
     local valid total
@@ -321,9 +337,12 @@ ratio() {
 }
 row() {  # row RUN LABEL
   [[ -n "${run_rate[$1]:-}" ]] || return 0
-  printf '%-10s %-46s %6d %9.0f %8.1f %12s\n' "$1" "$2" "${run_pods[$1]}" "${run_seconds[$1]}" "${run_rate[$1]}" "${run_valid[$1]}"
+  printf '%-10s %-46s %6d %9.0f %8.1f %8.0f %8.0f %12s\n' "$1" "$2" "${run_pods[$1]}" \
+    "${run_seconds[$1]}" "${run_rate[$1]}" "${run_p50[$1]}" "${run_p99[$1]}" "${run_valid[$1]}"
 }
-printf '\n%-10s %-46s %6s %9s %8s %12s\n' RUN "MIXED SIZES" PODS SECONDS PODS/S VALID
+# P50 S, P99 S: seconds from a pod's creation (or its scheduler's resume) until it ran (Ready).
+printf '\n%-10s %-46s %6s %9s %8s %8s %8s %12s\n' RUN "MIXED SIZES" PODS SECONDS PODS/S "P50 S" \
+  "P99 S" VALID
 row counting "kube-scheduler (extended resources counted)"
 row extender "neuron-scheduler + Torus extender"
 printf '%-10s %-46s\n' "" "4 CONNECTED CHIPS ON trn2"

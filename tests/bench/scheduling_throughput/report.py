@@ -2,6 +2,10 @@
 
   report.py span < PODS.json                   "pods seconds pods_per_second": the PodScheduled
                                                transitions' count, span + 1 s, and their rate
+  report.py latency RESUMED < PODS.json        "p50 p99 pods": seconds from each pod's creation
+                                               (or from RESUMED, the epoch second its scheduler
+                                               resumed, when that is later) to its Ready
+                                               transition, over the pods that are Ready
   report.py api-waits BEFORE AFTER             from two snapshots of the API server's /metrics,
                                                "name requests mean_ms" per priority level's
                                                queued requests and per pod write served
@@ -49,6 +53,34 @@ def span(pod_list):
                     c["lastTransitionTime"].replace("Z", "+00:00")))
     seconds = (max(times) - min(times)).total_seconds() + 1
     return len(times), seconds, len(times) / seconds
+
+
+def timestamp(text):
+    """Seconds since the epoch of an API timestamp (RFC 3339, 1 s resolution)."""
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def nearest_rank(sorted_values, share):
+    """The value at `share` (0-1] of sorted_values by the nearest-rank method."""
+    return sorted_values[max(0, math.ceil(share * len(sorted_values)) - 1)]
+
+
+def latency(pod_list, resumed):
+    """(p50, p99, pods) of the seconds from each pod's creation, or from `resumed` (the epoch
+    second its scheduler resumed, as the pods were created while it was paused) when that is
+    later, to the pod's Ready transition: what the pod's owner waited for it to run. Pods not
+    Ready are left out (the count says how many were in)."""
+    waits = []
+    for pod in pod_list["items"]:
+        ready = [c["lastTransitionTime"] for c in pod.get("status", {}).get("conditions", [])
+                 if c["type"] == "Ready" and c["status"] == "True"]
+        if ready:
+            start = max(timestamp(pod["metadata"]["creationTimestamp"]), math.floor(resumed))
+            waits.append(max(0.0, timestamp(ready[0]) - start))
+    if not waits:
+        return math.nan, math.nan, 0
+    waits.sort()
+    return nearest_rank(waits, 0.5), nearest_rank(waits, 0.99), len(waits)
 
 
 def read_metrics(lines):
@@ -290,6 +322,8 @@ def main(argv):
     command, args = (argv[0], argv[1:]) if argv else ("", [])
     if command == "span" and not args:
         print(*span(json.load(sys.stdin)))
+    elif command == "latency" and len(args) == 1:
+        print(*latency(json.load(sys.stdin), float(args[0])))
     elif command == "api-waits" and len(args) == 2:
         with open(args[0]) as before, open(args[1]) as after:
             lines = api_waits(read_metrics(before), read_metrics(after))

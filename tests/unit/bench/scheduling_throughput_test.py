@@ -62,6 +62,21 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(report.span(pods), (2, 4.0, 0.5))
         self.assertEqual(run("report.py", "span", stdin=json.dumps(pods)).stdout, "2 4.0 0.5\n")
 
+    def test_latency_runs_from_creation_or_the_resume_whichever_is_later_to_ready(self):
+        def pod(created, ready=None):
+            conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": ready}] \
+                if ready else [{"type": "Ready", "status": "False", "lastTransitionTime": created}]
+            return {"metadata": {"creationTimestamp": created}, "status": {"conditions": conditions}}
+        resumed = report.timestamp("2026-01-01T00:00:10Z") + 0.6  # 1 s resolution: its second
+        pods = {"items": [pod("2026-01-01T00:00:01Z", "2026-01-01T00:00:12Z"),  # waited from 10
+                          pod("2026-01-01T00:00:20Z", "2026-01-01T00:00:21Z"),  # created later
+                          pod("2026-01-01T00:00:02Z", "2026-01-01T00:00:40Z"),
+                          pod("2026-01-01T00:00:03Z")]}  # not Ready: left out
+        self.assertEqual(report.latency(pods, resumed), (2.0, 30.0, 3))
+        self.assertEqual(run("report.py", "latency", str(resumed), stdin=json.dumps(pods)).stdout,
+                         "2.0 30.0 3\n")
+        self.assertEqual(report.latency({"items": [pod("2026-01-01T00:00:03Z")]}, resumed)[2], 0)
+
     def test_api_waits_are_the_growth_between_two_snapshots(self):
         before = ['apiserver_flowcontrol_request_wait_duration_seconds_sum{priority_level="workload-low"} 1',
                   'apiserver_flowcontrol_request_wait_duration_seconds_count{priority_level="workload-low"} 10']
