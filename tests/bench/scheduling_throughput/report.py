@@ -42,6 +42,11 @@ RUNS = [("counting", "bench-default"), ("extender", "bench-extender"),
         ("counting16", "bench-default-16"), ("gang", "bench-gang")]
 
 
+def timestamp(text):
+    """Seconds since the epoch of an API timestamp (RFC 3339, 1 s resolution)."""
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def span(pod_list):
     """(pods scheduled, seconds from the first to the last PodScheduled + 1, pods per second).
     Transitions have 1 s resolution: the + 1 counts the last second."""
@@ -49,15 +54,9 @@ def span(pod_list):
     for pod in pod_list["items"]:
         for c in pod.get("status", {}).get("conditions", []):
             if c["type"] == "PodScheduled" and c["status"] == "True":
-                times.append(datetime.datetime.fromisoformat(
-                    c["lastTransitionTime"].replace("Z", "+00:00")))
-    seconds = (max(times) - min(times)).total_seconds() + 1
+                times.append(timestamp(c["lastTransitionTime"]))
+    seconds = max(times) - min(times) + 1
     return len(times), seconds, len(times) / seconds
-
-
-def timestamp(text):
-    """Seconds since the epoch of an API timestamp (RFC 3339, 1 s resolution)."""
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 def nearest_rank(sorted_values, share):
@@ -287,13 +286,12 @@ RUN_NAMESPACES = [("bench-default", "kube-scheduler, counted (mixed)"),
 def placed_over_time(pod_list):
     """(seconds since the first PodScheduled transition, pods scheduled by then), a point per
     second that saw a transition."""
-    times = sorted(datetime.datetime.fromisoformat(c["lastTransitionTime"].replace("Z", "+00:00"))
-                   for pod in pod_list["items"]
+    times = sorted(timestamp(c["lastTransitionTime"]) for pod in pod_list["items"]
                    for c in pod.get("status", {}).get("conditions", [])
                    if c["type"] == "PodScheduled" and c["status"] == "True")
     points = []
     for count, when in enumerate(times, 1):
-        second = (when - times[0]).total_seconds()
+        second = when - times[0]
         if points and points[-1][0] == second:
             points[-1] = (second, count)
         else:
