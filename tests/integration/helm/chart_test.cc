@@ -529,6 +529,18 @@ TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
       EXPECT_EQ(searched["percentageOfNodesToScore"].as<int>(), 100);
     }
   }
+  // Its liveness probe is kubeadm's for kube-scheduler: a busy scheduler is not restarted.
+  int probed = 0;
+  for (const YAML::Node& object : objects) {
+    if (object["kind"].as<std::string>() != "Deployment") continue;
+    const YAML::Node container = object["spec"]["template"]["spec"]["containers"][0];
+    if (container["name"].as<std::string>() != "kube-scheduler") continue;
+    const YAML::Node probe = container["livenessProbe"];
+    EXPECT_EQ(probe["timeoutSeconds"].as<int>(), 15);
+    EXPECT_EQ(probe["periodSeconds"].as<int>() * probe["failureThreshold"].as<int>(), 80);
+    ++probed;
+  }
+  EXPECT_EQ(probed, 1);
   // Its client's rate limit is kube-scheduler's own unless set (DRA clusters raise it).
   EXPECT_FALSE(config["clientConnection"]);
   for (const YAML::Node& object :
