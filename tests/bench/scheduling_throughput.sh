@@ -10,7 +10,8 @@
 #                                dra-whole on slices with whole chips only); counting16, gang
 #                                (whole trn2 nodes; gang: jobs of 4 such pods, torus.dev/gang).
 #                                Ratios print when both their runs ran.
-#   DRA_PROFILE=FILE ...         a 30 s CPU profile of kube-scheduler during the dra run
+#   PROFILE_DIR=DIR ...          a 20 s CPU profile of each run's scheduler, from 3 s after it
+#                                resumed, as DIR/RUN.pprof (go tool pprof -top DIR/RUN.pprof)
 #   CONTROL_PLANE_QPS=150:300 ...  the control plane's client limits as docs/install.md recommends
 #                                for DRA (local-cluster.sh --control-plane-qps); default: each
 #                                component's own
@@ -49,6 +50,11 @@
 # small host they share the CPUs, and the DRA path costs some of them work the others do not.
 # For every run it prints where the API server held requests: the mean time each API Priority and
 # Fairness level kept requests queued, and the server's mean time per Binding and per pod write.
+# For each counting run it prints how many pods kube-scheduler placed on a hint of its opportunistic
+# batching (an alike pod right after another is tried on the previous pod's next-best node alone,
+# instead of a search of every node): upstream turns it off for profiles with extenders, so the
+# extender path searches for every pod (SCHEDULER_GATES=OpportunisticBatching=false: counting
+# without it).
 # The fake nodes renew their Leases every minute, not every 10 s as kubelets do, and the controller
 # manager waits 2 minutes before it marks a node NotReady: 1,200 nodes renewing every 10 s make
 # 120 Lease writes a second, which on 2 CPUs shared with the whole control plane slowed the API
@@ -126,13 +132,16 @@ wait_for_claims() {
   echo "$made $((SECONDS - started))" > "$STATE_DIR/claims-$namespace"
 }
 
-# DRA_PROFILE=FILE: a 30 s CPU profile of kube-scheduler while it places the DRA pods (Go's
-# pprof format: go tool pprof -top FILE).
+# profile_scheduler SCHEDULER FILE: a 20 s CPU profile of SCHEDULER (Go's pprof format), from 3 s
+# after it resumed, when PROFILE_DIR asks for one.
 profile_scheduler() {
-  sleep 5
-  curl -sfk --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
-    "https://127.0.0.1:$SCHEDULER_PORT/debug/pprof/profile?seconds=30" -o "$1" ||
-    echo "no profile: kube-scheduler's /debug/pprof did not answer" >&2
+  # neuron-scheduler runs in a pod on the host network of the cluster's node.
+  local address="127.0.0.1:$SCHEDULER_PORT"
+  [[ "$1" == neuron-scheduler ]] && address="$NODE_IP:$NEURON_SCHEDULER_PORT"
+  sleep 3
+  curl -sfk --max-time 40 --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
+    "https://$address/debug/pprof/profile?seconds=20" -o "$2" ||
+    echo "no profile: $1's /debug/pprof did not answer" >&2
 }
 
 # cpu_ticks: "component ticks" for each control-plane process and the two schedulers' helpers, the
@@ -172,12 +181,28 @@ api_waits() {
   python3 "$HERE/report.py" api-waits "$1" "$2"
 }
 
-# measure SCHEDULER NAMESPACE KIND COUNT: prints "pods seconds pods_per_second p50 p99 ready", the
+# hints_used: how many pods kube-scheduler has placed on a hint of its opportunistic batching (the
+# next node of the previous pod's scoring, when the pod is alike and that was at most 500 ms ago:
+# one node filtered instead of a search). Upstream turns it off for profiles with extenders.
+hints_used() {
+  { curl -sfk --max-time 10 --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
+    "https://127.0.0.1:$SCHEDULER_PORT/metrics" || true; } |
+    awk '/^scheduler_batch_attempts_total\{.*result="hint_used"/ { n += $2 } END { print n + 0 }'
+}
+
+# watch_pods NAMESPACE bound|ready COUNT SECONDS: waits on one watch (not a poll, whose lists of
+# every pod would take CPU from the control plane being measured) until COUNT pods of NAMESPACE
+# are bound or Ready; prints how many were, and fails if SECONDS ran out first.
+watch_pods() {
+  python3 "$HERE/watch_pods.py" "$KUBECTL" "$KUBECONFIG" "$@"
+}
+
+# measure SCHEDULER NAMESPACE KIND COUNT RUN: prints "pods seconds pods_per_second p50 p99 ready", the
 # last three the seconds from each pod's creation (or the scheduler's resume, when later) to its
 # Ready transition over the `ready` pods, and writes the CPU each component used while the pods
 # were being scheduled to $STATE_DIR/cpu-NAMESPACE.
 measure() {
-  local scheduler="$1" namespace="$2" kind="$3" count="$4" pid
+  local scheduler="$1" namespace="$2" kind="$3" count="$4" run="$5" pid
   pid="$(scheduler_pid "$scheduler")"
   [[ -n "$pid" ]] || { echo "no $scheduler process" >&2; exit 1; }
   k create namespace "$namespace" > /dev/null
@@ -198,6 +223,9 @@ spec:
         - requests: [chips]
           matchAttribute: resource.aws.com/devicegroup4_id
 YAML
+  # kube-scheduler answers no /metrics while it is stopped: its hints so far, before.
+  local hints=0
+  [[ "$scheduler" == default-scheduler ]] && hints="$(hints_used)"
   kill -STOP "$pid"
   pods "$namespace" "$scheduler" "$count" "$kind" | k create -f - > /dev/null
   [[ "$kind" == dra4 ]] && wait_for_claims "$namespace" "$count"
@@ -206,24 +234,25 @@ YAML
   local resumed
   resumed="$(date +%s.%N)"
   kill -CONT "$pid"
-  [[ "$namespace" == bench-dra && -n "${DRA_PROFILE:-}" ]] && profile_scheduler "$DRA_PROFILE" > /dev/null &
-  local deadline=$((SECONDS + 900)) bound=0
-  while ((SECONDS < deadline)); do
-    bound="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true)"
-    ((bound >= count)) && break
-    sleep 2
-  done
-  ((bound >= count)) || echo "only $bound of $count pods bound by $scheduler" >&2
+  if [[ -n "${PROFILE_DIR:-}" ]]; then
+    mkdir -p "$PROFILE_DIR"
+    profile_scheduler "$scheduler" "$PROFILE_DIR/$run.pprof" > /dev/null &
+  fi
+  local deadline=$((SECONDS + 900)) bound
+  bound="$(watch_pods "$namespace" bound "$count" $((deadline - SECONDS)))" ||
+    echo "only ${bound:-0} of $count pods bound by $scheduler" >&2
+  bound="${bound:-0}"
   cpu_spent "$STATE_DIR/cpu-before-$namespace" > "$STATE_DIR/cpu-$namespace"
+  # A scheduler restarted mid-run (its liveness probe while it was stopped, a crash) would make
+  # the figures its successor's: the run fails instead.
+  [[ "$(scheduler_pid "$scheduler")" == "$pid" ]] || echo "$scheduler" > "$STATE_DIR/restarted-$run"
+  if [[ "$scheduler" == default-scheduler ]]; then
+    echo $(($(hints_used) - hints)) > "$STATE_DIR/hints-$run"
+  fi
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
   # Then until kwok has run them all (Ready), for the time each pod's owner waited.
-  local ready=0
-  while ((SECONDS < deadline)); do
-    ready="$(k get pods -n "$namespace" -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True || true)"
-    ((ready >= bound)) && break
-    sleep 1
-  done
+  watch_pods "$namespace" ready "$bound" $((deadline > SECONDS ? deadline - SECONDS : 1)) > /dev/null || true
   k get pods -n "$namespace" -o json > "$STATE_DIR/pods-$namespace.json"
   echo "$(python3 "$HERE/report.py" span < "$STATE_DIR/pods-$namespace.json")" \
     "$(python3 "$HERE/report.py" latency "$resumed" < "$STATE_DIR/pods-$namespace.json")"
@@ -260,7 +289,9 @@ record() {
   local run="$1" scheduler="$2" namespace="$3" kind="$4" check="${5:-}" pods span pods_per_second
   local count="$PODS" p50 p99 ready
   [[ "$kind" == *16 ]] && count="$WHOLE_NODE_PODS"
-  read -r pods span pods_per_second p50 p99 ready < <(measure "$scheduler" "$namespace" "$kind" "$count")
+  read -r pods span pods_per_second p50 p99 ready < <(measure "$scheduler" "$namespace" "$kind" "$count" "$run")
+  [[ ! -f "$STATE_DIR/restarted-$run" ]] ||
+    { echo "scheduling_throughput: $scheduler restarted during run $run: no figure" >&2; exit 1; }
   # A bound pod that never ran would leave the slowest out of the percentiles: no figure then.
   ((ready >= pods)) ||
     { echo "scheduling_throughput: only $ready of $pods bound pods of run $run ran (Ready) within 900 s" >&2; exit 1; }
@@ -367,6 +398,11 @@ ratio dra extender4 "(target >= 0.5x, 100 % valid)"
 ratio dra-whole extender4 "(target >= 0.5x, 100 % valid)"
 ratio dra counting4
 ratio dra-whole counting4
+for run in counting counting4 counting16; do
+  if [[ -f "$STATE_DIR/hints-$run" ]]; then
+    echo "$run: $(< "$STATE_DIR/hints-$run") of ${run_pods[$run]} pods placed on an opportunistic-batching hint (one node filtered, not a search)"
+  fi
+done
 for namespace in bench-dra bench-dra-whole; do
   [[ -f "$STATE_DIR/claims-$namespace" ]] || continue
   read -r claims_made claims_seconds < "$STATE_DIR/claims-$namespace"
@@ -375,8 +411,8 @@ done
 echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s"
 
 # Where the host's CPU time went in each run: each component's CPU seconds from the scheduler's
-# resume until every pod was bound (the run's wall time is the span above, plus the polling's last
-# 2 s at most); and where the API server held requests in the same span.
+# resume until the watch saw every pod bound (the run's wall time is the span above, plus up to
+# 1 s of the transitions' resolution); and where the API server held requests in the same span.
 python3 "$HERE/report.py" tables "$STATE_DIR"
 
 plot_dir="${PLOT_DIR:-$REPO/build/bench-plots}"

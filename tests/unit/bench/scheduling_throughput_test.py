@@ -9,6 +9,7 @@ import bench_files
 
 workload = bench_files.load("scheduling_throughput", "workload")
 report = bench_files.load("scheduling_throughput", "report")
+watch_pods = bench_files.load("scheduling_throughput", "watch_pods")
 
 
 def run(script, *args, stdin=""):
@@ -208,6 +209,53 @@ class PlacedOverTimeTest(unittest.TestCase):
         self.assertEqual([s["name"] for s in spec["series"]],
                          ["neuron-scheduler + extender (mixed)"])
         self.assertEqual(spec["kind"], "line")
+
+
+def fake_kubectl(directory, body):
+    """An executable standing in for kubectl: a shell script that ignores its arguments."""
+    path = os.path.join(directory, "kubectl")
+    with open(path, "w", encoding="utf-8") as script:
+        script.write("#!/bin/sh\n" + body)
+    os.chmod(path, 0o755)
+    return path
+
+
+class WatchPodsTest(unittest.TestCase):
+    def test_counts_each_pod_once_by_its_latest_line(self):
+        pods = {}
+        for line in ["a <none> <none>", "b n1 False", "a n2 False", "a n2 True",
+                     "warning: x"]:
+            watch_pods.apply_line(pods, line)
+        self.assertEqual(watch_pods.reached(pods, "bound"), 2)
+        self.assertEqual(watch_pods.reached(pods, "ready"), 1)
+
+    def test_stops_the_watch_as_soon_as_the_count_is_reached(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # The watch would go on for a minute after the second pod is bound.
+            kubectl = fake_kubectl(tmp, "printf 'a n1 <none>\\nb <none> <none>\\n'; sleep 1; "
+                                   "echo 'b n2 False'; sleep 60\n")
+            done = run("watch_pods.py", kubectl, "config", "ns", "bound", "2", "30")
+        self.assertEqual((done.returncode, done.stdout), (0, "2\n"), done.stderr)
+
+    def test_a_watch_that_ends_early_is_started_again(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # Each start reports one more Ready pod, then its watch ends.
+            counter = os.path.join(tmp, "starts")
+            kubectl = fake_kubectl(tmp, f"echo x >> {counter}; n=$(wc -l < {counter}); "
+                                   "i=1; while [ $i -le $n ]; do echo \"p$i n True\"; i=$((i+1)); done\n")
+            done = run("watch_pods.py", kubectl, "config", "ns", "ready", "3", "30")
+        self.assertEqual((done.returncode, done.stdout), (0, "3\n"), done.stderr)
+
+    def test_the_deadline_ends_the_wait_with_the_count_so_far(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            kubectl = fake_kubectl(tmp, "echo 'a n1 <none>'; sleep 60\n")
+            done = run("watch_pods.py", kubectl, "config", "ns", "bound", "2", "1")
+        self.assertEqual((done.returncode, done.stdout), (1, "1\n"), done.stderr)
+
+    def test_bad_usage_is_named(self):
+        done = run("watch_pods.py", "kubectl", "config", "ns", "scheduled", "2", "1")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("bound|ready", done.stderr)
 
 
 if __name__ == "__main__":
