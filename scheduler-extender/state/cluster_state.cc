@@ -275,6 +275,14 @@ std::vector<Allocation> ClusterState::allocationsOn(const std::string& node) con
   return result;
 }
 
+std::unordered_map<std::string, std::vector<Allocation>> ClusterState::allocationsByNode() const {
+  std::lock_guard lock(mutex_);
+  std::unordered_map<std::string, std::vector<Allocation>> result;
+  for (const auto& [uid, allocation] : allocations_)
+    result[allocation.node].push_back(allocation);
+  return result;
+}
+
 std::vector<Allocation> ClusterState::allocations() const {
   std::lock_guard lock(mutex_);
   std::vector<Allocation> result;

@@ -166,7 +166,10 @@ class ClusterState {
   // Frees what the pod holds (pod deleted or finished); false when it held nothing.
   bool release(const std::string& podUid);
   std::optional<Allocation> allocationOf(const std::string& podUid) const;
-  std::vector<Allocation> allocationsOn(const std::string& node) const;
+  std::vector<Allocation> allocationsOn(const std::string& node) const;  // a pass over all
+  // Every node's allocations in one pass: for callers that look at many nodes (preemption over a
+  // full cluster), where allocationsOn per node would cost nodes x allocations.
+  std::unordered_map<std::string, std::vector<Allocation>> allocationsByNode() const;
   std::vector<Allocation> allocations() const;  // all, by pod UID
 
  private:

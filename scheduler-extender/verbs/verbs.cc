@@ -112,15 +112,18 @@ Result<Allocation> bindPod(ClusterState& state, const PodDemand& pod, const std:
 std::map<std::string, std::vector<std::string>> preempt(
     const ClusterState& state, const PodDemand& pod,
     const std::map<std::string, std::vector<std::string>>& victimsByNode) {
+  if (!pod.wantsNeuron()) return victimsByNode;
+  // kube-scheduler proposes victims on every candidate node of an unschedulable pod: one pass
+  // over the allocations, not one per node.
+  const auto heldByNode = state.allocationsByNode();
+  const std::vector<Allocation> none;
   std::map<std::string, std::vector<std::string>> accepted;
   for (const auto& [node, victims] : victimsByNode) {
-    if (!pod.wantsNeuron()) {
-      accepted[node] = victims;
-      continue;
-    }
     const auto view = state.node(node);
     if (!view) continue;
-    if (auto chosen = chooseVictims(*view, state.allocationsOn(node), pod, victims)) {
+    const auto found = heldByNode.find(node);
+    if (auto chosen =
+            chooseVictims(*view, found == heldByNode.end() ? none : found->second, pod, victims)) {
       accepted[node] = std::move(*chosen);
     }
   }

@@ -172,11 +172,14 @@ std::optional<PreemptionPlan> planCrossResourcePreemption(
   std::tuple<int, std::size_t, long long> bestCost{};
   std::vector<std::string> names = state.nodeNames();
   std::ranges::sort(names);
+  const auto heldByNode = state.allocationsByNode();
+  const std::vector<Allocation> none;
   for (const std::string& name : names) {
     if (!considered(name)) continue;
     const auto view = state.node(name);
     if (!view) continue;
-    const std::vector<Allocation> held = state.allocationsOn(name);
+    const auto found = heldByNode.find(name);
+    const std::vector<Allocation>& held = found == heldByNode.end() ? none : found->second;
     const auto uids = chooseVictims(*view, held, pod, {});
     if (!uids) continue;
     if (uids->empty()) return std::nullopt;  // it fits here now

@@ -52,6 +52,29 @@ TEST(ClusterState, ANodeWithANeuronLinkDownIsPlacedAroundIt) {
   EXPECT_EQ(trials[1].error().code, ErrorCode::kResourceExhausted) << trials[1].error().message;
 }
 
+// Preemption looks at every node at once: one pass groups what each node holds, the same as
+// asking node by node, and a node that holds nothing is absent.
+TEST(ClusterState, AllocationsByNodeGroupsWhatEachNodeHolds) {
+  ClusterState state;
+  for (const char* name : {"a", "b", "empty"})
+    ASSERT_TRUE(state.upsertNode(name, "trn2.48xlarge").ok());
+  ASSERT_TRUE(state.record("a", pod("a1", kDevice, 4), ids("0-3")).ok());
+  ASSERT_TRUE(state.record("b", pod("b1", kCore, 2), ids("0-1")).ok());
+  ASSERT_TRUE(state.record("a", pod("a2", kDevice, 4), ids("4-7")).ok());
+  const auto byNode = state.allocationsByNode();
+  EXPECT_EQ(byNode.size(), 2u);
+  EXPECT_FALSE(byNode.contains("empty"));
+  for (const char* name : {"a", "b"}) {
+    std::vector<std::string> grouped, asked;
+    for (const Allocation& allocation : byNode.at(name))
+      grouped.push_back(allocation.podUid);
+    for (const Allocation& allocation : state.allocationsOn(name))
+      asked.push_back(allocation.podUid);
+    EXPECT_EQ(grouped, asked) << name;
+  }
+  EXPECT_EQ(byNode.at("a").size(), 2u);
+}
+
 TEST(ClusterState, ObserveConfirmsAMatchingAssumption) {
   ClusterState state;
   ASSERT_TRUE(state.upsertNode("n", "trn2.48xlarge").ok());
