@@ -64,9 +64,9 @@ def follow(command, pods, state, count, deadline):
             selector.register(process.stdout, selectors.EVENT_READ)
             while reached(pods, state) < count:
                 left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(timeout=min(left, 1.0)):
-                    if left <= 0:
-                        return
+                if left <= 0:
+                    return
+                if not selector.select(timeout=min(left, 1.0)):
                     continue
                 chunk = os.read(process.stdout.fileno(), 65536)
                 if not chunk:
