@@ -115,15 +115,12 @@ std::map<std::string, std::vector<std::string>> preempt(
   if (!pod.wantsNeuron()) return victimsByNode;
   // kube-scheduler proposes victims on every candidate node of an unschedulable pod: one pass
   // over the allocations, not one per node.
-  const auto heldByNode = state.allocationsByNode();
-  const std::vector<Allocation> none;
+  auto heldByNode = state.allocationsByNode();  // a node holding nothing reads as empty
   std::map<std::string, std::vector<std::string>> accepted;
   for (const auto& [node, victims] : victimsByNode) {
     const auto view = state.node(node);
     if (!view) continue;
-    const auto found = heldByNode.find(node);
-    if (auto chosen =
-            chooseVictims(*view, found == heldByNode.end() ? none : found->second, pod, victims)) {
+    if (auto chosen = chooseVictims(*view, heldByNode[node], pod, victims)) {
       accepted[node] = std::move(*chosen);
     }
   }

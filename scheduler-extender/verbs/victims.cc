@@ -172,14 +172,12 @@ std::optional<PreemptionPlan> planCrossResourcePreemption(
   std::tuple<int, std::size_t, long long> bestCost{};
   std::vector<std::string> names = state.nodeNames();
   std::ranges::sort(names);
-  const auto heldByNode = state.allocationsByNode();
-  const std::vector<Allocation> none;
+  auto heldByNode = state.allocationsByNode();  // a node holding nothing reads as empty
   for (const std::string& name : names) {
     if (!considered(name)) continue;
     const auto view = state.node(name);
     if (!view) continue;
-    const auto found = heldByNode.find(name);
-    const std::vector<Allocation>& held = found == heldByNode.end() ? none : found->second;
+    const std::vector<Allocation>& held = heldByNode[name];
     const auto uids = chooseVictims(*view, held, pod, {});
     if (!uids) continue;
     if (uids->empty()) return std::nullopt;  // it fits here now
