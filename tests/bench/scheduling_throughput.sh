@@ -185,10 +185,14 @@ api_waits() {
 # hints_used: how many pods kube-scheduler has placed on a hint of its opportunistic batching (the
 # next node of the previous pod's scoring, when the pod is alike and that was at most 500 ms ago:
 # one node filtered instead of a search). Upstream turns it off for profiles with extenders.
+# Fails, printing nothing, when kube-scheduler's /metrics does not answer: no count is better than
+# a made-up 0.
 hints_used() {
-  { curl -sfk --max-time 10 --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
-    "https://127.0.0.1:$SCHEDULER_PORT/metrics" || true; } |
-    awk '/^scheduler_batch_attempts_total\{.*result="hint_used"/ { n += $2 } END { print n + 0 }'
+  local metrics
+  metrics="$(curl -sfk --max-time 10 --cert "$STATE_DIR/pki/admin.crt" \
+    --key "$STATE_DIR/pki/admin.key" "https://127.0.0.1:$SCHEDULER_PORT/metrics")" || return 1
+  awk '/^scheduler_batch_attempts_total\{.*result="hint_used"/ { n += $2 } END { print n + 0 }' \
+    <<< "$metrics"
 }
 
 # watch_pods NAMESPACE bound|ready COUNT SECONDS: waits on one watch (not a poll, whose lists of
@@ -225,8 +229,8 @@ spec:
           matchAttribute: resource.aws.com/devicegroup4_id
 YAML
   # kube-scheduler answers no /metrics while it is stopped: its hints so far, before.
-  local hints=0
-  [[ "$scheduler" == default-scheduler ]] && hints="$(hints_used)"
+  local hints=""
+  [[ "$scheduler" == default-scheduler ]] && { hints="$(hints_used)" || hints=""; }
   kill -STOP "$pid"
   pods "$namespace" "$scheduler" "$count" "$kind" | k create -f - > /dev/null
   [[ "$kind" == dra4 ]] && wait_for_claims "$namespace" "$count"
@@ -248,11 +252,17 @@ YAML
   # the figures its successor's: the run fails instead.
   [[ "$(scheduler_pid "$scheduler")" == "$pid" ]] || echo "$scheduler" > "$STATE_DIR/restarted-$run"
   if [[ "$scheduler" == default-scheduler ]]; then
-    echo $(($(hints_used) - hints)) > "$STATE_DIR/hints-$run"
+    local hints_after
+    if [[ -n "$hints" ]] && hints_after="$(hints_used)"; then
+      echo $((hints_after - hints)) > "$STATE_DIR/hints-$run"
+    else
+      echo "$run: no batching-hint count, kube-scheduler's /metrics did not answer" >&2
+    fi
   fi
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
   # Then until kwok has run them all (Ready), for the time each pod's owner waited.
+  # Not every bound pod Ready by the deadline fails the run in record(), from the pods' states.
   watch_pods "$namespace" ready "$bound" $((deadline > SECONDS ? deadline - SECONDS : 1)) > /dev/null || true
   k get pods -n "$namespace" -o json > "$STATE_DIR/pods-$namespace.json"
   echo "$(python3 "$HERE/report.py" span < "$STATE_DIR/pods-$namespace.json")" \
