@@ -213,5 +213,38 @@ TEST_F(HttpServerTest, StopDoesNotWaitForSlowClients) {
   EXPECT_LT(Clock::now() - begin, 2s);
 }
 
+// The reply (headers and body) to a POST /echo of `body` from a client that accepts gzip, as Go's
+// HTTP client (kube-scheduler's) always does.
+std::string echoAcceptingGzip(int port, const std::string& body) {
+  UniqueFd fd = testing::connectLoopback(port);
+  if (!fd) return "";
+  const std::string request =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n"
+      "Content-Type: text/plain\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (!testing::sendAll(fd.get(), request)) return "";
+  bool closed = false;
+  return readUntilClosed(fd.get(), 5s, &closed);
+}
+
+TEST_F(HttpServerTest, SmallBodiesGoUncompressedLargeOnesGzippedForAClientThatAcceptsGzip) {
+  start(ServerOptions{});
+  const std::string small(4096, 'a');
+  const std::string reply = echoAcceptingGzip(server_->port(), small);
+  const std::size_t headerEnd = reply.find("\r\n\r\n");
+  ASSERT_NE(headerEnd, std::string::npos) << reply;
+  const std::string headers = reply.substr(0, headerEnd);
+  EXPECT_EQ(headers.find("Content-Encoding"), std::string::npos) << headers;
+  EXPECT_NE(headers.find("Content-Length: 4096"), std::string::npos) << headers;
+  EXPECT_NE(headers.find("Content-Type: text/plain"), std::string::npos) << headers;
+  EXPECT_EQ(reply.substr(headerEnd + 4), small);
+
+  const std::string large(256 * 1024, 'a');
+  const std::string compressed = echoAcceptingGzip(server_->port(), large);
+  const std::string largeHeaders = compressed.substr(0, compressed.find("\r\n\r\n"));
+  EXPECT_NE(largeHeaders.find("Content-Encoding: gzip"), std::string::npos) << largeHeaders;
+  EXPECT_LT(compressed.size(), large.size() / 10);
+}
+
 }  // namespace
 }  // namespace torus::http
