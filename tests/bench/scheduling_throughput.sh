@@ -49,13 +49,19 @@
 # scheduled (API server, etcd, controller manager, both schedulers, the extender, kwok): on a
 # small host they share the CPUs, and the DRA path costs some of them work the others do not.
 # For every run it prints where the API server held requests: the mean time each API Priority and
-# Fairness level kept requests queued, and the server's mean time per Binding and per pod write.
-# For each counting run it prints how many pods kube-scheduler placed on a hint of its opportunistic
+# Fairness level kept requests queued, and the requests it served (each verb and resource served
+# 100 times or more: the pods' own traffic, not the background) with its mean time for each.
+# For every run it prints the scheduler's attempts by result (an unschedulable attempt searched
+# every node, wrote the pod's status and put it in backoff, so attempts beyond one per pod are a
+# cost of their own) and the mean wall time per scheduled pod of its scheduling algorithm (one
+# pod at a time, so it bounds the rate), with the extension points kube-scheduler times (the rest
+# is Filter and the extender's calls), and of the whole attempt to its bind (the binding runs
+# beside the next pods). And how many pods it placed on a hint of its opportunistic
 # batching (an alike pod right after another is tried on the previous pod's next-best node alone,
-# instead of a search of every node). Upstream turns it off for profiles with extenders; with
-# kube-scheduler's default configuration it does not happen on counting either (0 of 2,000): the
-# system's default topology spread makes every pod unsignable, so no two pods count as alike. The
-# line shows whether a configuration changes that, which would make the comparison unequal.
+# instead of a search of every node). Upstream turns batching off for profiles with extenders;
+# with kube-scheduler's default configuration it does not happen on counting either (0 of 2,000):
+# the system's default topology spread makes every pod unsignable, so no two pods count as alike.
+# The count shows whether a configuration changes that, which would make the comparison unequal.
 # The fake nodes renew their Leases every minute, not every 10 s as kubelets do, and the controller
 # manager waits 2 minutes before it marks a node NotReady: 1,200 nodes renewing every 10 s make
 # 120 Lease writes a second, which on 2 CPUs shared with the whole control plane slowed the API
@@ -136,12 +142,9 @@ wait_for_claims() {
 # profile_scheduler SCHEDULER FILE: a 20 s CPU profile of SCHEDULER (Go's pprof format), from 3 s
 # after it resumed, when PROFILE_DIR asks for one.
 profile_scheduler() {
-  # neuron-scheduler runs in a pod on the host network of the cluster's node.
-  local address="127.0.0.1:$SCHEDULER_PORT"
-  [[ "$1" == neuron-scheduler ]] && address="$NODE_IP:$NEURON_SCHEDULER_PORT"
   sleep 3
   curl -sfk --max-time 40 --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
-    "https://$address/debug/pprof/profile?seconds=20" -o "$2" ||
+    "https://$(scheduler_address "$1")/debug/pprof/profile?seconds=20" -o "$2" ||
     echo "no profile: $1's /debug/pprof did not answer" >&2
 }
 
@@ -168,12 +171,12 @@ cpu_spent() {
 }
 
 # api_metrics: the API server's counters this benchmark reads, in Prometheus text form: how long
-# API Priority and Fairness kept requests queued (per priority level), and how long it served
-# pod writes (per verb and subresource).
+# API Priority and Fairness kept requests queued (per priority level), and how many requests it
+# served and how long it took (per verb and resource).
 api_metrics() {
   curl -sf --cacert "$STATE_DIR/pki/ca.crt" --cert "$STATE_DIR/pki/admin.crt" \
     --key "$STATE_DIR/pki/admin.key" "https://$APISERVER_HOST:$APISERVER_PORT/metrics" |
-    grep -E '^apiserver_flowcontrol_request_wait_duration_seconds_(sum|count)|^apiserver_request_duration_seconds_(sum|count)\{[^}]*resource="pods"' || true
+    grep -E '^apiserver_flowcontrol_request_wait_duration_seconds_(sum|count)|^apiserver_request_duration_seconds_(sum|count)\{' || true
 }
 
 # api_waits BEFORE AFTER: from two api_metrics snapshots, "name requests mean_ms" lines: each
@@ -182,17 +185,21 @@ api_waits() {
   python3 "$HERE/report.py" api-waits "$1" "$2"
 }
 
-# hints_used: how many pods kube-scheduler has placed on a hint of its opportunistic batching (the
-# next node of the previous pod's scoring, when the pod is alike and that was at most 500 ms ago:
-# one node filtered instead of a search). Upstream turns it off for profiles with extenders.
-# Fails, printing nothing, when kube-scheduler's /metrics does not answer: no count is better than
-# a made-up 0.
-hints_used() {
-  local metrics
-  metrics="$(curl -sfk --max-time 10 --cert "$STATE_DIR/pki/admin.crt" \
-    --key "$STATE_DIR/pki/admin.key" "https://127.0.0.1:$SCHEDULER_PORT/metrics")" || return 1
-  awk '/^scheduler_batch_attempts_total\{.*result="hint_used"/ { n += $2 } END { print n + 0 }' \
-    <<< "$metrics"
+# scheduler_address SCHEDULER: where SCHEDULER serves /metrics and /debug/pprof (neuron-scheduler
+# runs in a pod on the host network of the cluster's node).
+scheduler_address() {
+  case "$1" in
+    default-scheduler) echo "127.0.0.1:$SCHEDULER_PORT" ;;
+    neuron-scheduler) echo "$NODE_IP:$NEURON_SCHEDULER_PORT" ;;
+  esac
+}
+
+# scheduler_metrics SCHEDULER: SCHEDULER's /metrics, for report.py scheduler-cycle. Fails when
+# they do not answer (a scheduler answers nothing while stopped): no figure is better than a
+# made-up one.
+scheduler_metrics() {
+  curl -sfk --max-time 10 --cert "$STATE_DIR/pki/admin.crt" --key "$STATE_DIR/pki/admin.key" \
+    "https://$(scheduler_address "$1")/metrics"
 }
 
 # watch_pods NAMESPACE bound|ready COUNT SECONDS: waits on one watch (not a poll, whose lists of
@@ -228,9 +235,9 @@ spec:
         - requests: [chips]
           matchAttribute: resource.aws.com/devicegroup4_id
 YAML
-  # kube-scheduler answers no /metrics while it is stopped: its hints so far, before.
-  local hints=""
-  [[ "$scheduler" == default-scheduler ]] && { hints="$(hints_used)" || hints=""; }
+  # Its counters so far, before it is stopped (it answers no /metrics while stopped).
+  local counted=1
+  scheduler_metrics "$scheduler" > "$STATE_DIR/scheduler-before-$run" || counted=0
   kill -STOP "$pid"
   pods "$namespace" "$scheduler" "$count" "$kind" | k create -f - > /dev/null
   [[ "$kind" == dra4 ]] && wait_for_claims "$namespace" "$count"
@@ -251,13 +258,11 @@ YAML
   # A scheduler restarted mid-run (its liveness probe while it was stopped, a crash) would make
   # the figures its successor's: the run fails instead.
   [[ "$(scheduler_pid "$scheduler")" == "$pid" ]] || echo "$scheduler" > "$STATE_DIR/restarted-$run"
-  if [[ "$scheduler" == default-scheduler ]]; then
-    local hints_after
-    if [[ -n "$hints" ]] && hints_after="$(hints_used)"; then
-      echo $((hints_after - hints)) > "$STATE_DIR/hints-$run"
-    else
-      echo "$run: no batching-hint count, kube-scheduler's /metrics did not answer" >&2
-    fi
+  if ((counted)) && scheduler_metrics "$scheduler" > "$STATE_DIR/scheduler-after-$run"; then
+    python3 "$HERE/report.py" scheduler-cycle "$STATE_DIR/scheduler-before-$run" \
+      "$STATE_DIR/scheduler-after-$run" > "$STATE_DIR/cycle-$run"
+  else
+    echo "$run: no scheduling-cycle figures, $scheduler's /metrics did not answer" >&2
   fi
   api_metrics > "$STATE_DIR/api-after-$namespace"
   api_waits "$STATE_DIR/api-before-$namespace" "$STATE_DIR/api-after-$namespace" > "$STATE_DIR/api-$namespace"
@@ -409,9 +414,9 @@ ratio dra extender4 "(target >= 0.5x, 100 % valid)"
 ratio dra-whole extender4 "(target >= 0.5x, 100 % valid)"
 ratio dra counting4
 ratio dra-whole counting4
-for run in counting counting4 counting16; do
-  if [[ -f "$STATE_DIR/hints-$run" ]]; then
-    echo "$run: $(< "$STATE_DIR/hints-$run") of ${run_pods[$run]} pods placed on an opportunistic-batching hint (one node filtered, not a search)"
+for run in ${ALL_RUNS//,/ }; do
+  if [[ -s "$STATE_DIR/cycle-$run" ]]; then
+    echo "$run: scheduling attempts: $(< "$STATE_DIR/cycle-$run")"
   fi
 done
 for namespace in bench-dra bench-dra-whole; do

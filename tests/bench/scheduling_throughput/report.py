@@ -11,6 +11,8 @@
                                                queued requests and per pod write served
   report.py extender-time BEFORE AFTER         from two snapshots of the extender's /metrics,
                                                its mean time per verb and the binds it refused
+  report.py scheduler-cycle BEFORE AFTER       from two snapshots of a scheduler's /metrics, its
+                                               attempts by result and its mean time per attempt
   report.py valid KUBECTL KUBECONFIG NS MODE   "valid total": placements that are the count asked,
                                                on NeuronLink-connected devices (MODE extender: the
                                                pods' AWS_NEURON_IDS; gang: the same, and every
@@ -92,8 +94,8 @@ def read_metrics(lines):
         labels = dict(re.findall(r'(\w+)="([^"]*)"', m[3]))
         if m[1] == "apiserver_flowcontrol_request_wait_duration_seconds":
             name = "queued at " + labels["priority_level"]
-        elif labels.get("verb") in ("POST", "PATCH", "PUT") and labels.get("resource") == "pods":
-            name = "served " + labels["verb"] + " pods" + (
+        elif labels.get("verb") not in (None, "WATCH", "CONNECT") and labels.get("resource"):
+            name = "served " + labels["verb"] + " " + labels["resource"] + (
                 "/" + labels["subresource"] if labels.get("subresource") else "")
         else:
             continue
@@ -102,15 +104,70 @@ def read_metrics(lines):
     return totals
 
 
+# Requests of one verb and resource served fewer times than this in a run are left out of its
+# table: the background (leases, node status), not the pods' own traffic.
+SERVED_AT_LEAST = 100
+
+
 def api_waits(before, after):
-    """"name requests mean_ms" lines for what grew between two read_metrics results."""
+    """"name requests mean_ms" lines for what grew between two read_metrics results: every
+    priority level that queued a request, and each verb and resource served at least
+    SERVED_AT_LEAST times."""
     lines = []
     for name in sorted(after):
         seconds = after[name][0] - before.get(name, [0, 0])[0]
         count = after[name][1] - before.get(name, [0, 0])[1]
-        if count >= 1:
+        if count >= (SERVED_AT_LEAST if name.startswith("served ") else 1):
             lines.append(f"{name.replace(' ', '_')} {int(count)} {1000 * seconds / count:.1f}")
     return lines
+
+
+def scheduler_figures(lines):
+    """{key: total} from a kube-scheduler's /metrics: ("attempts", result), ("attempt_s", result),
+    "algorithm_s", "algorithm_n", ("point_s", extension point) and "hints"."""
+    figures = {}
+    for line in lines:
+        m = re.match(r'(\w+)(?:\{(.*)\})? (\S+)$', line.strip())
+        if not m:
+            continue
+        name, labels, value = m[1], dict(re.findall(r'(\w+)="([^"]*)"', m[2] or "")), float(m[3])
+        key = {"scheduler_schedule_attempts_total": ("attempts", labels.get("result")),
+               "scheduler_scheduling_attempt_duration_seconds_sum": ("attempt_s", labels.get("result")),
+               "scheduler_scheduling_algorithm_duration_seconds_sum": "algorithm_s",
+               "scheduler_scheduling_algorithm_duration_seconds_count": "algorithm_n",
+               "scheduler_framework_extension_point_duration_seconds_sum":
+                   ("point_s", labels.get("extension_point")),
+               }.get(name)
+        if name == "scheduler_batch_attempts_total" and labels.get("result") == "hint_used":
+            key = "hints"
+        if key is not None:
+            figures[key] = figures.get(key, 0.0) + value
+    return figures
+
+
+def scheduler_cycle(before, after):
+    """"N scheduled, N unschedulable, N errors; N on a batching hint; per scheduled pod: the
+    algorithm Y ms (PreFilter, Score ...; the rest is Filter and the extenders), the attempt to
+    its bind X ms" between two scheduler_figures snapshots. The algorithm runs one pod at a time,
+    so it bounds the rate; the binding runs beside it (kube-scheduler's attempt duration includes
+    it). An unschedulable attempt searched every node, wrote the pod's status and put it in
+    backoff. Batching hints (kube-scheduler's opportunistic batching): a pod tried on the previous
+    alike pod's next-best node alone, not a search."""
+    delta = {key: value - before.get(key, 0.0) for key, value in after.items()}
+    scheduled = delta.get(("attempts", "scheduled"), 0)
+    text = (f"{int(scheduled)} scheduled, {int(delta.get(('attempts', 'unschedulable'), 0))} "
+            f"unschedulable, {int(delta.get(('attempts', 'error'), 0))} errors; "
+            f"{int(delta.get('hints', 0))} on a batching hint")
+    if scheduled:
+        cycle = 1000 * delta.get(("attempt_s", "scheduled"), 0) / scheduled
+        algorithm = 1000 * delta.get("algorithm_s", 0) / max(delta.get("algorithm_n", 0), 1)
+        points = ", ".join(f"{point} {1000 * delta[('point_s', point)] / scheduled:.1f}"
+                           for point in ("PreFilter", "PreScore", "Score", "Reserve", "Permit")
+                           if delta.get(("point_s", point), 0) * 1000 / scheduled >= 0.05)
+        text += (f"; per scheduled pod: algorithm {algorithm:.1f} ms ({points}"
+                 f"{'; ' if points else ''}the rest is Filter and extenders), attempt to its bind "
+                 f"{cycle:.0f} ms")
+    return text
 
 
 def extender_figures(lines):
@@ -245,7 +302,8 @@ def tables(state):
             yield f"{'all':<30}" + "".join(
                 f"{sum(float(v) for v in found[label].values()):>12.1f}" for label in found)
     yield from table("CPU SECONDS WHILE THE PODS WERE SCHEDULED (per component)", "cpu-", 1, True)
-    yield from table("API SERVER: REQUESTS (queued per priority level; pod writes served)", "api-", 1,
+    yield from table(f"API SERVER: REQUESTS (queued per priority level; served, each verb and resource"
+                     f" served {SERVED_AT_LEAST} times or more)", "api-", 1,
                      False)
     yield from table("API SERVER: MEAN MS (time queued; time to serve)", "api-", 2, False)
 
@@ -330,6 +388,9 @@ def main(argv):
     elif command == "extender-time" and len(args) == 2:
         with open(args[0]) as before, open(args[1]) as after:
             print(extender_time(extender_figures(before), after))
+    elif command == "scheduler-cycle" and len(args) == 2:
+        with open(args[0]) as before, open(args[1]) as after:
+            print(scheduler_cycle(scheduler_figures(before), scheduler_figures(after)))
     elif command == "valid" and len(args) == 4:
         print(*valid(*args))
     elif command == "ratio" and len(args) in (4, 5):

@@ -85,9 +85,34 @@ class ReportTest(unittest.TestCase):
                  'apiserver_flowcontrol_request_wait_duration_seconds_count{priority_level="workload-low"} 20',
                  'apiserver_request_duration_seconds_sum{resource="pods",subresource="binding",verb="POST"} 0.5',
                  'apiserver_request_duration_seconds_count{resource="pods",subresource="binding",verb="POST"} 100',
-                 'apiserver_request_duration_seconds_count{resource="pods",verb="GET"} 7']
+                 'apiserver_request_duration_seconds_count{resource="pods",verb="GET"} 7',
+                 'apiserver_request_duration_seconds_sum{resource="resourceclaims",verb="LIST"} 3',
+                 'apiserver_request_duration_seconds_count{resource="resourceclaims",verb="LIST"} 150',
+                 'apiserver_request_duration_seconds_count{resource="pods",verb="WATCH"} 500']
+        # Background traffic (under 100 requests) and watches are left out.
         self.assertEqual(report.api_waits(report.read_metrics(before), report.read_metrics(after)),
-                         ["queued_at_workload-low 10 200.0", "served_POST_pods/binding 100 5.0"])
+                         ["queued_at_workload-low 10 200.0", "served_LIST_resourceclaims 150 20.0",
+                          "served_POST_pods/binding 100 5.0"])
+
+    def test_scheduler_cycle_is_the_attempts_and_mean_times_between_snapshots(self):
+        before = ['scheduler_schedule_attempts_total{profile="p",result="scheduled"} 10',
+                  'scheduler_scheduling_attempt_duration_seconds_sum{profile="p",result="scheduled"} 1']
+        after = ['scheduler_schedule_attempts_total{profile="p",result="scheduled"} 110',
+                 'scheduler_schedule_attempts_total{profile="p",result="unschedulable"} 3',
+                 'scheduler_scheduling_attempt_duration_seconds_sum{profile="p",result="scheduled"} 2.5',
+                 'scheduler_scheduling_algorithm_duration_seconds_sum 1.2',
+                 'scheduler_scheduling_algorithm_duration_seconds_count 120',
+                 'scheduler_framework_extension_point_duration_seconds_sum{extension_point="PreFilter",profile="p",status="Success"} 0.1',
+                 'scheduler_framework_extension_point_duration_seconds_sum{extension_point="Score",profile="p",status="Success"} 0.001',
+                 'scheduler_batch_attempts_total{profile="p",result="hint_used"} 4']
+        self.assertEqual(
+            report.scheduler_cycle(report.scheduler_figures(before), report.scheduler_figures(after)),
+            "100 scheduled, 3 unschedulable, 0 errors; 4 on a batching hint; per scheduled pod: "
+            "algorithm 10.0 ms (PreFilter 1.0; the rest is Filter and extenders), attempt to its "
+            "bind 15 ms")
+        # A scheduler that scheduled nothing has no times to give.
+        self.assertEqual(report.scheduler_cycle({}, {}),
+                         "0 scheduled, 0 unschedulable, 0 errors; 0 on a batching hint")
 
     def test_extender_time_is_the_mean_per_verb_and_the_binds_refused_between_snapshots(self):
         before = ['torus_extender_request_duration_seconds_sum{verb="filter"} 1',
