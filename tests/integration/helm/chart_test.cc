@@ -538,6 +538,8 @@ TEST(HelmChart, SchedulerConfigCallsOurServiceWithOurVerbsAndResources) {
     const YAML::Node probe = container["livenessProbe"];
     EXPECT_EQ(probe["timeoutSeconds"].as<int>(), 15);
     EXPECT_EQ(probe["periodSeconds"].as<int>() * probe["failureThreshold"].as<int>(), 80);
+    // And kubeadm's CPU request: not BestEffort, whose CPU weight on a busy node is the minimum.
+    EXPECT_EQ(container["resources"]["requests"]["cpu"].as<std::string>(), "100m");
     ++probed;
   }
   EXPECT_EQ(probed, 1);
