@@ -19,6 +19,8 @@
 #                                (local-cluster.sh --scheduler-feature-gates)
 #   NODE_MONITOR_GRACE=2m ...    the controller manager's node-monitor grace period (default 2m)
 #   FAKE_NODE_LEASE_SECONDS=240 ...  the fake nodes' Lease duration (default 240: renewed each minute)
+#   SAME_CPU_WEIGHT=0 ...        leave neuron-scheduler and the extender in their pods' CPU cgroups
+#                                (default 1: moved into kube-scheduler's, see below)
 #   (DRA_ONLY=1, with DRA_CORE_DEVICES=false or not, is RUNS=dra-whole or RUNS=dra.)
 #
 # NODES is local-cluster.sh's --fake-nodes form (trn2.48xlarge:1000,inf2.48xlarge:200). For each
@@ -66,6 +68,15 @@
 # manager waits 2 minutes before it marks a node NotReady: 1,200 nodes renewing every 10 s make
 # 120 Lease writes a second, which on 2 CPUs shared with the whole control plane slowed the API
 # server's Bindings to seconds, where a production control plane has CPUs of its own for them.
+# Both schedulers get the same CPU weight. On this one-host cluster kube-scheduler (and the rest
+# of the control plane) runs as host processes, each thread weighing as much in the kernel's CPU
+# scheduler as the node's whole cgroup, in which neuron-scheduler and the extender run as pods: on
+# 2 saturated CPUs the pair got a fraction of what kube-scheduler got (4 chips at 1,200 nodes:
+# 0.81x as deployed, 1.04x with equal weight, the same build one after the other). Production
+# gives neither that handicap: kube-scheduler runs on control-plane machines, neuron-scheduler on a
+# worker node. So unless SAME_CPU_WEIGHT=0, the two processes' CPU accounting (cpu and cpuacct
+# cgroups only; memory limits stay their pods') moves into kube-scheduler's cgroup once the
+# cluster is up, and the ratio compares the schedulers, not where they sit.
 # Needs root; stops everything it started. Prints a table and the ratios, and draws them as
 # $PLOT_DIR/scheduling-throughput.png, and the pods placed over time on each path as
 # $PLOT_DIR/scheduling-over-time.png (default build/bench-plots; scripts/bench-venv.sh).
@@ -96,7 +107,7 @@ cluster() { "$REPO/scripts/local-cluster.sh" "$@" --state-dir="$STATE_DIR"; }
 trap 'cluster down > /dev/null 2>&1 || true; rm -f "$STATE_DIR.up.log"' EXIT
 
 cmake --build "$REPO/build" --target neuron-ls kubectl-neuron > /dev/null
-echo "== local cluster with Torus and fake nodes ($NODES; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s; runs: $RUNS)"
+echo "== local cluster with Torus and fake nodes ($NODES; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s; same CPU weight: $([[ "${SAME_CPU_WEIGHT:-1}" != 0 ]] && echo yes || echo no); runs: $RUNS)"
 # dra.enabled installs the DeviceClasses; no node carries the DRA label, so no agent changes.
 if ! cluster up --fake-nodes="$NODES" --set dra.enabled=true \
   ${CONTROL_PLANE_QPS:+--control-plane-qps="$CONTROL_PLANE_QPS"} \
@@ -109,6 +120,32 @@ fi
 grep '^\[local-cluster' "$STATE_DIR.up.log"
 source "$STATE_DIR/cluster.env"
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+
+# same_cpu_weight REFERENCE_PID PID...: puts each PID in REFERENCE_PID's cpu and cpuacct cgroups
+# (cgroup v1; the one cgroup on v2), its other controllers left as they are.
+same_cpu_weight() {
+  local reference="$1" pid line controllers path dir moved
+  shift
+  for pid in "$@"; do
+    moved=0
+    while IFS=: read -r _ controllers path; do
+      case ",$controllers," in
+        *,cpu,* | *,cpuacct,*) dir="/sys/fs/cgroup/$controllers" ;;
+        ,,) dir="/sys/fs/cgroup" ;;  # v2: the unified hierarchy
+        *) continue ;;
+      esac
+      [[ -d "$dir" ]] || dir="/sys/fs/cgroup/${controllers%%,*}"
+      echo "$pid" > "$dir$path/cgroup.procs" && moved=1
+    done < "/proc/$reference/cgroup"
+    ((moved)) || { echo "scheduling_throughput: could not move $pid into $reference's CPU cgroup" >&2; exit 1; }
+  done
+}
+if [[ "${SAME_CPU_WEIGHT:-1}" != 0 ]]; then
+  same_cpu_weight "$(cat "$STATE_DIR/pids/kube-scheduler.pid")" \
+    "$(pgrep -f 'kube-scheduler --config=/etc/kubernetes/neuron-scheduler')" \
+    "$(pgrep -f '^/usr/local/bin/neuron-scheduler-extender' | head -1)"
+  echo "(neuron-scheduler and the extender weigh as much for the CPUs as kube-scheduler: SAME_CPU_WEIGHT=0 leaves them in their pods' cgroups)"
+fi
 
 # pods NAMESPACE SCHEDULER COUNT [KIND]: a List of pods that only fit fake nodes. KIND mixed
 # (default): sizes of 1-16 cores and 1 or 4 devices; neuron4: aws.amazon.com/neuron 4 on trn2;
@@ -424,7 +461,7 @@ for namespace in bench-dra bench-dra-whole; do
   read -r claims_made claims_seconds < "$STATE_DIR/claims-$namespace"
   echo "($namespace: with the scheduler paused, the controller manager made $claims_made claims from the template in $claims_seconds s)"
 done
-echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s"
+echo "nodes: $NODES; Kubernetes $K8S_VERSION; $(nproc) CPUs; control-plane client limits: ${CONTROL_PLANE_QPS:-the defaults}; kube-scheduler gates: ${SCHEDULER_GATES:-the defaults}; node-monitor grace ${NODE_MONITOR_GRACE:-2m}, fake-node Lease ${FAKE_NODE_LEASE_SECONDS:-240} s; same CPU weight: $([[ "${SAME_CPU_WEIGHT:-1}" != 0 ]] && echo yes || echo no)"
 
 # Where the host's CPU time went in each run: each component's CPU seconds from the scheduler's
 # resume until the watch saw every pod bound (the run's wall time is the span above, plus up to
