@@ -122,22 +122,30 @@ source "$STATE_DIR/cluster.env"
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
 # same_cpu_weight REFERENCE_PID PID...: puts each PID in REFERENCE_PID's cpu and cpuacct cgroups
-# (cgroup v1; the one cgroup on v2), its other controllers left as they are.
+# (cgroup v1 and hybrid; the one cgroup on v2), its other controllers left as they are. Fails when
+# a move fails: the runs would compare the schedulers at unequal weight.
 same_cpu_weight() {
-  local reference="$1" pid line controllers path dir moved
+  local reference="$1" pid controllers path dir moved
   shift
   for pid in "$@"; do
     moved=0
     while IFS=: read -r _ controllers path; do
       case ",$controllers," in
         *,cpu,* | *,cpuacct,*) dir="/sys/fs/cgroup/$controllers" ;;
-        ,,) dir="/sys/fs/cgroup" ;;  # v2: the unified hierarchy
+        ,,)  # the unified hierarchy: the CPU's only where it is mounted alone (not hybrid)
+          [[ "$(stat -fc %T /sys/fs/cgroup)" == cgroup2fs ]] || continue
+          dir="/sys/fs/cgroup"
+          ;;
         *) continue ;;
       esac
       [[ -d "$dir" ]] || dir="/sys/fs/cgroup/${controllers%%,*}"
-      echo "$pid" > "$dir$path/cgroup.procs" && moved=1
+      if ! echo "$pid" > "$dir$path/cgroup.procs"; then
+        echo "scheduling_throughput: could not move '$pid' into $dir$path" >&2
+        exit 1
+      fi
+      moved=1
     done < "/proc/$reference/cgroup"
-    ((moved)) || { echo "scheduling_throughput: could not move $pid into $reference's CPU cgroup" >&2; exit 1; }
+    ((moved)) || { echo "scheduling_throughput: $reference is in no CPU cgroup" >&2; exit 1; }
   done
 }
 if [[ "${SAME_CPU_WEIGHT:-1}" != 0 ]]; then
@@ -209,11 +217,12 @@ cpu_spent() {
 
 # api_metrics: the API server's counters this benchmark reads, in Prometheus text form: how long
 # API Priority and Fairness kept requests queued (per priority level), and how many requests it
-# served and how long it took (per verb and resource).
+# served and how long it took (per verb and resource). Fails, and with it the benchmark, when the
+# API server does not answer or has none of them: its tables would be empty, not zero.
 api_metrics() {
   curl -sf --cacert "$STATE_DIR/pki/ca.crt" --cert "$STATE_DIR/pki/admin.crt" \
     --key "$STATE_DIR/pki/admin.key" "https://$APISERVER_HOST:$APISERVER_PORT/metrics" |
-    grep -E '^apiserver_flowcontrol_request_wait_duration_seconds_(sum|count)|^apiserver_request_duration_seconds_(sum|count)\{' || true
+    grep -E '^apiserver_flowcontrol_request_wait_duration_seconds_(sum|count)|^apiserver_request_duration_seconds_(sum|count)\{'
 }
 
 # api_waits BEFORE AFTER: from two api_metrics snapshots, "name requests mean_ms" lines: each

@@ -8,11 +8,12 @@
                                                transition, over the pods that are Ready
   report.py api-waits BEFORE AFTER             from two snapshots of the API server's /metrics,
                                                "name requests mean_ms" per priority level's
-                                               queued requests and per pod write served
+                                               queued requests and per verb and resource served
   report.py extender-time BEFORE AFTER         from two snapshots of the extender's /metrics,
                                                its mean time per verb and the binds it refused
   report.py scheduler-cycle BEFORE AFTER       from two snapshots of a scheduler's /metrics, its
-                                               attempts by result and its mean time per attempt
+                                               attempts by result and its algorithm's and
+                                               attempt's mean time per pod
   report.py valid KUBECTL KUBECONFIG NS MODE   "valid total": placements that are the count asked,
                                                on NeuronLink-connected devices (MODE extender: the
                                                pods' AWS_NEURON_IDS; gang: the same, and every
@@ -84,23 +85,31 @@ def latency(pod_list, resumed):
     return nearest_rank(waits, 0.5), nearest_rank(waits, 0.99), len(waits)
 
 
+def samples(lines):
+    """(name, labels, value) for each sample in Prometheus text lines (comments skipped)."""
+    for line in lines:
+        m = re.match(r'(\w+)(?:\{(.*)\})? (\S+)$', line.strip())
+        if m:
+            yield m[1], dict(re.findall(r'(\w+)="([^"]*)"', m[2] or "")), float(m[3])
+
+
 def read_metrics(lines):
     """name -> [seconds, requests] of the API server's counters this benchmark reads."""
     totals = {}
-    for line in lines:
-        m = re.match(r'(\w+)_(sum|count)\{(.*)\} (\S+)$', line.strip())
-        if not m:
+    for metric, labels, value in samples(lines):
+        base, _, part = metric.rpartition("_")
+        if part not in ("sum", "count"):
             continue
-        labels = dict(re.findall(r'(\w+)="([^"]*)"', m[3]))
-        if m[1] == "apiserver_flowcontrol_request_wait_duration_seconds":
+        if base == "apiserver_flowcontrol_request_wait_duration_seconds":
             name = "queued at " + labels["priority_level"]
-        elif labels.get("verb") not in (None, "WATCH", "CONNECT") and labels.get("resource"):
+        elif (base == "apiserver_request_duration_seconds" and
+              labels.get("verb") not in (None, "WATCH", "CONNECT") and labels.get("resource")):
             name = "served " + labels["verb"] + " " + labels["resource"] + (
                 "/" + labels["subresource"] if labels.get("subresource") else "")
         else:
             continue
         pair = totals.setdefault(name, [0.0, 0.0])
-        pair[0 if m[2] == "sum" else 1] += float(m[4])
+        pair[0 if part == "sum" else 1] += value
     return totals
 
 
@@ -126,11 +135,7 @@ def scheduler_figures(lines):
     """{key: total} from a kube-scheduler's /metrics: ("attempts", result), ("attempt_s", result),
     "algorithm_s", "algorithm_n", ("point_s", extension point) and "hints"."""
     figures = {}
-    for line in lines:
-        m = re.match(r'(\w+)(?:\{(.*)\})? (\S+)$', line.strip())
-        if not m:
-            continue
-        name, labels, value = m[1], dict(re.findall(r'(\w+)="([^"]*)"', m[2] or "")), float(m[3])
+    for name, labels, value in samples(lines):
         key = {"scheduler_schedule_attempts_total": ("attempts", labels.get("result")),
                "scheduler_scheduling_attempt_duration_seconds_sum": ("attempt_s", labels.get("result")),
                "scheduler_scheduling_algorithm_duration_seconds_sum": "algorithm_s",
@@ -159,14 +164,14 @@ def scheduler_cycle(before, after):
             f"unschedulable, {int(delta.get(('attempts', 'error'), 0))} errors; "
             f"{int(delta.get('hints', 0))} on a batching hint")
     if scheduled:
-        cycle = 1000 * delta.get(("attempt_s", "scheduled"), 0) / scheduled
+        attempt = 1000 * delta.get(("attempt_s", "scheduled"), 0) / scheduled
         algorithm = 1000 * delta.get("algorithm_s", 0) / max(delta.get("algorithm_n", 0), 1)
         points = ", ".join(f"{point} {1000 * delta[('point_s', point)] / scheduled:.1f}"
                            for point in ("PreFilter", "PreScore", "Score", "Reserve", "Permit")
                            if delta.get(("point_s", point), 0) * 1000 / scheduled >= 0.05)
         text += (f"; per scheduled pod: algorithm {algorithm:.1f} ms ({points}"
                  f"{'; ' if points else ''}the rest is Filter and extenders), attempt to its bind "
-                 f"{cycle:.0f} ms")
+                 f"{attempt:.0f} ms")
     return text
 
 
