@@ -1,19 +1,22 @@
 // neuron-sim-driver: the Neuron driver's /sys/devices/virtual/neuron_device as the driver serves
 // it, for the local cluster's simulated nodes (scripts/cluster/nodes.sh). A FUSE file system over
 // the simulator's tree that answers as sysfs does where a plain directory would be kinder than a
-// real node: every attribute is read-only (opening one for writing fails with EACCES, root or
-// not) except neuronN/reset, whose reset takes time, can end INVALID and is ignored while a
-// process holds /dev/neuronN (sim_reset.h). Reads always reach the tree, so faults the tests
-// write into it show at once, as a driver's counters do.
+// real node: each file has the driver's mode (core_count and connected_devices 0400, reset 0600:
+// aws-neuron-driver neuron_cdev.c:2993,3002,3037; the metric files under info/, stats/ and
+// neuron_coreM/ 0644: neuron_sysfs_metrics.c:486-488; the rest 0444), a file without write
+// permission cannot be opened for writing (EACCES, root or not), and a write does what the
+// driver's store does (sim_reset.h): neuronN/reset starts a reset that takes time, a metric's
+// total, present or peak is cleared, other metric files accept the write and ignore it. Reads
+// always reach the tree, so faults the tests write into it show at once, as a driver's counters do.
 #define FUSE_USE_VERSION 31
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +28,6 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
-#include "common/base/parse.h"
 #include "common/base/unique_fd.h"
 #include "common/config/command_line.h"
 #include "common/config/log_settings.h"
@@ -39,10 +41,16 @@ namespace fs = std::filesystem;
 constexpr const char* kUsage = "neuron-sim-driver --tree=DIR --mountpoint=DIR [flags]";
 constexpr const char* kDescription =
     "Serves a simulated node's neuron_device directory (DIR/sys/devices/virtual/neuron_device,\n"
-    "written by neuron-ls --simulate-dir=DIR) at --mountpoint the way the Neuron driver does:\n"
-    "attributes are read-only; a reset through neuronN/reset takes --reset-time, reads 0\n"
-    "meanwhile and then 1 (READY) or 2 (INVALID); a reset of a device some process holds open\n"
-    "is ignored.\n"
+    "written by neuron-ls --simulate-dir=DIR) at --mountpoint the way the Neuron driver 2.24.7.0\n"
+    "does. Modes: core_count and connected_devices 0400, reset 0600, the metric files under\n"
+    "info/, stats/ and neuron_coreM/ 0644, others 0444 (not writable, even by root).\n"
+    "A write of anything to neuronN/reset starts a reset: it reads 0 at once, then after\n"
+    "--reset-time 1 (READY) or 2 (INVALID); each core's reset_req_count counts it, a failed one\n"
+    "its reset_fail_count, and one that ends READY repairs a pending HBM error\n"
+    "(mem_ecc_repairable_uncorrected reads 0). The write succeeds but does nothing while a\n"
+    "process holds /dev/neuronN open other than write-only, or while a reset is pending.\n"
+    "Writing a metric's total, present or peak sets it to 0; info/notify_delay takes 0 or -1\n"
+    "(for every device); other metric files accept a write and ignore it.\n"
     "DIR/simulated-driver/neuronN/reset says what that device's next reset does: \"fail\",\n"
     "\"slow MS\" or \"fail MS\" (neuron-ls --simulate-fault=reset-fail:N, reset-slow:N:MS).\n"
     "Runs in the foreground until SIGTERM or SIGINT, then unmounts. Needs /dev/fuse (root).\n\n"
@@ -91,18 +99,6 @@ fs::path sourceOf(const char* path) {
   return served().source / fs::path(path).relative_path();
 }
 
-// "/neuronN/reset" -> N.
-std::optional<int> resetDevice(std::string_view path) {
-  constexpr std::string_view kPrefix = "/neuron";
-  constexpr std::string_view kSuffix = "/reset";
-  if (!path.starts_with(kPrefix) || !path.ends_with(kSuffix)) return std::nullopt;
-  path.remove_prefix(kPrefix.size());
-  path.remove_suffix(kSuffix.size());
-  auto device = torus::parseInt(path, 0, 63);
-  if (!device || std::to_string(*device) != path) return std::nullopt;
-  return *device;
-}
-
 void* initFs(fuse_conn_info*, fuse_config* config) {
   // Nothing cached: every stat and read reaches the tree (sysfs has no page cache either).
   config->direct_io = 1;
@@ -118,9 +114,8 @@ int getattrFs(const char* path, struct stat* st, fuse_file_info*) {
   st->st_uid = 0;
   st->st_gid = 0;
   if (S_ISREG(st->st_mode)) {
-    // sysfs attributes: 4096 bytes whatever they hold, writable by root only where the driver
-    // has a store method.
-    st->st_mode = S_IFREG | (resetDevice(path) ? 0644 : 0444);
+    // sysfs attributes: 4096 bytes whatever they hold, with the mode the driver registers.
+    st->st_mode = S_IFREG | torus::simulator::driverAttribute(path).mode;
     st->st_size = 4096;
   } else if (S_ISDIR(st->st_mode)) {
     st->st_mode = S_IFDIR | 0755;
@@ -149,10 +144,15 @@ int readdirFs(const char* path, void* buffer, fuse_fill_dir_t fill, off_t, fuse_
   return 0;
 }
 
+// Whether the driver gave the file write permission (then it also gave it a store method).
+bool writable(const torus::simulator::DriverAttribute& attribute) {
+  return (attribute.mode & 0222) != 0;
+}
+
 int openFs(const char* path, fuse_file_info* info) {
   const bool writing = (info->flags & O_ACCMODE) != O_RDONLY;
-  // kernfs refuses to open an attribute without a store method for writing, even to root.
-  if (writing && !resetDevice(path)) return -EACCES;
+  // kernfs refuses to open an attribute without write permission for writing, even to root.
+  if (writing && !writable(torus::simulator::driverAttribute(path))) return -EACCES;
   struct stat st {};
   if (::lstat(sourceOf(path).c_str(), &st) != 0) return -errno;
   info->direct_io = 1;
@@ -161,17 +161,20 @@ int openFs(const char* path, fuse_file_info* info) {
 
 int truncateFs(const char* path, off_t, fuse_file_info*) {
   // `echo 1 > reset` opens with O_TRUNC; sysfs ignores the truncation.
-  return resetDevice(path) ? 0 : -EACCES;
+  return writable(torus::simulator::driverAttribute(path)) ? 0 : -EACCES;
 }
 
 int readFs(const char* path, char* buffer, std::size_t size, off_t offset, fuse_file_info*) {
-  if (const auto device = resetDevice(path)) {
-    const std::string text = served().resets->read(*device);
+  const torus::simulator::DriverAttribute attribute = torus::simulator::driverAttribute(path);
+  if (attribute.store == torus::simulator::AttributeStore::kReset) {
+    const std::string text = served().resets->read(attribute.device);
     if (offset >= static_cast<off_t>(text.size())) return 0;
     const std::size_t count = std::min(size, text.size() - static_cast<std::size_t>(offset));
     std::memcpy(buffer, text.data() + offset, count);
     return static_cast<int>(count);
   }
+  // A reset that has ended by now shows in the counters it moves before they are read.
+  if (attribute.device >= 0) served().resets->settle(attribute.device);
   const torus::UniqueFd fd(::open(sourceOf(path).c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return -errno;
   const ssize_t count = ::pread(fd.get(), buffer, size, offset);
@@ -179,13 +182,22 @@ int readFs(const char* path, char* buffer, std::size_t size, off_t offset, fuse_
 }
 
 int writeFs(const char* path, const char* buffer, std::size_t size, off_t, fuse_file_info*) {
-  const auto device = resetDevice(path);
-  if (!device) return -EACCES;
-  auto written = served().resets->write(*device, std::string_view(buffer, size));
-  if (!written) {
-    TORUS_LOG(Warn, Simulator, "reset write refused", {"error", written.error().message});
-    return -EINVAL;
+  using torus::simulator::AttributeStore;
+  const torus::simulator::DriverAttribute attribute = torus::simulator::driverAttribute(path);
+  const std::string_view text(buffer, size);
+  switch (attribute.store) {
+    case AttributeStore::kNone:
+      return -EACCES;
+    case AttributeStore::kReset:
+      served().resets->write(attribute.device, text);
+      break;
+    case AttributeStore::kClearCounter:
+    case AttributeStore::kNotifyDelay:
+    case AttributeStore::kIgnored:
+      served().resets->writeMetric(path, attribute.store, text);
+      break;
   }
+  // Every store the driver has returns the count it was given, whatever it did.
   return static_cast<int>(size);
 }
 
@@ -269,6 +281,7 @@ int main(int argc, char** argv) {
   fuse_unmount(filesystem.get());
   const auto counts = resets.counts();
   TORUS_LOG(Info, Simulator, "stopped", {"resets", counts.started},
-            {"ignored_while_held", counts.ignoredWhileHeld}, {"failed", counts.failed});
+            {"ignored_while_held", counts.ignoredWhileHeld},
+            {"dropped_while_pending", counts.droppedWhilePending}, {"failed", counts.failed});
   return status == 0 || g_stopSignal != 0 ? 0 : 1;
 }

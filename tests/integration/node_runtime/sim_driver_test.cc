@@ -1,9 +1,11 @@
 // neuron-sim-driver as the local cluster's nodes use it: a FUSE mount of a simulated tree's
 // neuron_device directory, read and reset by the agent's own reset code. What it must show is
-// what a real driver shows and a plain directory cannot: a reset takes time and the resets of
-// many devices run together, a reset can end INVALID, a write while a process holds the device
-// is ignored, attributes cannot be written (EACCES even to root), and what the tests write into
-// the tree is read at once. Needs root and /dev/fuse (CI has both); skipped with the reason
+// what a real driver (aws-neuron-driver 2.24.7.0) shows and a plain directory cannot: a reset
+// takes time and the resets of many devices run together, a reset can end INVALID, a write while
+// a process holds the device is ignored and one while a reset is pending is dropped, a reset
+// counts in reset_req_count, files have the driver's modes (EACCES for writing one without a
+// store, even to root), metric writes clear a counter or are ignored, and what the tests write
+// into the tree is read at once. Needs root and /dev/fuse (CI has both); skipped with the reason
 // otherwise.
 #include <cerrno>
 #include <chrono>
@@ -154,22 +156,83 @@ TEST_F(SimDriver, AHeldDeviceIgnoresTheWriteAndTheAgentRefusesToReset) {
       << refused.error().message;
 }
 
-TEST_F(SimDriver, AttributesAreReadOnlyEvenToRootAndShowWhatTheTreeHoldsNow) {
+// Any content starts a reset (neuron_cdev.c:2979-2990), counted at once in every core's
+// reset_req_count (neuron_reset.c:278); a second request while it is pending is dropped
+// (neuron_reset.c:261-265); one that ends READY repairs an HBM error pending repair (the
+// simulator's model of the firmware).
+TEST_F(SimDriver, AnyWriteStartsAResetThatCountsItselfAndASecondWhilePendingIsDropped) {
+  const auto counted = [&] {
+    return readSmallFile(viewed(9, "neuron_core7/stats/other_info/reset_req_count/total"))
+        .valueOr("?");
+  };
+  const fs::path repairable = viewed(9, "stats/hardware/mem_ecc_repairable_uncorrected");
+  ASSERT_TRUE(writeFile(tree_() / "sys" / "devices" / "virtual" / "neuron_device" / "neuron9" /
+                            "stats" / "hardware" / "mem_ecc_repairable_uncorrected",
+                        "2\n")
+                  .ok());
+  // Slow enough that the second write surely comes while the first reset is pending.
+  ASSERT_TRUE(simulator::applyFault(tree_(), *simulator::parseFault("reset-slow:9:2000")).ok());
+  EXPECT_EQ(counted(), "0\n");
+  ASSERT_TRUE(discovery::writeAttribute(viewed(9, "reset"), "please\n").ok());
+  EXPECT_EQ(resetState(9).valueOr(-1), 0);
+  EXPECT_EQ(counted(), "1\n");
+  EXPECT_EQ(readSmallFile(repairable).valueOr("?"), "2\n");
+  ASSERT_TRUE(discovery::writeAttribute(viewed(9, "reset"), "1\n").ok());  // accepted, dropped
+  EXPECT_EQ(counted(), "1\n");
+  ASSERT_TRUE(eventually([&] { return resetState(9).valueOr(-1) == 1; }, std::chrono::seconds(10)));
+  EXPECT_EQ(readSmallFile(repairable).valueOr("?"), "0\n");
+  EXPECT_EQ(counted(), "1\n");
+}
+
+// Modes as the driver registers them: core_count and connected_devices 0400, reset 0600
+// (neuron_cdev.c:2993,3002,3037), metric files 0644 (neuron_sysfs_metrics.c:486-488); a file
+// without write permission cannot be opened for writing, even by root (kernfs).
+TEST_F(SimDriver, FilesHaveTheDriversModesAndShowWhatTheTreeHoldsNow) {
   const fs::path eccCounter = viewed(6, "stats/hardware/mem_ecc_uncorrected");
-  for (const fs::path& attribute : {viewed(6, "core_count"), eccCounter}) {
+  const struct {
+    fs::path file;
+    unsigned mode;
+  } modes[] = {
+      {viewed(6, "core_count"), 0400},
+      {viewed(6, "connected_devices"), 0400},
+      {viewed(6, "reset"), 0600},
+      {eccCounter, 0644},
+      {viewed(6, "info/architecture/arch_type"), 0644},
+      {viewed(6, "neuron_core0/stats/other_info/reset_req_count/total"), 0644},
+      {viewed(6, "dev"), 0444},
+  };
+  for (const auto& [file, mode] : modes) {
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0) << file;
+    EXPECT_EQ(st.st_mode & 0777, mode) << file;
+  }
+  for (const fs::path& attribute :
+       {viewed(6, "core_count"), viewed(6, "connected_devices"), viewed(6, "dev")}) {
     const UniqueFd fd(::open(attribute.c_str(), O_WRONLY | O_CLOEXEC));
     EXPECT_FALSE(fd.valid()) << attribute;
     EXPECT_EQ(errno, EACCES) << attribute;
   }
-  struct stat st {};
-  ASSERT_EQ(::stat(viewed(6, "core_count").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0444U);
-  ASSERT_EQ(::stat(viewed(6, "reset").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644U);
   EXPECT_EQ(readSmallFile(eccCounter).valueOr("?"), "0\n");
   ASSERT_TRUE(simulator::applyFault(tree_(), *simulator::parseFault("ecc:6:3")).ok());
   EXPECT_EQ(readSmallFile(eccCounter).valueOr("?"), "3\n");  // no cache in between
   EXPECT_EQ(readSmallFile(viewed(6, "core_count")).valueOr("?"), "8");
+}
+
+// A metric's total, present or peak is cleared by any write (neuron_sysfs_metrics.c:402-452);
+// other metric files take the write and ignore it (:469-473).
+TEST_F(SimDriver, MetricWritesClearACounterOrAreAcceptedAndIgnored) {
+  const fs::path counter = viewed(6, "neuron_core2/stats/status/hw_error/total");
+  ASSERT_TRUE(writeFile(tree_() / "sys" / "devices" / "virtual" / "neuron_device" / "neuron6" /
+                            "neuron_core2" / "stats" / "status" / "hw_error" / "total",
+                        "12\n")
+                  .ok());
+  EXPECT_EQ(readSmallFile(counter).valueOr("?"), "12\n");
+  ASSERT_TRUE(discovery::writeAttribute(counter, "7\n").ok());
+  EXPECT_EQ(readSmallFile(counter).valueOr("?"), "0\n");
+  ASSERT_TRUE(simulator::applyFault(tree_(), *simulator::parseFault("ecc:6:3")).ok());
+  const fs::path eccCounter = viewed(6, "stats/hardware/mem_ecc_uncorrected");
+  ASSERT_TRUE(discovery::writeAttribute(eccCounter, "0\n").ok());
+  EXPECT_EQ(readSmallFile(eccCounter).valueOr("?"), "3\n");
 }
 
 }  // namespace
