@@ -28,8 +28,9 @@ struct Device {
   std::uint64_t memoryBytes = 0;
   std::vector<int> connected;  // NeuronLink neighbours in the driver's order
   std::optional<int> numaNode;
-  std::string pciBdf;    // "0000:10:1c.0"; empty when unknown
-  std::string pcieRoot;  // its PCIe root complex, "pci0000:10"; empty when unknown
+  std::string pciBdf;       // "0000:10:1c.0"; empty when unknown
+  std::string pcieRoot;     // its PCIe root complex, "pci0000:10"; empty when unknown
+  std::string cpuAffinity;  // the CPUs local to its function, "48-95,144-191"; empty when unknown
   std::string serialNumber;
   DeviceHealth health;
 };

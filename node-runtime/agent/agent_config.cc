@@ -142,6 +142,13 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           "after a failed reset or self-test, try that device again this much "
                           "later",
                           &config->recoveryRetryMs);
+  table.addDurationMillis("reset-timeout", "TORUS_RESET_TIMEOUT", "resetTimeout",
+                          "how long a device reset may take before it counts as failed (0: as "
+                          "long as the driver may take to start one, 120s on inf1, trn1 and "
+                          "inf2, 480s on trn2); a container start waits at most 25s of it, "
+                          "under kubelet's deadline, and kubelet retries the start while the "
+                          "reset goes on",
+                          &config->resetTimeoutMs);
   table.addSwitch("neuron-health-condition", "TORUS_NEURON_HEALTH_CONDITION",
                   "neuronHealthCondition",
                   "set AWS's NeuronHealth node condition (NeuronHasError_<TYPE>) from the kernel "

@@ -42,6 +42,9 @@ struct AgentConfig {
   // (agent/device_recovery.h); a failed attempt is retried after recoveryRetryMs.
   bool recoverWithSelfTest = true;
   std::int64_t recoveryRetryMs = 30'000;
+  // How long a reset may take to start and finish; 0: as long as the driver may take on the
+  // node's generation (reset::driverResetLimit).
+  std::int64_t resetTimeoutMs = 0;
   // AWS's health conditions (aws_health.h); `awsClear` is parsed into aws.clear at start.
   AwsHealthOptions aws;
   std::string awsClear = "reboot";

@@ -78,8 +78,13 @@ DeviceRecovery::Attempt DeviceRecovery::resetAndTest(int device) {
     return {makeError(ErrorCode::kUnavailable, "reset: " + reset.error().message), "reset_failed",
             ""};
   }
-  const health::MemoryTestResult memory =
-      health::testDeviceMemory(monitor_.roots(), device, options_.selfTestBytes);
+  const topology::Node node = monitor_.node();
+  if (device < 0 || device >= node.deviceCount()) {
+    return {makeError(ErrorCode::kNotFound, "no neuron" + std::to_string(device)), "reset_failed",
+            ""};
+  }
+  const health::MemoryTestResult memory = health::testDeviceMemory(
+      monitor_.roots(), node.devices[static_cast<std::size_t>(device)], options_.selfTestBytes);
   // Where the agent may not write the BAR (the chart's read-only /sys), the reset is all the
   // evidence there is: the device returns, and the result and the log say what was not tested.
   if (!memory.tested) return {okResult(), "reset_only", memory.problem};

@@ -34,6 +34,7 @@ void logDiscovery(const discovery::Discovery& found) {
   TORUS_LOG(Info, Discovery, "discovered node", {"instance_type", node.instanceType},
             {"devices", node.deviceCount()}, {"healthy_devices", healthy},
             {"cores", node.logicalCoreCount()}, {"lnc", node.lnc}, {"lnc_source", found.lncSource},
+            {"pci_source", found.pciSource.empty() ? "unknown" : found.pciSource},
             {"interconnect", topology::interconnectName(node.interconnect)},
             {"memory_gib", static_cast<double>(node.memoryBytes()) / (1024.0 * 1024 * 1024)},
             {"ultraserver_node", node.ultraServer ? node.ultraServer->nodeId4 : -1},
@@ -151,6 +152,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& given) {
     RecoveryOptions recovery;
     recovery.selfTestBytes = static_cast<std::uint64_t>(config.deepCheckMemoryBytes);
     recovery.retryAfter = std::chrono::milliseconds(config.recoveryRetryMs);
+    recovery.reset.readyTimeout = agent->resetLimit(config);
     agent->recovery_ = std::make_unique<DeviceRecovery>(
         *agent->monitor_, recovery, [raw = agent.get()] { return raw->devicesInUse(); });
   } else {
@@ -170,9 +172,11 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
   const std::filesystem::path path = config.kernelLog.empty()
                                          ? prepared_.roots.kernelLog()
                                          : std::filesystem::path(config.kernelLog);
-  // This node's Neuron PCI functions: a line naming a function by address is about the device
-  // it is here, or about none of this node's (health/kernel_log.h).
-  const std::vector<std::string> functions = discovery::neuronPciFunctions(prepared_.roots);
+  // Each device's PCI function as discovery placed it ("" where unknown): a line naming a
+  // function by address is about the device it is here, or about none of this node's.
+  std::vector<std::string> functions;
+  for (const topology::Device& device : monitor_->node().devices)
+    functions.push_back(device.pciBdf);
   auto watcher = health::KernelLogWatcher::start(
       path,
       [this, functions](health::KernelHardwareError error, const std::string& line) {
@@ -288,6 +292,11 @@ bool NodeAgent::anyCoreHeld() const {
     }
   }
   return !devicesInUse().empty();
+}
+
+std::chrono::milliseconds NodeAgent::resetLimit(const AgentConfig& config) const {
+  if (config.resetTimeoutMs > 0) return std::chrono::milliseconds(config.resetTimeoutMs);
+  return reset::driverResetLimit(monitor_->node().catalog);
 }
 
 topology::DeviceSet NodeAgent::devicesInUse() const {

@@ -63,6 +63,8 @@ class NodeAgent {
   // Whether any core is held, through either resource or by a process outside kubelet's view.
   bool anyCoreHeld() const;
   topology::DeviceSet devicesInUse() const;
+  // How long a reset may take on this node: --reset-timeout, or the driver's limit for its type.
+  std::chrono::milliseconds resetLimit(const AgentConfig& config) const;
   // Who holds each core, for the metrics' pod labels.
   metrics::CoreTenants coreTenants(const topology::Node& node) const;
   // The driver's counters for a scrape, read on statsWorker_ for at most kStatsDeadline.

@@ -18,7 +18,8 @@ namespace torus::agent {
 
 Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
                                           const std::optional<kube::KubeConfig>& kube) {
-  view_ = std::make_unique<PluginNodeView>(*monitor_, reset::ResetPolicy{});
+  view_ =
+      std::make_unique<PluginNodeView>(*monitor_, containerStartResetPolicy(resetLimit(config)));
   if (kube) {
     handoff_ = std::make_unique<PodAnnotationHandoff>(*kube, config.nodeName);
     TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", kube->server},
@@ -110,7 +111,8 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
                      "--dra needs the Kubernetes API (in-cluster or --kubeconfig): the driver "
                      "publishes ResourceSlices and reads ResourceClaims");
   }
-  view_ = std::make_unique<PluginNodeView>(*monitor_, reset::ResetPolicy{});
+  view_ =
+      std::make_unique<PluginNodeView>(*monitor_, containerStartResetPolicy(resetLimit(config)));
   dra::DraOptions options;
   options.nodeName = config.nodeName;
   options.kubelet.pluginsDir = config.draPluginsDir;

@@ -1,8 +1,21 @@
 #include "node-runtime/agent/plugin_node_view.h"
 
+#include <algorithm>
+
 #include "common/base/log.h"
 
 namespace torus::agent {
+
+reset::ResetPolicy containerStartResetPolicy(std::chrono::milliseconds limit) {
+  reset::ResetPolicy policy;
+  policy.readyTimeout = std::min(limit, kContainerStartResetBudget);
+  if (limit > kContainerStartResetBudget) {
+    policy.whenStillResetting = "; the driver may take up to " +
+                                std::to_string(limit.count() / 1000) +
+                                " s, the reset goes on and kubelet retries the container's start";
+  }
+  return policy;
+}
 
 kubelet::NodeSnapshot PluginNodeView::snapshot() const {
   return {monitor_.node(), monitor_.roots().dev.string(), monitor_.generation()};

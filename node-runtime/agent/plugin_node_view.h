@@ -2,11 +2,21 @@
 // runtime's device reset — so device-plugin/ never touches sysfs itself.
 #pragma once
 
+#include <chrono>
+
 #include "common/kubelet/node_view.h"
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/reset/core_reset.h"
 
 namespace torus::agent {
+
+// kubelet gives PreStartContainer 30 s (KubeletPreStartContainerRPCTimeoutInSecs) and its DRA
+// calls 45 s: a container start waits this much of a reset and then says it goes on, so kubelet
+// retries the start instead of cutting the call off.
+inline constexpr std::chrono::milliseconds kContainerStartResetBudget{25'000};
+
+// The policy of resets for container starts: at most kContainerStartResetBudget of `limit`.
+reset::ResetPolicy containerStartResetPolicy(std::chrono::milliseconds limit);
 
 class PluginNodeView final : public kubelet::NodeView {
  public:

@@ -15,8 +15,13 @@ namespace {
 namespace fs = std::filesystem;
 
 // ECC counters that mean the device can no longer be trusted with a workload. Missing files are
-// fine: inf1 (v1 driver) has no stats/hardware directory.
-constexpr const char* kUncorrectedCounters[] = {"mem_ecc_uncorrected", "sram_ecc_uncorrected"};
+// fine: inf1 (v1 driver) has no stats/hardware directory. On trn2 an uncorrectable HBM error
+// that awaits repair counts only in mem_ecc_repairable_uncorrected; mem_ecc_uncorrected counts
+// it once the repair failed (v3/neuron_dhal_v3.c:1081-1124). A reset repairs it, and until then
+// the device stays out of service.
+constexpr const char* kUncorrectedCounters[] = {"mem_ecc_uncorrected", "sram_ecc_uncorrected",
+                                                "mem_ecc_repairable_uncorrected"};
+constexpr std::string_view kRepairableCounter = "mem_ecc_repairable_uncorrected";
 
 void readName(const fs::path& path, std::string_view name, std::string& out,
               std::vector<std::string>& problems) {
@@ -95,6 +100,12 @@ VolatileHealth probeVolatileHealth(const VolatileHealthFiles& files) {
     if (!value) {
       health.unreadable.push_back("stats/hardware/" + counter + ": " + value.error().message +
                                   " (" + path + ")");
+    } else if (*value > 0 && counter == kRepairableCounter) {
+      health.problems.push_back({HealthDimension::kEccUncorrected,
+                                 std::string(kHbmRepairPendingCode),
+                                 "stats/hardware/" + counter + " is " + std::to_string(*value) +
+                                     " (uncorrected HBM errors awaiting repair; a reset "
+                                     "repairs them)"});
     } else if (*value > 0) {
       // "mem_ecc_uncorrected" -> "mem": the memory the errors were in.
       health.problems.push_back({HealthDimension::kEccUncorrected,

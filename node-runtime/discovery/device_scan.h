@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/base/result.h"
@@ -27,6 +28,10 @@ struct VolatileHealth {
   bool operator==(const VolatileHealth&) const = default;
 };
 
+// The health code of an uncorrectable HBM error that awaits repair (trn2's
+// mem_ecc_repairable_uncorrected): a reset repairs it (health/recovery_gate.h).
+inline constexpr std::string_view kHbmRepairPendingCode = "mem_repairable";
+
 struct DeviceFacts {
   int index = 0;
   std::filesystem::path sysfsPath;  // /sys/class/neuron_device/neuronN
@@ -38,7 +43,8 @@ struct DeviceFacts {
   std::string serialNumber;
   std::optional<int> numaNode;
   std::string pciBdf;
-  std::string pcieRoot;  // from the function's /sys/bus/pci/devices link (pci_functions.h)
+  std::string pcieRoot;     // from the function's /sys/bus/pci/devices link (pci_functions.h)
+  std::string cpuAffinity;  // the function's local_cpulist
   // Each problem makes the device unhealthy. Static ones come from attributes that describe the
   // device; volatile ones (ECC counters, reset state, the device node) can change at any time and
   // are re-probed often and cheaply (probeVolatileHealth).

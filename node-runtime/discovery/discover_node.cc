@@ -69,6 +69,27 @@ int mostCommonCoreCount(const std::vector<DeviceFacts>& devices) {
   return best;
 }
 
+// connected_devices is not link state: the driver prints a static table for the instance, and
+// only when it counted a full set of devices while loading (v2/neuron_dhal_v2.c:645-720,
+// v3/neuron_dhal_v3.c:885-940, the count sampled once, neuron_pci.c:385); otherwise every
+// device prints "\n". So no device listing any neighbour on a type that has links means a
+// device failed to load, not that every link is down: a node finding, and the type's wiring.
+void useCatalogWiringIfTableEmpty(const InstanceType& type, std::size_t present,
+                                  Discovery& discovery) {
+  topology::Node& node = discovery.node;
+  if (type.interconnect == topology::Interconnect::kNone || type.deviceCount < 2) return;
+  for (const topology::Device& device : node.devices) {
+    if (!device.connected.empty()) return;
+  }
+  discovery.findings.push_back(
+      "no device lists a NeuronLink neighbour: the driver fills connected_devices only when "
+      "every device of the node loaded, so a device failed to load (the driver has " +
+      std::to_string(present) + " of " + std::to_string(type.deviceCount) + "); the devices keep " +
+      std::string(type.name) + "'s wiring");
+  for (topology::Device& device : node.devices)
+    device.connected = topology::driverNeighbours(type, device.index);
+}
+
 void compareWithCatalog(const InstanceType& type, Discovery& discovery) {
   const topology::Node& node = discovery.node;
   const std::string name(type.name);
@@ -99,21 +120,24 @@ void compareWithCatalog(const InstanceType& type, Discovery& discovery) {
   }
 }
 
-// The class devices of the current driver have no PCI parent; the driver's functions, in address
-// order, are its devices in order (pci_functions.h). Used only when there is exactly one function
-// per device slot, so a missing or extra function never shifts one device onto another's address.
-void fillPciIdentity(const DiscoveryRoots& roots, std::vector<DeviceFacts>& facts) {
-  const std::vector<std::string> functions = neuronPciFunctions(roots);
-  const bool oneEach = functions.size() == facts.size();
-  for (std::size_t i = 0; i < facts.size(); ++i) {
-    DeviceFacts& fact = facts[i];
-    if (fact.pciBdf.empty() && oneEach) {
-      fact.pciBdf = functions[i];
-      if (!fact.numaNode) {
-        fact.numaNode = numaNodeOfFunction(roots.sys / "bus" / "pci" / "devices" / fact.pciBdf);
-      }
+// Each device's PCI function as the driver places it (pci_functions.h), and what sysfs says of
+// that function. A device the driver does not place keeps no PCI attributes at all.
+void fillPciIdentity(const DiscoveryRoots& roots, const std::vector<int>& indices,
+                     std::vector<DeviceFacts>& facts, Discovery& discovery) {
+  NeuronPciMap map = mapNeuronPciFunctions(roots, indices);
+  discovery.pciSource = map.source;
+  for (std::string& finding : map.findings)
+    discovery.findings.push_back(std::move(finding));
+  for (DeviceFacts& fact : facts) {
+    if (fact.pciBdf.empty()) {
+      const auto placed = map.functionOf.find(fact.index);
+      if (placed == map.functionOf.end()) continue;
+      fact.pciBdf = placed->second;
     }
-    if (!fact.pciBdf.empty()) fact.pcieRoot = pcieRootOf(roots, fact.pciBdf);
+    const std::filesystem::path function = roots.sys / "bus" / "pci" / "devices" / fact.pciBdf;
+    if (!fact.numaNode) fact.numaNode = numaNodeOfFunction(function);
+    fact.pcieRoot = pcieRootOf(roots, fact.pciBdf);
+    fact.cpuAffinity = cpuListOfFunction(function);
   }
 }
 
@@ -157,9 +181,8 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
                         : missingDevice(index));
   }
 
-  fillPciIdentity(roots, facts);
-
   Discovery discovery;
+  fillPciIdentity(roots, *indices, facts, discovery);
   topology::Node& node = discovery.node;
   const InstanceType* type = identifyInstanceType(roots, options, facts, discovery);
   // The highest devices vanishing must not shrink a known node either: their slots stay, out of
@@ -200,6 +223,7 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
     device.numaNode = fact.numaNode;
     device.pciBdf = fact.pciBdf;
     device.pcieRoot = fact.pcieRoot;
+    device.cpuAffinity = fact.cpuAffinity;
     device.serialNumber = fact.serialNumber;
     if (fact.coreCount && *fact.coreCount != node.physicalCoresPerDevice) {
       fact.problems.push_back("core_count is " + std::to_string(*fact.coreCount) + ", expected " +
@@ -217,6 +241,7 @@ Result<Discovery> discoverNode(const DiscoveryRoots& roots, const DiscoveryOptio
     node.devices.push_back(std::move(device));
   }
 
+  if (type != nullptr) useCatalogWiringIfTableEmpty(*type, indices->size(), discovery);
   if (type != nullptr) {
     const auto& names = topology::architectureOf(type->generation);
     for (const DeviceFacts& fact : facts) {

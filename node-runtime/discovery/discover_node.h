@@ -25,8 +25,10 @@ struct DiscoveryOptions {
 
 struct Discovery {
   topology::Node node;
-  std::string lncSource;              // where the LNC came from, for the startup log
-  std::string instanceTypeSource;     // "dmi", "override", "inferred from ..."
+  std::string lncSource;           // where the LNC came from, for the startup log
+  std::string instanceTypeSource;  // "dmi", "override", "inferred from ..."
+  // Where the devices' PCI functions came from: "driver ioctl", "kernel log" or "" (unknown).
+  std::string pciSource;
   std::vector<std::string> findings;  // node-level problems, each a complete sentence
   // Per device, the problems found in its descriptive attributes, without the volatile ones
   // (device_scan.h); NodeMonitor combines them with frequent volatile probes.

@@ -27,9 +27,11 @@ struct DiscoveryRoots {
     return sys / "devices" / "virtual" / "dmi" / "id" / "product_name";
   }
   std::filesystem::path kernelLog() const { return dev / "kmsg"; }
-  // The PCI functions bound to the Neuron driver, one entry each (pci_functions.h).
+  // The PCI functions bound to the Neuron driver, one entry each (pci_functions.h). The PCI
+  // driver is named "neuron-driver" (aws-neuron-driver neuron_pci.c:369-374); only the module is
+  // "neuron".
   std::filesystem::path neuronPciDriver() const {
-    return sys / "bus" / "pci" / "drivers" / "neuron";
+    return sys / "bus" / "pci" / "drivers" / "neuron-driver";
   }
   // The Neuron kernel module's version (MODULE_VERSION), e.g. "2.24.7.0".
   std::filesystem::path driverVersionFile() const { return sys / "module" / "neuron" / "version"; }

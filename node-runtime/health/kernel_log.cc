@@ -9,10 +9,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/klog.h>
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "node-runtime/discovery/kernel_ring.h"
 #include "node-runtime/discovery/pci_functions.h"
 
 namespace torus::health {
@@ -41,27 +41,7 @@ int numberAfter(std::string_view line, std::string_view prefix) {
   return -1;
 }
 
-// syslog(2)'s actions (sys/klog.h names none).
-constexpr int kSyslogReadAll = 3;
-constexpr int kSyslogSizeBuffer = 10;
 constexpr std::chrono::milliseconds kRingInterval{1000};
-
-// The whole ring buffer as syslog(2) formats it ("<6>[  12.345678] message" per line).
-Result<std::string> readRing() {
-  const auto refused = [] {
-    return makeError(ErrorCode::kUnavailable,
-                     std::string("syslog(2) refused reading the kernel log: ") +
-                         std::strerror(errno) + " (it needs CAP_SYSLOG, which the chart grants)");
-  };
-  const int size = ::klogctl(kSyslogSizeBuffer, nullptr, 0);
-  if (size < 0) return refused();
-  // Each record gains its priority and time in the text: room for twice the raw buffer.
-  std::string ring(static_cast<std::size_t>(size) * 2 + 4096, '\0');
-  const int got = ::klogctl(kSyslogReadAll, ring.data(), static_cast<int>(ring.size()));
-  if (got < 0) return refused();
-  ring.resize(static_cast<std::size_t>(got));
-  return ring;
-}
 
 // The first PCI address (discovery::isPciAddress) that starts a word of `line`; "" when there is
 // none.
@@ -162,7 +142,7 @@ Result<std::unique_ptr<KernelLogWatcher>> KernelLogWatcher::start(const std::fil
     const bool refused = errno == EPERM || errno == EACCES;
     if (source == Source::kFile || !refused) return makeError(ErrorCode::kUnavailable, opened);
   }
-  auto ring = readRing();
+  auto ring = discovery::readKernelRing();
   if (!ring) {
     return makeError(ErrorCode::kUnavailable,
                      opened.empty() ? ring.error().message : opened + "; " + ring.error().message);
@@ -241,7 +221,7 @@ void KernelLogWatcher::runRing(std::stop_token stop, std::string last) {
       wake.wait_for(lock, stop, kRingInterval, [] { return false; });
     }
     if (stop.stop_requested()) return;
-    auto ring = readRing();
+    auto ring = discovery::readKernelRing();
     if (!ring) {
       noteReadable(ring.error().message);
       continue;

@@ -36,10 +36,10 @@ struct KernelHardwareError {
 // the first "DDDD:BB:DD.F" in it.
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line);
 
-// The device a line that names the PCI function `pciAddress` is about, among this node's Neuron
-// functions in address order (discovery::neuronPciFunctions: the Nth is neuronN). nullopt when
-// the function is not one of this node's: several nodes sharing one kernel log (a test bed) see
-// each other's lines, and a line about another node's device is not this node's.
+// The device a line that names the PCI function `pciAddress` is about: the index of that function
+// in `functions`, each device's function as discovery placed it (discovery/pci_functions.h; ""
+// where unknown). nullopt when the function is not one of this node's: a line about another
+// node's device, or about a device whose function is unknown, is not charged to any.
 std::optional<int> deviceOfPciFunction(const std::vector<std::string>& functions,
                                        std::string_view pciAddress);
 

@@ -1,6 +1,25 @@
 #include "node-runtime/health/recovery_gate.h"
 
+#include "node-runtime/discovery/device_scan.h"
+
 namespace torus::health {
+namespace {
+
+// Whether every problem of `health` is one a reset repairs while it is live: an uncorrectable HBM
+// error awaiting repair (discovery/device_scan.cc). Such a device cannot wait for its signal to
+// go quiet; the reset is what quiets it.
+bool repairedByReset(const topology::DeviceHealth& health) {
+  if (health.problems.empty()) return false;
+  for (const topology::HealthProblem& problem : health.problems) {
+    if (problem.dimension != topology::HealthDimension::kEccUncorrected ||
+        problem.code != discovery::kHbmRepairPendingCode) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 void RecoveryGate::apply(topology::Node& next) {
   for (topology::Device& device : next.devices) {
@@ -10,9 +29,21 @@ void RecoveryGate::apply(topology::Node& next) {
     const bool carried = held != entries_.end() && !device.health.healthy &&
                          device.health.reason == held->second.published;
     if (!device.health.healthy && !carried) {
-      // A live fault: remember (or refresh) why, and forget any earlier attempt.
+      // A live fault: remember (or refresh) why, and forget any earlier attempt, unless it is
+      // the same fault a reset is repairing (its attempts stand until it clears or changes).
+      const bool repairable = repairedByReset(device.health);
+      if (held != entries_.end() && repairable && held->second.repairable &&
+          held->second.cause == device.health.reason) {
+        // Reset, and still awaiting repair: try again at the next round.
+        if (held->second.recovered) {
+          held->second.recovered = false;
+          held->second.problem = "reset: the error still awaits repair after a reset";
+        }
+        continue;
+      }
       Entry fresh;
       fresh.cause = device.health.reason;
+      fresh.repairable = repairable;
       entries_[device.index] = std::move(fresh);
       continue;
     }
@@ -49,14 +80,14 @@ void RecoveryGate::apply(topology::Node& next) {
 topology::DeviceSet RecoveryGate::waiting() const {
   topology::DeviceSet devices;
   for (const auto& [device, entry] : entries_) {
-    if (entry.signalsQuiet && !entry.recovered) devices.insert(device);
+    if ((entry.signalsQuiet || entry.repairable) && !entry.recovered) devices.insert(device);
   }
   return devices;
 }
 
 void RecoveryGate::record(int device, const Result<void>& outcome) {
   const auto held = entries_.find(device);
-  if (held == entries_.end() || !held->second.signalsQuiet) return;
+  if (held == entries_.end() || !(held->second.signalsQuiet || held->second.repairable)) return;
   if (outcome) {
     held->second.recovered = true;
   } else {

@@ -27,12 +27,14 @@ namespace torus::health {
 inline constexpr std::string_view kRecoveringPrefix = "recovering:";
 inline constexpr std::string_view kRecoveryFailedPrefix = "recovery failed:";
 
+// A device whose only fault is one a reset repairs (discovery::kHbmRepairPendingCode) is reset
+// without waiting for its signal to go quiet, and comes back once the signal clears.
 class RecoveryGate {
  public:
   // Applies the gate to `next`, the node as the health signals describe it now.
   void apply(topology::Node& next);
-  // Devices whose signals are quiet and that wait for a reset and a self-test, as of the last
-  // apply().
+  // Devices whose signals are quiet and that wait for a reset and a self-test, and devices whose
+  // only fault a reset repairs, as of the last apply().
   topology::DeviceSet waiting() const;
   // The outcome of an attempt on `device`: success lets it back at the next apply(); an error
   // (its message names the step: "reset: ..." or "self-test: ...") keeps it out with the
@@ -45,6 +47,7 @@ class RecoveryGate {
     std::string problem;    // the last failed attempt's message; empty before any
     std::string published;  // the reason this gate last gave the device
     bool signalsQuiet = false;
+    bool repairable = false;  // its live fault is one a reset repairs
     bool recovered = false;
   };
   std::map<int, Entry> entries_;

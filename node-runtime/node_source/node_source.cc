@@ -54,9 +54,10 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
                   &options->simulateDir);
   table.add({"simulate-fault", "TORUS_SIMULATE_FAULTS", "simulateFaults", "FAULT", "",
              "inject a fault into the simulated tree: device-node-missing:N, garble:N:ATTR, "
-             "ecc:N[:COUNT], link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N, "
-             "reset-slow:N[:MS], reset-fail:N[:MS] (the last two where neuron-sim-driver serves "
-             "the tree; repeatable; comma list in env/config)",
+             "ecc:N[:COUNT], ecc-repairable:N[:COUNT] (trn2), probe-fail:N, mem-corrupt:N, "
+             "reset-slow:N[:MS], reset-fail:N[:MS] (these two where neuron-sim-driver serves "
+             "the tree), and states the driver cannot show: link-cut:A-B, "
+             "slow-link:A-B[:FACTOR] (repeatable; comma list in env/config)",
              [options](std::string_view value) -> Result<void> {
                for (std::string_view item : splitAndTrim(value, ',')) {
                  if (item.empty()) continue;
@@ -75,11 +76,12 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
              [options](std::string_view value) -> Result<void> {
                return parseUltraServerPlace(value, options);
              }});
-  table.addOptionalInt("simulate-pci-bus", "TORUS_SIMULATE_PCI_BUS", "simulatePciBus", "BUS",
-                       "the PCI bus of the simulated neuron0, each next device on the next bus "
-                       "(default 16); simulated nodes that share one kernel log (a test bed) "
-                       "need buses of their own, as real nodes have kernels of their own",
-                       0, 0xf0, &options->pciBus);
+  table.addOptionalInt("simulate-pci-domain", "TORUS_SIMULATE_PCI_DOMAIN", "simulatePciDomain",
+                       "DOMAIN",
+                       "the PCI domain of the simulated node's functions (default 0, as on every "
+                       "real instance); simulated nodes that share one kernel log (a test bed) "
+                       "need domains of their own, as real nodes have kernels of their own",
+                       0, 0xffff, &options->pciDomain);
   table.addString("sysfs-root", "TORUS_SYSFS_ROOT", "sysfsRoot", "DIR",
                   "root of the sysfs tree to read", &options->sysfsRoot);
   table.addString("dev-root", "TORUS_DEV_ROOT", "devRoot", "DIR",
@@ -126,10 +128,10 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
                        "--simulate-ultraserver needs --simulate: a real node's driver says where "
                        "it is");
     }
-    if (options.pciBus) {
+    if (options.pciDomain) {
       return makeError(ErrorCode::kInvalidArgument,
-                       "--simulate-pci-bus needs --simulate: a real node's devices are where its "
-                       "PCI bus put them");
+                       "--simulate-pci-domain needs --simulate: a real node's devices are where "
+                       "its PCI bus put them");
     }
     prepared.roots = {options.sysfsRoot, options.devRoot, options.awsRoot};
     return prepared;
@@ -145,13 +147,19 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
   }
   simulator::SimulationSpec spec;
   spec.instanceType = options.simulate;
+  spec.pciDomain = options.pciDomain.value_or(0);
   spec.lnc = options.lnc;
   spec.faults = options.faults;
   if (options.ultraServerSerial) {
     spec.ultraServerSerial = *options.ultraServerSerial;
     spec.ultraServerNodeId = options.ultraServerPosition;
   }
-  if (options.pciBus) spec.pciBus = *options.pciBus;
+  for (const simulator::Fault& fault : spec.faults) {
+    if (simulator::inventedByTheSimulator(fault)) {
+      TORUS_LOG(Warn, Simulator, "this fault is not a state the Neuron driver can show",
+                {"fault", simulator::describeFault(fault)});
+    }
+  }
   auto tree = simulator::writeSimulatedTree(spec, root);
   if (!tree) return std::move(tree).error();
   TORUS_LOG(Info, Simulator,

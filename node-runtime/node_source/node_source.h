@@ -28,7 +28,7 @@ struct NodeSourceOptions {
   // trn2u: which UltraServer (its serial) and which of its four nodes the simulated node is.
   std::optional<std::uint64_t> ultraServerSerial;  // unset: the simulator's one UltraServer
   int ultraServerPosition = 0;
-  std::optional<int> pciBus;  // the simulated neuron0's PCI bus; unset: the simulator's default
+  std::optional<int> pciDomain;  // the simulated functions' PCI domain; unset: 0
   std::string sysfsRoot = "/sys";
   std::string devRoot = "/dev";
   std::string awsRoot = "/opt/aws";

@@ -7,6 +7,8 @@
 #include <system_error>
 #include <thread>
 
+#include <fcntl.h>
+
 #include "common/base/file_io.h"
 #include "common/base/log.h"
 #include "common/base/parse.h"
@@ -24,6 +26,25 @@ std::string holdersText(const std::vector<DeviceHolder>& holders) {
     items.push_back("pid " + std::to_string(holder.pid) + " (" + holder.command + ")");
   }
   return joinStrings(items, ", ");
+}
+
+// Whether the descriptor `fd` of a process was opened write-only, from its fdinfo "flags:" line
+// (octal). The driver does not count such an open as a holder: it is its "free access" mode,
+// which never blocks a reset (aws-neuron-driver neuron_cdev.c:50,2822-2825). When the flags
+// cannot be read the open counts as a holder.
+bool openedWriteOnly(const fs::path& process, const fs::path& fd) {
+  auto info = readSmallFile(process / "fdinfo" / fd.filename(), 4096);
+  if (!info) return false;
+  for (const std::string_view line : splitAndTrim(*info, '\n')) {
+    if (!line.starts_with("flags:")) continue;
+    unsigned long flags = 0;
+    for (const char c : trim(line.substr(6))) {
+      if (c < '0' || c > '7') return false;
+      flags = flags * 8 + static_cast<unsigned long>(c - '0');
+    }
+    return (flags & O_ACCMODE) == O_WRONLY;
+  }
+  return false;
 }
 
 }  // namespace
@@ -64,7 +85,8 @@ HolderScan findHoldersOfAny(const std::string& procRoot,
       if (linkError) continue;
       const auto found = wanted.find(link);
       if (found != wanted.end() &&
-          std::find(held.begin(), held.end(), found->second) == held.end()) {
+          std::find(held.begin(), held.end(), found->second) == held.end() &&
+          !openedWriteOnly(process.path(), fd.path())) {
         held.push_back(found->second);
       }
     }
@@ -158,7 +180,8 @@ Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vec
         names.push_back("neuron" + std::to_string(device));
       return makeError(ErrorCode::kDeadlineExceeded,
                        "resetting " + joinStrings(names, ", ") + ": still in reset after " +
-                           std::to_string(policy.readyTimeout.count()) + " ms");
+                           std::to_string(policy.readyTimeout.count()) + " ms" +
+                           policy.whenStillResetting);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -171,6 +194,13 @@ Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vec
 }
 
 }  // namespace
+
+std::chrono::milliseconds driverResetLimit(const topology::InstanceType* type) {
+  if (type != nullptr && type->generation != topology::Generation::kTrn2) {
+    return std::chrono::seconds(120);
+  }
+  return std::chrono::seconds(480);
+}
 
 Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
                          const ResetPolicy& policy) {

@@ -13,15 +13,26 @@
 #include <vector>
 
 #include "common/base/result.h"
+#include "common/topology/instance_catalog.h"
 #include "common/topology/node.h"
 #include "node-runtime/discovery/discovery_roots.h"
 
 namespace torus::reset {
 
+// How long the driver may take to start a reset it accepted: it keeps trying for up to 120 s on
+// inf1, trn1 and inf2 and 480 s on trn2 (aws-neuron-driver v1/neuron_dhal_v1.c:21,
+// v2/neuron_dhal_v2.c:28, v3/neuron_dhal_v3.c:34), then resets. A type the catalog does not
+// know waits as long as the longest.
+std::chrono::milliseconds driverResetLimit(const topology::InstanceType* type);
+
 struct ResetPolicy {
   int attempts = 5;  // tries while the device is held open
   std::chrono::milliseconds retryDelay{200};
-  std::chrono::milliseconds readyTimeout{10'000};  // for the driver's async reset to finish
+  // For the driver's asynchronous reset to finish: its limit on the node's generation where
+  // nothing waits on the caller (recovery), less where a caller has a deadline of its own.
+  std::chrono::milliseconds readyTimeout = driverResetLimit(nullptr);
+  // Said in the error when readyTimeout runs out while the driver may still be resetting.
+  std::string whenStillResetting;
   std::string procRoot = "/proc";
 };
 

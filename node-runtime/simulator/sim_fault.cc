@@ -2,15 +2,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <system_error>
 
 #include "common/base/file_io.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/topology/instance_catalog.h"
 #include "node-runtime/discovery/discovery_roots.h"
 #include "node-runtime/discovery/neuronlink_attributes.h"
-#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
+#include "node-runtime/simulator/sim_pci_layout.h"
 #include "node-runtime/simulator/sim_reset.h"
 
 namespace torus::simulator {
@@ -24,7 +26,8 @@ Error badFault(std::string_view text, std::string_view why) {
   return makeError(ErrorCode::kInvalidArgument,
                    "fault " + quoteJsonString(text) + ": " + std::string(why) +
                        " (known: device-node-missing:N, garble:N:ATTR, ecc:N[:COUNT], "
-                       "link-cut:A-B, slow-link:A-B[:FACTOR], mem-corrupt:N, reset-slow:N[:MS], "
+                       "ecc-repairable:N[:COUNT], probe-fail:N, link-cut:A-B, "
+                       "slow-link:A-B[:FACTOR], mem-corrupt:N, reset-slow:N[:MS], "
                        "reset-fail:N[:MS])");
 }
 
@@ -33,15 +36,36 @@ fs::path deviceDir(const fs::path& root, int device) {
          ("neuron" + std::to_string(device));
 }
 
-// The simulator's PCI function of neuronN: the Nth of the functions bound to the neuron driver,
-// in address order (sim_tree.cc puts neuronN on the Nth bus from --simulate-pci-bus).
-fs::path pciFunction(const fs::path& root, int device) {
+// The generation of the tree's instance type (its DMI product name).
+std::optional<topology::Generation> simulatedGeneration(const fs::path& root) {
+  auto product = readSmallFile(discovery::DiscoveryRoots::under(root).dmiProductName(), 256);
+  if (!product) return std::nullopt;
+  const topology::InstanceType* type = topology::findInstanceType(trim(*product));
+  if (type == nullptr) return std::nullopt;
+  return type->generation;
+}
+
+// The simulator's PCI function of neuronN, where the layout of the tree's instance type (its DMI
+// product name) puts it.
+Result<fs::path> pciFunction(const fs::path& root, int device) {
   const discovery::DiscoveryRoots roots = discovery::DiscoveryRoots::under(root);
-  const std::vector<std::string> functions = discovery::neuronPciFunctions(roots);
-  const std::string bdf = device >= 0 && device < static_cast<int>(functions.size())
-                              ? functions[static_cast<std::size_t>(device)]
-                              : "no-function-of-neuron" + std::to_string(device);
-  return roots.sys / "bus" / "pci" / "devices" / bdf;
+  auto product = readSmallFile(roots.dmiProductName(), 256);
+  if (!product) return std::move(product).error().withContext("the simulated instance type");
+  const topology::InstanceType* type = topology::findInstanceType(trim(*product));
+  const SimulatedPciLayout layout =
+      type != nullptr ? simulatedPciLayout(*type) : SimulatedPciLayout{};
+  const SimulatedNeuronFunction* function = layout.functionOfDevice(device);
+  // The tree's functions may sit in another PCI domain than the layout's default one.
+  const std::string busSlotFunction =
+      function != nullptr ? function->bdf.substr(function->bdf.find(':') + 1) : "";
+  std::error_code ec;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(roots.sys / "bus" / "pci" / "devices", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!busSlotFunction.empty() && name.ends_with(":" + busSlotFunction)) return entry.path();
+  }
+  return makeError(ErrorCode::kNotFound,
+                   "the simulated node has no PCI function for neuron" + std::to_string(device));
 }
 
 Result<void> removeLink(const fs::path& root, int from, int to) {
@@ -86,8 +110,10 @@ Result<void> slowLink(const fs::path& root, int from, int to, int slowdown) {
 // Gives resource4_wc its own storage: what is written through it no longer reaches what
 // resource4 reads, so the device reads back stale memory.
 Result<void> corruptMemory(const fs::path& root, int device) {
-  const fs::path bar = pciFunction(root, device) / "resource4";
-  const fs::path writeView = pciFunction(root, device) / "resource4_wc";
+  auto function = pciFunction(root, device);
+  if (!function) return std::move(function).error();
+  const fs::path bar = *function / "resource4";
+  const fs::path writeView = *function / "resource4_wc";
   std::error_code ec;
   const std::uintmax_t bytes = fs::file_size(bar, ec);
   if (!ec) fs::remove(writeView, ec);
@@ -98,7 +124,50 @@ Result<void> corruptMemory(const fs::path& root, int device) {
   return okResult();
 }
 
+// A device whose probe failed before the driver counted it (pci_enable_device refused:
+// neuron_pci.c:207-211, before the count at :256): its function stays on the bus but unbound, it
+// has no index (no class device, no /dev node, no "** BDF" line, only pci_info's "Can't enable
+// the device"), and since the driver fills the connected_devices table only when it counted a
+// full set of devices at load (neuron_pci.c:385; v2/neuron_dhal_v2.c:700-720,
+// v3/neuron_dhal_v3.c:916-940), every other device lists none.
+Result<void> failProbe(const fs::path& root, int device) {
+  const discovery::DiscoveryRoots roots = discovery::DiscoveryRoots::under(root);
+  const std::string name = "neuron" + std::to_string(device);
+  std::error_code ec;
+  auto function = pciFunction(root, device);
+  if (function) {
+    const std::string bdf = function->filename().string();
+    fs::remove(roots.sys / "bus" / "pci" / "drivers" / "neuron-driver" / bdf, ec);
+    auto log = readSmallFile(roots.kernelLog(), 64 * 1024 * 1024);
+    if (log) {
+      std::string kept;
+      for (const std::string_view line : splitAndTrim(*log, '\n')) {
+        if (line.empty()) continue;
+        if (line.find("** BDF: " + bdf.substr(5) + " ") != std::string_view::npos) {
+          // dev_printk's prefix: the driver's name and the device's (KERN_INFO).
+          kept += "6,0,4000000,-;neuron-driver " + bdf + ": Can't enable the device\n";
+          continue;
+        }
+        kept.append(line).append("\n");
+      }
+      TORUS_RETURN_IF_ERROR(writeFile(roots.kernelLog(), kept), "probe-fail");
+    }
+  }
+  fs::remove(roots.neuronClass() / name, ec);
+  fs::remove_all(deviceDir(root, device), ec);
+  fs::remove(roots.deviceNode(device), ec);
+  for (const fs::directory_entry& entry : fs::directory_iterator(roots.neuronClass(), ec)) {
+    const fs::path links = entry.path() / "connected_devices";
+    if (fs::exists(links, ec)) TORUS_RETURN_IF_ERROR(writeFile(links, "\n"), "probe-fail");
+  }
+  return okResult();
+}
+
 }  // namespace
+
+bool inventedByTheSimulator(const Fault& fault) {
+  return fault.kind == FaultKind::kLinkCut || fault.kind == FaultKind::kSlowLink;
+}
 
 Result<Fault> parseFault(std::string_view text) {
   const std::vector<std::string_view> parts = splitAndTrim(text, ':');
@@ -135,6 +204,8 @@ Result<Fault> parseFault(std::string_view text) {
     fault.attribute = std::string(parts[2]);
   } else if (kind == "mem-corrupt" && parts.size() == 2) {
     fault.kind = FaultKind::kMemoryCorrupt;
+  } else if (kind == "probe-fail" && parts.size() == 2) {
+    fault.kind = FaultKind::kProbeFailed;
   } else if ((kind == "reset-slow" || kind == "reset-fail") &&
              (parts.size() == 2 || parts.size() == 3)) {
     fault.kind = kind == "reset-slow" ? FaultKind::kResetSlow : FaultKind::kResetFail;
@@ -144,8 +215,9 @@ Result<Fault> parseFault(std::string_view text) {
       if (!millis) return badFault(text, "expected a reset time MS in [0, 600000]");
       fault.resetMillis = *millis;
     }
-  } else if (kind == "ecc" && (parts.size() == 2 || parts.size() == 3)) {
-    fault.kind = FaultKind::kEccUncorrected;
+  } else if ((kind == "ecc" || kind == "ecc-repairable") &&
+             (parts.size() == 2 || parts.size() == 3)) {
+    fault.kind = kind == "ecc" ? FaultKind::kEccUncorrected : FaultKind::kEccRepairable;
     if (parts.size() == 3) {
       auto count = parseUint64(parts[2]);
       if (!count || *count == 0) return badFault(text, "expected a positive ECC count");
@@ -166,6 +238,10 @@ std::string describeFault(const Fault& fault) {
       return device + "/" + fault.attribute + " garbled";
     case FaultKind::kEccUncorrected:
       return device + " mem_ecc_uncorrected=" + std::to_string(fault.count);
+    case FaultKind::kEccRepairable:
+      return device + " mem_ecc_repairable_uncorrected=" + std::to_string(fault.count);
+    case FaultKind::kProbeFailed:
+      return device + " failed to probe";
     case FaultKind::kLinkCut:
       return "NeuronLink " + std::to_string(fault.device) + "-" +
              std::to_string(fault.otherDevice) + " cut";
@@ -210,6 +286,20 @@ Result<void> applyFault(const fs::path& root, const Fault& fault) {
     case FaultKind::kEccUncorrected:
       return writeFile(device / "stats" / "hardware" / "mem_ecc_uncorrected",
                        std::to_string(fault.count) + "\n");
+    case FaultKind::kEccRepairable:
+      // Only v3 counts HBM errors awaiting repair; v2 prints 0 whatever happens
+      // (v2/neuron_dhal_v2.c:867-876) and v1 has no such file.
+      if (const auto generation = simulatedGeneration(root);
+          !generation || *generation != topology::Generation::kTrn2) {
+        return makeError(
+            ErrorCode::kInvalidArgument,
+            describeFault(fault) + ": only trn2's driver counts HBM errors awaiting repair");
+      }
+      return writeFile(device / "stats" / "hardware" / "mem_ecc_repairable_uncorrected",
+                       std::to_string(fault.count) + "\n");
+    case FaultKind::kProbeFailed:
+      TORUS_RETURN_IF_ERROR(failProbe(root, fault.device), describeFault(fault));
+      return okResult();
     case FaultKind::kMemoryCorrupt:
       TORUS_RETURN_IF_ERROR(corruptMemory(root, fault.device), describeFault(fault));
       return okResult();

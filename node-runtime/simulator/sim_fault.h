@@ -5,11 +5,24 @@
 //   device-node-missing:N   /dev/neuronN is gone                 -> neuronN Unhealthy
 //   garble:N:ATTR           neuronN/ATTR holds binary junk       -> neuronN Unhealthy, names ATTR
 //   ecc:N[:COUNT]           stats/hardware/mem_ecc_uncorrected=COUNT (default 1) -> Unhealthy
+//   ecc-repairable:N[:COUNT]
+//                           stats/hardware/mem_ecc_repairable_uncorrected=COUNT: an uncorrectable
+//                           HBM error awaiting repair (trn2, v3/neuron_dhal_v3.c:1081-1124)
+//                                                                -> Unhealthy until a reset
+//   probe-fail:N            neuronN failed to probe while the driver loaded: no class device, no
+//                           /dev node, no PCI binding, no load line; and since connected_devices
+//                           is a table the driver fills only for a full set of devices
+//                           (v2/neuron_dhal_v2.c:645-720, v3/neuron_dhal_v3.c:885-940, count
+//                           sampled at load, neuron_pci.c:385), every other device lists none
+//                                                                -> findings; no topology
 //   link-cut:A-B            A and B no longer list each other    -> finding: adjacency differs;
-//                           the deep check names the pair
+//                           the deep check names the pair. NOT the driver's: connected_devices is
+//                           a static table and no single link can vanish from it
 //   slow-link:A-B[:FACTOR]  the A-B link trained at 1/FACTOR (default 4) of its maximum speed
 //                           (neuronA/neuron_link/neuronB/current_link_speed, both ends)
 //                                                                -> the deep check names the pair
+//                           NOT the driver's: it has no link speed files (they are Torus's reading
+//                           of a driver that might add them, discovery/neuronlink_attributes.h)
 //   mem-corrupt:N           neuronN's memory BAR no longer holds what is written through its
 //                           write-combining view (resource4_wc stops aliasing resource4), as a
 //                           device whose memory lost its contents -> the deep check names neuronN
@@ -33,6 +46,8 @@ enum class FaultKind {
   kDeviceNodeMissing,
   kGarbledAttribute,
   kEccUncorrected,
+  kEccRepairable,
+  kProbeFailed,
   kLinkCut,
   kSlowLink,
   kMemoryCorrupt,
@@ -52,6 +67,9 @@ struct Fault {
 
 Result<Fault> parseFault(std::string_view text);
 std::string describeFault(const Fault& fault);
+// Whether the fault writes a state the real driver cannot show (link-cut, slow-link): tools that
+// inject one say so.
+bool inventedByTheSimulator(const Fault& fault);
 
 // Applies a fault to a tree previously written by writeSimulatedTree under `root`.
 Result<void> applyFault(const std::filesystem::path& root, const Fault& fault);

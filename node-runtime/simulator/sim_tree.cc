@@ -17,6 +17,7 @@
 #include "node-runtime/discovery/driver_counters.h"
 #include "node-runtime/discovery/neuronlink_attributes.h"
 #include "node-runtime/simulator/sim_device_node.h"
+#include "node-runtime/simulator/sim_pci_layout.h"
 
 namespace torus::simulator {
 namespace {
@@ -32,6 +33,8 @@ using discovery::kCoreStatusCounters;
 using discovery::kDeviceMemCategories;
 using discovery::kHostMemCategories;
 
+// The Neuron driver's PCI driver name (neuron_pci.c:369-374); the module is "neuron" (Kbuild:1).
+constexpr const char* kNeuronPciDriver = "neuron-driver";
 constexpr const char* kNeuronLinkSpeed = "32.0 GT/s\n";
 // Names the instance type of a finished tree, so a restart can reuse it.
 constexpr const char* kStampFile = ".torus-simulated-instance-type";
@@ -78,37 +81,6 @@ std::string joinInts(const std::vector<int>& values, std::string_view separator)
 
 // The PCI id of Amazon's Elastic Fabric Adapter as the simulator writes it (vendor 0x1d0f).
 constexpr const char* kEfaDeviceId = "0xefa1";
-
-// How chips and EFA interfaces share PCIe root complexes. The simulator's assumption, not a
-// measured layout: where the type has an EFA per chip, each chip has a root of its own with one
-// EFA; where it has fewer, chips are spread evenly over as many roots as there are EFAs; without
-// EFA, each chip has its own root.
-struct PcieLayout {
-  int chipsPerRoot = 1;
-  bool efaPerRoot = false;
-};
-PcieLayout pcieLayout(const InstanceType& type) {
-  PcieLayout layout;
-  if (type.efaInterfaces > 0 && type.efaInterfaces < type.deviceCount) {
-    layout.chipsPerRoot = (type.deviceCount + type.efaInterfaces - 1) / type.efaInterfaces;
-  }
-  layout.efaPerRoot = type.efaInterfaces > 0;
-  return layout;
-}
-
-// The root complex whose first bus is `bus`, as sysfs names it ("pci0000:10").
-std::string pcieRootName(int bus) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "pci0000:%02x", bus & 0xff);
-  return buffer;
-}
-
-// A plausible, deterministic PCI address per device: one bus per device, function 0.
-std::string pciBdf(int bus) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "0000:%02x:1e.0", bus & 0xff);
-  return buffer;
-}
 
 Result<void> writeCore(TreeWriter& out, const fs::path& core, const InstanceType& type) {
   const auto& names = topology::architectureOf(type.generation);
@@ -258,34 +230,30 @@ Result<fs::path> writeFunction(const fs::path& sys, const std::string& root, con
   return function;
 }
 
-// The PCI functions: neuronN on bus firstBus + N bound to the "neuron" driver, and where the type
-// has EFA interfaces, EFA functions bound to "efa". Each group of chips shares a PCIe root complex
-// with one EFA (pcieLayout), so a claim can pair a chip with the network card on its root.
+// The PCI functions where the layout puts them (sim_pci_layout.h): the Neuron devices bound to
+// the driver's "neuron-driver" (neuron_pci.c:369-374) and the EFA interfaces bound to "efa".
 Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type,
-                      int firstBus) {
+                      const SimulatedPciLayout& layout) {
   const auto& names = topology::architectureOf(type.generation);
   char deviceId[8];
   std::snprintf(deviceId, sizeof(deviceId), "0x%04x", names.pciDeviceId);
-  const PcieLayout layout = pcieLayout(type);
-  for (int index = 0; index < type.deviceCount; ++index) {
-    const int firstOfRoot = index - index % layout.chipsPerRoot;
-    const std::string root = pcieRootName(firstBus + firstOfRoot);
-    const std::string bdf = pciBdf(firstBus + index);
-    auto function = writeFunction(sys, root, bdf, "neuron");
+  for (const SimulatedNeuronFunction& neuron : layout.neuron) {
+    auto function = writeFunction(sys, neuron.root, neuron.bdf, kNeuronPciDriver);
     if (!function) return std::move(function).error();
-    const int numa = index * type.numaNodes / type.deviceCount;
-    TORUS_RETURN_IF_ERROR(out.file(*function / "vendor", "0x1d0f\n"), bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*function / "device", std::string(deviceId) + "\n"), bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*function / "numa_node", std::to_string(numa) + "\n"), bdf);
-    TORUS_RETURN_IF_ERROR(writeMemoryBar(*function, type.memoryBytesPerDevice), bdf);
-    if (index != firstOfRoot || !layout.efaPerRoot) continue;
-    // The root's EFA: on the bus of its first chip, the slot after it.
-    const std::string efa = pciBdf(firstBus + index).replace(8, 2, "1f");
-    auto nic = writeFunction(sys, root, efa, "efa");
+    TORUS_RETURN_IF_ERROR(out.file(*function / "vendor", "0x1d0f\n"), neuron.bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*function / "device", std::string(deviceId) + "\n"), neuron.bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*function / "numa_node", std::to_string(neuron.numaNode) + "\n"),
+                          neuron.bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*function / "local_cpulist", neuron.cpuList + "\n"), neuron.bdf);
+    TORUS_RETURN_IF_ERROR(writeMemoryBar(*function, type.memoryBytesPerDevice), neuron.bdf);
+  }
+  for (const SimulatedEfaFunction& efa : layout.efa) {
+    auto nic = writeFunction(sys, efa.root, efa.bdf, "efa");
     if (!nic) return std::move(nic).error();
-    TORUS_RETURN_IF_ERROR(out.file(*nic / "vendor", "0x1d0f\n"), efa);
-    TORUS_RETURN_IF_ERROR(out.file(*nic / "device", std::string(kEfaDeviceId) + "\n"), efa);
-    TORUS_RETURN_IF_ERROR(out.file(*nic / "numa_node", std::to_string(numa) + "\n"), efa);
+    TORUS_RETURN_IF_ERROR(out.file(*nic / "vendor", "0x1d0f\n"), efa.bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*nic / "device", std::string(kEfaDeviceId) + "\n"), efa.bdf);
+    TORUS_RETURN_IF_ERROR(out.file(*nic / "numa_node", std::to_string(efa.numaNode) + "\n"),
+                          efa.bdf);
   }
   return okResult();
 }
@@ -361,6 +329,9 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
         ErrorCode::kInvalidArgument,
         "simulate: LNC " + std::to_string(lnc) + " is not supported on " + std::string(type->name));
   }
+  if (spec.pciDomain < 0 || spec.pciDomain > 0xffff) {
+    return makeError(ErrorCode::kInvalidArgument, "simulate: a PCI domain is 0-65535");
+  }
   if (spec.ultraServerNodeId < 0 || spec.ultraServerNodeId >= topology::kUltraServerNodes) {
     return makeError(ErrorCode::kInvalidArgument, "simulate: UltraServer node id must be 0..3");
   }
@@ -369,11 +340,6 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
     return makeError(ErrorCode::kInvalidArgument,
                      "simulate: " + std::string(type->name) +
                          " is not an UltraServer node; only trn2u types take a place in one");
-  }
-  if (spec.pciBus < 0 || spec.pciBus + type->deviceCount > 0x100) {
-    return makeError(ErrorCode::kInvalidArgument,
-                     "simulate: PCI bus " + std::to_string(spec.pciBus) + " leaves no bus for " +
-                         std::to_string(type->deviceCount) + " devices (buses end at 255)");
   }
   std::error_code ec;
   if (fs::exists(root / "sys", ec)) return reuseTree(spec, root);
@@ -385,7 +351,8 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   for (int index = 0; index < type->deviceCount; ++index) {
     TORUS_RETURN_IF_ERROR(writeDevice(out, roots.sys, *type, index, spec), "simulate");
   }
-  TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type, spec.pciBus), "simulate");
+  const SimulatedPciLayout layout = simulatedPciLayout(*type, spec.pciDomain);
+  TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type, layout), "simulate");
   TORUS_RETURN_IF_ERROR(
       writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId, spec.ultraServerSerial),
       "simulate");
@@ -407,8 +374,9 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
     }
   }
   TORUS_RETURN_IF_ERROR(writeStandInCheckCommand(tree), "simulate");
-  // The kernel log the agent follows (real nodes: /dev/kmsg); tests append driver lines to it.
-  TORUS_RETURN_IF_ERROR(writeFile(roots.kernelLog(), ""), "simulate");
+  // The kernel log the agent reads (real nodes: /dev/kmsg), holding the driver's load-time lines;
+  // tests append driver lines to it.
+  TORUS_RETURN_IF_ERROR(writeFile(roots.kernelLog(), driverLoadLog(*type, layout)), "simulate");
   for (const Fault& fault : spec.faults) {
     TORUS_RETURN_IF_ERROR(applyFault(root, fault), "simulate");
   }

@@ -34,8 +34,10 @@ struct SimulationSpec {
   // Per-link speed files (neuronlink_attributes.h). The reference driver has none, so neither
   // does a simulated node unless asked; a slow-link fault writes them for its link.
   bool linkSpeedFiles = false;
-  // The PCI bus of neuron0; neuronN sits on bus pciBus + N (function 0000:BB:1e.0).
-  int pciBus = 0x10;
+  // The PCI domain of every function. A real instance has one, 0000; simulated nodes that share
+  // one kernel log (a test bed) need domains of their own, as real nodes have kernels of their
+  // own, or a line naming a function would be every such node's.
+  int pciDomain = 0;
 };
 
 struct SimulatedTree {

@@ -95,10 +95,10 @@ make_nodes_bridge() {
 write_driver_tree() {
   local index="$1" name="${NODE_NAMES[$1 - 1]}" dir
   dir="$(node_dir "$name")/driver"
-  # Buses of its own (node 1: 0x10.., node 2: 0x20..): the nodes share one kernel log, and an
+  # A PCI domain of its own (node 1: 0001, node 2: 0002): the nodes share one kernel log, and an
   # agent acts only on the driver lines that name its own PCI functions.
   local args=(--simulate="${NODE_TYPES[$index - 1]}" --simulate-dir="$dir"
-    --simulate-pci-bus=$((16 * index))) fault
+    --simulate-pci-domain="$index") fault
   [[ -z "$LNC" ]] || args+=(--lnc="$LNC")
   [[ -z "${NODE_PLACES[$index - 1]}" ]] || args+=(--simulate-ultraserver="${NODE_PLACES[$index - 1]}")
   if ((index == 1)); then
@@ -106,6 +106,17 @@ write_driver_tree() {
   fi
   "$REPO/build/bin/neuron-ls" "${args[@]}" > "$STATE/logs/$name-driver.log" 2>&1 ||
     { cat "$STATE/logs/$name-driver.log" >&2; die "cannot write $name's driver tree"; }
+  [[ ! -f "$dir/dev/kmsg" ]] || replay_driver_log "$dir/dev/kmsg"
+}
+
+# The lines the simulated driver logged while loading (its "** BDF: ... => nd[N]" per device),
+# written into the kernel's log, where a real driver writes them and the node's agent reads them
+# back (syslog(2)) to learn which PCI function each device is. Records are "LEVEL,SEQ,USEC,-;TEXT".
+replay_driver_log() {
+  local record
+  while IFS= read -r record; do
+    if [[ -n "$record" ]]; then printf '<%s>%s\n' "${record%%,*}" "${record#*;}" > /dev/kmsg; fi
+  done < "$1"
 }
 
 # The node's /dev: the simulator's dev/ (neuronN) completed with the host's device nodes, and
@@ -114,7 +125,8 @@ write_driver_tree() {
 # kernel's log, which the agent follows through syslog(2).
 complete_dev() {
   local dev="$1" entry
-  rm -f "$dev/kmsg"
+  # The driver's load lines are in the kernel's log now (replay_driver_log); tests read the copy.
+  [[ ! -f "$dev/kmsg" ]] || mv -f "$dev/kmsg" "$dev/../driver-load.kmsg"
   for entry in /dev/*; do
     [[ -e "$dev/${entry#/dev/}" || -L "$dev/${entry#/dev/}" ]] && continue
     if mountpoint -q "$entry"; then

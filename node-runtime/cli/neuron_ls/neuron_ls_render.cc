@@ -38,6 +38,12 @@ std::string healthText(const topology::DeviceHealth& health) {
   return "unknown";
 }
 
+// "0000:cc:00.0" -> "cc:00.0"; "" stays "".
+std::string busSlotFunction(const std::string& bdf) {
+  const std::size_t colon = bdf.find(':');
+  return colon == std::string::npos || bdf.size() != 12 ? bdf : bdf.substr(colon + 1);
+}
+
 }  // namespace
 
 std::string renderDeviceTable(const discovery::Discovery& discovery) {
@@ -47,12 +53,13 @@ std::string renderDeviceTable(const discovery::Discovery& discovery) {
   out += "neuron-devices: " + std::to_string(node.deviceCount()) +
          "  neuron-cores: " + std::to_string(node.logicalCoreCount()) + "\n";
   TextTable table({"NEURON\nDEVICE", "NEURON\nCORES", "NEURON\nCORE IDS", "NEURON\nMEMORY",
-                   "CONNECTED\nDEVICES", "PCI\nBDF", "NUMA\nNODE", "HEALTH"});
+                   "CONNECTED\nDEVICES", "PCI\nBDF", "CPU\nAFFINITY", "NUMA\nNODE", "HEALTH"});
   for (const Device& device : node.devices) {
     const topology::CoreSet cores = node.coresOfDevice(device.index);
     table.addRow({std::to_string(device.index), std::to_string(node.logicalCoresPerDevice()),
                   cores.empty() ? "-" : cores.toRangeString(), memoryText(device.memoryBytes),
                   connectedText(device), device.pciBdf.empty() ? "-" : device.pciBdf,
+                  device.cpuAffinity.empty() ? "-" : device.cpuAffinity,
                   device.numaNode ? std::to_string(*device.numaNode) : "-",
                   healthText(device.health)});
   }
@@ -77,14 +84,18 @@ std::string renderDeviceJson(const discovery::Discovery& discovery) {
   for (const Device& device : node.devices) {
     nlohmann::json entry;
     entry["neuron_device"] = device.index;
-    entry["bdf"] = device.pciBdf;
+    // AWS's neuron-ls -j formats: bdf without the PCI domain, numa_node and cpu_affinity as
+    // strings (its published trn2n.48xlarge output).
+    entry["bdf"] = busSlotFunction(device.pciBdf);
+    entry["cpu_affinity"] = device.cpuAffinity;
     entry["connected_to"] = device.connected;
     entry["nc_count"] = node.logicalCoresPerDevice();
     entry["logical_neuroncore_config"] = node.lnc;
     entry["memory_size"] = device.memoryBytes;
     entry["neuroncore_ids"] = node.coresOfDevice(device.index).ids();
-    entry["numa_node"] = device.numaNode ? nlohmann::json(*device.numaNode) : nlohmann::json(-1);
+    entry["numa_node"] = std::to_string(device.numaNode.value_or(-1));
     // Ours, beyond AWS's keys:
+    if (!device.pciBdf.empty()) entry["pci_bus_id"] = device.pciBdf;
     entry["instance_type"] = node.instanceType;
     entry["healthy"] = device.health.healthy;
     entry["health_state"] = std::string(topology::stateName(device.health.state()));

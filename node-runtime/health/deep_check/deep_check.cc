@@ -111,16 +111,17 @@ namespace {
 
 // Memory: every idle device at once, one thread each. A device whose BAR the agent may not write
 // (the chart mounts /sys read-only) is not judged by memory: the check says so once.
-void testMemory(const discovery::DiscoveryRoots& roots, const DeepCheckOptions& options,
-                DeepCheckResult& result) {
+void testMemory(const topology::Node& node, const discovery::DiscoveryRoots& roots,
+                const DeepCheckOptions& options, DeepCheckResult& result) {
   std::vector<std::string> untested(result.devices.size());
   {
     std::vector<std::jthread> testers;
     for (std::size_t i = 0; i < result.devices.size(); ++i) {
       DeviceCheck& check = result.devices[i];
       if (check.state == CheckState::kSkipped) continue;
-      testers.emplace_back([&roots, &check, &options, &why = untested[i]] {
-        const MemoryTestResult memory = testDeviceMemory(roots, check.device, options.memoryBytes);
+      const topology::Device& device = node.devices[i];
+      testers.emplace_back([&roots, &device, &check, &options, &why = untested[i]] {
+        const MemoryTestResult memory = testDeviceMemory(roots, device, options.memoryBytes);
         if (!memory.tested) {
           why = memory.problem;
           check.state = CheckState::kNotChecked;
@@ -283,7 +284,7 @@ DeepCheckResult runDeepCheck(const topology::Node& node, const discovery::Discov
     }
     result.devices.push_back(std::move(check));
   }
-  testMemory(roots, options, result);
+  testMemory(node, roots, options, result);
 
   // Allocated while their memory was tested: their verdict stands, the later parts leave them.
   const topology::DeviceSet busyForLinks = busyNow();

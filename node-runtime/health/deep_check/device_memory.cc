@@ -17,6 +17,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/unique_fd.h"
+#include "node-runtime/discovery/pci_functions.h"
 #include "node-runtime/health/deep_check/memory_pattern.h"
 
 namespace torus::health {
@@ -45,11 +46,6 @@ std::string hex(std::uint64_t value) {
   return buffer;
 }
 
-// A PCI address as the kernel names functions: "0000:10:1e.0".
-bool looksLikePciAddress(const std::string& name) {
-  return name.size() == 12 && name[4] == ':' && name[7] == ':' && name[10] == '.';
-}
-
 // One shared mapping of a window of a file; unmapped and closed when destroyed.
 class MappedWindow {
  public:
@@ -67,9 +63,12 @@ class MappedWindow {
     void* address = ::mmap(nullptr, bytes, protection, MAP_SHARED, window.fd_.get(),
                            static_cast<off_t>(offset));
     if (address == MAP_FAILED) {
-      return makeError(ErrorCode::kUnavailable, path.string() + ": mmap of " +
-                                                    std::to_string(bytes) + " bytes at " +
-                                                    hex(offset) + ": " + errnoText(errno));
+      // EINVAL: a kernel built with CONFIG_IO_STRICT_DEVMEM refuses to map a region a driver
+      // claimed, as the Neuron driver claims BAR 4 (v3/neuron_dhal_v3.c:1186). Not the memory.
+      const int error = errno;
+      return makeError(error == EINVAL ? ErrorCode::kPermissionDenied : ErrorCode::kUnavailable,
+                       path.string() + ": mmap of " + std::to_string(bytes) + " bytes at " +
+                           hex(offset) + ": " + errnoText(error));
     }
     window.address_ = address;
     window.bytes_ = bytes;
@@ -111,36 +110,15 @@ Result<std::uint64_t> barBytes(const fs::path& path) {
 
 }  // namespace
 
-Result<DeviceMemoryFiles> deviceMemoryFiles(const discovery::DiscoveryRoots& roots, int device) {
+DeviceMemoryFiles deviceMemoryFiles(const discovery::DiscoveryRoots& roots,
+                                    const std::string& pciBdf) {
   const std::string bar = "resource" + std::to_string(kDeviceMemoryBar);
-  const auto filesOf = [&](fs::path function) {
-    return DeviceMemoryFiles{function, function / bar, function / (bar + "_wc")};
-  };
-  std::error_code ec;
-  const fs::path parent = roots.neuronClass() / ("neuron" + std::to_string(device)) / "device";
-  if (fs::is_directory(parent, ec)) return filesOf(parent);
-
-  const fs::path driver = roots.sys / "bus" / "pci" / "drivers" / "neuron";
-  std::vector<std::string> functions;
-  for (const fs::directory_entry& entry : fs::directory_iterator(driver, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (looksLikePciAddress(name)) functions.push_back(name);
-  }
-  if (ec) {
-    return makeError(ErrorCode::kNotFound, driver.string() + ": " + ec.message() +
-                                               " (no PCI functions bound to the neuron driver)");
-  }
-  std::sort(functions.begin(), functions.end());
-  if (device < 0 || static_cast<std::size_t>(device) >= functions.size()) {
-    return makeError(ErrorCode::kNotFound, "neuron" + std::to_string(device) + ": only " +
-                                               std::to_string(functions.size()) +
-                                               " PCI functions are bound to " + driver.string());
-  }
-  return filesOf(driver / functions[static_cast<std::size_t>(device)]);
+  const fs::path function = roots.sys / "bus" / "pci" / "devices" / pciBdf;
+  return DeviceMemoryFiles{function, function / bar, function / (bar + "_wc")};
 }
 
-MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots, int device,
-                                  std::uint64_t windowBytes) {
+MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots,
+                                  const topology::Device& device, std::uint64_t windowBytes) {
   const auto started = std::chrono::steady_clock::now();
   MemoryTestResult result;
   const auto finish = [&](std::string problem) {
@@ -150,37 +128,45 @@ MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots, int de
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;
   };
-  auto files = deviceMemoryFiles(roots, device);
-  if (!files) return finish("device memory: " + files.error().message);
-  auto size = barBytes(files->uncached);
+  if (device.pciBdf.empty() || !discovery::isPciAddress(device.pciBdf)) {
+    result.tested = false;
+    finish("device memory not tested: no PCI function is known for neuron" +
+           std::to_string(device.index) +
+           " (the driver numbers devices by firmware routing id, so no other function may stand "
+           "in for it)");
+    result.passed = false;
+    return result;
+  }
+  const DeviceMemoryFiles files = deviceMemoryFiles(roots, device.pciBdf);
+  auto size = barBytes(files.uncached);
   if (!size) return finish("device memory: " + size.error().message);
   const std::uint64_t window = std::min(windowBytes, *size) / kPageBytes * kPageBytes;
   if (window == 0) {
-    return finish("device memory: " + files->uncached.string() + " (" + std::to_string(*size) +
+    return finish("device memory: " + files.uncached.string() + " (" + std::to_string(*size) +
                   " bytes) has no whole page to test");
   }
   result.windowOffset = (*size - window) / kPageBytes * kPageBytes;
   result.windowBytes = window;
-  auto writer = MappedWindow::map(files->writeCombining, O_RDWR, PROT_READ | PROT_WRITE,
+  auto writer = MappedWindow::map(files.writeCombining, O_RDWR, PROT_READ | PROT_WRITE,
                                   result.windowOffset, window);
   if (!writer && writer.error().code == ErrorCode::kPermissionDenied) {
     result.tested = false;
     result.windowBytes = 0;
     finish("device memory not tested: " + writer.error().message +
-           " (the BAR must be writable to test it; the chart mounts /sys read-only)");
+           " (the BAR must be writable and mappable to test it; the chart mounts /sys "
+           "read-only)");
     result.passed = false;
     return result;
   }
   if (!writer) return finish("device memory: " + writer.error().message);
-  auto reader =
-      MappedWindow::map(files->uncached, O_RDONLY, PROT_READ, result.windowOffset, window);
+  auto reader = MappedWindow::map(files.uncached, O_RDONLY, PROT_READ, result.windowOffset, window);
   if (!reader) return finish("device memory: " + reader.error().message);
 
   for (const MemoryPattern pattern : kAllMemoryPatterns) {
     fillPattern(pattern, result.windowOffset, writer->words());
     drainWriteCombining();
     if (auto bad = verifyPattern(pattern, result.windowOffset, reader->words())) {
-      return finish("device memory " + files->uncached.string() + " " +
+      return finish("device memory " + files.uncached.string() + " " +
                     std::string(patternName(pattern)) + ": " + std::to_string(bad->badWords) +
                     " of " + std::to_string(window / sizeof(std::uint64_t)) +
                     " words differ; first at offset " + hex(bad->offset) + ": wrote " +

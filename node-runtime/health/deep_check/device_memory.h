@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/base/result.h"
+#include "common/topology/node.h"
 #include "node-runtime/discovery/discovery_roots.h"
 
 namespace torus::health {
@@ -24,15 +25,15 @@ namespace torus::health {
 inline constexpr int kDeviceMemoryBar = 4;
 
 struct DeviceMemoryFiles {
-  std::filesystem::path function;        // /sys/bus/pci/drivers/neuron/<bdf> (or neuronN/device)
+  std::filesystem::path function;        // /sys/bus/pci/devices/<bdf>
   std::filesystem::path uncached;        // <function>/resource4: read back through this
   std::filesystem::path writeCombining;  // <function>/resource4_wc: patterns written through this
 };
 
-// The PCI function of neuronN: its class device's `device` link when the driver gives it a
-// parent; otherwise the N-th function bound to the neuron driver in bus order, the order in which
-// the driver probes and numbers its devices.
-Result<DeviceMemoryFiles> deviceMemoryFiles(const discovery::DiscoveryRoots& roots, int device);
+// The memory BAR files of the PCI function `pciBdf`: the one discovery found for the device
+// (discovery/pci_functions.h), never a guess.
+DeviceMemoryFiles deviceMemoryFiles(const discovery::DiscoveryRoots& roots,
+                                    const std::string& pciBdf);
 
 struct MemoryTestResult {
   bool passed = false;
@@ -46,8 +47,9 @@ struct MemoryTestResult {
 };
 
 // Writes and verifies every pattern over `windowBytes` (rounded down to whole pages, at most the
-// BAR) at the top of the device's memory BAR.
-MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots, int device,
-                                  std::uint64_t windowBytes);
+// BAR) at the top of the device's memory BAR. A device without a known PCI function is not
+// tested.
+MemoryTestResult testDeviceMemory(const discovery::DiscoveryRoots& roots,
+                                  const topology::Device& device, std::uint64_t windowBytes);
 
 }  // namespace torus::health

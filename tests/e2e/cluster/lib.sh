@@ -37,6 +37,17 @@ cluster_up_for_test() {
   k create namespace e2e > /dev/null
 }
 
+# driver_function_of N: the PCI function the checked node's simulated driver numbered neuronN,
+# from its load line ("** BDF: bb:ss.f => nd[N] (routing id: R)", kept beside its tree) and the
+# functions bound to it (which carry the node's PCI domain).
+driver_function_of() {
+  local bus_slot_function
+  bus_slot_function="$(grep -o "BDF: [0-9a-f:.]* => nd\[$1\] " "$SIMULATED_NODE_DIR/driver-load.kmsg" |
+    cut -d' ' -f2)"
+  [[ -n "$bus_slot_function" ]] || { echo "no load line for neuron$1" >&2; return 1; }
+  ls "$SIMULATED_NODE_DIR/sys/bus/pci/drivers/neuron-driver" | grep -x "[0-9a-f]*:$bus_slot_function"
+}
+
 # Pod logs are read from each node's /var/log/pods (kubelet's files), which keep the containers
 # that already exited too.
 print_logs() {

@@ -2,6 +2,7 @@
 // a contract pins every family name and its label names (dashboards depend on them), and a
 // raised ECC counter shows up as a counter, an unhealthy device and a health transition.
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -193,8 +194,9 @@ TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
 
 TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
   const fs::path kmsg = dir_->path() / "sim" / "dev" / "kmsg";
-  std::string lines = "6,88,1000,-;neuron: nd4: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR\n";
-  ASSERT_TRUE(writeFile(kmsg, lines).ok());
+  // Appended, as the kernel's log only grows (it holds the driver's load lines already).
+  std::ofstream(kmsg, std::ios::app)
+      << "6,88,1000,-;neuron: nd4: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR\n";
   const std::string device4 =
       "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"4\",pod=\"\",namespace=\"\","
       "container=\"\"," +
@@ -217,8 +219,7 @@ TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
       [&] { return parse(metricsOf(port_)).values.at("torus_device_healthy" + device4) == 1; },
       3s));
   // A line naming no device is counted and logged, and takes nothing out of service.
-  lines += "NEURON_HW_ERR=HANG_ON_COLLECTIVES\n";
-  ASSERT_TRUE(writeFile(kmsg, lines).ok());
+  std::ofstream(kmsg, std::ios::app) << "NEURON_HW_ERR=HANG_ON_COLLECTIVES\n";
   EXPECT_TRUE(eventually(
       [&] { return agent_->stderrText().find("for no known device") != std::string::npos; }, 2s));
 }

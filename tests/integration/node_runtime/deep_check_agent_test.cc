@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "common/base/temp_dir.h"
+#include "node-runtime/discovery/discover_node.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -151,7 +152,9 @@ TEST(DeepCheckAgent, PostFailsTheNamedDeviceAndALaterPassBringsItBack) {
       << agent.stderrText();
 
   // The memory reads back again (resource4_wc aliases resource4 once more): the next check passes.
-  const fs::path function = sim / "sys" / "bus" / "pci" / "devices" / "0000:15:1e.0";
+  auto found = discovery::discoverNode(discovery::DiscoveryRoots::under(sim), {});
+  ASSERT_TRUE(found.ok());
+  const fs::path function = sim / "sys" / "bus" / "pci" / "devices" / found->node.devices[5].pciBdf;
   fs::remove(function / "resource4_wc");
   fs::create_hard_link(function / "resource4", function / "resource4_wc");
   // As an operator types it (`curl -X POST`): no body and no Content-Length.

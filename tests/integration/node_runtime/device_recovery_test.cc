@@ -13,6 +13,7 @@
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/discovery/discovery_roots.h"
 #include "node-runtime/health/deep_check/device_memory.h"
 #include "node-runtime/simulator/sim_fault.h"
@@ -70,6 +71,12 @@ class DeviceRecoveryTest : public ::testing::Test {
     EXPECT_EQ(agent_->waitExit(10s), std::optional<int>(0));
   }
   fs::path simDir() const { return dir_->path() / "sim"; }
+  // The device's PCI function as discovery places it (the driver's numbering, not address order).
+  std::string pciFunctionOf(int device) const {
+    auto found = discovery::discoverNode(discovery::DiscoveryRoots::under(simDir()), {});
+    EXPECT_TRUE(found.ok());
+    return found ? found->node.devices[static_cast<std::size_t>(device)].pciBdf : "";
+  }
   fs::path deviceDir() const {
     return simDir() / "sys" / "devices" / "virtual" / "neuron_device" /
            ("neuron" + std::to_string(kDevice));
@@ -129,10 +136,9 @@ TEST_F(DeviceRecoveryTest, AFailingSelfTestKeepsTheDeviceOutUntilItsMemoryWorks)
   EXPECT_NE(log.find("self-test: device memory"), std::string::npos) << log;
   // Its memory works again (the write view is the device's memory once more): the next attempt
   // passes and the device returns.
-  const auto files = health::deviceMemoryFiles(roots, kDevice);
-  ASSERT_TRUE(files.ok()) << files.error().message;
-  fs::remove(files->writeCombining);
-  fs::create_hard_link(files->uncached, files->writeCombining);
+  const auto files = health::deviceMemoryFiles(roots, pciFunctionOf(kDevice));
+  fs::remove(files.writeCombining);
+  fs::create_hard_link(files.uncached, files.writeCombining);
   ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
   EXPECT_EQ(valueOf(metrics(), recoveries("passed")), 1);
 }
@@ -147,9 +153,9 @@ TEST_F(DeviceRecoveryTest, WithoutWriteAccessToTheMemoryTheResetAloneBringsItBac
   start({},
         {"/usr/bin/setpriv", "--inh-caps=-all,+sys_ptrace,+syslog",
          "--ambient-caps=+sys_ptrace,+syslog", "--bounding-set=-all,+sys_ptrace,+syslog", "--"});
-  const auto files = health::deviceMemoryFiles(discovery::DiscoveryRoots::under(simDir()), kDevice);
-  ASSERT_TRUE(files.ok()) << files.error().message;
-  fs::permissions(files->writeCombining,
+  const auto files =
+      health::deviceMemoryFiles(discovery::DiscoveryRoots::under(simDir()), pciFunctionOf(kDevice));
+  fs::permissions(files.writeCombining,
                   fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   const auto resetBefore = fs::last_write_time(deviceDir() / "reset");
   faultThenClear();
@@ -161,7 +167,7 @@ TEST_F(DeviceRecoveryTest, WithoutWriteAccessToTheMemoryTheResetAloneBringsItBac
   EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";
   const std::string log = agent_->stderrText();
   EXPECT_NE(log.find("its memory was not tested"), std::string::npos) << log;
-  EXPECT_NE(log.find(files->writeCombining.filename().string()), std::string::npos) << log;
+  EXPECT_NE(log.find(files.writeCombining.filename().string()), std::string::npos) << log;
 }
 
 TEST_F(DeviceRecoveryTest, WithRecoveryOffTheDeviceReturnsWhenTheFaultClears) {

@@ -95,6 +95,41 @@ TEST_F(FaultInjectionTest, RaisedEccCounterMakesTheDeviceUnhealthy) {
   EXPECT_EQ(unhealthyCount(found.node), 1);
 }
 
+// trn2's uncorrectable HBM error awaiting repair shows only in the repairable counter
+// (v3/neuron_dhal_v3.c:1081-1124): the chip leaves service under a code of its own.
+TEST_F(FaultInjectionTest, RepairableHbmErrorTakesTheChipOutOfService) {
+  const auto found = simulate("trn2.48xlarge", {"ecc-repairable:3:2"});
+  EXPECT_EQ(unhealthyCount(found.node), 1);
+  const topology::DeviceHealth& health = found.node.devices[3].health;
+  ASSERT_EQ(health.problems.size(), 1U);
+  EXPECT_EQ(health.problems[0].dimension, topology::HealthDimension::kEccUncorrected);
+  EXPECT_EQ(health.problems[0].code, discovery::kHbmRepairPendingCode);
+  EXPECT_NE(health.reason.find("mem_ecc_repairable_uncorrected is 2"), std::string::npos)
+      << health.reason;
+}
+
+// A chip that failed to probe: its slot stays, out of service; every other chip lists no
+// neighbour (the driver's table is filled only for a full set), which is one finding and keeps
+// the type's wiring rather than a node without links; the others keep their PCI functions.
+TEST_F(FaultInjectionTest, AChipThatFailedToProbeLeavesTheOthersTheirWiring) {
+  const auto found = simulate("trn2.48xlarge", {"probe-fail:6"});
+  ASSERT_EQ(found.node.deviceCount(), 16);
+  EXPECT_EQ(unhealthyCount(found.node), 1);
+  EXPECT_FALSE(found.node.devices[6].health.healthy);
+  EXPECT_EQ(found.node.devices[6].pciBdf, "");
+  EXPECT_EQ(found.node.devices[0].connected, (std::vector<int>{12, 1, 3, 4}));
+  EXPECT_EQ(found.node.devices[7].pciBdf, "0000:6e:00.0");
+  bool told = false;
+  for (const std::string& finding : found.findings) {
+    told = told ||
+           finding.find("a device failed to load (the driver has 15 of 16)") != std::string::npos;
+  }
+  EXPECT_TRUE(told) << ::testing::PrintToString(found.findings);
+  auto log = readSmallFile(roots_.kernelLog(), 1 << 20);
+  ASSERT_TRUE(log.ok());
+  EXPECT_NE(log->find("neuron-driver 0000:59:00.0: Can't enable the device"), std::string::npos);
+}
+
 TEST_F(FaultInjectionTest, CutLinkIsReportedAgainstTheCatalog) {
   const auto found = simulate("trn2.48xlarge", {"link-cut:0-1"});
   EXPECT_EQ(unhealthyCount(found.node), 0);

@@ -30,6 +30,15 @@ TEST(NeuronLs, Trn2JsonHasAwsKeysAndCatalogFigures) {
   }
   EXPECT_EQ(cores, 64);
   EXPECT_EQ(devices[0]["connected_to"], nlohmann::json({12, 1, 3, 4}));
+  // AWS's value formats (its published neuron-ls -j of a trn2n.48xlarge, whose neuron0 is at
+  // cc:00.0 on NUMA node 1): bdf without the domain, numa_node and cpu_affinity as strings; the
+  // full address under a key of ours.
+  EXPECT_EQ(devices[0]["bdf"], "cc:00.0");
+  EXPECT_EQ(devices[0]["numa_node"], "1");
+  EXPECT_EQ(devices[0]["cpu_affinity"], "48-95,144-191");
+  EXPECT_EQ(devices[0]["pci_bus_id"], "0000:cc:00.0");
+  EXPECT_EQ(devices[5]["bdf"], "58:00.0");
+  EXPECT_EQ(devices[5]["numa_node"], "0");
   EXPECT_EQ(devices[15]["neuroncore_ids"], nlohmann::json({60, 61, 62, 63}));
 }
 
@@ -55,8 +64,10 @@ TEST(NeuronLs, FaultsShowInTableAndJson) {
             "stats/hardware/mem_ecc_uncorrected is 1 (uncorrected ECC errors)");
   EXPECT_EQ(devices[2]["health_state"], "unhealthy");
   EXPECT_EQ(devices[3]["health_state"], "healthy");
-  // trn1.32xlarge: two chips and one EFA per PCIe root in the simulator's layout.
-  EXPECT_EQ(devices[2]["pcie_root"], devices[3]["pcie_root"]);
+  // trn1.32xlarge: four chips per PCIe root (AWS's published lspci); routing ids 0-3 on the
+  // first root are devices 0, 4, 1 and 5 by the driver's trn1 table.
+  EXPECT_EQ(devices[0]["pcie_root"], devices[5]["pcie_root"]);
+  EXPECT_EQ(devices[1]["pcie_root"], devices[4]["pcie_root"]);
   EXPECT_NE(devices[1]["pcie_root"], devices[2]["pcie_root"]);
   const ProcessResult table = runProcess(
       {binaryPath("neuron-ls"), "--simulate=trn1.32xlarge", "--simulate-fault=link-cut:0-1"});

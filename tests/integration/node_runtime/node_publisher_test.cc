@@ -3,6 +3,7 @@
 // stale ones removed), the NeuronHealthy condition by strategic merge (other conditions kept),
 // and both following a device that leaves and rejoins service.
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <thread>
@@ -153,9 +154,9 @@ TEST_F(NodePublisherTest, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy
       [&] { return agent.stderrText().find("following the kernel log") != std::string::npos; }));
 
   const auto reported = std::chrono::steady_clock::now();
-  ASSERT_TRUE(writeFile(sim / "dev" / "kmsg",
-                        "3,90,1000,-;neuron: nd7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR \n")
-                  .ok());
+  // Appended, as the kernel's log only grows (it holds the driver's load lines already).
+  std::ofstream(sim / "dev" / "kmsg", std::ios::app)
+      << "3,90,1000,-;neuron: nd7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR \n";
   ASSERT_TRUE(eventually(
       [&] { return conditionOf(*api.get("nodes", "node-a"), "NeuronHealth")["status"] == "True"; },
       2s))
@@ -219,7 +220,7 @@ TEST_F(NodePublisherTest, NeuronHealthStandsUntilTheNodeReboots) {
     ASSERT_TRUE(eventually([&] { return reason() == "NeuronHasNoError"; })) << agent.stderrText();
     ASSERT_TRUE(eventually(
         [&] { return agent.stderrText().find("following the kernel log") != std::string::npos; }));
-    ASSERT_TRUE(writeFile(sim / "dev" / "kmsg", "NEURON_HW_ERR=DMA_ERROR nd2\n").ok());
+    std::ofstream(sim / "dev" / "kmsg", std::ios::app) << "NEURON_HW_ERR=DMA_ERROR nd2\n";
     ASSERT_TRUE(eventually([&] { return reason() == "NeuronHasError_DMA_ERROR"; }, 2s))
         << agent.stderrText();
     std::this_thread::sleep_for(1500ms);  // three holds: the device is back, the error stands

@@ -172,56 +172,41 @@ TEST(SimulatedDiscovery, UltraServerSettingRefusesWhatNoDriverWouldReport) {
   EXPECT_THAT(attempt({"--simulate-ultraserver=a11ce:1"}), testing::HasSubstr("needs --simulate"));
 }
 
-// --simulate-pci-bus gives a node's devices buses of their own (nodes sharing one kernel log tell
-// their driver lines apart by PCI function); the Nth function in address order is neuronN, as the
-// kernel-log reader assumes of the driver; a bus range past 255 is refused.
-TEST(SimulatedDiscovery, PciBusSettingGivesTheNodeItsOwnFunctions) {
+// The driver's directory also holds its controls and a link to its module, as a real one does;
+// a kernel line naming a PCI function is about the device discovery placed there, and about none
+// of this node's when the function is not one of its devices'.
+TEST(SimulatedDiscovery, KernelLinesMapThroughTheDevicesPlacedFunctions) {
   auto dir = TempDir::create("sim-discovery");
   config::SettingTable table("test");
   node_source::NodeSourceOptions options;
   node_source::addNodeSourceSettings(table, &options);
   ASSERT_TRUE(table
-                  .parse({"--simulate=trn2.48xlarge", "--simulate-dir=" + dir->path().string(),
-                          "--simulate-pci-bus=32"},
+                  .parse({"--simulate=trn2.48xlarge", "--simulate-dir=" + dir->path().string()},
                          [](std::string_view) { return std::nullopt; })
                   .ok());
   auto prepared = node_source::prepareNode(options);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
-  // The driver's directory also holds its controls and a link to its module, as a real one does.
   const std::filesystem::path driver = prepared->roots.neuronPciDriver();
+  EXPECT_EQ(driver.filename(), "neuron-driver");
   std::ofstream(driver / "bind") << "";
   std::filesystem::create_directory_symlink("../../../../module/neuron", driver / "module");
-  const std::vector<std::string> functions = discovery::neuronPciFunctions(prepared->roots);
-  ASSERT_EQ(functions.size(), 16u);
-  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:20:1e.0"), 0);
-  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:2f:1e.0"), 15);
-  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:10:1e.0"), std::nullopt);
-  // Each chip's PCI identity comes from its function, with its PCIe root: on a trn2 every chip has
-  // a root of its own, shared with one EFA (the simulator's layout).
+  EXPECT_EQ(discovery::neuronPciFunctions(prepared->roots).size(), 16U);
   auto found = discovery::discoverNode(prepared->roots, {});
   ASSERT_TRUE(found.ok()) << found.error().message;
-  const topology::Node& node = found->node;
-  EXPECT_EQ(node.devices[3].pciBdf, "0000:23:1e.0");
-  EXPECT_EQ(node.devices[3].pcieRoot, "pci0000:23");
-  EXPECT_EQ(node.devices[3].numaNode, 0);
-  EXPECT_EQ(node.devices[15].numaNode, 1);
-  EXPECT_EQ(discovery::pcieRootOf(prepared->roots, "0000:23:1f.0"), "pci0000:23") << "its EFA";
+  std::vector<std::string> functions;
+  for (const topology::Device& device : found->node.devices)
+    functions.push_back(device.pciBdf);
+  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:cc:00.0"), 0);
+  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:6f:00.0"), 4);
+  EXPECT_EQ(health::deviceOfPciFunction(functions, "0000:10:1e.0"), std::nullopt);
   EXPECT_EQ(discovery::pcieRootOf(prepared->roots, "0000:99:1e.0"), "") << "no such function";
   EXPECT_EQ(discovery::pcieRootOf(prepared->roots, "../../etc"), "");
-
-  auto other = TempDir::create("sim-discovery");
-  node_source::NodeSourceOptions tooHigh;
-  tooHigh.simulate = "trn2.48xlarge";
-  tooHigh.simulateDir = other->path().string();
-  tooHigh.pciBus = 0xf8;
-  auto refused = node_source::prepareNode(tooHigh);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.error().message, testing::HasSubstr("leaves no bus for 16 devices"));
 }
 
-// Every chip of a trn2 and a trn2u publishes its PCIe root, a root of its own with one EFA under
-// it (the simulator's layout for types with an EFA per chip): what pairs a chip with its card.
-TEST(SimulatedDiscovery, EveryTrn2ChipHasAPcieRootWithItsOwnEfa) {
+// Every chip of a trn2 and a trn2u publishes its PCIe root, shared by the four chips of its group
+// and by EFAs (the simulator's assumption where AWS published no roots): what pairs a chip with
+// a card.
+TEST(SimulatedDiscovery, EveryTrn2ChipHasAPcieRootWithEfasOnIt) {
   for (const char* type : {"trn2.48xlarge", "trn2u.48xlarge"}) {
     auto dir = TempDir::create("sim-discovery");
     ASSERT_TRUE(dir.ok());
@@ -236,15 +221,38 @@ TEST(SimulatedDiscovery, EveryTrn2ChipHasAPcieRootWithItsOwnEfa) {
     for (const topology::Device& device : found->node.devices) {
       ASSERT_FALSE(device.pcieRoot.empty()) << type << " neuron" << device.index;
       roots.insert(device.pcieRoot);
-      // The EFA sits beside the chip on its bus, at slot 1f instead of 1e (simulator layout).
-      std::string efa = device.pciBdf;
-      ASSERT_TRUE(efa.ends_with(":1e.0")) << efa;
-      efa.replace(efa.size() - 4, 2, "1f");
-      EXPECT_EQ(discovery::pcieRootOf(tree->roots(), efa), device.pcieRoot)
-          << type << " neuron" << device.index << "'s EFA " << efa;
     }
-    EXPECT_EQ(roots.size(), found->node.devices.size()) << type;
+    EXPECT_EQ(roots.size(), 4U) << type;
+    std::set<std::string> efaRoots;
+    for (const auto& entry : std::filesystem::directory_iterator(tree->roots().sys / "bus" / "pci" /
+                                                                 "drivers" / "efa")) {
+      efaRoots.insert(discovery::pcieRootOf(tree->roots(), entry.path().filename().string()));
+    }
+    EXPECT_EQ(efaRoots, roots) << type;
   }
+}
+
+// Without the driver's answer (no ioctl on a simulated node's /dev, and a kernel log that no
+// longer holds the load lines), no device gets a PCI function: no guess from address order, and
+// the node says why.
+TEST(SimulatedDiscovery, NoLoadLinesNoPciAttributes) {
+  auto dir = TempDir::create("sim-discovery");
+  simulator::SimulationSpec spec;
+  spec.instanceType = "trn2.48xlarge";
+  auto tree = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_TRUE(tree.ok()) << tree.error().message;
+  std::ofstream(tree->roots().kernelLog(), std::ios::trunc) << "6,1,1,-;kernel: a wrapped ring\n";
+  auto found = discovery::discoverNode(tree->roots(), {});
+  ASSERT_TRUE(found.ok()) << found.error().message;
+  EXPECT_EQ(found->pciSource, "");
+  for (const topology::Device& device : found->node.devices) {
+    EXPECT_EQ(device.pciBdf, "") << device.index;
+    EXPECT_EQ(device.pcieRoot, "") << device.index;
+    EXPECT_FALSE(device.numaNode.has_value()) << device.index;
+    EXPECT_TRUE(device.health.healthy) << "an unknown function is no fault of the chip";
+  }
+  ASSERT_EQ(found->findings.size(), 1U);
+  EXPECT_THAT(found->findings[0], testing::HasSubstr("no PCI function is known for neuron0"));
 }
 
 // A simulated /dev/neuronN is as strict as a real one: a character device of a major Linux keeps

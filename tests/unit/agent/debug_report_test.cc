@@ -62,7 +62,7 @@ TEST(DebugReport, OneDeviceWithItsKernelLinesOrARefusalNamingTheRange) {
   SimulatedNode sim = simulated();
   RecentKernelLines lines;
   lines.add(5, "HBM_UNCORRECTABLE_ERROR",
-            "neuron 0000:15:1e.0: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR");
+            "neuron 0000:40:1c.0: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR");
   lines.add(3, "SRAM_UNCORRECTABLE_ERROR", "nd3 NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR");
   DebugReportInput input;
   input.node = sim.node;
@@ -80,7 +80,8 @@ TEST(DebugReport, OneDeviceWithItsKernelLinesOrARefusalNamingTheRange) {
   EXPECT_EQ(device["index"], 5);
   EXPECT_EQ(device["health"]["state"], "unhealthy");
   EXPECT_EQ(device["health"]["problems"][0]["dimension"], "hardware-error");
-  EXPECT_EQ(device["pciBusID"], "0000:15:1e.0");
+  // inf2.24xlarge's assumed layout: neuron5 is the second chip of the second root.
+  EXPECT_EQ(device["pciBusID"], "0000:40:1c.0");
   EXPECT_EQ(device["driver"]["files"]["core_count"], "2");
   ASSERT_EQ((*report)["kernelLog"]["lines"].size(), 1U);
   EXPECT_EQ((*report)["kernelLog"]["lines"][0]["type"], "HBM_UNCORRECTABLE_ERROR");

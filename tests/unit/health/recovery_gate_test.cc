@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "node-runtime/discovery/device_scan.h"
+
 namespace torus::health {
 namespace {
 
@@ -124,6 +126,41 @@ TEST(RecoveryGate, ItsOwnReasonCarriedOverIsNotANewFault) {
   topology::Node back = quiet;
   gate.apply(back);
   EXPECT_TRUE(back.devices[1].health.healthy);
+}
+
+// trn2's HBM error awaiting repair cannot go quiet by itself: a reset repairs it. The device
+// waits for its reset at once, keeps its live cause while it waits, comes back when the counter
+// clears after a successful reset, and is tried again when a reset left it pending.
+TEST(RecoveryGate, AFaultAResetRepairsIsResetWhileLive) {
+  const auto repairPending = [] {
+    topology::Node node = nodeOf(2);
+    node.devices[1].health = topology::DeviceHealth::unhealthy(
+        topology::HealthDimension::kEccUncorrected, std::string(discovery::kHbmRepairPendingCode),
+        "stats/hardware/mem_ecc_repairable_uncorrected is 1");
+    return node;
+  };
+  RecoveryGate gate;
+  topology::Node live = repairPending();
+  gate.apply(live);
+  EXPECT_FALSE(live.devices[1].health.healthy);
+  EXPECT_EQ(gate.waiting().ids(), std::vector<int>{1});
+
+  gate.record(1, okResult());
+  topology::Node stillPending = repairPending();
+  gate.apply(stillPending);
+  EXPECT_FALSE(stillPending.devices[1].health.healthy);
+  EXPECT_EQ(gate.waiting().ids(), std::vector<int>{1}) << "tried again";
+
+  gate.record(1, okResult());
+  topology::Node repaired = signals(2);
+  gate.apply(repaired);
+  EXPECT_TRUE(repaired.devices[1].health.healthy);
+  EXPECT_TRUE(gate.waiting().empty());
+
+  // Any other live fault still waits for its signal to go quiet.
+  topology::Node other = signals(2, 1, "neuron1 mem_ecc_uncorrected=1");
+  gate.apply(other);
+  EXPECT_TRUE(gate.waiting().empty());
 }
 
 }  // namespace

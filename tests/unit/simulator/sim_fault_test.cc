@@ -30,13 +30,22 @@ TEST(SimFault, ParsesEveryKnob) {
   ASSERT_TRUE(failedReset.ok());
   EXPECT_EQ(failedReset->kind, FaultKind::kResetFail);
   EXPECT_EQ(failedReset->resetMillis, -1);  // the driver stand-in's usual time
+  auto repairable = parseFault("ecc-repairable:3:2");
+  ASSERT_TRUE(repairable.ok());
+  EXPECT_EQ(repairable->kind, FaultKind::kEccRepairable);
+  EXPECT_EQ(repairable->count, 2U);
+  EXPECT_EQ(parseFault("probe-fail:6")->kind, FaultKind::kProbeFailed);
+  // The faults whose state the driver cannot show say so.
+  EXPECT_TRUE(inventedByTheSimulator(*cut));
+  EXPECT_TRUE(inventedByTheSimulator(*parseFault("slow-link:0-1")));
+  EXPECT_FALSE(inventedByTheSimulator(*repairable));
 }
 
 TEST(SimFault, RejectsNonsenseAndListsTheKnownKinds) {
   for (const char* text :
        {"", "ecc", "ecc:x", "ecc:1:0", "link-cut:1-1", "link-cut:1", "melt:1", "garble:1",
         "garble:1:../../etc/passwd", "garble:1:/abs", "device-node-missing:64", "reset-slow:1:-5",
-        "reset-fail:1:x", "reset-slow:1:2:3"}) {
+        "reset-fail:1:x", "reset-slow:1:2:3", "probe-fail:1:2", "ecc-repairable:1:0"}) {
     auto fault = parseFault(text);
     ASSERT_FALSE(fault.ok()) << text;
     EXPECT_NE(fault.error().message.find("known: device-node-missing:N"), std::string::npos)

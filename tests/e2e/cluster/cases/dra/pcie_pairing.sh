@@ -39,7 +39,7 @@ nic_slice_stored() { k get resourceslice "$NODE_NAME-$NIC_DRIVER" -o name > /dev
 check "the second driver's slice of this node's EFA functions is stored" nic_slice_stored
 chip5_root() {
   local want
-  want="$(root_of "$(ls "$SIMULATED_NODE_DIR/sys/bus/pci/drivers/neuron" | sort | sed -n 6p)")"
+  want="$(root_of "$(driver_function_of 5)")"
   pool_devices | checks_py device-attribute-is neurondevice5 resource.kubernetes.io/pcieRoot string "$want"
 }
 check "chip 5 publishes the root of its PCI function as resource.kubernetes.io/pcieRoot" chip5_root

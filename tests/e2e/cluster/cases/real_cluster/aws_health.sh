@@ -18,8 +18,9 @@ kmsg_is_the_kernels() {
   [[ "$kind" == "character special file 1:b" ]] || { echo "the node's /dev/kmsg: $kind"; return 1; }
 }
 check "the node's /dev/kmsg is the kernel's (1:11)" kmsg_is_the_kernels
-# The PCI function of neuron7 of this node: the eighth bound to the simulated driver.
-function_of_neuron7="$(ls "$SIMULATED_NODE_DIR/sys/bus/pci/drivers/neuron" | sort | sed -n 8p)"
+# The PCI function of neuron7 of this node, where the driver's load line puts it (not the eighth
+# in address order: the driver numbers devices by firmware routing id).
+function_of_neuron7="$(driver_function_of 7)"
 neuron_health_within_2s() {
   local started=$SECONDS reason
   # Another node's function first: logged in the same kernel, ignored here.

@@ -8,7 +8,7 @@ pod_manifest debugged neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
 check "a pod on the device to debug runs" eventually 90 pod_running debugged
 DEBUG_DEVICE="$(annotation_of debugged AWS_NEURON_IDS)"
 # A hardware error on that chip, in the kernel's log, as aws_health.sh writes one.
-debug_function="$(ls "$SIMULATED_NODE_DIR/sys/bus/pci/drivers/neuron" | sort | sed -n "$((DEBUG_DEVICE + 1))p")"
+debug_function="$(driver_function_of "$DEBUG_DEVICE")"
 echo "neuron $debug_function: NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR" > /dev/kmsg
 debug_device_unhealthy() {
   curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
