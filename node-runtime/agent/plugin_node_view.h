@@ -10,9 +10,11 @@
 
 namespace torus::agent {
 
-// kubelet gives PreStartContainer 30 s (KubeletPreStartContainerRPCTimeoutInSecs) and its DRA
-// calls 45 s: a container start waits this much of a reset and then says it goes on, so kubelet
-// retries the start instead of cutting the call off.
+// kubelet gives PreStartContainer 30 s (KubeletPreStartContainerRPCTimeoutInSecs,
+// k8s.io/kubelet pkg/apis/deviceplugin/v1beta1/constants.go) and its DRA calls 45 s
+// (defaultClientCallTimeout, pkg/kubelet/cm/dra/plugin/dra_plugin.go): a container start waits
+// this much of a reset and then says it goes on, so kubelet retries the start instead of cutting
+// the call off.
 inline constexpr std::chrono::milliseconds kContainerStartResetBudget{25'000};
 
 // The policy of resets for container starts: at most kContainerStartResetBudget of `limit`.

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <mutex>
 #include <set>
 #include <system_error>
+#include <utility>
 
 #include "common/base/file_io.h"
 #include "common/base/parse.h"
@@ -57,6 +59,9 @@ NeuronPciMap probeOrderOfInf1(const DiscoveryRoots& roots, const std::vector<std
   map.source = "probe order (inf1)";
   return map;
 }
+
+NeuronPciMap placeFunctions(const DiscoveryRoots& roots, const std::vector<std::string>& bound,
+                            const std::vector<int>& indices);
 
 }  // namespace
 
@@ -147,9 +152,36 @@ NeuronPciMap mapFromDriverLog(std::string_view log, const std::vector<std::strin
 }
 
 NeuronPciMap mapNeuronPciFunctions(const DiscoveryRoots& roots, const std::vector<int>& indices) {
-  NeuronPciMap map;
-  if (indices.empty()) return map;
+  if (indices.empty()) return {};
   const std::vector<std::string> bound = neuronPciFunctions(roots);
+  // The driver numbers its devices once, while loading: as long as the same functions are bound
+  // and the same devices listed, the map found before still holds, and it must, since the kernel
+  // ring drops the load lines in time. A complete map is kept per sysfs root.
+  std::string key = roots.dev.string() + "|";
+  for (const std::string& function : bound)
+    key += function + ",";
+  for (const int index : indices)
+    key += std::to_string(index) + ",";
+  static std::mutex cacheMutex;
+  static std::map<std::string, std::pair<std::string, NeuronPciMap>> cache;
+  {
+    std::lock_guard lock(cacheMutex);
+    const auto cached = cache.find(roots.sys.string());
+    if (cached != cache.end() && cached->second.first == key) return cached->second.second;
+  }
+  NeuronPciMap map = placeFunctions(roots, bound, indices);
+  if (map.functionOf.size() == indices.size()) {
+    std::lock_guard lock(cacheMutex);
+    cache[roots.sys.string()] = {std::move(key), map};
+  }
+  return map;
+}
+
+namespace {
+
+NeuronPciMap placeFunctions(const DiscoveryRoots& roots, const std::vector<std::string>& bound,
+                            const std::vector<int>& indices) {
+  NeuronPciMap map;
   const auto isBound = [&bound](const std::string& function) {
     return std::binary_search(bound.begin(), bound.end(), function);
   };
@@ -209,6 +241,8 @@ NeuronPciMap mapNeuronPciFunctions(const DiscoveryRoots& roots, const std::vecto
   }
   return map;
 }
+
+}  // namespace
 
 std::string pcieRootOf(const DiscoveryRoots& roots, const std::string& bdf) {
   if (!isPciAddress(bdf)) return "";

@@ -232,6 +232,25 @@ TEST(SimulatedDiscovery, EveryTrn2ChipHasAPcieRootWithEfasOnIt) {
   }
 }
 
+// The driver numbers its devices once, while loading: a map found from its load lines holds
+// after the kernel's ring has dropped them, as long as the same devices are bound.
+TEST(SimulatedDiscovery, ThePlacedFunctionsOutliveTheLoadLines) {
+  auto dir = TempDir::create("sim-discovery");
+  simulator::SimulationSpec spec;
+  spec.instanceType = "trn1.32xlarge";
+  auto tree = simulator::writeSimulatedTree(spec, dir->path());
+  ASSERT_TRUE(tree.ok()) << tree.error().message;
+  auto first = discovery::discoverNode(tree->roots(), {});
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  ASSERT_EQ(first->node.devices[4].pciBdf, "0000:10:1c.0");
+  std::ofstream(tree->roots().kernelLog(), std::ios::trunc) << "6,9,9,-;kernel: much later\n";
+  auto later = discovery::discoverNode(tree->roots(), {});
+  ASSERT_TRUE(later.ok()) << later.error().message;
+  EXPECT_EQ(later->node.devices[4].pciBdf, "0000:10:1c.0");
+  EXPECT_EQ(later->pciSource, "kernel log");
+  EXPECT_TRUE(later->findings.empty()) << later->findings.front();
+}
+
 // Without the driver's answer (no ioctl on a simulated node's /dev, and a kernel log that no
 // longer holds the load lines), no device gets a PCI function: no guess from address order, and
 // the node says why.
