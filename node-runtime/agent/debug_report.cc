@@ -217,10 +217,12 @@ Result<json> debugReport(const DebugReportInput& input) {
   json lines = json::array();
   for (const RecentKernelLines::Line& line : input.kernelLines) {
     if (!wanted(line.device)) continue;
+    // syslog(2) hands on the kernel's raw bytes (kmsg escapes them): a line is shown as the files
+    // are, or one byte that is not UTF-8 would make the whole report unrenderable.
     lines.push_back({{"seenAt", utcRfc3339(line.seenAt)},
                      {"device", line.device},
-                     {"type", line.type},
-                     {"line", line.text}});
+                     {"type", printable(line.type)},
+                     {"line", printable(line.text)}});
   }
   json report = {
       {"kind", "NeuronAgentDebugReport"},

@@ -58,6 +58,25 @@ TEST(DebugReport, DriverFilesAreTheDevicesSysfsTree) {
   EXPECT_TRUE(cut["truncated"].get<bool>());
 }
 
+// syslog(2) hands on the kernel's raw bytes: a line that is not UTF-8 is shown byte by byte, and
+// the report still renders (before, dump() threw and /debug answered 500 until the line aged out).
+TEST(DebugReport, AKernelLineThatIsNotUtf8StillRenders) {
+  SimulatedNode sim = simulated();
+  RecentKernelLines lines;
+  lines.add(2, "HBM_UNCORRECTABLE_ERROR",
+            std::string("nd2 NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR in \xff\xfe.so"));
+  DebugReportInput input;
+  input.node = sim.node;
+  input.kernelLines = lines.lines();
+  input.driverFiles.assign(sim.node.devices.size(), json(nullptr));
+  auto report = debugReport(input);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  std::string text;
+  ASSERT_NO_THROW(text = report->dump());
+  EXPECT_NE(text.find("HBM_UNCORRECTABLE_ERROR in "), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xff"), std::string::npos);
+}
+
 TEST(DebugReport, OneDeviceWithItsKernelLinesOrARefusalNamingTheRange) {
   SimulatedNode sim = simulated();
   RecentKernelLines lines;
