@@ -23,6 +23,9 @@ void SchedulingCycles::filtered(const std::string& podUid,
   std::lock_guard lock(mutex_);
   dropExpiredLocked(now);
   if (auto it = byUid_.find(podUid); it != byUid_.end()) eraseLocked(it);
+  // A filter that passed no node leaves nothing to bind: kept, thousands of unschedulable pods
+  // retried would push out the cycle of a pod whose bind is merely slow.
+  if (passed.empty()) return;
   while (byUid_.size() >= limits_.capacity && !order_.empty()) {
     eraseLocked(byUid_.find(order_.front()));
   }

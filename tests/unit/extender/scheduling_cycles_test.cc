@@ -46,6 +46,20 @@ TEST(SchedulingCycles, AnswersAreForgottenAfterTheirTtlAndBeyondCapacity) {
   EXPECT_EQ(cycles.size(), 1U) << "expired answers are dropped as new ones come";
 }
 
+// Pods that fit nowhere, retried by the thousand, keep no cycle: the cycle of a pod whose bind is
+// slow (a volume provisioned in PreBind) is not pushed out by them, and a pod that no longer fits
+// anywhere loses its earlier answer.
+TEST(SchedulingCycles, AFilterThatPassedNoNodeIsNotKept) {
+  SchedulingCycles cycles({.capacity = 4, .filterTtl = seconds(60), .holdTtl = seconds(5)});
+  cycles.filtered("slow", {"n1"}, kStart);
+  for (int pod = 0; pod < 8; ++pod)
+    cycles.filtered("unschedulable-" + std::to_string(pod), {}, kStart);
+  EXPECT_EQ(cycles.size(), 1U);
+  EXPECT_EQ(cycles.bindRefusal("slow", "ml/slow", "n1", kStart + seconds(30)), "");
+  cycles.filtered("slow", {}, kStart + seconds(31));
+  EXPECT_NE(cycles.bindRefusal("slow", "ml/slow", "n1", kStart + seconds(32)), "");
+}
+
 TEST(SchedulingCycles, HoldsCountForOtherPodsUntilTheirBindOrTtl) {
   SchedulingCycles cycles({.capacity = 10, .filterTtl = seconds(60), .holdTtl = seconds(5)});
   cycles.hold("unfiltered", "n", topology::CoreSet::range(0, 4), kStart);
