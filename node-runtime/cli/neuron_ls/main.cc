@@ -31,7 +31,7 @@ constexpr const char* kDescription =
     "  neuron-ls --simulate=trn2.48xlarge --node-metadata   # labels + torus.dev/topology\n"
     "  neuron-ls --simulate=trn2.48xlarge --resource-slices=node-a   # what the DRA driver "
     "publishes\n"
-    "  neuron-ls --simulate=trn2.48xlarge --simulate-fault=ecc:3 --simulate-fault=link-cut:0-1";
+    "  neuron-ls --simulate=trn2.48xlarge --simulate-fault=ecc:3 --simulate-fault=probe-fail:5";
 
 struct Options {
   bool json = false;
