@@ -77,6 +77,16 @@ TEST_P(SimulatedDiscoveryTest, DiscoversExactlyTheCatalogModel) {
   }
   EXPECT_TRUE(topology::NeuronLinkGraph::fromNode(node).isSymmetric());
   EXPECT_EQ(node.ultraServer.has_value(), expected.catalog->ultraServerNode);
+  // The driver's PCI driver is "neuron-driver" (only the module is "neuron"), and the driver
+  // places every device, through its load lines (inf1: in probe order).
+  const std::filesystem::path drivers = tree->roots().sys / "bus" / "pci" / "drivers";
+  EXPECT_TRUE(std::filesystem::is_directory(drivers / "neuron-driver"));
+  EXPECT_FALSE(std::filesystem::exists(drivers / "neuron"));
+  EXPECT_FALSE(found->pciSource.empty());
+  for (const topology::Device& device : node.devices) {
+    EXPECT_FALSE(device.pciBdf.empty()) << "neuron" << device.index;
+    EXPECT_TRUE(device.numaNode.has_value()) << "neuron" << device.index;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Catalog, SimulatedDiscoveryTest, ::testing::ValuesIn(everyTypeAndLnc()),
