@@ -1,14 +1,19 @@
 #include "node-runtime/simulator/sim_reset.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "common/base/file_io.h"
 #include "common/base/log.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
+#include "common/base/unique_fd.h"
 #include "node-runtime/reset/core_reset.h"
 
 // Driver references are file:line in aws-neuron-driver 2.24.7.0 (HEAD fca19f7).
@@ -73,11 +78,18 @@ std::vector<fs::path> coreDirs(const fs::path& deviceDir) {
   return cores;
 }
 
-// Replaces a tree file so a read through the mount sees the old or the new text, never a torn one.
+// Rewrites a tree file in place. Not by rename: the local cluster's nodes see the tree through
+// overlayfs, which keeps serving a lower file that was replaced under it. The new text goes over
+// the old before the file is cut to its length, so a read in between sees no empty counter.
 void replaceFile(const fs::path& file, std::string_view text) {
-  if (auto written = writeFileAtomically(file, text, Durability::kAtomicOnly); !written) {
+  const UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
+  const bool written =
+      fd.valid() &&
+      ::pwrite(fd.get(), text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+      ::ftruncate(fd.get(), static_cast<off_t>(text.size())) == 0;
+  if (!written) {
     TORUS_LOG(Warn, Simulator, "cannot update a simulated driver file; it keeps its old value",
-              {"error", written.error().message});
+              {"file", file.string()}, {"error", errnoText(errno)});
   }
 }
 

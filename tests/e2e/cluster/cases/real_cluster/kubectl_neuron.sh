@@ -43,6 +43,44 @@ echo 0 > "$counter5"
 readable_again() { health_is ok && state_metric_is healthy; }
 check "readable again: healthy in kubectl neuron nodes and the metric" eventually 15 readable_again
 
+# trn2's uncorrectable HBM error awaiting repair shows only in mem_ecc_repairable_uncorrected. On
+# an idle chip it takes the chip out of service; recovery resets it at once (a reset is what
+# repairs it, so it cannot wait for the counter to clear), the simulated driver's reset ends
+# READY and repairs it, and the chip is back: counted, reset and healthy, whatever kubectl saw of
+# the few seconds it was out.
+idle_chip() {
+  local range id chip used=()
+  for range in $(annotation_of shown AWS_NEURON_IDS | tr ',' ' '); do
+    for ((id = ${range%-*}; id <= ${range#*-}; id++)); do used[id / CORES_PER_DEVICE]=1; done
+  done
+  for ((chip = 15; chip >= 0; chip--)); do
+    if [[ -z "${used[chip]:-}" ]]; then echo "$chip"; return 0; fi
+  done
+  return 1
+}
+REPAIR_CHIP="$(idle_chip)"
+agent_metric() {
+  curl -sS --max-time 10 "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
+    grep -F "$1" | grep -oE '[0-9.e+]+$' | head -n 1
+}
+resets_before="$(agent_metric 'torus_device_recoveries_total{result="reset_only"}')"
+echo 1 > "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$REPAIR_CHIP/stats/hardware/mem_ecc_repairable_uncorrected"
+repaired_by_a_reset() {
+  local out resets counter
+  out="$(agent_metric "torus_device_health_transitions_total{neuron_device_index=\"$REPAIR_CHIP\",to=\"unhealthy\"}")"
+  resets="$(agent_metric 'torus_device_recoveries_total{result="reset_only"}')"
+  counter="$(cat "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$REPAIR_CHIP/stats/hardware/mem_ecc_repairable_uncorrected")"
+  echo "chip $REPAIR_CHIP: out of service ${out:-0} times; resets ${resets_before:-0} -> ${resets:-0}; counter $counter"
+  [[ "${out:-0}" != 0 && "${resets:-0}" != "${resets_before:-0}" && "$counter" == 0 ]] &&
+    health_is ok && state_metric_is_of "$REPAIR_CHIP" healthy
+}
+state_metric_is_of() {
+  curl -sS --max-time 10 "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
+    grep -Eq "^torus_device_health_state\{.*neuron_device_index=\"$1\",state=\"$2\"\} 1\$"
+}
+check "an HBM error awaiting repair takes an idle chip out, a reset repairs it, and it is back" \
+  eventually 30 repaired_by_a_reset
+
 # kubectl neuron top in a real terminal (tmux): both pods with their cores, refreshed in place,
 # read from the agent at its node's address as on any cluster (no --agent-host).
 pod_manifest shown-too neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
