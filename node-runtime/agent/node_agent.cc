@@ -175,12 +175,25 @@ void NodeAgent::followKernelLog(const AgentConfig& config) {
   // Each device's PCI function as discovery placed it ("" where unknown): a line naming a
   // function by address is about the device it is here, or about none of this node's.
   std::vector<std::string> functions;
-  for (const topology::Device& device : monitor_->node().devices)
+  std::vector<std::string> serials;
+  for (const topology::Device& device : monitor_->node().devices) {
     functions.push_back(device.pciBdf);
+    serials.push_back(device.serialNumber);
+  }
   auto watcher = health::KernelLogWatcher::start(
       path,
-      [this, functions](health::KernelHardwareError error, const std::string& line) {
-        if (!error.pciAddress.empty()) {
+      [this, functions, serials](health::KernelHardwareError error, const std::string& line) {
+        // A serial number names the chip: nd-id may count from a container's own numbering,
+        // and a test bed's nodes share one log.
+        if (!error.serialNumber.empty()) {
+          const auto device = health::deviceOfSerialNumber(serials, error.serialNumber);
+          if (!device) {
+            TORUS_LOG(Debug, Health, "a Neuron hardware error of a chip not on this node",
+                      {"serial_number", error.serialNumber}, {"line", line});
+            return;
+          }
+          error.device = *device;
+        } else if (!error.pciAddress.empty()) {
           const auto device = health::deviceOfPciFunction(functions, error.pciAddress);
           if (!device) {
             TORUS_LOG(Debug, Health, "a Neuron hardware error of a PCI function not on this node",

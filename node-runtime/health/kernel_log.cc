@@ -55,7 +55,29 @@ std::string pciAddressIn(std::string_view line) {
   return "";
 }
 
+// The 16 hexadecimal digits after "serial-num=" (AWS's NEURON_HW_ERR lines), lower-cased; "" when
+// the line has none or another shape.
+std::string serialNumberIn(std::string_view line) {
+  constexpr std::string_view kKey = "serial-num=";
+  const std::size_t at = line.find(kKey);
+  if (at == std::string_view::npos) return "";
+  std::string serial;
+  for (std::size_t i = at + kKey.size();
+       i < line.size() && std::isxdigit(static_cast<unsigned char>(line[i])); ++i) {
+    serial += static_cast<char>(std::tolower(static_cast<unsigned char>(line[i])));
+  }
+  return serial.size() == 16 ? serial : "";
+}
+
 }  // namespace
+
+std::optional<int> deviceOfSerialNumber(const std::vector<std::string>& serials,
+                                        std::string_view serialNumber) {
+  if (serialNumber.empty()) return std::nullopt;
+  const auto found = std::find(serials.begin(), serials.end(), serialNumber);
+  if (found == serials.end()) return std::nullopt;
+  return static_cast<int>(found - serials.begin());
+}
 
 std::optional<int> deviceOfPciFunction(const std::vector<std::string>& functions,
                                        std::string_view pciAddress) {
@@ -118,6 +140,7 @@ std::optional<KernelHardwareError> parseKernelLine(std::string_view line) {
   error.type = std::string(line.substr(marker + kMarker.size(), end - marker - kMarker.size()));
   if (error.type.empty()) return std::nullopt;
   error.pciAddress = pciAddressIn(line);
+  error.serialNumber = serialNumberIn(line);
   for (const std::string_view prefix : {"nd-id=", "device=", "neuron", "nd"}) {
     if (const int device = numberAfter(line, prefix); device >= 0) {
       error.device = device;

@@ -29,6 +29,9 @@ struct KernelHardwareError {
   // The PCI function the line names ("0000:10:1e.0", as the kernel's dev_err prefix writes it);
   // "" when it names none.
   std::string pciAddress;
+  // The chip's serial number as the runtime writes it ("serial-num=19fcda00f5ff6eb9", the
+  // driver's info/serial_number format, %016llx); "" when the line has none.
+  std::string serialNumber;
 };
 
 // Parses one kernel log line or /dev/kmsg record ("6,123,456,-;message"). The device comes from
@@ -42,6 +45,11 @@ std::optional<KernelHardwareError> parseKernelLine(std::string_view line);
 // node's device, or about a device whose function is unknown, is not charged to any.
 std::optional<int> deviceOfPciFunction(const std::vector<std::string>& functions,
                                        std::string_view pciAddress);
+// The same by serial number, among each device's info/serial_number ("" where unknown): the
+// serial names the chip wherever nd-id counts from (a container's own numbering, or another node
+// sharing the log); nullopt when no device of this node has it.
+std::optional<int> deviceOfSerialNumber(const std::vector<std::string>& serials,
+                                        std::string_view serialNumber);
 
 // The lines of a syslog(2) read of the ring buffer (`ring`) that follow `last`, the final line of
 // the previous read: those after its last occurrence, or all of them when it is gone (the ring

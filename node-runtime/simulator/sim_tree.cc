@@ -169,12 +169,15 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
   TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "notify_delay", "-1\n"), name);
   if (type.generation != topology::Generation::kInf1) {
     // v2/v3 drivers only: serial numbers and hardware ECC counters.
-    // Unique per UltraServer (the default one keeps the historical numbers), node and chip.
+    // Unique per UltraServer (the default one keeps the historical numbers), node and chip,
     const std::uint64_t ultraServer =
         (spec.ultraServerSerial ^ kDefaultUltraServerSerial) & 0xffffffffULL;
-    const std::uint64_t serial = 0x5e7a000000000000ULL + (ultraServer << 16) +
-                                 static_cast<std::uint64_t>(nodeId) * 64 +
-                                 static_cast<std::uint64_t>(index);
+    // and PCI domain (the nodes of a test bed, which share one kernel log: a serial names one
+    // chip).
+    const std::uint64_t serial =
+        (0x5e7a000000000000ULL + (ultraServer << 16) + static_cast<std::uint64_t>(nodeId) * 64 +
+         static_cast<std::uint64_t>(index)) ^
+        (static_cast<std::uint64_t>(spec.pciDomain) << 48);
     TORUS_RETURN_IF_ERROR(out.file(dir / "info" / "serial_number", hex16(serial) + "\n"), name);
     for (const char* counter : discovery::kEccCounters) {
       TORUS_RETURN_IF_ERROR(out.file(dir / "stats" / "hardware" / counter, "0\n"), name);

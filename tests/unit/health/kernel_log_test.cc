@@ -41,7 +41,7 @@ TEST(KernelLine, IgnoresEverythingElse) {
 }
 
 // A line written with the kernel's dev_err prefix names the PCI function; the device it is comes
-// from this node's Neuron functions in address order, and a function of no device here (another
+// from each device's function as discovery placed it, and a function of no device here (another
 // node's, on a bed whose nodes share one kernel) is none of this node's.
 TEST(KernelLine, APciFunctionNamesTheDeviceOfThisNodeOnly) {
   const auto parsed = parseKernelLine(
@@ -55,6 +55,27 @@ TEST(KernelLine, APciFunctionNamesTheDeviceOfThisNodeOnly) {
   EXPECT_EQ(deviceOfPciFunction(mine, "0000:13:1e.0"), 3);
   EXPECT_EQ(deviceOfPciFunction(mine, "0000:10:1e.0"), 0);
   EXPECT_EQ(deviceOfPciFunction(mine, "0000:23:1e.0"), std::nullopt) << "another node's";
+}
+
+// AWS's line (its troubleshooting guide, as libnrt writes it through the driver's printk ioctl)
+// names the chip by serial number, the driver's info/serial_number: the one key that means the
+// same chip wherever nd-id counts from; a serial of no device here is another node's chip.
+TEST(KernelLine, ASerialNumberNamesTheChipOfThisNodeOnly) {
+  const auto parsed = parseKernelLine(
+      "NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0592464924bd45322 "
+      "hostname=ip-172-31-61-252 nd-id=0 nc-id=0 serial-num=19fcda00f5ff6eb9 "
+      "action=TERMINATE_INSTANCE");
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->serialNumber, "19fcda00f5ff6eb9");
+  EXPECT_EQ(parsed->device, 0);
+  EXPECT_EQ(parseKernelLine("NEURON_HW_ERR=DMA_ERROR serial-num=19FCDA00F5FF6EB9")->serialNumber,
+            "19fcda00f5ff6eb9");
+  EXPECT_EQ(parseKernelLine("NEURON_HW_ERR=DMA_ERROR serial-num=19fc")->serialNumber, "")
+      << "not 16 digits";
+  const std::vector<std::string> mine = {"5e7a000000000000", "", "19fcda00f5ff6eb9"};
+  EXPECT_EQ(deviceOfSerialNumber(mine, "19fcda00f5ff6eb9"), 2);
+  EXPECT_EQ(deviceOfSerialNumber(mine, "0123456789abcdef"), std::nullopt) << "another node's";
+  EXPECT_EQ(deviceOfSerialNumber(mine, ""), std::nullopt) << "an unknown serial is no match";
 }
 
 // syslog(2) hands the whole ring each time: only what follows the previous read's last line is new.

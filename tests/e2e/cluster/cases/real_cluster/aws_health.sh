@@ -1,8 +1,9 @@
 # Sourced by real_cluster_test.sh (its helpers and cluster are in scope).
 # AWS's NeuronHealth condition from the kernel log within 2 s; HyperPod's label untouched. The
-# lines go into the kernel's own log (/dev/kmsg on the host: every bed node shares the kernel),
-# which the agent follows through syslog(2) under the chart's grants; a line naming another
-# node's PCI function is not this node's.
+# lines, in the format AWS documents (the runtime's, through the driver's printk ioctl), go into
+# the kernel's own log (/dev/kmsg on the host: every bed node shares the kernel), which the agent
+# follows through syslog(2) under the chart's grants; a line naming another chip's serial number
+# is not this node's.
 
 echo "== AWS's health condition from the kernel log; HyperPod's label untouched"
 k label node "$NODE_NAME" sagemaker.amazonaws.com/node-health-status=Schedulable --overwrite > /dev/null
@@ -18,14 +19,15 @@ kmsg_is_the_kernels() {
   [[ "$kind" == "character special file 1:b" ]] || { echo "the node's /dev/kmsg: $kind"; return 1; }
 }
 check "the node's /dev/kmsg is the kernel's (1:11)" kmsg_is_the_kernels
-# The PCI function of neuron7 of this node, where the driver's load line puts it (not the eighth
-# in address order: the driver numbers devices by firmware routing id).
-function_of_neuron7="$(driver_function_of 7)"
+# neuron7 of this node by its serial number (info/serial_number, as the runtime prints it).
+serial_of_neuron7="$(cat "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron7/info/serial_number")"
 neuron_health_within_2s() {
   local started=$SECONDS reason
-  # Another node's function first: logged in the same kernel, ignored here.
-  echo "neuron 0000:f0:1e.0: NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR" > /dev/kmsg
-  echo "neuron $function_of_neuron7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR" > /dev/kmsg
+  # Another node's chip first (nd-id 7 there too): logged in the same kernel, ignored here.
+  echo "NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0e2e0000000000001 hostname=elsewhere" \
+    "nd-id=7 nc-id=0 serial-num=0123456789abcdef action=TERMINATE_INSTANCE" > /dev/kmsg
+  echo "NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR instance-id=i-0e2e0000000000002 hostname=$NODE_NAME" \
+    "nd-id=7 nc-id=0 serial-num=$serial_of_neuron7 action=TERMINATE_INSTANCE" > /dev/kmsg
   local deadline=$(($(date +%s%N) + 2000000000))
   while (($(date +%s%N) < deadline)); do
     reason="$(neuron_health_reason)"

@@ -8,8 +8,9 @@ pod_manifest debugged neuron 1 neuron-scheduler 600 | k apply -f - > /dev/null
 check "a pod on the device to debug runs" eventually 90 pod_running debugged
 DEBUG_DEVICE="$(annotation_of debugged AWS_NEURON_IDS)"
 # A hardware error on that chip, in the kernel's log, as aws_health.sh writes one.
-debug_function="$(driver_function_of "$DEBUG_DEVICE")"
-echo "neuron $debug_function: NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR" > /dev/kmsg
+debug_serial="$(cat "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$DEBUG_DEVICE/info/serial_number")"
+echo "NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0e2e0000000000003 hostname=$NODE_NAME" \
+  "nd-id=$DEBUG_DEVICE nc-id=0 serial-num=$debug_serial action=TERMINATE_INSTANCE" > /dev/kmsg
 debug_device_unhealthy() {
   curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
     grep -Eq "^torus_device_health_state\{.*neuron_device_index=\"$DEBUG_DEVICE\",state=\"unhealthy\"\} 1\$"
@@ -23,9 +24,9 @@ debug_archive_complete() {
 }
 check "kubectl neuron debug NODE --device=N writes a complete archive" debug_archive_complete
 debug_contents() {
-  python3 - "$DEBUG_DIR" "$DEBUG_DEVICE" "$debug_function" <<'PY'
+  python3 - "$DEBUG_DIR" "$DEBUG_DEVICE" "$debug_serial" <<'PY'
 import glob, json, os, sys
-root, device, function = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+root, device, serial = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 [top] = [d for d in glob.glob(f"{root}/neuron-debug-*") if os.path.isdir(d)]
 manifest = json.load(open(f"{top}/manifest.json"))
 assert manifest["device"] == device, manifest["device"]
@@ -42,7 +43,8 @@ state = json.load(open(f"{top}/agent/state.json"))
 assert chip["health"]["state"] == "unhealthy", chip["health"]
 assert any(p["code"] == "SRAM_UNCORRECTABLE_ERROR" for p in chip["health"]["problems"]), chip
 kernel = open(f"{top}/agent/kernel-log.txt").read()
-assert f"neuron {function}: NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR" in kernel, kernel
+assert f"NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0e2e0000000000003" in kernel, kernel
+assert f"serial-num={serial}" in kernel, kernel
 assert os.path.isfile(f"{top}/devices/neuron{device}/sys/core_count")
 assert "torus_device_health_state" in open(f"{top}/agent/metrics.txt").read()
 assert "ready" in open(f"{top}/agent/log.txt").read()
