@@ -59,9 +59,12 @@ idle_chip() {
   return 1
 }
 REPAIR_CHIP="$(idle_chip)"
-agent_metric() {  # SERIES: its value, or nothing while the agent has no such series
-  curl -sS --max-time 10 "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
-    grep -F "$1" | grep -oE '[0-9.e+]+$' | head -n 1 || true
+# SERIES: its value, nothing while the agent has no such series; fails when the agent does not
+# answer.
+agent_metric() {
+  local metrics
+  metrics="$(curl -sS --max-time 10 "http://$NODE_IP:$AGENT_METRICS_PORT/metrics")" || return 1
+  awk -v series="$1 " 'index($0, series) == 1 { print $NF; exit }' <<< "$metrics"
 }
 resets_before="$(agent_metric 'torus_device_recoveries_total{result="reset_only"}')"
 echo 1 > "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$REPAIR_CHIP/stats/hardware/mem_ecc_repairable_uncorrected"
