@@ -12,7 +12,7 @@ import os
 import sys
 
 from checks import CheckFailed, require
-from checks import cluster, dra, ids, metrics, placers, pods, ultraserver
+from checks import cluster, debug_bundle, dra, ids, metrics, placers, pods, ultraserver
 
 
 def _load(path):
@@ -22,6 +22,11 @@ def _load(path):
 
 def _read(path):
     with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _bytes(path):
+    with open(path, "rb") as handle:
         return handle.read()
 
 
@@ -71,6 +76,12 @@ COMMANDS = {
                   lambda a: pods.top_names(_stdin_json(), {
                       pod: (spec.split(":")[0], int(spec.split(":")[1]))
                       for pod, _, spec in (arg.partition("=") for arg in a)})),
+    # ---- kubectl neuron debug's archive ----
+    "debug-bundle-complete": ("UNPACKED_DIR DEVICE SERIAL",
+                              lambda a: debug_bundle.bundle_complete(a[0], int(a[1]), a[2])),
+    "debug-bundle-without-secrets": ("ARCHIVE TOKEN KUBECONFIG",
+                                     lambda a: debug_bundle.bundle_without_secrets(
+                                         _bytes(a[0]), a[1], _read(a[2]))),
     # ---- the agent's /metrics ----
     "metrics-name-holders": ("METRICS_FILE ALLOCATIONS_FILE [GONE_POD...]",
                              lambda a: metrics.metrics_name_holders(_read(a[0]), _load(a[1]),
@@ -89,6 +100,8 @@ COMMANDS = {
     "top-devices-per-node": ("DEVICES NODE... (kubectl neuron top --json on stdin)",
                              lambda a: cluster.top_devices_per_node(_stdin_json(), a[1:],
                                                                     int(a[0]))),
+    "health-unknown-is": ("CHIP... (kubectl neuron node --json on stdin)",
+                          lambda a: cluster.health_unknown_is(_stdin_json(), [int(c) for c in a])),
     "finished-within": ("FINISHED_AT SINCE LIMIT",
                         lambda a: cluster.finished_within(a[0], float(a[1]), float(a[2]))),
     "at-most-seconds-apart": ("START END LIMIT",
@@ -116,6 +129,10 @@ COMMANDS = {
                             lambda a: dra.device_attribute_is(_stdin_json(), *a[:4])),
     "device-taints-are": ("DEVICE KEY=VALUE:EFFECT,... (pool devices on stdin)",
                           lambda a: dra.device_taints_are(_stdin_json(), a[0], a[1])),
+    "device-taints-listed": ("DEVICE (resourceslices on stdin; prints key=value:effect ...)",
+                             lambda a: dra.device_taints_listed(_stdin_json(), a[0])),
+    "claim-results-of": ("POD (resourceclaims on stdin; prints REQUEST DRIVER DEVICE lines)",
+                         lambda a: dra.claim_results_of(_stdin_json(), a[0])),
     "claim-devices-of": ("POD POOL (resourceclaims on stdin)",
                          lambda a: dra.claim_devices_of(_stdin_json(), a[0], a[1])),
     "ultraserver-environment": ("REPORT_FILE SIZE (the pod's Node on stdin)",

@@ -63,6 +63,12 @@ def top_devices_per_node(top, names, devices):
     return str(counts)
 
 
+def health_unknown_is(node, chips):
+    """kubectl neuron node --json lists exactly `chips` as the chips whose health is unknown."""
+    unknown = node["devices"]["unknown"]
+    require(unknown == chips, f"unknown: {unknown}, want {chips}")
+
+
 def finished_within(finished, since, limit):
     """A container's finishedAt (RFC 3339, whole seconds, so at most the true end) lies less than
     `limit` s after `since` (seconds since the epoch); returns the sentence to print."""

@@ -111,6 +111,29 @@ def slice_device_count(slices):
     return str(sum(len(item["spec"].get("devices", [])) for item in slices["items"]))
 
 
+def device_taints_listed(slices, device):
+    """The taints of the one device named `device` in `slices` (any driver's), sorted and joined
+    by spaces as "key=value:effect" (what a shell greps; "" for none)."""
+    devices = [d for item in slices["items"] for d in item["spec"].get("devices", [])]
+    named = [d for d in devices if d["name"] == device]
+    require(len(named) == 1, f"{len(named)} devices named {device} in the slices, want 1")
+    return " ".join(sorted(t["key"] + "=" + t.get("value", "") + ":" + t["effect"]
+                           for t in named[0].get("taints", [])))
+
+
+def claim_results_of(claims, pod):
+    """"REQUEST DRIVER DEVICE" lines, one per device allocated to the claims `pod` owns, in the
+    allocation's order ("" if none): what a shell greps for a pairing across drivers."""
+    lines = []
+    for claim in claims["items"]:
+        owners = [o["name"] for o in claim["metadata"].get("ownerReferences", [])]
+        if pod in owners:
+            allocation = claim.get("status", {}).get("allocation", {})
+            for result in allocation.get("devices", {}).get("results", []):
+                lines.append(f'{result["request"]} {result["driver"]} {result["device"]}')
+    return "\n".join(lines)
+
+
 def claim_devices_of(claims, pod, pool):
     """The devices of `pool` allocated to the claim `pod` owns, sorted ("" if none)."""
     for claim in claims["items"]:

@@ -76,13 +76,7 @@ efas_on_chip5_root() {
 }
 paired_allocation() {
   local results want nic
-  results="$(k get resourceclaims -n e2e -o json | python3 -c '
-import json, sys
-for claim in json.load(sys.stdin)["items"]:
-    owners = [o["name"] for o in claim["metadata"].get("ownerReferences", [])]
-    if "dra-paired" in owners:
-        for r in claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
-            print(r["request"], r["driver"], r["device"])')"
+  results="$(k get resourceclaims -n e2e -o json | checks_py claim-results-of dra-paired)"
   nic="$(sed -n "s/^nic $NIC_DRIVER //p" <<< "$results")"
   want="$(efas_on_chip5_root | tr '\n' ' ')"
   grep -qx "chip neuron.aws.com neurondevice5" <<< "$results" && [[ -n "$nic" && " $want" == *" $nic "* ]] ||

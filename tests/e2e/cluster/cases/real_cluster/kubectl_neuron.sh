@@ -24,8 +24,7 @@ health_is() {
   grep -Eq "^\| $NODE_NAME +\|.*\| $1 +\|$" <<< "$nodes" || { echo "$nodes"; return 1; }
 }
 unknown_in_json() {
-  neuron_cli node "$NODE_NAME" --json |
-    python3 -c 'import json, sys; u = json.load(sys.stdin)["devices"]["unknown"]; sys.exit(0 if u == [5] else f"unknown: {u}")'
+  neuron_cli node "$NODE_NAME" --json | checks_py health-unknown-is 5
 }
 check "an unreadable counter: kubectl neuron nodes shows chip 5's health unknown" \
   eventually 15 health_is "unknown 5"

@@ -12,10 +12,7 @@ stayer_pod="$(k get pods -n e2e -l app=stayer --field-selector status.phase=Runn
 stayer_ecc="${SIMULATED_NODE_DIR/${names[0]}/$stayer_node}/sys/devices/virtual/neuron_device/neuron3/stats/hardware/mem_ecc_uncorrected"
 node_device_taints() {
   k get resourceslices --field-selector "spec.nodeName=$stayer_node" -o json |
-    python3 -c 'import json, sys
-devices = [d for s in json.load(sys.stdin)["items"] for d in s["spec"].get("devices", [])]
-[node] = [d for d in devices if d["name"] == "neuronnode"]
-print(" ".join(sorted("%s=%s:%s" % (t["key"], t.get("value", ""), t["effect"]) for t in node.get("taints", []))))'
+    checks_py device-taints-listed neuronnode
 }
 node_device_tainted() {
   local taints
