@@ -21,43 +21,21 @@
 // (NoSchedule by default; HealthTaints), unmonitored ones an informational taint; when the API
 // does not keep taints unhealthy devices are left out of the pool instead. A device carries at
 // most four taints (the API's limit before 1.35): faults first, the reservation, unmonitored.
+// The attributes are device_attributes.h's, the health taints health_taints.h's; this file lays
+// the devices out and packs them into slices within the API's limits.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "common/base/result.h"
 #include "common/topology/node.h"
+#include "dra-driver/health_taints.h"
 
 namespace torus::dra {
-
-// How device health becomes taints (docs/dra.md, "Health taints"): one key per health dimension
-// (topology::dimensionName: hardware-error, ecc-uncorrected, device-lost, recovery, deep-check)
-// with the fault's code as the value and `effect`, and one for a device whose health the agent
-// cannot watch ("unmonitored", no value, `unmonitoredEffect`).
-struct HealthTaints {
-  std::map<std::string, std::string> keys;  // dimension or "unmonitored" -> key; missing: default
-  std::string effect = "NoSchedule";        // of a fault: one of kTaintEffects
-  std::string unmonitoredEffect = "None";   // one of kTaintEffects, or "" for no such taint
-  // The single neuron.aws.com/unhealthy=<kind> taint of earlier releases instead (kept for one
-  // release, so tolerations written for it go on working while they are migrated).
-  bool legacy = false;
-
-  // The key of `dimension` ("unmonitored" too): the configured one, else neuron.aws.com/<it>.
-  std::string keyOf(std::string_view dimension) const;
-};
-
-// The dimensions HealthTaints::keys may name.
-inline constexpr std::string_view kUnmonitoredDimension = "unmonitored";
-bool isHealthTaintDimension(std::string_view name);
-// "hardware-error=aws.amazon.com/hw-error,unmonitored=example.com/unwatched" as keys by dimension;
-// errors name an unknown dimension or a key that is not a qualified name with a domain.
-Result<std::map<std::string, std::string>> parseHealthTaintKeys(std::string_view text);
 
 struct SliceOptions {
   bool coreDevices = true;  // publish core partitions (only where counters are kept)
@@ -91,19 +69,5 @@ std::vector<nlohmann::json> buildSlices(const SliceInputs& inputs, std::int64_t 
 
 // The name of slice `index` of this node's pool.
 std::string sliceName(const std::string& nodeName, int index);
-
-// The value of the legacy taint neuron.aws.com/unhealthy: a label-style word for the kind of the
-// device's first fault ("UncorrectedECC", "KernelHardwareError", "ResetFailed",
-// "DeviceNodeMissing", "DeepCheckFailed", "DiscoveryFailed"; while it waits for its reset and
-// self-test "Recovering", then "SelfTestFailed" or "ResetFailed" after a failed attempt).
-std::string legacyFaultKind(const topology::DeviceHealth& health);
-
-// The semantic version published as draDriverVersion ("0.1.0").
-std::string driverSemver();
-
-// The id shared by the devices of one NeuronLink-connected group of `size` (1, 4, 8, 16) that
-// `device` belongs to, or "" when it is in no whole, connected group of that size.
-std::string deviceGroupId(const std::string& nodeName, const topology::Node& node, int device,
-                          int size);
 
 }  // namespace torus::dra
