@@ -57,7 +57,7 @@ class UltraServerOperator {
   void markDirty();
   bool synced() const;
   void run(std::stop_token stop);
-  struct Pass;  // one reconcile pass's objects, findings and errors (ultraserver_operator.cc)
+  struct Pass;  // one reconcile pass's objects, findings and errors (reconcile_pass.cc)
   Result<void> reconcileOnce();
   // The steps of a pass, in order. readWorkload: parsed, its template checked (or, deleting,
   // deleted) and its pods listed; nullopt for a deleting workload that is not ours to hold.
