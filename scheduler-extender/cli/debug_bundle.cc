@@ -1,127 +1,17 @@
 #include "scheduler-extender/cli/debug_bundle.h"
 
-#include <cctype>
 #include <set>
 
 #include "common/base/tar_archive.h"
 #include "common/base/utc_time.h"
 #include "common/contracts/dra_names.h"
 #include "common/kube/object_fields.h"
+#include "scheduler-extender/cli/debug_summaries.h"
 
 namespace torus::extender {
 namespace {
 
 using nlohmann::json;
-
-constexpr std::string_view kRedacted = "[redacted]";
-
-bool isTokenChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.' ||
-         c == '+' || c == '/' || c == '=' || c == '~';
-}
-
-bool isBase64Url(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
-}
-
-bool startsWithNoCase(std::string_view text, std::size_t at, std::string_view word) {
-  if (text.size() - at < word.size()) return false;
-  for (std::size_t i = 0; i < word.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[at + i])) != word[i]) return false;
-  }
-  return true;
-}
-
-// The length of a JWT (three base64url parts, the first an encoded JSON object) at `at`; 0 if
-// there is none.
-std::size_t jwtAt(std::string_view text, std::size_t at) {
-  if (text.compare(at, 3, "eyJ") != 0) return 0;
-  std::size_t end = at;
-  for (int part = 0; part < 3; ++part) {
-    const std::size_t start = end;
-    while (end < text.size() && isBase64Url(text[end]))
-      ++end;
-    if (end - start < 4 && part < 2) return 0;
-    if (part < 2) {
-      if (end >= text.size() || text[end] != '.') return 0;
-      ++end;
-    }
-  }
-  return end - at;
-}
-
-// Only the named members of `object` that it has.
-json pick(const json& object, std::initializer_list<const char*> names) {
-  json out = json::object();
-  if (!object.is_object()) return out;
-  for (const char* name : names) {
-    if (const auto it = object.find(name); it != object.end()) out[name] = *it;
-  }
-  return out;
-}
-
-bool neuronKey(const std::string& key) {
-  return key.find("torus.dev") != std::string::npos || key.find("neuron") != std::string::npos ||
-         key.find("aws.amazon.com") != std::string::npos;
-}
-
-json neuronAnnotations(const json& object) {
-  json out = json::object();
-  for (const auto& [key, value] : kube::stringMapAt(object, {"metadata", "annotations"})) {
-    if (neuronKey(key)) out[key] = value;
-  }
-  return out;
-}
-
-json nodeSummary(const json& node) {
-  const json& metadata = kube::fieldAt(node, {"metadata"});
-  json out = {{"metadata", pick(metadata, {"name", "uid", "creationTimestamp", "labels"})},
-              {"spec", pick(kube::fieldAt(node, {"spec"}), {"taints", "unschedulable"})},
-              {"status", pick(kube::fieldAt(node, {"status"}),
-                              {"conditions", "capacity", "allocatable", "nodeInfo", "addresses"})}};
-  out["metadata"]["annotations"] = neuronAnnotations(node);
-  return out;
-}
-
-json podSummary(const json& pod) {
-  json containers = json::array();
-  for (const json& container : kube::arrayAt(pod, {"spec", "containers"})) {
-    containers.push_back(pick(container, {"name", "image", "resources", "resizePolicy"}));
-  }
-  json out = {
-      {"metadata", pick(kube::fieldAt(pod, {"metadata"}),
-                        {"namespace", "name", "uid", "creationTimestamp", "ownerReferences"})},
-      {"spec",
-       pick(kube::fieldAt(pod, {"spec"}), {"nodeName", "schedulerName", "priority",
-                                           "resourceClaims", "tolerations", "restartPolicy"})},
-      {"status", pick(kube::fieldAt(pod, {"status"}),
-                      {"phase", "reason", "message", "conditions", "containerStatuses",
-                       "resourceClaimStatuses", "startTime"})}};
-  out["spec"]["containers"] = std::move(containers);
-  out["metadata"]["annotations"] = neuronAnnotations(pod);
-  return out;
-}
-
-// A claim without its opaque configuration (parameters for drivers: anything may be in there).
-json claimSummary(const json& claim) {
-  json devices = pick(kube::fieldAt(claim, {"spec", "devices"}), {"requests", "constraints"});
-  json allocation =
-      pick(kube::fieldAt(claim, {"status", "allocation"}), {"nodeSelector", "allocationTimestamp"});
-  allocation["devices"] =
-      pick(kube::fieldAt(claim, {"status", "allocation", "devices"}), {"results"});
-  return {{"metadata", pick(kube::fieldAt(claim, {"metadata"}),
-                            {"namespace", "name", "uid", "creationTimestamp", "ownerReferences"})},
-          {"spec", {{"devices", std::move(devices)}}},
-          {"status",
-           {{"allocation", std::move(allocation)},
-            {"reservedFor", kube::arrayAt(claim, {"status", "reservedFor"})},
-            {"devices", kube::arrayAt(claim, {"status", "devices"})}}}};
-}
-
-json eventSummary(const json& event) {
-  return pick(event, {"type", "reason", "message", "count", "firstTimestamp", "lastTimestamp",
-                      "eventTime", "source", "reportingComponent", "involvedObject"});
-}
 
 bool onDevice(const json& indices, std::optional<int> device) {
   if (!device) return true;
@@ -346,47 +236,6 @@ void addCluster(Writer& out, const DebugInputs& inputs) {
 }
 
 }  // namespace
-
-std::string redactSecrets(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (const std::size_t jwt = jwtAt(text, i); jwt > 0) {
-      out += kRedacted;
-      i += jwt;
-      continue;
-    }
-    if (startsWithNoCase(text, i, "bearer ")) {
-      std::size_t end = i + 7;
-      while (end < text.size() && text[end] == ' ')
-        ++end;
-      const std::size_t start = end;
-      while (end < text.size() && isTokenChar(text[end]))
-        ++end;
-      if (end - start >= 8) {
-        out.append(text.substr(i, start - i));
-        out += kRedacted;
-        i = end;
-        continue;
-      }
-    }
-    if (text.compare(i, 11, "-----BEGIN ") == 0) {
-      const std::size_t header = text.find("-----", i + 11);
-      if (header != std::string_view::npos &&
-          text.substr(i, header - i).find("PRIVATE KEY") != std::string_view::npos) {
-        const std::size_t footer = text.find("-----END ", header + 5);
-        const std::size_t close =
-            footer == std::string_view::npos ? footer : text.find("-----", footer + 9);
-        out += kRedacted;
-        i = close == std::string_view::npos ? text.size() : close + 5;
-        continue;
-      }
-    }
-    out += text[i++];
-  }
-  return out;
-}
 
 bool DebugBundle::complete() const {
   for (const DebugPart& part : parts) {

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/redact_secrets.h"  // every text part passes through redactSecrets
 #include "common/base/result.h"
 
 namespace torus::extender {
@@ -63,8 +64,5 @@ struct DebugBundle {
 };
 
 DebugBundle buildDebugBundle(const DebugInputs& inputs);
-
-// `text` with bearer tokens, JWTs and PEM private keys replaced by "[redacted]".
-std::string redactSecrets(std::string_view text);
 
 }  // namespace torus::extender
