@@ -1,13 +1,12 @@
 #include "node-runtime/reset/core_reset.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
+#include <map>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
-
-#include <fcntl.h>
 
 #include "common/base/file_io.h"
 #include "common/base/log.h"
@@ -20,137 +19,34 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string holdersText(const std::vector<DeviceHolder>& holders) {
-  std::vector<std::string> items;
-  for (const DeviceHolder& holder : holders) {
-    items.push_back("pid " + std::to_string(holder.pid) + " (" + holder.command + ")");
-  }
-  return joinStrings(items, ", ");
+bool isCoreDirName(const std::string& name) {
+  constexpr std::string_view kPrefix = "neuron_core";
+  return name.size() > kPrefix.size() && name.starts_with(kPrefix) &&
+         std::all_of(name.begin() + kPrefix.size(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Whether the descriptor `fd` of a process was opened write-only, from its fdinfo "flags:" line
-// (octal). The driver does not count such an open as a holder: it is its "free access" mode,
-// which never blocks a reset (aws-neuron-driver neuron_cdev.c:50,2822-2825). When the flags
-// cannot be read the open counts as a holder.
-bool openedWriteOnly(const fs::path& process, const fs::path& fd) {
-  auto info = readSmallFile(process / "fdinfo" / fd.filename(), 4096);
-  if (!info) return false;
-  for (const std::string_view line : splitAndTrim(*info, '\n')) {
-    if (!line.starts_with("flags:")) continue;
-    unsigned long flags = 0;
-    for (const char c : trim(line.substr(6))) {
-      if (c < '0' || c > '7') return false;
-      flags = flags * 8 + static_cast<unsigned long>(c - '0');
-    }
-    return (flags & O_ACCMODE) == O_WRONLY;
-  }
-  return false;
-}
-
-}  // namespace
-
-HolderScan findHoldersOfAny(const std::string& procRoot,
-                            const std::vector<std::string>& deviceNodes) {
-  // A link matches the path as given or as resolved (a /dev symlink, a simulated tree).
-  std::map<fs::path, std::string> wanted;
-  for (const std::string& node : deviceNodes) {
-    std::error_code canonicalError;
-    wanted.emplace(fs::path(node), node);
-    wanted.emplace(fs::weakly_canonical(node, canonicalError), node);
-  }
-  HolderScan scan;
-  std::error_code ec;
-  for (const fs::directory_entry& process : fs::directory_iterator(procRoot, ec)) {
-    const std::string name = process.path().filename().string();
-    auto pid = parseInt(name, 1, 1 << 30);
-    if (!pid || std::to_string(*pid) != name) continue;
-    const auto commandOf = [&process] {
-      auto command = readSmallFile(process.path() / "comm", 256);
-      return command ? std::string(trim(*command)) : std::string("?");
-    };
-    // Listing a process's fd directory is allowed to its uid (or CAP_DAC_READ_SEARCH); reading
-    // each link needs CAP_SYS_PTRACE over the process (the kernel's ptrace access check).
-    const auto refused = [](const std::error_code& error) {
-      return error == std::errc::permission_denied || error == std::errc::operation_not_permitted;
-    };
-    std::error_code fdError;
-    std::vector<std::string> held;  // by this process, each once
-    fs::directory_iterator fds(process.path() / "fd", fdError);
-    bool unreadable = refused(fdError);
-    for (const fs::directory_entry& fd : fds) {
-      if (unreadable) break;
-      std::error_code linkError;
-      const fs::path link = fs::read_symlink(fd.path(), linkError);
-      if (refused(linkError)) unreadable = true;
-      if (linkError) continue;
-      const auto found = wanted.find(link);
-      if (found != wanted.end() &&
-          std::find(held.begin(), held.end(), found->second) == held.end() &&
-          !openedWriteOnly(process.path(), fd.path())) {
-        held.push_back(found->second);
-      }
-    }
-    if (unreadable) {
-      scan.unseen.push_back({*pid, commandOf()});
-      continue;
-    }
-    if (held.empty()) continue;
-    const std::string command = commandOf();
-    for (const std::string& node : held) {
-      scan.holders[node].push_back({*pid, command});
-    }
-  }
-  return scan;
-}
-
-std::string unseenText(const HolderScan& scan) {
-  if (scan.unseen.empty()) return "";
-  const DeviceHolder& first = scan.unseen.front();
-  std::string text =
-      "the open files of pid " + std::to_string(first.pid) + " (" + first.command + ")";
-  if (scan.unseen.size() > 1) {
-    text += " and " + std::to_string(scan.unseen.size() - 1) + " more processes";
-  }
-  return text +
-         " are unreadable (reading another process's /proc/PID/fd needs CAP_SYS_PTRACE, "
-         "which the chart grants the agent)";
-}
-
-topology::DeviceSet openDevices(const discovery::DiscoveryRoots& roots, const topology::Node& node,
-                                const std::string& procRoot) {
-  std::vector<std::string> nodes;
-  for (const topology::Device& device : node.devices)
-    nodes.push_back(roots.deviceNode(device.index).string());
-  const HolderScan scan = findHoldersOfAny(procRoot, nodes);
-  topology::DeviceSet open;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (!scan.unseen.empty() || scan.holders.contains(nodes[i])) {
-      open.insert(node.devices[i].index);
-    }
-  }
-  static std::atomic<bool> warned{false};
-  if (!scan.unseen.empty() && !warned.exchange(true)) {
-    TORUS_LOG(Warn, Runtime,
-              "cannot see which processes hold Neuron devices; every device counts as in use for "
-              "recovery and the deep check",
-              {"why", unseenText(scan)});
-  }
-  return open;
-}
-
-namespace {
+// What the resets started by one resetAndWait came to.
+struct ResetRound {
+  // Written, but the driver never showed it took them: state never read RESET and the request
+  // count did not rise. It does that while a process holds the device (neuron_cdev.c:2985).
+  std::vector<int> ignored;
+  std::optional<Error> error;  // the first failure other than an ignored reset
+};
 
 // Starts the resets of `devices` together, then waits for the driver to report each ready again:
 // a reset takes the driver a while (seconds on some devices), and a 16-device container should
 // wait for one, not sixteen in a row. Every reset started is waited for, so a failure names every
 // device that failed and none is left mid-reset by an early return.
-Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vector<int>& devices,
-                          const ResetPolicy& policy) {
+ResetRound resetAndWait(const discovery::DiscoveryRoots& roots, const std::vector<int>& devices,
+                        const ResetPolicy& policy) {
+  ResetRound round;
   std::vector<int> started;
-  std::optional<Error> firstError;
+  std::map<int, std::optional<std::uint64_t>> requestsBefore;
   for (const int device : devices) {
+    requestsBefore[device] = resetRequestCount(roots, device);
     if (auto written = discovery::writeAttribute(roots.resetFile(device), "1\n"); !written) {
-      firstError =
+      round.error =
           std::move(written).error().withContext("resetting neuron" + std::to_string(device));
       break;
     }
@@ -158,6 +54,7 @@ Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vec
   }
   const auto deadline = std::chrono::steady_clock::now() + policy.readyTimeout;
   std::vector<std::string> invalid;
+  std::set<int> seenResetting;
   std::vector<int> pending = started;
   while (!pending.empty()) {
     std::vector<int> stillResetting;
@@ -166,11 +63,23 @@ Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vec
       auto state =
           discovery::readParsed(roots.resetFile(device), "reset", discovery::parseResetState);
       if (!state) {
-        if (!firstError) firstError = std::move(state).error().withContext("resetting " + name);
+        if (!round.error) round.error = std::move(state).error().withContext("resetting " + name);
         continue;
       }
+      if (*state == 0) {
+        seenResetting.insert(device);
+        stillResetting.push_back(device);
+        continue;
+      }
+      if (!seenResetting.contains(device)) {
+        const std::optional<std::uint64_t> before = requestsBefore[device];
+        const std::optional<std::uint64_t> after = resetRequestCount(roots, device);
+        if (!before || !after || *after <= *before) {
+          round.ignored.push_back(device);
+          continue;
+        }
+      }
       if (*state == 2) invalid.push_back(name);
-      if (*state == 0) stillResetting.push_back(device);
     }
     pending = std::move(stillResetting);
     if (pending.empty()) break;
@@ -178,19 +87,19 @@ Result<void> resetAndWait(const discovery::DiscoveryRoots& roots, const std::vec
       std::vector<std::string> names;
       for (const int device : pending)
         names.push_back("neuron" + std::to_string(device));
-      return makeError(ErrorCode::kDeadlineExceeded,
-                       "resetting " + joinStrings(names, ", ") + ": still in reset after " +
-                           std::to_string(policy.readyTimeout.count()) + " ms" +
-                           policy.whenStillResetting);
+      round.error = makeError(ErrorCode::kDeadlineExceeded,
+                              "resetting " + joinStrings(names, ", ") + ": still in reset after " +
+                                  std::to_string(policy.readyTimeout.count()) + " ms" +
+                                  policy.whenStillResetting);
+      return round;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!invalid.empty()) {
-    return makeError(ErrorCode::kInternal, "resetting " + joinStrings(invalid, ", ") +
-                                               ": the driver reports state INVALID (2)");
+    round.error = makeError(ErrorCode::kInternal, "resetting " + joinStrings(invalid, ", ") +
+                                                      ": the driver reports state INVALID (2)");
   }
-  if (firstError) return std::move(*firstError);
-  return okResult();
+  return round;
 }
 
 }  // namespace
@@ -209,6 +118,23 @@ Result<void> resetDevice(const discovery::DiscoveryRoots& roots, int device,
   return resetDevices(roots, one, policy);
 }
 
+std::optional<std::uint64_t> resetRequestCount(const discovery::DiscoveryRoots& roots, int device) {
+  std::uint64_t sum = 0;
+  int cores = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(roots.deviceDir(device), ec)) {
+    if (!isCoreDirName(entry.path().filename().string())) continue;
+    auto text =
+        readSmallFile(entry.path() / "stats" / "other_info" / "reset_req_count" / "total", 64);
+    auto count = text ? parseUint64(*text) : Result<std::uint64_t>(std::move(text).error());
+    if (!count) return std::nullopt;
+    sum += *count;
+    ++cores;
+  }
+  if (ec || cores == 0) return std::nullopt;
+  return sum;
+}
+
 Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
                           const topology::DeviceSet& devices, const ResetPolicy& policy) {
   std::vector<int> pending = devices.ids();
@@ -224,7 +150,7 @@ Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
                            "; the driver ignores a reset while the device is open, so none was "
                            "written");
     }
-    std::vector<int> stillHeld;
+    std::vector<int> retry;
     std::vector<int> free;
     for (std::size_t i = 0; i < pending.size(); ++i) {
       const auto held = scan.holders.find(nodes[i]);
@@ -241,10 +167,28 @@ Result<void> resetDevices(const discovery::DiscoveryRoots& roots,
       }
       TORUS_LOG(Debug, Runtime, "device open; reset deferred", {"device", pending[i]},
                 {"holders", holdersText(held->second)}, {"attempt", attempt});
-      stillHeld.push_back(pending[i]);
+      retry.push_back(pending[i]);
     }
-    if (auto reset = resetAndWait(roots, free, policy); !reset) return reset;
-    pending = std::move(stillHeld);
+    ResetRound round = resetAndWait(roots, free, policy);
+    if (round.error) return std::move(*round.error);
+    if (!round.ignored.empty()) {
+      std::vector<std::string> names;
+      for (const int device : round.ignored)
+        names.push_back("neuron" + std::to_string(device));
+      if (attempt >= policy.attempts) {
+        return makeError(
+            ErrorCode::kFailedPrecondition,
+            "resetting " + joinStrings(names, ", ") + ": not done: the driver did not take the " +
+                "reset in " + std::to_string(attempt) +
+                " attempts (its state never read RESET and no core's reset_req_count rose); it "
+                "ignores a reset while a process holds the device, and one may open it after each "
+                "check");
+      }
+      TORUS_LOG(Info, Runtime, "the driver ignored a reset; checking holders and trying again",
+                {"devices", joinStrings(names, ", ")}, {"attempt", attempt});
+      retry.insert(retry.end(), round.ignored.begin(), round.ignored.end());
+    }
+    pending = std::move(retry);
     if (!pending.empty()) std::this_thread::sleep_for(policy.retryDelay);
   }
   return okResult();

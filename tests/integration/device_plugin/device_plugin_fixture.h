@@ -21,6 +21,7 @@
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/device_plugin/followed_handoff.h"
 #include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/node_runtime/driver_served_tree.h"
 
 namespace torus::testing {
 
@@ -48,9 +49,19 @@ class DevicePluginTest : public ::testing::Test {
       ASSERT_TRUE(fault.ok()) << text;
       spec.faults.push_back(*fault);
     }
-    auto tree = simulator::writeSimulatedTree(spec, dir_->path() / "node");
-    ASSERT_TRUE(tree.ok()) << tree.error().message;
-    roots_ = tree->roots();
+    // Where it can, the simulated driver serves the resets, so a reset the agent writes is one a
+    // driver takes; without it (not root, no FUSE) resets cannot complete and the tests that
+    // need one skip (requireDriver).
+    if (!DriverServedTree::unusableBecause()) {
+      auto served = DriverServedTree::start(spec, dir_->path() / "node");
+      ASSERT_TRUE(served.ok()) << served.error().message;
+      served_ = std::move(*served);
+      roots_ = served_->roots();
+    } else {
+      auto tree = simulator::writeSimulatedTree(spec, dir_->path() / "node");
+      ASSERT_TRUE(tree.ok()) << tree.error().message;
+      roots_ = tree->roots();
+    }
     auto found = discovery::discoverNode(roots_, {});
     ASSERT_TRUE(found.ok());
     kubelet_ =
@@ -93,7 +104,13 @@ class DevicePluginTest : public ::testing::Test {
     view_.reset();
     monitor_.reset();
     kubelet_.reset();
+    served_.reset();
   }
+
+  // For a test that needs resets to complete: skips it where no simulated driver serves them.
+  bool driverServesResets() const { return served_ != nullptr; }
+  // The resets the driver has taken for `device`.
+  std::uint64_t resetsOf(int device) const { return served_ ? served_->resetsOf(device) : 0; }
 
   fs::path deviceDir(int device) const {
     return roots_.sys / "devices" / "virtual" / "neuron_device" /
@@ -159,6 +176,7 @@ class DevicePluginTest : public ::testing::Test {
 
   std::optional<TempDir> dir_;
   std::string pluginDir_;
+  std::unique_ptr<DriverServedTree> served_;  // declared first: it goes last
   discovery::DiscoveryRoots roots_;
   std::unique_ptr<FakeKubelet> kubelet_;
   std::unique_ptr<health::NodeMonitor> monitor_;

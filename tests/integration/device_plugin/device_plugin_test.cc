@@ -261,27 +261,18 @@ TEST_F(DevicePluginTest, AWholeDeviceBlocksItsCoresUntilThePodIsGone) {
 
 TEST_F(DevicePluginTest, DevicesAreResetWhenTheirLastCoresAreReleased) {
   start("trn2.48xlarge");
+  if (!driverServesResets()) GTEST_SKIP() << "no simulated driver to take the resets";
   ASSERT_TRUE(kubelet_->waitForRegistration(kCores, 1, 5s));
   // Two pods share device 1 (cores 4-7); a third holds device 2 (cores 8-11) alone.
   kubelet_->setAssignments({{kCores, {"4", "5", "8", "9", "10", "11"}}});
   std::this_thread::sleep_for(300ms);  // a List or two: the agent now knows what is held
-  for (const int device : {1, 2}) {
-    ASSERT_TRUE(writeFile(deviceDir(device) / "reset", "0\n").ok());  // marks, to see resets
-  }
+  const std::uint64_t before1 = resetsOf(1);
+  const std::uint64_t before2 = resetsOf(2);
   kubelet_->setAssignments({{kCores, {"4", "5"}}});  // the device-2 pod ended
-  const auto resetWritten = [&](int device) {
-    return *readSmallFile(deviceDir(device) / "reset") == "1\n";
-  };
-  const auto deadline = std::chrono::steady_clock::now() + 3s;
-  while (!resetWritten(2) && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(20ms);
-  EXPECT_TRUE(resetWritten(2)) << "released device reset";
-  EXPECT_FALSE(resetWritten(1)) << "device 1 still has cores 4-5 in use";
+  EXPECT_TRUE(eventually([&] { return resetsOf(2) > before2; }, 3s)) << "released device reset";
+  EXPECT_EQ(resetsOf(1), before1) << "device 1 still has cores 4-5 in use";
   kubelet_->setAssignments({});
-  const auto later = std::chrono::steady_clock::now() + 3s;
-  while (!resetWritten(1) && std::chrono::steady_clock::now() < later)
-    std::this_thread::sleep_for(20ms);
-  EXPECT_TRUE(resetWritten(1));
+  EXPECT_TRUE(eventually([&] { return resetsOf(1) > before1; }, 3s));
 }
 
 TEST_F(DevicePluginTest, AnAgentRestartRecoversOwnershipAndResetsNothingInUse) {
@@ -291,8 +282,8 @@ TEST_F(DevicePluginTest, AnAgentRestartRecoversOwnershipAndResetsNothingInUse) {
   ASSERT_TRUE(kubelet_->waitForDevices(
       kCores, [](const auto& d) { return d.size() == 64 && d.at("12").health == "Unhealthy"; },
       2s));
-  ASSERT_TRUE(writeFile(deviceDir(3) / "reset", "0\n").ok());
-  ASSERT_TRUE(writeFile(deviceDir(0) / "reset", "0\n").ok());
+  const std::uint64_t before3 = resetsOf(3);
+  const std::uint64_t before0 = resetsOf(0);
   // The agent goes away and comes back (kubelet and its pods stay): its first view of who holds
   // what comes from pod-resources, and nothing held is reset.
   ASSERT_NO_FATAL_FAILURE(restartAgent());
@@ -308,8 +299,8 @@ TEST_F(DevicePluginTest, AnAgentRestartRecoversOwnershipAndResetsNothingInUse) {
       kDevices, [](const auto& d) { return d.at("0").health == "Unhealthy"; }, 2s))
       << "device 0 has cores 0-1 in use";
   std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(*readSmallFile(deviceDir(3) / "reset"), "0\n");
-  EXPECT_EQ(*readSmallFile(deviceDir(0) / "reset"), "0\n");
+  EXPECT_EQ(resetsOf(3), before3);
+  EXPECT_EQ(resetsOf(0), before0);
 }
 
 // A restarted agent must not tell kubelet anything before it knows who holds what: kubelet
@@ -442,9 +433,10 @@ TEST_F(DevicePluginTest, PreStartResetsAndRefusesWhileTheDeviceIsOpen) {
     context.set_deadline(std::chrono::system_clock::now() + 30s);
     return client->PreStartContainer(&context, request, &response);
   };
-  ASSERT_TRUE(writeFile(deviceDir(1) / "reset", "0\n").ok());  // mark, to see the reset written
+  if (!driverServesResets()) GTEST_SKIP() << "no simulated driver to take the resets";
+  const std::uint64_t before = resetsOf(1);
   EXPECT_TRUE(preStart({"4", "5", "6", "7"}).ok());
-  EXPECT_EQ(*readSmallFile(deviceDir(1) / "reset"), "1\n");
+  EXPECT_GT(resetsOf(1), before);
   {
     // O_PATH: the simulated node has no driver to open; the /proc link is what the scan sees.
     UniqueFd holder(::open(roots_.deviceNode(2).c_str(), O_PATH | O_CLOEXEC));

@@ -17,6 +17,7 @@
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "common/base/unique_fd.h"
+#include "tests/integration/node_runtime/driver_served_tree.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -64,24 +65,34 @@ std::string metricsOf(int port) {
 class AgentMetricsTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A device back from a fault is reset before it returns: the simulated driver serves resets.
+    if (auto why = DriverServedTree::unusableBecause()) GTEST_SKIP() << *why;
     auto dir = TempDir::create("agent-metrics");
     ASSERT_TRUE(dir.ok());
     dir_ = std::make_unique<TempDir>(std::move(*dir));
-    agent_ = std::make_unique<BackgroundProcess>(std::vector<std::string>{
-        binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
-        "--simulate-dir=" + (dir_->path() / "sim").string(), "--device-plugin=false",
-        "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0", "--health-interval=100ms",
-        "--kernel-error-hold=1s"});
+    simulator::SimulationSpec spec;
+    spec.instanceType = "trn2.48xlarge";
+    auto served = DriverServedTree::start(spec, dir_->path() / "served");
+    ASSERT_TRUE(served.ok()) << served.error().message;
+    served_ = std::move(*served);
+    agent_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
+                                 "--simulate-dir=" + simDir().string(), "--device-plugin=false",
+                                 "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+                                 "--health-interval=100ms", "--kernel-error-hold=1s"});
     const auto log = agent_->waitForStderr("\"serving admin HTTP\"", 10s);
     ASSERT_TRUE(log.has_value()) << agent_->stderrText();
     port_ = loggedPort(*log, "\"serving HTTP\"");
     adminPort_ = loggedPort(*log, "\"serving admin HTTP\"");
   }
   void TearDown() override {
+    if (!agent_) return;
     agent_->signal(SIGTERM);
     EXPECT_EQ(agent_->waitExit(10s), std::optional<int>(0));
   }
+  fs::path simDir() const { return served_->view(); }
   std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<DriverServedTree> served_;
   std::unique_ptr<BackgroundProcess> agent_;
   int port_ = 0;
   int adminPort_ = 0;
@@ -158,8 +169,8 @@ TEST_F(AgentMetricsTest, PassesPromtool) {
 }
 
 TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
-  const fs::path ecc = dir_->path() / "sim" / "sys" / "devices" / "virtual" / "neuron_device" /
-                       "neuron9" / "stats" / "hardware" / "mem_ecc_uncorrected";
+  const fs::path ecc = simDir() / "sys" / "devices" / "virtual" / "neuron_device" / "neuron9" /
+                       "stats" / "hardware" / "mem_ecc_uncorrected";
   ASSERT_TRUE(writeFile(ecc, "3\n").ok());
   const std::string device9 =
       "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"9\",pod=\"\",namespace=\"\","
@@ -193,7 +204,7 @@ TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
 }
 
 TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
-  const fs::path kmsg = dir_->path() / "sim" / "dev" / "kmsg";
+  const fs::path kmsg = simDir() / "dev" / "kmsg";
   // Appended, as the kernel's log only grows (it holds the driver's load lines already).
   std::ofstream(kmsg, std::ios::app)
       << "6,88,1000,-;neuron: nd4: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR\n";
@@ -228,9 +239,9 @@ TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
 // driver attribute) costs one scrape its deadline, then scrapes answer at once without the
 // driver's counters and say why; once the read returns they are back.
 TEST_F(AgentMetricsTest, AHungCounterReadLeavesScrapesAnswered) {
-  const fs::path counter = dir_->path() / "sim" / "sys" / "devices" / "virtual" / "neuron_device" /
-                           "neuron5" / "neuron_core0" / "stats" / "status" / "success" / "total";
-  const fs::path fifo = dir_->path() / "hang.fifo";
+  const fs::path counter = simDir() / "sys" / "devices" / "virtual" / "neuron_device" / "neuron5" /
+                           "neuron_core0" / "stats" / "status" / "success" / "total";
+  const fs::path fifo = simDir() / "hang.fifo";  // on the same mount: hard-linked below
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   fs::remove(counter);
   ASSERT_EQ(::link(fifo.c_str(), counter.c_str()), 0);  // reads of the counter now block

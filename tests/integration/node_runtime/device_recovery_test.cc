@@ -17,6 +17,7 @@
 #include "node-runtime/discovery/discovery_roots.h"
 #include "node-runtime/health/deep_check/device_memory.h"
 #include "node-runtime/simulator/sim_fault.h"
+#include "tests/integration/node_runtime/driver_served_tree.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -50,9 +51,15 @@ class DeviceRecoveryTest : public ::testing::Test {
  protected:
   // `prefix` runs the agent through another program (setpriv, to drop its capabilities).
   void start(const std::vector<std::string>& extra, const std::vector<std::string>& prefix = {}) {
+    if (auto why = DriverServedTree::unusableBecause()) GTEST_SKIP() << *why;
     auto dir = TempDir::create("device-recovery");
     ASSERT_TRUE(dir.ok());
     dir_ = std::make_unique<TempDir>(std::move(*dir));
+    simulator::SimulationSpec spec;
+    spec.instanceType = "trn2.48xlarge";
+    auto served = DriverServedTree::start(spec, dir_->path());
+    ASSERT_TRUE(served.ok()) << served.error().message;
+    served_ = std::move(*served);
     std::vector<std::string> args = prefix;
     args.insert(args.end(), {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
                              "--simulate-dir=" + simDir().string(), "--device-plugin=false",
@@ -70,7 +77,9 @@ class DeviceRecoveryTest : public ::testing::Test {
     agent_->signal(SIGTERM);
     EXPECT_EQ(agent_->waitExit(10s), std::optional<int>(0));
   }
-  fs::path simDir() const { return dir_->path() / "sim"; }
+  // The agent's simulated tree, whose resets the simulated driver serves.
+  fs::path simDir() const { return served_->view(); }
+  std::uint64_t resets() const { return served_->resetsOf(kDevice); }
   // The device's PCI function as discovery places it (the driver's numbering, not address order).
   std::string pciFunctionOf(int device) const {
     auto found = discovery::discoverNode(discovery::DiscoveryRoots::under(simDir()), {});
@@ -102,6 +111,7 @@ class DeviceRecoveryTest : public ::testing::Test {
   }
 
   std::unique_ptr<TempDir> dir_;
+  std::unique_ptr<DriverServedTree> served_;
   std::unique_ptr<BackgroundProcess> agent_;
   int port_ = 0;
   int adminPort_ = 0;
@@ -109,12 +119,12 @@ class DeviceRecoveryTest : public ::testing::Test {
 
 TEST_F(DeviceRecoveryTest, AClearedFaultReturnsAfterAResetAndAPassingSelfTest) {
   start({});
-  const auto resetBefore = fs::last_write_time(deviceDir() / "reset");
+  const std::uint64_t resetsBefore = resets();
   faultThenClear();
   ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
   EXPECT_EQ(valueOf(metrics(), recoveries("passed")), 1);
   EXPECT_EQ(recoveredWith(), "reset,self-test");
-  EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";
+  EXPECT_GT(resets(), resetsBefore) << "the device was reset";
   EXPECT_NE(agent_->stderrText().find("device back in service after a reset and a passing "
                                       "self-test"),
             std::string::npos);
@@ -157,14 +167,14 @@ TEST_F(DeviceRecoveryTest, WithoutWriteAccessToTheMemoryTheResetAloneBringsItBac
       health::deviceMemoryFiles(discovery::DiscoveryRoots::under(simDir()), pciFunctionOf(kDevice));
   fs::permissions(files.writeCombining,
                   fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  const auto resetBefore = fs::last_write_time(deviceDir() / "reset");
+  const std::uint64_t resetsBefore = resets();
   faultThenClear();
   ASSERT_TRUE(eventually([&] { return healthIs(1); }, 5s)) << agent_->stderrText();
   EXPECT_EQ(valueOf(metrics(), recoveries("reset_only")), 1);
   EXPECT_EQ(recoveredWith(), "reset");
   EXPECT_EQ(valueOf(metrics(), recoveries("passed")), std::nullopt);
   EXPECT_EQ(valueOf(metrics(), recoveries("self_test_failed")), std::nullopt);
-  EXPECT_GT(fs::last_write_time(deviceDir() / "reset"), resetBefore) << "the device was reset";
+  EXPECT_GT(resets(), resetsBefore) << "the device was reset";
   const std::string log = agent_->stderrText();
   EXPECT_NE(log.find("its memory was not tested"), std::string::npos) << log;
   EXPECT_NE(log.find(files.writeCombining.filename().string()), std::string::npos) << log;

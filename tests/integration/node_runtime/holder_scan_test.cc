@@ -4,6 +4,7 @@
 // and the reset went ahead on a device a process still held; now such processes are reported as
 // unseen, the reset is refused with the reason, and nothing is written.
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -14,7 +15,9 @@
 #include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,6 +157,25 @@ TEST_F(HolderScan, AProcessWhoseOpenFilesCannotBeReadIsUnseenAndBlocksTheReset) 
       << seen;
   EXPECT_NE(seen.find("CAP_SYS_PTRACE"), std::string::npos) << seen;
   EXPECT_EQ(std::filesystem::last_write_time(resetFile), resetBefore) << "a reset was written";
+}
+
+// A container may reach the device under another name: the host's /dev/neuron0 mapped to a path
+// of its own, or a node it made itself. The driver counts the open all the same, and so does the
+// scan: by the device number, not the name in /proc/PID/fd.
+TEST_F(HolderScan, ADeviceOpenUnderAnotherNameIsHeld) {
+  struct stat device {};
+  ASSERT_EQ(::stat(node_.c_str(), &device), 0);
+  if (!S_ISCHR(device.st_mode)) GTEST_SKIP() << "the simulated tree has no character devices";
+  const std::string alias = (dir_->path() / "container-dev-neuron7").string();
+  ASSERT_EQ(::mknod(alias.c_str(), S_IFCHR | 0600, device.st_rdev), 0) << std::strerror(errno);
+  UniqueFd held(::open(alias.c_str(), O_PATH | O_CLOEXEC));  // no driver to open: O_PATH
+  ASSERT_TRUE(held);
+  const reset::HolderScan scan = reset::findHoldersOfAny("/proc", {node_});
+  ASSERT_TRUE(scan.holders.contains(node_)) << "an open of the same device under another name";
+  EXPECT_EQ(scan.holders.at(node_).front().pid, ::getpid());
+  // Closed, it is free again: the match was the open, not the node's existence.
+  held.reset();
+  EXPECT_FALSE(reset::findHoldersOfAny("/proc", {node_}).holders.contains(node_));
 }
 
 // Why the chart grants both CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH: a workload running as

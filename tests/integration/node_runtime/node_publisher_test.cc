@@ -18,6 +18,7 @@
 #include "common/base/unique_fd.h"
 #include "common/contracts/topology_annotation.h"
 #include "tests/integration/kube/fake_api_server.h"
+#include "tests/integration/node_runtime/driver_served_tree.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -47,13 +48,28 @@ class NodePublisherTest : public ::testing::Test {
     api.writeKubeconfig(kubeconfig);
   }
 
+  // A tree of `type` whose resets the simulated driver serves, as `sim`: for a test in which the
+  // agent resets a device (a device back from a fault is reset before it returns).
+  void serveTree(const std::string& type) {
+    if (auto why = DriverServedTree::unusableBecause()) GTEST_SKIP() << *why;
+    simulator::SimulationSpec spec;
+    spec.instanceType = type;
+    auto served = DriverServedTree::start(spec, dir->path() / "served");
+    ASSERT_TRUE(served.ok()) << served.error().message;
+    served_ = std::move(*served);
+    sim = served_->view();
+  }
+
   FakeApiServer api;
   std::unique_ptr<TempDir> dir;
   std::string kubeconfig;
   fs::path sim;
+  std::unique_ptr<DriverServedTree> served_;
 };
 
 TEST_F(NodePublisherTest, LabelsAnnotationAndConditionFollowTheDevices) {
+  serveTree("trn2.48xlarge");
+  if (IsSkipped()) return;
   json node = makeNode("node-a", "trn2.48xlarge");
   node["metadata"]["labels"]["team"] = "ml";
   node["metadata"]["labels"]["neuron.amazonaws.com/ultraserver-mode"] = "X4";  // stale, ours

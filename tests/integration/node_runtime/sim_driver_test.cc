@@ -139,6 +139,32 @@ TEST_F(SimDriver, AResetTooSlowForThePolicyTimesOut) {
       << slow.error().message;
 }
 
+// A process may open the device after the agent's scan and before its write; the driver then
+// ignores the reset, answering the write with success. An empty /proc stands in for a scan that
+// ran before the open: the agent finds no holder, writes, sees the driver did not take the reset
+// (state never RESET, no request counted), and reports it not done instead of a reset device.
+TEST_F(SimDriver, AResetTheDriverIgnoredIsReportedNotDone) {
+  UniqueFd holder(::open(roots_.deviceNode(3).c_str(), O_PATH | O_CLOEXEC));
+  ASSERT_TRUE(holder.valid());
+  const fs::path emptyProc = dir_->path() / "proc-before-the-open";
+  fs::create_directories(emptyProc);
+  reset::ResetPolicy policy;
+  policy.attempts = 2;
+  policy.retryDelay = milliseconds(10);
+  policy.procRoot = emptyProc.string();
+  const std::uint64_t before = reset::resetRequestCount(roots_, 3).value_or(0);
+  auto ignored = reset::resetDevice(roots_, 3, policy);
+  ASSERT_FALSE(ignored.ok());
+  EXPECT_NE(ignored.error().message.find("resetting neuron3: not done"), std::string::npos)
+      << ignored.error().message;
+  EXPECT_EQ(reset::resetRequestCount(roots_, 3).value_or(0), before);
+  // With the holder gone the same call resets, and the driver counts it.
+  holder.reset();
+  auto reset = reset::resetDevice(roots_, 3, policy);
+  ASSERT_TRUE(reset.ok()) << reset.error().message;
+  EXPECT_GT(reset::resetRequestCount(roots_, 3).value_or(0), before);
+}
+
 TEST_F(SimDriver, AHeldDeviceIgnoresTheWriteAndTheAgentRefusesToReset) {
   // O_PATH: the simulated node has no driver to open; the /proc link is what the scan sees.
   const UniqueFd holder(::open(roots_.deviceNode(3).c_str(), O_PATH | O_CLOEXEC));
