@@ -37,3 +37,17 @@ check "... once the agent had reset chip 9 (memory not tested: /sys is read-only
 check "fault cleared: the waiting claim gets chip 9" eventually 120 pod_succeeded dra-nine
 saw_chip_nine() { pod_report dra-nine | grep -q 'DEVICES=neuron9 '; }
 check "chip 9's claim saw /dev/neuron9" saw_chip_nine
+k delete pod -n e2e dra-nine --wait=true > /dev/null
+
+echo "== an HBM error awaiting repair taints the chip until a reset repairs it"
+# On trn2 the driver counts an uncorrectable HBM error pending repair only here; the reset the
+# agent gives the idle chip is what repairs it (the simulated driver clears the counter when a
+# reset ends READY, as the firmware's repair does).
+REPAIRABLE="${ECC%/mem_ecc_uncorrected}/mem_ecc_repairable_uncorrected"
+recoveries_before="$(recoveries_reset_only)"
+echo 1 > "$REPAIRABLE"
+check "a repairable HBM error on chip 9: NoSchedule taint on it" \
+  eventually 10 taint_on neurondevice9 "neuron.aws.com/ecc-uncorrected=mem_repairable:NoSchedule"
+check "... the agent resets the idle chip, the reset repairs it, and the taint goes" \
+  eventually 30 taint_on neurondevice9 ""
+check "... a reset the driver took" recoveries_at_least $((recoveries_before + 1))

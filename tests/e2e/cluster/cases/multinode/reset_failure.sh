@@ -24,12 +24,12 @@ check "...with all 16 chips" saw_all_16_chips
 k delete pods -n e2e --all --wait=true > /dev/null
 
 echo "== a reset slower than kubelet's deadline: the pod waits for it and runs"
-# The driver may take up to 480 s to start a reset on trn2. Chip 6's resets now take 60 s, past
-# kubelet's 30 s for PreStartContainer: the agent waits 25 s, says the reset goes on, kubelet
-# retries the start (the driver drops a second request while one is pending), and the pod runs
-# once the reset is done.
+# The driver may take up to 480 s to start a reset on trn2. Chip 6's resets now take 90 s, three
+# times kubelet's 30 s for PreStartContainer: the agent waits 25 s, says the reset goes on, kubelet
+# retries the start (the driver drops a second request while one is pending, and the agent waits on
+# the one that runs), and the pod runs once the reset is done.
 "$REPO/build/bin/neuron-ls" --simulate=trn2.48xlarge --simulate-dir="$trn2_driver" \
-  --simulate-fault=reset-slow:6:60000 > /dev/null
+  --simulate-fault=reset-slow:6:90000 > /dev/null
 pinned_pod reset-slow "${names[$TRN2]}" | sed 's/neuron: 4$/neuron: 16/' | k apply -f - > /dev/null
 waits_for_the_reset() {
   local events
@@ -38,6 +38,6 @@ waits_for_the_reset() {
     { echo "no event says chip 6's reset goes on yet: $events" | cut -c1-300; return 1; }
 }
 check "the container's start waits 25 s of the reset and says it goes on" eventually 60 waits_for_the_reset
-check "...and the pod runs once the 60 s reset is done (kubelet retries)" eventually 150 pod_succeeded reset-slow
+check "...and the pod runs once the 90 s reset is done (kubelet retries)" eventually 180 pod_succeeded reset-slow
 rm "$trn2_driver/simulated-driver/neuron6/reset"
 k delete pods -n e2e --all --wait=true > /dev/null
