@@ -39,6 +39,8 @@ inline constexpr const char* kResetsTotal = "torus_device_resets_total";
 inline constexpr const char* kReleaseResetsTotal = "torus_device_release_resets_total";
 inline constexpr const char* kHealthTransitionsTotal = "torus_device_health_transitions_total";
 inline constexpr const char* kKernelErrorsTotal = "torus_kernel_hardware_errors_total";
+inline constexpr const char* kKernelErrorsActedOnTotal =
+    "torus_kernel_hardware_errors_acted_on_total";
 inline constexpr const char* kDeepCheckRunsTotal = "torus_deep_check_runs_total";
 inline constexpr const char* kRecoveriesTotal = "torus_device_recoveries_total";
 inline constexpr const char* kDraPrepareTotal = "torus_dra_prepare_total";

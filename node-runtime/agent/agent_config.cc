@@ -132,6 +132,14 @@ void registerAgentSettings(config::SettingTable& table, AgentConfig* config) {
                           "how long a device stays out of service after its last kernel-reported "
                           "hardware error",
                           &config->kernelErrorHoldMs);
+  table.addSwitch("kernel-log-trust-reports", "TORUS_KERNEL_LOG_TRUST_REPORTS",
+                  "kernelLogTrustReports",
+                  "act on a NEURON_HW_ERR line alone (out of service, taints with an effect, "
+                  "NeuronHealth): only where the node has one tenant, since any process holding "
+                  "a Neuron device can write such a line; off: a line is a claim (counted, "
+                  "logged, posted as an Event) and acted on only when the chip's firmware ECC "
+                  "counters rise within --kernel-error-hold of it",
+                  &config->kernelLogTrustReports);
   table.addSwitch("recover-with-self-test", "TORUS_RECOVER_WITH_SELF_TEST", "recoverWithSelfTest",
                   "a device whose fault cleared returns to service only after a reset and a "
                   "passing memory self-test (--deep-check-memory-bytes of its memory, where the "

@@ -38,6 +38,9 @@ struct AgentConfig {
   std::int64_t podResourcesIntervalMs = 2000;
   std::string kernelLog;  // empty: <dev-root>/kmsg
   std::int64_t kernelErrorHoldMs = 5 * 60 * 1000;
+  // A NEURON_HW_ERR line is acted on alone (a node with one tenant); false: only when the chip's
+  // firmware ECC counters confirm it (health/hardware_error_proof.h).
+  bool kernelLogTrustReports = false;
   // A device whose fault cleared returns only after a reset and a memory self-test
   // (agent/device_recovery.h); a failed attempt is retried after recoveryRetryMs.
   bool recoverWithSelfTest = true;

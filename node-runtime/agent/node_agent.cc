@@ -16,9 +16,6 @@
 namespace torus::agent {
 namespace {
 
-// How a device's health names the kernel log when the agent cannot follow it.
-constexpr const char* kKernelLogSource = "kernel log";
-
 std::string joinInts(const std::vector<int>& values) {
   std::string text;
   for (const int value : values) {
@@ -101,7 +98,6 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& given) {
       agent->prepared_.roots, node_source::discoveryOptionsOf(config.node), agent->discovery_,
       std::chrono::milliseconds(config.healthIntervalMs),
       std::chrono::milliseconds(config.kernelErrorHoldMs));
-  agent->followKernelLog(config);
   auto kube = kubeConfigOf(config);
   if (!kube) return std::move(kube).error();
   if (*kube && config.nodeName.empty()) {
@@ -110,6 +106,8 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& given) {
         "--node-name (or NODE_NAME) is needed to use the Kubernetes API for this node");
   }
   if (*kube) agent->nodeEvents_ = std::make_unique<NodeEvents>(**kube, config.nodeName);
+  // After nodeEvents_: a claim in the kernel log is posted as an Event.
+  agent->followKernelLog(config);
   agent->checkGrants(config);
   if (!*kube) {
     TORUS_LOG(Info, Agent,
@@ -165,77 +163,6 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const AgentConfig& given) {
     TORUS_RETURN_IF_ERROR(agent->serveAdmin(config.adminAddr), "serving --admin-addr");
   }
   return agent;
-}
-
-void NodeAgent::followKernelLog(const AgentConfig& config) {
-  if (config.kernelLog == "none") return;
-  const std::filesystem::path path = config.kernelLog.empty()
-                                         ? prepared_.roots.kernelLog()
-                                         : std::filesystem::path(config.kernelLog);
-  // Each device's PCI function as discovery placed it ("" where unknown): a line naming a
-  // function by address is about the device it is here, or about none of this node's.
-  std::vector<std::string> functions;
-  std::vector<std::string> serials;
-  for (const topology::Device& device : monitor_->node().devices) {
-    functions.push_back(device.pciBdf);
-    serials.push_back(device.serialNumber);
-  }
-  auto watcher = health::KernelLogWatcher::start(
-      path,
-      [this, functions, serials](health::KernelHardwareError error, const std::string& line) {
-        // A serial number names the chip: nd-id may count from a container's own numbering,
-        // and a test bed's nodes share one log.
-        if (!error.serialNumber.empty()) {
-          const auto device = health::deviceOfSerialNumber(serials, error.serialNumber);
-          if (!device) {
-            TORUS_LOG(Debug, Health, "a Neuron hardware error of a chip not on this node",
-                      {"serial_number", error.serialNumber}, {"line", line});
-            return;
-          }
-          error.device = *device;
-        } else if (!error.pciAddress.empty()) {
-          const auto device = health::deviceOfPciFunction(functions, error.pciAddress);
-          if (!device) {
-            TORUS_LOG(Debug, Health, "a Neuron hardware error of a PCI function not on this node",
-                      {"function", error.pciAddress}, {"line", line});
-            return;
-          }
-          error.device = *device;
-        }
-        metrics::processCounters().add(
-            metrics::names::kKernelErrorsTotal,
-            {{"type", error.type},
-             {"neuron_device_index", error.device >= 0 ? std::to_string(error.device) : ""}});
-        hardwareErrors_.report(error.type, error.device);  // AWS's conditions count every line
-        kernelLines_.add(error.device, error.type, line);
-        if (error.device < 0 || error.device >= monitor_->node().deviceCount()) {
-          TORUS_LOG(Error, Health, "kernel reported a Neuron hardware error for no known device",
-                    {"type", error.type}, {"line", line});
-          return;
-        }
-        TORUS_LOG(Warn, Health, "kernel reported a Neuron hardware error", {"device", error.device},
-                  {"type", error.type});
-        monitor_->reportKernelError(error.device, error.type);
-      },
-      health::KernelLogWatcher::Source::kEither,
-      [this](const std::string& lostBecause) {
-        if (lostBecause.empty()) {
-          monitor_->setSourceRestored(kKernelLogSource);
-        } else {
-          monitor_->setSourceLost(kKernelLogSource, lostBecause);
-        }
-      });
-  if (!watcher) {
-    TORUS_LOG(Warn, Health, "not following the kernel log; hardware errors it reports are missed",
-              {"error", watcher.error().message});
-    kernelLogError_ = watcher.error().message;
-    // Every chip's health is unknown from now on: the faults the kernel reports go unseen.
-    monitor_->setSourceLost(kKernelLogSource, kernelLogError_);
-    return;
-  }
-  kernelLog_ = std::move(*watcher);
-  TORUS_LOG(Info, Health, "following the kernel log", {"path", kernelLog_->source()},
-            {"hold_ms", config.kernelErrorHoldMs});
 }
 
 void NodeAgent::checkGrants(const AgentConfig& config) {
@@ -337,6 +264,7 @@ void NodeAgent::stop() {
   deepCheck_.reset();
   recovery_.reset();
   kernelLog_.reset();
+  hardwareErrorProof_.reset();
   drainDevicePlugin();
   podEnded_ = {};
   plugins_.reset();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "node-runtime/agent/kube/pod_handoff.h"
 #include "node-runtime/agent/plugin_node_view.h"
 #include "node-runtime/discovery/discover_node.h"
+#include "node-runtime/health/hardware_error_proof.h"
 #include "node-runtime/health/kernel_log.h"
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/metrics/core_tenants.h"
@@ -52,7 +54,12 @@ class NodeAgent {
  private:
   Result<void> serveHttp(const std::string& address);
   Result<void> serveAdmin(const std::string& address);
+  // node_agent_kernel_log.cc: NEURON_HW_ERR lines are claims, acted on once proven.
   void followKernelLog(const AgentConfig& config);
+  void onKernelClaim(health::KernelHardwareError error, const std::string& line);
+  // A proven (or, under --kernel-log-trust-reports, trusted) hardware error: out of service,
+  // taints with their effect, AWS's conditions.
+  void actOnHardwareError(int device, const std::string& type, const std::string& proof);
   // Probes each grant the agent depends on; denials are logged, posted and kept for /readyz.
   void checkGrants(const AgentConfig& config);
   std::string allocationsJson() const;
@@ -82,9 +89,15 @@ class NodeAgent {
   std::unique_ptr<health::NodeMonitor> monitor_;
   HardwareErrorLog hardwareErrors_;  // before kernelLog_ and publisher_, which use it
   RecentKernelLines kernelLines_;    // before kernelLog_, which adds to it
-  std::unique_ptr<health::KernelLogWatcher> kernelLog_;  // reports into monitor_
-  std::string kernelLogError_;                           // why it is not followed
-  std::vector<Grant> grants_;                            // probed before serving
+  // Confirms claims from the firmware ECC counters; null under --kernel-log-trust-reports.
+  std::unique_ptr<health::HardwareErrorProof> hardwareErrorProof_;
+  std::vector<std::string> deviceSerials_;    // by device, for the kernel log's serial-num=
+  std::vector<std::string> deviceFunctions_;  // by device, its PCI function ("" unknown)
+  std::mutex claimEventsMutex_;
+  std::map<int, std::chrono::steady_clock::time_point> lastClaimEvent_;  // by device
+  std::unique_ptr<health::KernelLogWatcher> kernelLog_;                  // reports into monitor_
+  std::string kernelLogError_;                                           // why it is not followed
+  std::vector<Grant> grants_;                                            // probed before serving
   std::vector<DeniedGrant> deniedGrants_;
   std::unique_ptr<PluginNodeView> view_;
   std::unique_ptr<PodAnnotationHandoff> handoff_;

@@ -20,53 +20,134 @@ namespace {
 
 constexpr std::string_view kMarker = "NEURON_HW_ERR=";
 
-// The number right after `prefix` where the prefix starts a word; -1 when there is none.
-int numberAfter(std::string_view line, std::string_view prefix) {
-  for (std::size_t at = line.find(prefix); at != std::string_view::npos;
-       at = line.find(prefix, at + 1)) {
-    const bool wordStart = at == 0 || !std::isalnum(static_cast<unsigned char>(line[at - 1]));
-    std::size_t digits = at + prefix.size();
-    int value = 0;
-    int count = 0;
-    while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits])) &&
-           count < 3) {
-      value = value * 10 + (line[digits] - '0');
-      ++digits;
-      ++count;
-    }
-    const bool wordEnd =
-        digits == line.size() || !std::isalnum(static_cast<unsigned char>(line[digits]));
-    if (wordStart && count > 0 && wordEnd) return value;
-  }
-  return -1;
-}
-
 constexpr std::chrono::milliseconds kRingInterval{1000};
 
-// The first PCI address (discovery::isPciAddress) that starts a word of `line`; "" when there is
-// none.
-std::string pciAddressIn(std::string_view line) {
+bool isSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n';
+}
+bool isDigit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
+
+// Removes `prefix` from the front of `text` when it is there.
+bool consume(std::string_view& text, std::string_view prefix) {
+  if (!text.starts_with(prefix)) return false;
+  text.remove_prefix(prefix.size());
+  return true;
+}
+// Removes a run of characters that satisfy `accept` (at least one); false, unchanged, when none.
+template <typename Accept>
+bool consumeWhile(std::string_view& text, Accept accept) {
+  std::size_t end = 0;
+  while (end < text.size() && accept(text[end]))
+    ++end;
+  if (end == 0) return false;
+  text.remove_prefix(end);
+  return true;
+}
+
+// "[  12.345678]" (a time) with `letters` empty, "[ T123]" (a caller) with `letters` "TC".
+bool consumeBracketed(std::string_view& text, std::string_view letters) {
+  std::string_view rest = text;
+  if (!consume(rest, "[")) return false;
+  consumeWhile(rest, isSpace);
+  if (!letters.empty()) {
+    if (rest.empty() || letters.find(rest.front()) == std::string_view::npos) return false;
+    rest.remove_prefix(1);
+  }
+  if (!consumeWhile(rest, isDigit)) return false;
+  if (letters.empty() && !(consume(rest, ".") && consumeWhile(rest, isDigit))) return false;
+  if (!consume(rest, "]")) return false;
+  text = rest;
+  return true;
+}
+
+// The message of a record as /dev/kmsg ("prio,seq,usec,flags;message", its dictionary on
+// continuation lines after '\n') or syslog(2) ("<prio>[  sec.usec][ T123]message", the time and
+// the caller as the kernel is configured) hands it, or of a line that is a bare message.
+std::string_view messageOf(std::string_view line) {
+  std::string_view rest = line;
+  // /dev/kmsg: three numbers, then flags, then ';'.
+  int numbers = 0;
+  while (numbers < 3 && consumeWhile(rest, isDigit) && consume(rest, ","))
+    ++numbers;
+  if (numbers == 3) {
+    const std::size_t semicolon = rest.find(';');
+    if (semicolon != std::string_view::npos && semicolon <= 8) return rest.substr(semicolon + 1);
+  }
+  rest = line;
+  if (consume(rest, "<") && consumeWhile(rest, isDigit) && consume(rest, ">")) {
+    if (std::string_view timed = rest; consumeBracketed(timed, "")) {
+      rest = timed;
+      if (std::string_view caller = rest; consumeBracketed(caller, "TC")) rest = caller;
+      consume(rest, " ");
+    }
+    return rest;
+  }
+  return line;
+}
+
+// The driver's own prefixes in front of the marker: pr_fmt's "neuron:<func>: " and dev_err's
+// "<driver> <PCI function>: " (the driver is "neuron-driver"; "neuron", the module, is accepted
+// too). Returns the PCI function of the dev_err form ("" otherwise).
+std::string consumeDriverPrefix(std::string_view& message) {
+  std::string_view rest = message;
+  const auto identifier = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  if (consume(rest, "neuron:") && consumeWhile(rest, identifier) && consume(rest, ": ")) {
+    message = rest;
+    return "";
+  }
   constexpr std::size_t kLength = std::string_view("DDDD:BB:DD.F").size();
-  for (std::size_t at = 0; at + kLength <= line.size(); ++at) {
-    const bool wordStart = at == 0 || !std::isalnum(static_cast<unsigned char>(line[at - 1]));
-    if (wordStart && discovery::isPciAddress(line.substr(at, kLength)))
-      return std::string(line.substr(at, kLength));
+  for (const std::string_view driver : {"neuron-driver ", "neuron "}) {
+    rest = message;
+    if (consume(rest, driver) && rest.size() > kLength &&
+        discovery::isPciAddress(rest.substr(0, kLength)) &&
+        rest.substr(kLength).starts_with(": ")) {
+      message = rest.substr(kLength + 2);
+      return std::string(rest.substr(0, kLength));
+    }
   }
   return "";
 }
 
-// The 16 hexadecimal digits after "serial-num=" (AWS's NEURON_HW_ERR lines), lower-cased; "" when
-// the line has none or another shape.
-std::string serialNumberIn(std::string_view line) {
-  constexpr std::string_view kKey = "serial-num=";
-  const std::size_t at = line.find(kKey);
-  if (at == std::string_view::npos) return "";
-  std::string serial;
-  for (std::size_t i = at + kKey.size();
-       i < line.size() && std::isxdigit(static_cast<unsigned char>(line[i])); ++i) {
-    serial += static_cast<char>(std::tolower(static_cast<unsigned char>(line[i])));
+// The whitespace-separated words of the message's first line.
+std::vector<std::string_view> wordsOf(std::string_view text) {
+  std::vector<std::string_view> words;
+  std::size_t at = 0;
+  while (at < text.size() && text[at] != '\n') {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t'))
+      ++at;
+    const std::size_t begin = at;
+    while (at < text.size() && !isSpace(text[at]))
+      ++at;
+    if (at > begin) words.push_back(text.substr(begin, at - begin));
   }
-  return serial.size() == 16 ? serial : "";
+  return words;
+}
+
+// "serial-num=" and 16 hexadecimal digits (the driver's info/serial_number, %016llx), lower-cased;
+// "" when `word` is another word or malformed.
+std::string serialNumberOf(std::string_view word) {
+  if (!consume(word, "serial-num=") || word.size() != 16) return "";
+  std::string serial;
+  for (const char c : word) {
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return "";
+    serial += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return serial;
+}
+
+// The PCI function of /dev/kmsg's dictionary field " DEVICE=+pci:DDDD:BB:DD.F" on a continuation
+// line (the kernel adds it to a dev_* record); "" when the record has none.
+std::string dictionaryPciFunction(std::string_view message) {
+  constexpr std::string_view kField = "\n DEVICE=+pci:";
+  const std::size_t at = message.find(kField);
+  if (at == std::string_view::npos) return "";
+  const std::string_view value = message.substr(at + kField.size());
+  const std::string_view address = value.substr(0, value.find('\n'));
+  return discovery::isPciAddress(address) ? std::string(address) : "";
 }
 
 }  // namespace
@@ -123,30 +204,39 @@ std::vector<std::string_view> ringLinesAfter(std::string_view ring, std::string_
 }
 
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line) {
-  if (const std::size_t semicolon = line.find(';');
-      semicolon != std::string_view::npos && semicolon < 64 && !line.empty() &&
-      std::isdigit(static_cast<unsigned char>(line[0]))) {
-    line.remove_prefix(semicolon + 1);  // a /dev/kmsg record: "prio,seq,usec,flags;message"
-  }
-  const std::size_t marker = line.find(kMarker);
-  if (marker == std::string_view::npos) return std::nullopt;
-  std::size_t end = marker + kMarker.size();
-  while (end < line.size() &&
-         (std::isupper(static_cast<unsigned char>(line[end])) ||
-          std::isdigit(static_cast<unsigned char>(line[end])) || line[end] == '_')) {
+  std::string_view message = messageOf(line);
+  const std::string prefixFunction = consumeDriverPrefix(message);
+  // The marker opens the message: anywhere else it is text someone else's line quotes (a
+  // segfault line's file name, a process name, a tenant's own words).
+  if (!consume(message, kMarker)) return std::nullopt;
+  std::size_t end = 0;
+  while (end < message.size() && (std::isupper(static_cast<unsigned char>(message[end])) ||
+                                  isDigit(message[end]) || message[end] == '_')) {
     ++end;
   }
+  // The type ends at whitespace or the end: "X[401000+1000]" is a file name, not a type.
+  if (end == 0 || (end < message.size() && !isSpace(message[end]))) return std::nullopt;
   KernelHardwareError error;
-  error.type = std::string(line.substr(marker + kMarker.size(), end - marker - kMarker.size()));
-  if (error.type.empty()) return std::nullopt;
-  error.pciAddress = pciAddressIn(line);
-  error.serialNumber = serialNumberIn(line);
-  for (const std::string_view prefix : {"nd-id=", "device=", "neuron", "nd"}) {
-    if (const int device = numberAfter(line, prefix); device >= 0) {
-      error.device = device;
-      break;
+  error.type = std::string(message.substr(0, end));
+  for (const std::string_view word : wordsOf(message.substr(end))) {
+    if (word.starts_with("serial-num=")) {
+      const std::string serial = serialNumberOf(word);
+      // Malformed, or a second one: which chip the line is about is not clear.
+      if (serial.empty() || !error.serialNumber.empty()) return std::nullopt;
+      error.serialNumber = serial;
+    } else if (word.starts_with("nd-id=") && error.device < 0 && word.size() <= 9) {
+      const std::string_view digits = word.substr(6);
+      if (!digits.empty() && std::all_of(digits.begin(), digits.end(), isDigit))
+        error.device = std::stoi(std::string(digits));
     }
   }
+  // The serial is what names the chip (nd-id counts from the writer's own numbering).
+  if (error.serialNumber.empty()) return std::nullopt;
+  const std::string dictionaryFunction = dictionaryPciFunction(message);
+  if (!prefixFunction.empty() && !dictionaryFunction.empty() &&
+      prefixFunction != dictionaryFunction)
+    return std::nullopt;
+  error.pciAddress = prefixFunction.empty() ? dictionaryFunction : prefixFunction;
   return error;
 }
 
@@ -226,11 +316,20 @@ void KernelLogWatcher::run(std::stop_token stop) {
       continue;
     }
     pending.append(buffer, static_cast<std::size_t>(got));
+    // A /dev/kmsg read is one record: its message, then its dictionary on lines that start with
+    // a space (" DEVICE=+pci:..."), which belong to it.
+    std::string record;
     for (std::size_t newline; (newline = pending.find('\n')) != std::string::npos;) {
       const std::string line = pending.substr(0, newline);
       pending.erase(0, newline + 1);
-      handle(line);
+      if (line.starts_with(' ') && !record.empty()) {
+        record += '\n' + line;
+        continue;
+      }
+      if (!record.empty()) handle(record);
+      record = line;
     }
+    if (!record.empty()) handle(record);
     if (pending.size() > sizeof buffer) pending.clear();  // no newline in sight: not a log line
   }
 }

@@ -25,18 +25,25 @@ namespace torus::health {
 
 struct KernelHardwareError {
   std::string type;  // e.g. HBM_UNCORRECTABLE_ERROR
-  int device = -1;   // -1 when the line names no device
-  // The PCI function the line names ("0000:10:1e.0", as the kernel's dev_err prefix writes it);
-  // "" when it names none.
+  // The line's nd-id= (the writer's own numbering, for the log only); -1 when it has none.
+  int device = -1;
+  // The PCI function the driver's dev_* prefix ("neuron-driver 0000:10:1e.0: ") or /dev/kmsg's
+  // DEVICE=+pci: field names; "" when neither does (the runtime's lines never carry one).
   std::string pciAddress;
   // The chip's serial number as the runtime writes it ("serial-num=19fcda00f5ff6eb9", the
-  // driver's info/serial_number format, %016llx); "" when the line has none.
+  // driver's info/serial_number format, %016llx, lower-cased here).
   std::string serialNumber;
 };
 
-// Parses one kernel log line or /dev/kmsg record ("6,123,456,-;message"). The device comes from
-// "nd<N>", "neuron<N>", "nd-id=<N>" or "device=<N>" when the line has one; the PCI function from
-// the first "DDDD:BB:DD.F" in it.
+// Parses one kernel log line: a /dev/kmsg record ("3,123,456,-;message", its dictionary on
+// continuation lines), a syslog(2) line ("<3>[  12.345678] message") or a bare message. Only the
+// shapes the runtime (through the driver's printk ioctl, no prefix) and the driver write count:
+// the message starts with "NEURON_HW_ERR=", after at most the driver's own "neuron:<func>: " or
+// dev_* prefix; the type is [A-Z0-9_]+ ending at whitespace; exactly one well-formed
+// "serial-num=" names the chip. Anything else is nullopt: a segfault line whose file name holds
+// the marker, the marker mid-line, a line without a serial. A PCI function comes only from the
+// dev_* prefix or the DEVICE= field. Any holder of a device node can still write a line of this
+// shape: what the parser accepts is a claim, not proof (hardware_error_proof.h).
 std::optional<KernelHardwareError> parseKernelLine(std::string_view line);
 
 // The device a line that names the PCI function `pciAddress` is about: the index of that function

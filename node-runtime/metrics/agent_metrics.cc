@@ -56,7 +56,12 @@ const CounterFamily kEventFamilies[] = {
     {kReleaseResetsTotal, "Device resets after containers gave their cores back, by result."},
     {kHealthTransitionsTotal, "Device health changes, by device and new state."},
     {kKernelErrorsTotal,
-     "NEURON_HW_ERR lines in the kernel log, by type and device (empty when none is named)."},
+     "NEURON_HW_ERR claims in the kernel log about a chip of this node (named by its serial "
+     "number), by type and device; any holder of a device node can write one."},
+    {kKernelErrorsActedOnTotal,
+     "NEURON_HW_ERR claims acted on (the chip out of service, AWS's conditions), by type, device "
+     "and proof (firmware_ecc: its firmware ECC counters rose within the hold; trusted: "
+     "--kernel-log-trust-reports)."},
     {kDeepCheckRunsTotal, "Deep health checks run, by result (passed, failed)."},
     {kRecoveriesTotal,
      "Attempts to bring a device whose fault cleared back into service (reset, then a memory "

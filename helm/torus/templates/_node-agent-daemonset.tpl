@@ -103,6 +103,7 @@ spec:
             - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
             - --health-interval={{ $root.Values.nodeAgent.healthInterval }}
             - --kernel-error-hold={{ $root.Values.nodeAgent.kernelErrorHold }}
+            - --kernel-log-trust-reports={{ $root.Values.nodeAgent.kernelLog.trustReports }}
             - --recover-with-self-test={{ $root.Values.nodeAgent.recovery.enabled }}
             - --recovery-retry={{ $root.Values.nodeAgent.recovery.retryAfter }}
             - --neuron-health-condition={{ $root.Values.nodeAgent.healthConditions.neuronHealth }}

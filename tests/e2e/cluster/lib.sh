@@ -123,6 +123,21 @@ eventually() {
   done
 }
 
+# holds SECONDS COMMAND...: COMMAND succeeds at every check (once a second) for SECONDS, for a
+# check that nothing happened; each caller says why SECONDS is long enough to have seen it.
+holds() {
+  local seconds="$1"
+  shift
+  local deadline=$((SECONDS + seconds)) output
+  while ((SECONDS < deadline)); do
+    if ! output="$("$@" 2>&1)"; then
+      printf 'stopped holding within %ss: %s\n%s\n' "$seconds" "$*" "$output"
+      return 1
+    fi
+    sleep 1
+  done
+}
+
 k() { "$KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 
 # neuron_device_probe: a shell script (for sh in any container) that prints DEVICES= (its

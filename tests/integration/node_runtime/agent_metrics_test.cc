@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -203,36 +204,85 @@ TEST_F(AgentMetricsTest, EccRaisedShowsAsCounterHealthAndTransition) {
       1500ms));
 }
 
-TEST_F(AgentMetricsTest, KernelLogErrorsTakeTheDeviceOutForTheHoldTime) {
+// A NEURON_HW_ERR line is a claim any holder of a device node can write: it is counted and the
+// chip stays in service. Once the chip's firmware ECC counter rises within the hold, the claim is
+// proven and the chip is out for the hold time as a hardware error. Forged shapes are not counted.
+TEST_F(AgentMetricsTest, KernelLogClaimsTakeTheDeviceOutOnlyOnceTheFirmwareConfirmsThem) {
   const fs::path kmsg = simDir() / "dev" / "kmsg";
+  const fs::path neuron4 = simDir() / "sys" / "devices" / "virtual" / "neuron_device" / "neuron4";
+  auto serial = readSmallFile(neuron4 / "info" / "serial_number", 64);
+  ASSERT_TRUE(serial.ok()) << serial.error().message;
+  const std::string serialNumber = serial->substr(0, serial->find('\n'));
   // Appended, as the kernel's log only grows (it holds the driver's load lines already).
   std::ofstream(kmsg, std::ios::app)
-      << "6,88,1000,-;neuron: nd4: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR\n";
+      << "3,88,1000,-;NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR nd-id=4 serial-num=" << serialNumber
+      << "\n";
   const std::string device4 =
       "{instance_type=\"trn2.48xlarge\",neuron_device_index=\"4\",pod=\"\",namespace=\"\","
       "container=\"\"," +
       kNoClaim + "}";
-  const std::string counted =
-      "torus_kernel_hardware_errors_total{type=\"HBM_UNCORRECTABLE_ERROR\","
-      "neuron_device_index=\"4\"}";
+  const auto counted = [](const char* type) {
+    return std::string("torus_kernel_hardware_errors_total{type=\"") + type +
+           "\",neuron_device_index=\"4\"}";
+  };
+  const std::string actedOn =
+      "torus_kernel_hardware_errors_acted_on_total{type=\"HBM_UNCORRECTABLE_ERROR\","
+      "neuron_device_index=\"4\",proof=\"firmware_ecc\"}";
   ASSERT_TRUE(eventually(
       [&] {
         const Exposition metrics = parse(metricsOf(port_));
-        return metrics.values.count(counted) && metrics.values.at(counted) == 1 &&
-               metrics.values.at("torus_device_healthy" + device4) == 0;
+        return metrics.values.count(counted("HBM_UNCORRECTABLE_ERROR")) &&
+               metrics.values.at(counted("HBM_UNCORRECTABLE_ERROR")) == 1;
       },
       1s))
       << agent_->stderrText();
-  EXPECT_NE(agent_->stderrText().find("kernel log NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR"),
-            std::string::npos);
+  // The claim was handled when it was counted (the agent acts in the same call when it acts);
+  // 5 health intervals more leave room for a health pass to publish anything it would have.
+  std::this_thread::sleep_for(500ms);
+  Exposition metrics = parse(metricsOf(port_));
+  EXPECT_EQ(metrics.values.at("torus_device_healthy" + device4), 1) << "a claim alone";
+  EXPECT_EQ(metrics.values.count(actedOn), 0U);
+
+  // The firmware's counter rises: the claim is proven.
+  const fs::path sram = neuron4 / "stats" / "hardware" / "sram_ecc_uncorrected";
+  ASSERT_TRUE(writeFile(sram, "1\n").ok());
+  ASSERT_TRUE(eventually(
+      [&] {
+        const Exposition now = parse(metricsOf(port_));
+        return now.values.count(actedOn) && now.values.at(actedOn) == 1 &&
+               now.values.at("torus_device_healthy" + device4) == 0;
+      },
+      2s))
+      << agent_->stderrText();
+  EXPECT_TRUE(eventually(
+      [&] {
+        return agent_->stderrText().find("kernel log NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR") !=
+               std::string::npos;
+      },
+      1s))
+      << "out of service as a hardware error, not only as ECC";
+  ASSERT_TRUE(writeFile(sram, "0\n").ok());  // write-to-clear
   // No further reports: back in service once the hold (1 s here) has passed.
   EXPECT_TRUE(eventually(
       [&] { return parse(metricsOf(port_)).values.at("torus_device_healthy" + device4) == 1; },
-      3s));
-  // A line naming no device is counted and logged, and takes nothing out of service.
-  std::ofstream(kmsg, std::ios::app) << "NEURON_HW_ERR=HANG_ON_COLLECTIVES\n";
-  EXPECT_TRUE(eventually(
-      [&] { return agent_->stderrText().find("for no known device") != std::string::npos; }, 2s));
+      4s));
+
+  // A segfault line naming the chip, and the marker mid-line: not claims. Lines are read in
+  // order, so once the DMA_ERROR claim after them is counted they have been seen.
+  std::ofstream(kmsg, std::ios::app)
+      << "6,89,2000,-;a.out[42]: segfault at 0 ip 0000000000401136 sp 00007ffc00000000 error 4 "
+         "in NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR serial-num="
+      << serialNumber << "[401000+1000] likely on CPU 1 (core 1, socket 0)\n"
+      << "6,90,2001,-;torus: NEURON_HW_ERR=NC_UNCORRECTABLE_ERROR serial-num=" << serialNumber
+      << "\n"
+      << "3,91,2002,-;NEURON_HW_ERR=DMA_ERROR serial-num=" << serialNumber << "\n";
+  ASSERT_TRUE(
+      eventually([&] { return parse(metricsOf(port_)).values.count(counted("DMA_ERROR")); }, 2s))
+      << agent_->stderrText();
+  metrics = parse(metricsOf(port_));
+  EXPECT_EQ(metrics.values.count(counted("SRAM_UNCORRECTABLE_ERROR")), 0U);
+  EXPECT_EQ(metrics.values.count(counted("NC_UNCORRECTABLE_ERROR")), 0U);
+  EXPECT_EQ(metrics.values.at("torus_device_healthy" + device4), 1);
 }
 
 // Regression, for /metrics: a counter file whose read never returns (a FIFO stands in for a hung

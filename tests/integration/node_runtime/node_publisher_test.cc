@@ -60,6 +60,15 @@ class NodePublisherTest : public ::testing::Test {
     sim = served_->view();
   }
 
+  // neuronN's serial number as the simulated driver reports it (info/serial_number): what the
+  // runtime's NEURON_HW_ERR lines name the chip by.
+  std::string serialOf(int device) const {
+    auto text = readSmallFile(sim / "sys" / "devices" / "virtual" / "neuron_device" /
+                                  ("neuron" + std::to_string(device)) / "info" / "serial_number",
+                              64);
+    return text.ok() ? text->substr(0, text->find('\n')) : "";
+  }
+
   FakeApiServer api;
   std::unique_ptr<TempDir> dir;
   std::string kubeconfig;
@@ -169,19 +178,36 @@ TEST_F(NodePublisherTest, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy
   ASSERT_TRUE(eventually(
       [&] { return agent.stderrText().find("following the kernel log") != std::string::npos; }));
 
-  const auto reported = std::chrono::steady_clock::now();
   // Appended, as the kernel's log only grows (it holds the driver's load lines already).
   std::ofstream(sim / "dev" / "kmsg", std::ios::app)
-      << "3,90,1000,-;neuron: nd7: NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR \n";
+      << "3,90,1000,-;NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR nd-id=7 serial-num=" << serialOf(7)
+      << " action=TERMINATE_INSTANCE\n";
+  // A line alone is a claim: an Event on the node, and AWS's conditions untouched.
+  const auto claimEvent = [&] {
+    for (const json& event : api.events()) {
+      if (event.value("reason", "") == "NeuronHardwareErrorClaimed") return event;
+    }
+    return json();
+  };
+  ASSERT_TRUE(eventually([&] { return !claimEvent().is_null(); }, 2s)) << agent.stderrText();
+  EXPECT_NE(claimEvent()["message"].get<std::string>().find("neuron7"), std::string::npos);
+  EXPECT_EQ(conditionOf(*api.get("nodes", "node-a"), "NeuronHealth")["status"], "False")
+      << "the claim was handled before its Event was posted";
+  // The chip's firmware ECC counter rises within the hold: the claim is proven.
+  const auto reported = std::chrono::steady_clock::now();
+  ASSERT_TRUE(writeFile(sim / "sys" / "devices" / "virtual" / "neuron_device" / "neuron7" /
+                            "stats" / "hardware" / "mem_ecc_uncorrected",
+                        "1\n")
+                  .ok());
   ASSERT_TRUE(eventually(
       [&] { return conditionOf(*api.get("nodes", "node-a"), "NeuronHealth")["status"] == "True"; },
       2s))
-      << "AWS's reason within 2 s of the kernel's line\n"
+      << "AWS's reason within 2 s of the firmware's counter\n"
       << agent.stderrText();
   const auto took = std::chrono::steady_clock::now() - reported;
   std::cout << "NeuronHealth set "
             << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-            << " ms after the kernel log line\n";
+            << " ms after the firmware counter rose\n";
   published = *api.get("nodes", "node-a");
   const json health = conditionOf(published, "NeuronHealth");
   EXPECT_EQ(health["reason"], "NeuronHasError_HBM_UNCORRECTABLE_ERROR");
@@ -217,16 +243,13 @@ TEST_F(NodePublisherTest, AwsHealthConditionsFollowTheKernelLogWithTheHoldPolicy
 // same boot keeps it; a condition set before this boot is cleared.
 TEST_F(NodePublisherTest, NeuronHealthStandsUntilTheNodeReboots) {
   api.put("nodes", makeNode("node-a", "trn2.48xlarge"));
-  const std::vector<std::string> args = {binaryPath("neuron-node-agent"),
-                                         "--simulate=trn2.48xlarge",
-                                         "--simulate-dir=" + sim.string(),
-                                         "--device-plugin=false",
-                                         "--metrics-addr=127.0.0.1:0",
-                                         "--admin-addr=127.0.0.1:0",
-                                         "--health-interval=100ms",
-                                         "--kubeconfig=" + kubeconfig,
-                                         "--node-name=node-a",
-                                         "--kernel-error-hold=500ms"};
+  const std::vector<std::string> args = {
+      binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge", "--simulate-dir=" + sim.string(),
+      "--device-plugin=false", "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
+      "--health-interval=100ms", "--kubeconfig=" + kubeconfig, "--node-name=node-a",
+      "--kernel-error-hold=500ms",
+      // A node with one tenant: a line alone is acted on.
+      "--kernel-log-trust-reports"};
   const auto reason = [&] {
     const json condition = conditionOf(*api.get("nodes", "node-a"), "NeuronHealth");
     return condition.is_null() ? std::string() : condition.value("reason", "");
@@ -236,7 +259,8 @@ TEST_F(NodePublisherTest, NeuronHealthStandsUntilTheNodeReboots) {
     ASSERT_TRUE(eventually([&] { return reason() == "NeuronHasNoError"; })) << agent.stderrText();
     ASSERT_TRUE(eventually(
         [&] { return agent.stderrText().find("following the kernel log") != std::string::npos; }));
-    std::ofstream(sim / "dev" / "kmsg", std::ios::app) << "NEURON_HW_ERR=DMA_ERROR nd2\n";
+    std::ofstream(sim / "dev" / "kmsg", std::ios::app)
+        << "NEURON_HW_ERR=DMA_ERROR nd-id=2 serial-num=" << serialOf(2) << "\n";
     ASSERT_TRUE(eventually([&] { return reason() == "NeuronHasError_DMA_ERROR"; }, 2s))
         << agent.stderrText();
     std::this_thread::sleep_for(1500ms);  // three holds: the device is back, the error stands

@@ -46,16 +46,50 @@ check "... and removes its CDI spec" no_cdi_specs
 echo "== dra.taintEffect=NoExecute: a fault evicts the pod using the chip"
 check "helm upgrade with dra.taintEffect=NoExecute" "$REPO/build/tools/helm" --kubeconfig "$KUBECONFIG" \
   upgrade torus "$REPO/helm/torus" -n kube-system --reuse-values --set dra.taintEffect=NoExecute \
-  --wait --timeout 3m
+  --set nodeAgent.kernelErrorHold=20s --wait --timeout 3m
 check "the DRA agent runs again" eventually 120 agent_ready
 dra_pod dra-evicted chip-nine 3600
 check "a pod holding chip 9 runs" eventually 120 phase_is dra-evicted Running
+
+# A NEURON_HW_ERR line is a claim any holder of a device node can write (the driver's printk
+# ioctl), and a process with no device gets one in by segfaulting in a file named like it: neither
+# takes chip 9 from the pod (docs/security.md, "The kernel log: claims, not evidence").
+serial_of_chip9="$(cat "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron9/info/serial_number")"
+echo "<6>a.out[4242]: segfault at 0 ip 0000000000401136 sp 00007ffc00000000 error 4 in" \
+  "NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR serial-num=$serial_of_chip9[401000+1000] likely on CPU 1" > /dev/kmsg
+echo "NEURON_HW_ERR=HBM_UNCORRECTABLE_ERROR instance-id=i-0e2e0000000000009 hostname=$NODE_NAME" \
+  "nd-id=9 nc-id=0 serial-num=$serial_of_chip9 action=TERMINATE_INSTANCE" > /dev/kmsg
+claims_on_chip9() {
+  local hbm sram
+  hbm="$(metric 'torus_kernel_hardware_errors_total{type="HBM_UNCORRECTABLE_ERROR",neuron_device_index="9"}')"
+  sram="$(metric 'torus_kernel_hardware_errors_total{type="SRAM_UNCORRECTABLE_ERROR",neuron_device_index="9"}')"
+  [[ "$hbm" == 1 && "$sram" == 0 ]] || { echo "claims on chip 9: HBM $hbm, SRAM $sram; want 1, 0"; return 1; }
+}
+# Lines are read in order: once the forged report is counted, the segfault line was seen.
+check "the forged report is counted as a claim; the segfault line is not" eventually 15 claims_on_chip9
+neuron_health_reason() {
+  k get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="NeuronHealth")].reason}'
+}
+chip9_untouched() {
+  taint_on neurondevice9 "" && phase_is dra-evicted Running &&
+    [[ "$(neuron_health_reason)" == NeuronHasNoError ]]
+}
+# Acting on a line tainted the chip within seconds (the ECC fault below is tainted within the
+# same agent pass), so 10 s without a taint means nothing was done; no taint, no eviction.
+check "... chip 9 stays untainted, its pod running, NeuronHealth NeuronHasNoError" holds 10 chip9_untouched
+
+# The chip's firmware ECC counter, which no tenant can write, rises within the hold: the claim is
+# proven, and the fault evicts.
 echo 2 > "$ECC"
-check "uncorrected ECC on chip 9: a NoExecute taint on it" eventually 30 taint_on neurondevice9 \
-  "neuron.aws.com/ecc-uncorrected=mem:NoExecute"
+check "uncorrected ECC on chip 9, the claim confirmed: NoExecute taints on it" eventually 30 \
+  taint_on neurondevice9 \
+  "neuron.aws.com/ecc-uncorrected=mem:NoExecute,neuron.aws.com/hardware-error=HBM_UNCORRECTABLE_ERROR:NoExecute"
 check "the device taint eviction deletes the pod using chip 9" eventually 60 evicted_by_device_taint dra-evicted
+check "... and the confirmed claim sets NeuronHealth" eventually 10 \
+  eval '[[ "$(neuron_health_reason)" == NeuronHasError_HBM_UNCORRECTABLE_ERROR ]]'
 echo 0 > "$ECC"
-check "fault cleared: the taint is gone" eventually 30 taint_on neurondevice9 ""
+# The hardware error's hold (20 s here) from its confirmation, then the chip's reset.
+check "fault cleared: the taint is gone" eventually 60 taint_on neurondevice9 ""
 
 # The eviction controller reads a pod's own claims; kubernetes#141290 reports that it misses the
 # claims made for an extended-resource request (pod.status.extendedResourceClaimStatus). Shown

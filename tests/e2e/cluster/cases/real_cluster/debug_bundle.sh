@@ -11,6 +11,10 @@ DEBUG_DEVICE="$(annotation_of debugged AWS_NEURON_IDS)"
 debug_serial="$(cat "$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$DEBUG_DEVICE/info/serial_number")"
 echo "NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0e2e0000000000003 hostname=$NODE_NAME" \
   "nd-id=$DEBUG_DEVICE nc-id=0 serial-num=$debug_serial action=TERMINATE_INSTANCE" > /dev/kmsg
+# A line alone is a claim any device holder can write; the chip's firmware SRAM ECC counter
+# rising within the hold confirms it.
+debug_sram_ecc="$SIMULATED_NODE_DIR/sys/devices/virtual/neuron_device/neuron$DEBUG_DEVICE/stats/hardware/sram_ecc_uncorrected"
+echo 1 > "$debug_sram_ecc"
 debug_device_unhealthy() {
   curl -sf "http://$NODE_IP:$AGENT_METRICS_PORT/metrics" |
     grep -Eq "^torus_device_health_state\{.*neuron_device_index=\"$DEBUG_DEVICE\",state=\"unhealthy\"\} 1\$"
@@ -46,4 +50,5 @@ debug_unknown_device() {
 }
 check "a device the node does not have: the archive says so, and the exit code" debug_unknown_device
 rm -rf "$DEBUG_DIR"
+echo 0 > "$debug_sram_ecc"
 k delete pod -n e2e debugged --wait=false > /dev/null
