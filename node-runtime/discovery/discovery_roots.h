@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <utility>
 
 namespace torus::discovery {
 
@@ -10,10 +11,21 @@ struct DiscoveryRoots {
   std::filesystem::path sys = "/sys";
   std::filesystem::path dev = "/dev";
   std::filesystem::path optAws = "/opt/aws";
+  // Where what Torus learned of this node is kept across its restarts (the agent's --state-dir);
+  // empty: nothing is kept.
+  std::filesystem::path stateDir;
 
+  static DiscoveryRoots at(std::filesystem::path sysRoot, std::filesystem::path devRoot,
+                           std::filesystem::path optAwsRoot) {
+    DiscoveryRoots roots;
+    roots.sys = std::move(sysRoot);
+    roots.dev = std::move(devRoot);
+    roots.optAws = std::move(optAwsRoot);
+    return roots;
+  }
   // The roots of a tree laid out under one directory: DIR/sys, DIR/dev, DIR/opt/aws.
   static DiscoveryRoots under(const std::filesystem::path& directory) {
-    return {directory / "sys", directory / "dev", directory / "opt" / "aws"};
+    return at(directory / "sys", directory / "dev", directory / "opt" / "aws");
   }
 
   std::filesystem::path neuronClass() const { return sys / "class" / "neuron_device"; }
@@ -35,6 +47,8 @@ struct DiscoveryRoots {
   }
   // The Neuron kernel module's version (MODULE_VERSION), e.g. "2.24.7.0".
   std::filesystem::path driverVersionFile() const { return sys / "module" / "neuron" / "version"; }
+  // Which PCI function each device is, as the driver said in this boot (pci_map_record.h).
+  std::filesystem::path pciMapRecord() const { return stateDir / "pci-map"; }
   std::filesystem::path deviceNode(int index) const {
     return dev / ("neuron" + std::to_string(index));
   }

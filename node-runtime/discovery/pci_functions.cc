@@ -9,10 +9,12 @@
 #include <utility>
 
 #include "common/base/file_io.h"
+#include "common/base/log.h"
 #include "common/base/parse.h"
 #include "common/base/strings.h"
 #include "node-runtime/discovery/driver_bdf_query.h"
 #include "node-runtime/discovery/kernel_ring.h"
+#include "node-runtime/discovery/pci_map_record.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 
 namespace torus::discovery {
@@ -62,6 +64,44 @@ NeuronPciMap probeOrderOfInf1(const DiscoveryRoots& roots, const std::vector<std
 
 NeuronPciMap placeFunctions(const DiscoveryRoots& roots, const std::vector<std::string>& bound,
                             const std::vector<int>& indices);
+
+// With a state directory: a complete map from the driver's own answer is recorded there, and a map
+// the driver can no longer give in full (its load lines gone from the ring, no ioctl) is completed
+// from the record of this boot and these functions. Where the two differ the driver's answer now
+// wins and the difference is a finding.
+void keepOrRecall(const DiscoveryRoots& roots, const std::vector<std::string>& bound,
+                  const std::vector<int>& indices, NeuronPciMap& map) {
+  const std::filesystem::path file = roots.pciMapRecord();
+  const std::string bootId = currentBootId();
+  const bool fromDriver = map.source == "driver ioctl" || map.source == "kernel log";
+  if (unplaced(map, indices).empty()) {
+    if (!fromDriver || bootId.empty()) return;
+    const PciMapRecord record{bootId, map.source, bound, map.functionOf};
+    if (auto kept = readPciMapRecord(file, bootId, bound);
+        kept && kept->functionOf == record.functionOf) {
+      return;
+    }
+    if (auto written = writePciMapRecord(file, record); !written) {
+      TORUS_LOG(Warn, Discovery, "cannot keep the PCI map for a later restart",
+                {"file", file.string()}, {"error", written.error().message});
+    }
+    return;
+  }
+  const std::optional<PciMapRecord> kept = readPciMapRecord(file, bootId, bound);
+  if (!kept) return;
+  for (const int index : indices) {
+    const auto recorded = kept->functionOf.find(index);
+    if (recorded == kept->functionOf.end()) continue;
+    const auto [said, added] = map.functionOf.emplace(index, recorded->second);
+    if (!added && said->second != recorded->second) {
+      map.findings.push_back("neuron" + std::to_string(index) + ": the driver places it at " +
+                             said->second + ", the map kept earlier in this boot at " +
+                             recorded->second + "; using the driver's answer");
+    }
+  }
+  map.source = map.source.empty() ? "kept map (" + kept->source + ", this boot)"
+                                  : map.source + " and kept map (" + kept->source + ")";
+}
 
 }  // namespace
 
@@ -230,6 +270,7 @@ NeuronPciMap placeFunctions(const DiscoveryRoots& roots, const std::vector<std::
       }
     }
   }
+  if (!roots.stateDir.empty()) keepOrRecall(roots, bound, indices, map);
   if (const std::vector<int> missing = unplaced(map, indices); !missing.empty()) {
     map.findings.push_back(
         "no PCI function is known for " + deviceList(missing) +

@@ -88,6 +88,11 @@ void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* optio
                   "directory holding the neuronN device nodes", &options->devRoot);
   table.addString("aws-root", "TORUS_AWS_ROOT", "awsRoot", "DIR",
                   "the /opt/aws directory (holds neuron/logical_nc_config)", &options->awsRoot);
+  table.addString("state-dir", "TORUS_STATE_DIR", "stateDir", "DIR",
+                  "where to keep which PCI function each device is, as the driver said in this "
+                  "boot, for a restart after the kernel log dropped its load lines (the chart: "
+                  "/var/lib/torus); default: nothing kept",
+                  &options->stateDir);
   table.addString("instance-type", "TORUS_INSTANCE_TYPE", "instanceType", "TYPE",
                   "instance type; default: read from the DMI product name", &options->instanceType);
   table.addOptionalInt("lnc", "TORUS_LNC", "lnc", "1|2",
@@ -133,7 +138,9 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
                        "--simulate-pci-domain needs --simulate: a real node's devices are where "
                        "its PCI bus put them");
     }
-    prepared.roots = {options.sysfsRoot, options.devRoot, options.awsRoot};
+    prepared.roots =
+        discovery::DiscoveryRoots::at(options.sysfsRoot, options.devRoot, options.awsRoot);
+    prepared.roots.stateDir = options.stateDir;
     return prepared;
   }
   std::filesystem::path root;
@@ -168,6 +175,7 @@ Result<PreparedNode> prepareNode(const NodeSourceOptions& options) {
             {"character_devices", tree->characterDevices},
             {"faults", static_cast<int>(options.faults.size())});
   prepared.roots = tree->roots();
+  prepared.roots.stateDir = options.stateDir;
   return prepared;
 }
 

@@ -32,6 +32,7 @@ struct NodeSourceOptions {
   std::string sysfsRoot = "/sys";
   std::string devRoot = "/dev";
   std::string awsRoot = "/opt/aws";
+  std::string stateDir;      // empty: nothing kept across restarts
   std::string instanceType;  // overrides the DMI product name
   std::optional<int> lnc;
 };

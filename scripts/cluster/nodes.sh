@@ -150,6 +150,7 @@ mount --bind "$node/container-logs" /var/log/containers
 mount --bind "$node/cdi" /run/cdi
 mount --bind "$node/netns" /run/netns
 mount --bind "$node/run-containerd" /run/containerd
+mount --bind "$node/torus-state" /var/lib/torus
 mount --bind "$driver/opt/aws" /opt/aws
 # The simulated driver files, merged over the real sysfs at their real paths, read-only as sysfs
 # is to the agent (the chart mounts /sys read-only). Each merge sits at the deepest directory the
@@ -184,7 +185,7 @@ create_node() {
   local index="$1" name="${NODE_NAMES[$1 - 1]}" dir ip
   dir="$(node_dir "$name")"
   ip="$(node_ip "$index")"
-  mkdir -p "$dir"/{ns,driver,sim-driver,kubelet,pod-logs,container-logs,cdi,netns,run-containerd,containerd,cni}
+  mkdir -p "$dir"/{ns,driver,sim-driver,kubelet,pod-logs,container-logs,cdi,netns,run-containerd,containerd,cni,torus-state}
   # sysfs lives in memory, and so do its stand-in's ~13,000 files: on this disk they take seconds.
   mount -t tmpfs -o mode=0755,size=256m "torus-$name-driver" "$dir/driver"
   write_driver_tree "$index"
@@ -291,7 +292,7 @@ all_nodes_ready() {
 # The paths each node mounts its own directory over must exist on the host; those this script
 # creates, `down` removes.
 MOUNT_TARGETS=(/var/lib/kubelet /var/log/pods /var/log/containers /run/cdi /run/netns /run/containerd
-  /opt/aws)
+  /opt/aws /var/lib/torus)
 make_mount_targets() {
   local target
   : > "$STATE/created-mount-targets"

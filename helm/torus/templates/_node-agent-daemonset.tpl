@@ -101,6 +101,9 @@ spec:
             - --daemonset={{ $root.Release.Namespace }}/{{ include "torus.fullname" $root }}-{{ $component }}
             {{- end }}
             - --pod-resources-socket={{ $root.Values.nodeAgent.hostPaths.podResources }}/kubelet.sock
+            {{- with $root.Values.nodeAgent.hostPaths.state }}
+            - --state-dir={{ . }}
+            {{- end }}
             - --health-interval={{ $root.Values.nodeAgent.healthInterval }}
             - --kernel-error-hold={{ $root.Values.nodeAgent.kernelErrorHold }}
             - --kernel-log-trust-reports={{ $root.Values.nodeAgent.kernelLog.trustReports }}
@@ -206,6 +209,10 @@ spec:
               readOnly: true
             - name: tmp
               mountPath: /tmp
+            {{- if $root.Values.nodeAgent.hostPaths.state }}
+            - name: state
+              mountPath: {{ $root.Values.nodeAgent.hostPaths.state }}
+            {{- end }}
             {{- if $simulate }}
             - name: simulated-node
               mountPath: {{ $root.Values.nodeAgent.simulate.dir }}
@@ -266,6 +273,13 @@ spec:
             type: DirectoryOrCreate
         - name: tmp
           emptyDir: {}
+        {{- with $root.Values.nodeAgent.hostPaths.state }}
+        # The agent's own state across its restarts (the PCI map of this boot): ours alone.
+        - name: state
+          hostPath:
+            path: {{ . }}
+            type: DirectoryOrCreate
+        {{- end }}
         {{- if $simulate }}
         # The simulated driver tree, at the same path inside and outside: the device paths the
         # plugin hands to kubelet are opened by the container runtime on the host.

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
 #include "tests/integration/node_runtime/process_runner.h"
 
 namespace torus::testing {
@@ -40,6 +42,35 @@ TEST(NeuronLs, Trn2JsonHasAwsKeysAndCatalogFigures) {
   EXPECT_EQ(devices[5]["bdf"], "58:00.0");
   EXPECT_EQ(devices[5]["numa_node"], "0");
   EXPECT_EQ(devices[15]["neuroncore_ids"], nlohmann::json({60, 61, 62, 63}));
+}
+
+// The driver says which PCI function each device is only in lines it logs while loading, which the
+// kernel's ring drops in time. With --state-dir the map of this boot is kept, and a later run
+// whose kernel log no longer holds the lines still places every device; a record of another boot
+// is not used.
+TEST(NeuronLs, APciMapKeptInThisBootOutlivesTheDriversLoadLines) {
+  auto dir = TempDir::create("neuron-ls-state");
+  ASSERT_TRUE(dir.ok());
+  const std::string sim = "--simulate-dir=" + (dir->path() / "sim").string();
+  const std::string state = "--state-dir=" + (dir->path() / "state").string();
+  const auto placed = [](const nlohmann::json& devices) {
+    return devices.empty() ? std::string("none") : devices[0].value("pci_bus_id", std::string());
+  };
+  EXPECT_EQ(placed(runJson({"--simulate=trn2.48xlarge", sim, state})), "0000:cc:00.0");
+  const auto record = readSmallFile(dir->path() / "state" / "pci-map");
+  ASSERT_TRUE(record.ok());
+  EXPECT_NE(record->find("neuron0 0000:cc:00.0\n"), std::string::npos) << *record;
+
+  // The ring has dropped the load lines.
+  ASSERT_TRUE(writeFile(dir->path() / "sim" / "dev" / "kmsg", "").ok());
+  EXPECT_EQ(placed(runJson({"--simulate=trn2.48xlarge", sim})), "") << "nothing kept: not placed";
+  EXPECT_EQ(placed(runJson({"--simulate=trn2.48xlarge", sim, state})), "0000:cc:00.0");
+
+  // A record of another boot (the machine restarted; the driver numbered its devices anew).
+  std::string otherBoot = *record;
+  otherBoot.replace(otherBoot.find("boot_id ") + 8, 4, "ffff");
+  ASSERT_TRUE(writeFile(dir->path() / "state" / "pci-map", otherBoot).ok());
+  EXPECT_EQ(placed(runJson({"--simulate=trn2.48xlarge", sim, state})), "");
 }
 
 TEST(NeuronLs, LncOneDoublesTheCores) {
