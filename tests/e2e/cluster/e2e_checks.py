@@ -12,17 +12,11 @@ import os
 import sys
 
 from checks import CheckFailed, require
-from checks import cluster, debug_bundle, dra, ids, metrics, placers, pods, ultraserver
+from checks import cluster, debug_bundle, dra, files, ids, metrics, placers, pods, ultraserver
 
 
-def _load(path):
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
-def _read(path):
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+_load = files.read_json
+_read = files.read_text
 
 
 def _bytes(path):

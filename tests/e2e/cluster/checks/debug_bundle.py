@@ -2,11 +2,11 @@
 packed one carries no credential of the agent or of the caller's kubeconfig."""
 import base64
 import glob
-import json
 import os
 import re
 
 from checks import require
+from checks.files import read_json, read_text
 
 # The parts every archive of one device has (the device's own driver files are added by name).
 WANTED_PARTS = {"agent/state.json", "agent/kernel-log.txt", "agent/metrics.txt",
@@ -19,14 +19,8 @@ KERNEL_LINE = "NEURON_HW_ERR=SRAM_UNCORRECTABLE_ERROR instance-id=i-0e2e00000000
 JWT = re.compile(rb"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.")
 
 
-def _json(path):
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
-
-
-def _text(path):
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+_json = read_json
+_text = read_text
 
 
 def bundle_complete(root, device, serial):
