@@ -85,29 +85,57 @@ ErrorCode errorCodeOfStatus(int status) {
 
 struct KubeClient::Transport {
   std::unique_ptr<httplib::Client> client;
+  std::string clientCertFile;  // what `client` presents; an exec plugin may hand out new ones
+  std::string clientKeyFile;
+  std::chrono::milliseconds timeout;
 };
 
-KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
-    : config_(std::move(config)), transport_(std::make_unique<Transport>()) {
-  if (!config_.clientCertFile.empty() && !config_.clientKeyFile.empty()) {
-    transport_->client = std::make_unique<httplib::Client>(config_.server, config_.clientCertFile,
-                                                           config_.clientKeyFile);
+namespace {
+
+// "http://proxy.corp:3128" -> host and port; the loader accepts only http:// proxy URLs.
+std::pair<std::string, int> proxyHostPort(const std::string& url) {
+  std::string rest = url.substr(std::string("http://").size());
+  rest = rest.substr(0, rest.find('/'));
+  if (const std::size_t at = rest.rfind('@'); at != std::string::npos) rest.erase(0, at + 1);
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string::npos || rest.back() == ']') return {rest, 80};
+  return {rest.substr(0, colon), std::atoi(rest.c_str() + colon + 1)};
+}
+
+}  // namespace
+
+void KubeClient::connect(const std::string& clientCertFile, const std::string& clientKeyFile) {
+  if (!clientCertFile.empty() && !clientKeyFile.empty()) {
+    transport_->client =
+        std::make_unique<httplib::Client>(config_.server, clientCertFile, clientKeyFile);
   } else {
     transport_->client = std::make_unique<httplib::Client>(config_.server);
   }
+  transport_->clientCertFile = clientCertFile;
+  transport_->clientKeyFile = clientKeyFile;
   httplib::Client& client = *transport_->client;
   if (!config_.caFile.empty()) client.set_ca_cert_path(config_.caFile.c_str());
   client.enable_server_certificate_verification(!config_.insecureSkipTlsVerify);
+  if (!config_.proxyUrl.empty()) {
+    const auto [host, port] = proxyHostPort(config_.proxyUrl);
+    client.set_proxy(host, port);
+  }
   // As a duration: whole seconds would make a timeout under one second zero (every call fails).
-  client.set_connection_timeout(timeout);
-  client.set_read_timeout(timeout);
-  client.set_write_timeout(timeout);
+  client.set_connection_timeout(transport_->timeout);
+  client.set_read_timeout(transport_->timeout);
+  client.set_write_timeout(transport_->timeout);
   // One TLS connection for every request of this client: a handshake costs more than most calls.
   client.set_keep_alive(true);
   // httplib sends a request's headers and body in two writes. With Nagle's algorithm on, the body
   // waits for the API server's delayed ACK of the headers, about 40 ms on every POST, PUT and
   // PATCH over a kept-alive connection. That stall capped the extender's binds.
   client.set_tcp_nodelay(true);
+}
+
+KubeClient::KubeClient(KubeConfig config, std::chrono::milliseconds timeout)
+    : config_(std::move(config)), transport_(std::make_unique<Transport>()) {
+  transport_->timeout = timeout;
+  connect(config_.clientCertFile, config_.clientKeyFile);
 }
 
 KubeClient::~KubeClient() = default;
@@ -118,32 +146,49 @@ void KubeClient::cancel() {
 
 namespace {
 
-httplib::Headers requestHeaders(const KubeConfig& config) {
+httplib::Headers requestHeaders(const RequestCredentials& credentials) {
   httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", "torus/0.1"}};
-  if (!config.token.empty()) headers.emplace("Authorization", "Bearer " + config.token.current());
+  if (!credentials.token.empty()) headers.emplace("Authorization", "Bearer " + credentials.token);
   return headers;
 }
 
 }  // namespace
 
+Result<RequestCredentials> KubeClient::credentials() {
+  auto credentials = requestCredentials(config_);
+  if (!credentials) return std::move(credentials).error();
+  // A client certificate from an exec plugin that rotated: a new connection presents the new one.
+  if (credentials->clientCertFile != transport_->clientCertFile ||
+      credentials->clientKeyFile != transport_->clientKeyFile) {
+    connect(credentials->clientCertFile, credentials->clientKeyFile);
+  }
+  return credentials;
+}
+
 // A request that could not be written is sent once more: the kept-alive connection was closed
 // by the API server while idle (it closes idle connections), nothing of the request reached it,
-// and httplib opens a new connection for the retry. A 401 after the token file changed under us
-// (rotation) is retried once with the new token.
+// and httplib opens a new connection for the retry. A 401 is retried once with a fresh credential
+// when there can be one: the token file rotated under us, or the exec plugin's credential was
+// revoked or expired early (client-go runs the plugin again after a 401 too).
 template <typename Send>
-httplib::Result KubeClient::exchange(Send&& request) {
-  httplib::Result reply = request(requestHeaders(config_));
-  if (!reply && reply.error() == httplib::Error::Write) reply = request(requestHeaders(config_));
-  if (reply && reply->status == 401 && !config_.token.file().empty()) {
-    config_.token.invalidate();
-    reply = request(requestHeaders(config_));
+Result<httplib::Result> KubeClient::exchange(Send&& request) {
+  auto used = credentials();
+  if (!used) return std::move(used).error();
+  httplib::Result reply = request(requestHeaders(*used));
+  if (!reply && reply.error() == httplib::Error::Write) reply = request(requestHeaders(*used));
+  if (reply && reply->status == 401 && refreshAfterUnauthorized(config_, *used)) {
+    auto fresh = credentials();
+    if (!fresh) return std::move(fresh).error();
+    reply = request(requestHeaders(*fresh));
   }
   return reply;
 }
 
 template <typename Send>
 Result<json> KubeClient::send(const char* method, const std::string& path, Send&& request) {
-  return parseReply(config_.server, method, path, exchange(std::forward<Send>(request)));
+  auto reply = exchange(std::forward<Send>(request));
+  if (!reply) return std::move(reply).error().withContext(std::string(method) + " " + path);
+  return parseReply(config_.server, method, path, *reply);
 }
 
 Result<json> KubeClient::get(const std::string& path) {
@@ -158,7 +203,9 @@ Result<std::string> KubeClient::getText(const std::string& path) {
     headers.emplace("Accept", "text/plain, */*");
     return transport_->client->Get(path, headers);
   };
-  return bodyOf(config_.server, "GET", path, exchange(request));
+  auto reply = exchange(request);
+  if (!reply) return std::move(reply).error().withContext("GET " + path);
+  return bodyOf(config_.server, "GET", path, *reply);
 }
 
 Result<json> KubeClient::create(const std::string& path, const json& body) {
@@ -211,8 +258,10 @@ Result<void> KubeClient::watch(const std::string& path, const std::string& resou
   std::optional<Error> failure;
   int status = 0;
   std::string errorBody;
+  auto used = credentials();
+  if (!used) return std::move(used).error().withContext("WATCH " + path);
   auto reply = transport_->client->Get(
-      target, requestHeaders(config_),
+      target, requestHeaders(*used),
       [&](const httplib::Response& response) {
         status = response.status;
         return true;
@@ -251,7 +300,8 @@ Result<void> KubeClient::watch(const std::string& path, const std::string& resou
       });
   if (failure) return *failure;
   if (status != 0 && (status < 200 || status >= 300)) {
-    if (status == 401) config_.token.invalidate();  // the caller's next list or watch re-reads it
+    // The caller's next list or watch gets a fresh credential.
+    if (status == 401) refreshAfterUnauthorized(config_, *used);
     return statusError(status, "WATCH", path, errorBody);
   }
   if (!reply && !stop.stop_requested() && reply.error() != httplib::Error::Canceled) {

@@ -1,6 +1,7 @@
 // KubeClient: the few Kubernetes API calls Torus makes — get, list, watch (with resourceVersion;
 // 410 Gone is reported so the caller re-lists), JSON merge-patch, create (Bindings, Events),
-// replace and delete (ResourceSlices) — over HTTPS with a bearer token or a client certificate.
+// replace and delete (ResourceSlices) — over HTTPS with a bearer token or a client certificate,
+// fixed, from a file, or from the kubeconfig's exec credential plugin.
 // Bodies are nlohmann::json values.
 //
 // Errors carry the HTTP status mapped to our codes and the API server's own message:
@@ -64,16 +65,21 @@ class KubeClient {
                      std::stop_token stop = {});
 
   // Aborts the request in flight (a watch blocked reading), from another thread. Calls made after
-  // it run normally; a caller that stops must also stop issuing new ones.
+  // it run normally; a caller that stops must also stop issuing new ones. Not for a client whose
+  // exec plugin hands out client certificates (a new one replaces the connection it would stop).
   void cancel();
 
   const KubeConfig& config() const { return config_; }
 
  private:
   struct Transport;
+  // (Re)builds the connection, presenting this client certificate (none when empty).
+  void connect(const std::string& clientCertFile, const std::string& clientKeyFile);
+  // The credentials for the next request; reconnects when the client certificate changed.
+  Result<RequestCredentials> credentials();
   // Sends with fresh headers (the bearer token may have rotated since the last call).
   template <typename Send>
-  httplib::Result exchange(Send&& request);
+  Result<httplib::Result> exchange(Send&& request);
   template <typename Send>
   Result<nlohmann::json> send(const char* method, const std::string& path, Send&& request);
 

@@ -2,34 +2,49 @@
 
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include "common/base/file_io.h"
 #include "common/base/strings.h"
+#include "common/kube/kubeconfig_files.h"
 
 namespace torus::kube {
 namespace {
+
+using nlohmann::json;
 
 Error bad(const std::string& where, const std::string& why) {
   return makeError(ErrorCode::kInvalidArgument, where + ": " + why);
 }
 
-YAML::Node findNamed(const YAML::Node& list, const std::string& name, const char* field) {
-  if (!list || !list.IsSequence()) return YAML::Node();
-  for (const YAML::Node& entry : list) {
-    if (!entry.IsMap()) continue;  // operator[] of a scalar or list throws
-    if (!entry["name"] || entry["name"].as<std::string>("") != name) continue;
-    // A missing key reads as an invalid node, on which IsMap() throws (found by fuzzing).
-    if (const YAML::Node value = entry[field]; value) return value;
-    return YAML::Node();
-  }
-  return YAML::Node();
-}
-
 std::string scalar(const YAML::Node& node, const char* key) {
   return node && node.IsMap() && node[key] && node[key].IsScalar() ? node[key].as<std::string>("")
                                                                    : "";
+}
+
+std::vector<std::string> scalars(const YAML::Node& node, const char* key) {
+  std::vector<std::string> out;
+  if (!node || !node.IsMap() || !node[key] || !node[key].IsSequence()) return out;
+  for (const YAML::Node& item : node[key])
+    out.push_back(item.IsScalar() ? item.as<std::string>("") : "");
+  return out;
+}
+
+// A cluster extension as the plugin receives it in spec.cluster.config (scalars stay strings).
+json jsonOf(const YAML::Node& node) {
+  if (!node || node.IsNull()) return nullptr;
+  if (node.IsScalar()) return node.as<std::string>("");
+  json out = node.IsSequence() ? json::array() : json::object();
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (node.IsSequence()) {
+      out.push_back(jsonOf(*it));
+    } else {
+      out[it->first.as<std::string>("")] = jsonOf(it->second);
+    }
+  }
+  return out;
 }
 
 // "*-data" fields hold base64 PEM; the TLS library reads files, so write them privately.
@@ -46,6 +61,138 @@ Result<std::string> materialize(KubeConfig& config, const std::string& data, con
   TORUS_RETURN_IF_ERROR(writeFile(path, *decoded), name);
   ::chmod(path.c_str(), 0600);
   return path.string();
+}
+
+Result<ExecPluginConfig> execStanza(const YAML::Node& exec, const KubeconfigEntry& user,
+                                    const std::string& userName) {
+  ExecPluginConfig plugin;
+  plugin.user = userName;
+  plugin.apiVersion = scalar(exec, "apiVersion");
+  plugin.command = scalar(exec, "command");
+  // As kubectl: a command with a '/' is a path relative to the kubeconfig, a bare name is on $PATH.
+  if (plugin.command.find('/') != std::string::npos) {
+    plugin.command = resolvedPath(user, plugin.command);
+  }
+  plugin.args = scalars(exec, "args");
+  if (const YAML::Node env = exec["env"]; env && env.IsSequence()) {
+    for (const YAML::Node& item : env) {
+      const std::string name = scalar(item, "name");
+      if (name.empty()) {
+        return bad("user " + quoteJsonString(userName), "exec env entry without a name");
+      }
+      plugin.env.emplace_back(name, scalar(item, "value"));
+    }
+  }
+  plugin.installHint = scalar(exec, "installHint");
+  plugin.interactiveMode = scalar(exec, "interactiveMode");
+  plugin.provideClusterInfo = scalar(exec, "provideClusterInfo") == "true";
+  return plugin;
+}
+
+ExecClusterInfo clusterInfo(const KubeConfig& config, const YAML::Node& cluster) {
+  ExecClusterInfo info;
+  info.server = config.server;
+  info.tlsServerName = scalar(cluster, "tls-server-name");
+  info.insecureSkipTlsVerify = config.insecureSkipTlsVerify;
+  info.proxyUrl = config.proxyUrl;
+  if (!config.caFile.empty()) {
+    if (auto pem = readSmallFile(config.caFile, 1 << 20)) info.certificateAuthorityData = *pem;
+  }
+  if (const YAML::Node extensions = cluster["extensions"]; extensions && extensions.IsSequence()) {
+    for (const YAML::Node& item : extensions) {
+      if (scalar(item, "name") == "client.authentication.k8s.io/exec") {
+        info.config = jsonOf(item["extension"]);
+      }
+    }
+  }
+  return info;
+}
+
+Result<void> readUser(KubeConfig& config, const KubeconfigEntry& user, const std::string& name,
+                      const YAML::Node& cluster) {
+  const YAML::Node& node = user.value;
+  const std::string where = "user " + quoteJsonString(name);
+  if (node["auth-provider"]) {
+    return bad(where, "uses an auth-provider plugin (" +
+                          quoteJsonString(scalar(node["auth-provider"], "name")) +
+                          "), which kubectl itself dropped in 1.26; use the provider's exec "
+                          "plugin (EKS: aws eks update-kubeconfig, GKE: gke-gcloud-auth-plugin, "
+                          "AKS: kubelogin)");
+  }
+  for (const char* field : {"username", "password", "as", "as-groups", "as-uid", "as-user-extra"}) {
+    if (node[field]) return bad(where, std::string(field) + " is not supported by kubectl-neuron");
+  }
+  if (const std::string token = scalar(node, "token"); !token.empty()) {
+    config.token = BearerToken::fixed(token);
+  }
+  if (const std::string tokenFile = resolvedPath(user, scalar(node, "tokenFile"));
+      !tokenFile.empty()) {
+    auto token = BearerToken::fromFile(tokenFile);
+    if (!token) return std::move(token).error().withContext(where);
+    config.token = std::move(*token);
+  }
+  config.clientCertFile = resolvedPath(user, scalar(node, "client-certificate"));
+  config.clientKeyFile = resolvedPath(user, scalar(node, "client-key"));
+  for (const auto& [field, target, file] :
+       {std::tuple{"client-certificate-data", &config.clientCertFile, "client.crt"},
+        std::tuple{"client-key-data", &config.clientKeyFile, "client.key"}}) {
+    if (const std::string data = scalar(node, field); !data.empty()) {
+      auto written = materialize(config, data, file);
+      if (!written) return std::move(written).error().withContext(where);
+      *target = *written;
+    }
+  }
+  if (const YAML::Node exec = node["exec"]; exec && exec.IsMap()) {
+    auto plugin = execStanza(exec, user, name);
+    if (!plugin) return std::move(plugin).error();
+    auto source = ExecCredentialSource::create(std::move(*plugin), clusterInfo(config, cluster));
+    if (!source) return std::move(source).error();
+    config.exec = std::move(*source);
+  }
+  return okResult();
+}
+
+Result<KubeConfig> configOf(const MergedKubeconfig& merged, std::string_view context) {
+  std::string files;
+  for (const auto& file : merged.files)
+    files += (files.empty() ? "" : ":") + file.string();
+  const std::string where = "kubeconfig " + files;
+  const std::string contextName = context.empty() ? merged.currentContext : std::string(context);
+  if (contextName.empty()) return bad(where, "no current-context and no context given");
+  const auto ctx = merged.contexts.find(contextName);
+  if (ctx == merged.contexts.end() || !ctx->second.value.IsMap()) {
+    return bad(where, "context " + quoteJsonString(contextName) + " not found");
+  }
+  const std::string clusterName = scalar(ctx->second.value, "cluster");
+  const auto cluster = merged.clusters.find(clusterName);
+  if (cluster == merged.clusters.end() || !cluster->second.value.IsMap()) {
+    return bad(where, "cluster " + quoteJsonString(clusterName) + " not found");
+  }
+  const YAML::Node& clusterNode = cluster->second.value;
+
+  KubeConfig config;
+  config.nameSpace = scalar(ctx->second.value, "namespace");
+  config.server = scalar(clusterNode, "server");
+  if (config.server.empty()) return bad(where, "cluster has no server");
+  config.insecureSkipTlsVerify = scalar(clusterNode, "insecure-skip-tls-verify") == "true";
+  config.caFile = resolvedPath(cluster->second, scalar(clusterNode, "certificate-authority"));
+  if (const std::string data = scalar(clusterNode, "certificate-authority-data"); !data.empty()) {
+    auto file = materialize(config, data, "ca.crt");
+    if (!file) return std::move(file).error().withContext(where);
+    config.caFile = *file;
+  }
+  config.proxyUrl = scalar(clusterNode, "proxy-url");
+  if (!config.proxyUrl.empty() && config.proxyUrl.rfind("http://", 0) != 0) {
+    return bad(where, "cluster " + quoteJsonString(clusterName) + ": proxy-url " +
+                          quoteJsonString(config.proxyUrl) +
+                          " is not supported (only http:// proxies are)");
+  }
+  const std::string userName = scalar(ctx->second.value, "user");
+  if (const auto user = merged.users.find(userName);
+      user != merged.users.end() && user->second.value.IsMap()) {
+    TORUS_RETURN_IF_ERROR(readUser(config, user->second, userName, clusterNode), where);
+  }
+  return config;
 }
 
 }  // namespace
@@ -81,64 +228,52 @@ Result<std::string> decodeBase64(std::string_view text) {
 }
 
 Result<KubeConfig> loadKubeconfig(const std::filesystem::path& path, std::string_view context) {
-  auto text = readSmallFile(path, 4 << 20);
-  if (!text) return std::move(text).error().withContext("kubeconfig");
-  YAML::Node root;
-  try {
-    root = YAML::Load(*text);
-  } catch (const YAML::Exception& error) {
-    return bad("kubeconfig " + path.string(), std::string("not valid YAML: ") + error.what());
-  }
-  const std::string where = "kubeconfig " + path.string();
-  // A file that parses as a scalar (say /etc/hostname) used to abort on root["current-context"].
-  if (!root.IsMap()) return bad(where, "expected a kubeconfig (a YAML mapping)");
-  const std::string contextName =
-      context.empty() ? scalar(root, "current-context") : std::string(context);
-  if (contextName.empty()) return bad(where, "no current-context and no context given");
-  const YAML::Node ctx = findNamed(root["contexts"], contextName, "context");
-  if (!ctx.IsMap()) return bad(where, "context " + quoteJsonString(contextName) + " not found");
-  const YAML::Node cluster = findNamed(root["clusters"], scalar(ctx, "cluster"), "cluster");
-  if (!cluster.IsMap())
-    return bad(where, "cluster " + quoteJsonString(scalar(ctx, "cluster")) + " not found");
-  const YAML::Node user = findNamed(root["users"], scalar(ctx, "user"), "user");
+  const std::filesystem::path files[] = {path};
+  auto merged = readKubeconfigs(files, true);
+  if (!merged) return std::move(merged).error();
+  return configOf(*merged, context);
+}
 
-  KubeConfig config;
-  config.server = scalar(cluster, "server");
-  if (config.server.empty()) return bad(where, "cluster has no server");
-  config.insecureSkipTlsVerify = scalar(cluster, "insecure-skip-tls-verify") == "true";
-  config.caFile = scalar(cluster, "certificate-authority");
-  if (const std::string data = scalar(cluster, "certificate-authority-data"); !data.empty()) {
-    auto file = materialize(config, data, "ca.crt");
-    if (!file) return std::move(file).error().withContext(where);
-    config.caFile = *file;
+Result<KubeConfig> loadKubeconfigAsKubectl(std::string_view explicitPath,
+                                           std::string_view context) {
+  const char* env = std::getenv("KUBECONFIG");
+  const char* home = std::getenv("HOME");
+  const auto files =
+      kubectlKubeconfigFiles(explicitPath, env != nullptr ? env : "", home != nullptr ? home : "");
+  auto merged = readKubeconfigs(files, !explicitPath.empty());
+  if (!merged) return std::move(merged).error();
+  return configOf(*merged, context);
+}
+
+Result<RequestCredentials> requestCredentials(const KubeConfig& config) {
+  RequestCredentials credentials;
+  credentials.clientCertFile = config.clientCertFile;
+  credentials.clientKeyFile = config.clientKeyFile;
+  if (!config.token.empty()) credentials.token = config.token.current();
+  if (config.exec) {
+    auto exec = config.exec->current();
+    if (!exec) return std::move(exec).error();
+    // The plugin's answer takes the place of the kubeconfig's own (client-go does the same).
+    if (!(*exec)->token.empty()) credentials.token = (*exec)->token;
+    if (!(*exec)->clientCertFile.empty()) {
+      credentials.clientCertFile = (*exec)->clientCertFile;
+      credentials.clientKeyFile = (*exec)->clientKeyFile;
+    }
+    credentials.exec = std::move(*exec);
   }
-  if (user.IsMap()) {
-    if (user["exec"] || user["auth-provider"]) {
-      return bad(where, "user " + quoteJsonString(scalar(ctx, "user")) +
-                            " uses an exec or auth-provider plugin, which is not supported; "
-                            "use a token or client certificate");
-    }
-    if (const std::string token = scalar(user, "token"); !token.empty()) {
-      config.token = BearerToken::fixed(token);
-    }
-    if (const std::string tokenFile = scalar(user, "tokenFile"); !tokenFile.empty()) {
-      auto token = BearerToken::fromFile(tokenFile);
-      if (!token) return std::move(token).error().withContext(where);
-      config.token = std::move(*token);
-    }
-    config.clientCertFile = scalar(user, "client-certificate");
-    config.clientKeyFile = scalar(user, "client-key");
-    for (const auto& [field, target, name] :
-         {std::tuple{"client-certificate-data", &config.clientCertFile, "client.crt"},
-          std::tuple{"client-key-data", &config.clientKeyFile, "client.key"}}) {
-      if (const std::string data = scalar(user, field); !data.empty()) {
-        auto file = materialize(config, data, name);
-        if (!file) return std::move(file).error().withContext(where);
-        *target = *file;
-      }
-    }
+  return credentials;
+}
+
+bool refreshAfterUnauthorized(const KubeConfig& config, const RequestCredentials& used) {
+  if (config.exec && used.exec) {
+    config.exec->unauthorized(used.exec);
+    return true;
   }
-  return config;
+  if (!config.token.file().empty()) {
+    config.token.invalidate();
+    return true;
+  }
+  return false;
 }
 
 Result<KubeConfig> inClusterConfig(const std::filesystem::path& accountDir) {

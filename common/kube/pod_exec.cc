@@ -152,21 +152,23 @@ std::string execTarget(const ServerUrl& url, const ExecRequest& request) {
   return target + "stdout=true&stderr=true";
 }
 
-TlsOptions tlsOf(const KubeConfig& config) {
-  return {config.caFile, config.clientCertFile, config.clientKeyFile, config.insecureSkipTlsVerify};
+TlsOptions tlsOf(const KubeConfig& config, const RequestCredentials& credentials) {
+  return {config.caFile, credentials.clientCertFile, credentials.clientKeyFile,
+          config.insecureSkipTlsVerify};
 }
 
 // One connection: upgrade, then the streams until the exchange is complete.
 Result<ExecOutput> execOnce(const KubeConfig& config, const ServerUrl& url,
                             const ExecRequest& request, Clock::time_point deadline,
-                            int& refusedStatus) {
-  auto connection = WebSocketConnection::open(url, tlsOf(config), deadline, request.timeout);
+                            const RequestCredentials& credentials, int& refusedStatus) {
+  auto connection =
+      WebSocketConnection::open(url, tlsOf(config, credentials), deadline, request.timeout);
   if (!connection) return std::move(connection).error();
   // kubectl's order: v5 adds channel-close messages (255); v4 is what API servers before 1.30
   // speak. Both carry stdout, stderr and the status the same way.
   UpgradeRequest upgrade{execTarget(url, request), {std::string(kV5), std::string(kV4)}, {}};
-  if (!config.token.empty()) {
-    const std::string token = config.token.current();
+  if (!credentials.token.empty()) {
+    const std::string& token = credentials.token;
     // A line break would end the header and smuggle in whatever follows.
     if (token.find_first_of("\r\n") != std::string::npos) {
       return makeError(ErrorCode::kInvalidArgument, "the bearer token contains a line break");
@@ -198,13 +200,20 @@ Result<ExecOutput> execInPod(const KubeConfig& config, const ExecRequest& reques
   auto url = parseServerUrl(config.server);
   if (!url) return std::move(url).error().withContext(where);
   const Clock::time_point deadline = Clock::now() + request.timeout;
+  if (!config.proxyUrl.empty()) {
+    return makeError(ErrorCode::kFailedPrecondition,
+                     where + ": the kubeconfig's proxy-url is not supported for pods/exec");
+  }
   int refusedStatus = 0;
-  auto result = execOnce(config, *url, request, deadline, refusedStatus);
-  // The token file may have rotated since it was read: re-read it and try once more, as
-  // KubeClient does.
-  if (!result && refusedStatus == 401 && !config.token.file().empty()) {
-    config.token.invalidate();
-    result = execOnce(config, *url, request, deadline, refusedStatus);
+  auto used = requestCredentials(config);
+  if (!used) return std::move(used).error().withContext(where);
+  auto result = execOnce(config, *url, request, deadline, *used, refusedStatus);
+  // The token file or the exec plugin's credential may have rotated since it was read: get a
+  // fresh one and try once more, as KubeClient does.
+  if (!result && refusedStatus == 401 && refreshAfterUnauthorized(config, *used)) {
+    auto fresh = requestCredentials(config);
+    if (!fresh) return std::move(fresh).error().withContext(where);
+    result = execOnce(config, *url, request, deadline, *fresh, refusedStatus);
   }
   if (!result) return std::move(result).error().withContext(where);
   return result;

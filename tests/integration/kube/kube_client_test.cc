@@ -259,7 +259,7 @@ users:
   - name: u1
     user: {token: abc}
   - name: plugin
-    user: {exec: {command: aws}}
+    user: {auth-provider: {name: oidc}}
 )")
                   .ok());
   auto config = loadKubeconfig(path);
@@ -269,7 +269,9 @@ users:
   EXPECT_EQ(*readSmallFile(config->caFile), "---\n");
   auto plugin = loadKubeconfig(path, "other");
   ASSERT_FALSE(plugin.ok());
-  EXPECT_NE(plugin.error().message.find("exec or auth-provider plugin"), std::string::npos);
+  EXPECT_NE(plugin.error().message.find("uses an auth-provider plugin (\"oidc\"), which kubectl"),
+            std::string::npos)
+      << plugin.error().message;
   EXPECT_NE(loadKubeconfig(path, "nope").error().message.find("context \"nope\" not found"),
             std::string::npos);
   EXPECT_FALSE(loadKubeconfig(dir->path() / "absent").ok());

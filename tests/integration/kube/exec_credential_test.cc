@@ -1,0 +1,308 @@
+// Exec credential plugins as kubectl runs them, against an API-server stand-in over real HTTP
+// that accepts one bearer token at a time: the ExecCredential handed in (KUBERNETES_EXEC_INFO,
+// env, args) and read back (v1 and v1beta1), the credential kept until its expirationTimestamp
+// (an injected clock, no sleeping), the plugin run again after a 401, and the errors a user sees
+// when the plugin fails, is missing, or prints something that is not a credential.
+#include "common/kube/exec_credential.h"
+
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include "common/base/file_io.h"
+#include "common/base/temp_dir.h"
+#include "common/kube/kube_client.h"
+#include "common/kube/kube_config.h"
+
+namespace torus::kube {
+namespace {
+
+using nlohmann::json;
+using std::chrono::system_clock;
+
+// Answers GET /api/v1/nodes to `accepted` only, 401 to any other token.
+class TokenCheckingServer {
+ public:
+  TokenCheckingServer() {
+    server_.Get("/api/v1/nodes", [this](const httplib::Request& request, httplib::Response& reply) {
+      std::lock_guard lock(mutex_);
+      seen_.push_back(request.get_header_value("Authorization"));
+      if (seen_.back() != "Bearer " + accepted_) {
+        reply.status = 401;
+        reply.set_content(R"({"kind":"Status","message":"Unauthorized","code":401})",
+                          "application/json");
+        return;
+      }
+      reply.set_content(R"({"kind":"NodeList","items":[]})", "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::jthread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~TokenCheckingServer() { server_.stop(); }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  void accept(std::string token) {
+    std::lock_guard lock(mutex_);
+    accepted_ = std::move(token);
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::jthread thread_;
+  std::mutex mutex_;
+  std::string accepted_;
+  std::vector<std::string> seen_;
+};
+
+// A plugin script in a temp dir. Each run appends its KUBERNETES_EXEC_INFO, $GREETING and
+// arguments as one JSON line to runs.jsonl and prints `body` with RUN replaced by its run number.
+class Plugin {
+ public:
+  explicit Plugin(const std::string& body, const std::string& before = "") {
+    auto dir = TempDir::create("exec-plugin");
+    EXPECT_TRUE(dir.ok());
+    dir_ = std::make_unique<TempDir>(std::move(*dir));
+    const std::string runs = (dir_->path() / "runs.jsonl").string();
+    const std::string script = "#!/bin/sh\n" + before + "run=$(( $(cat '" + runs +
+                               "' 2>/dev/null | wc -l) + 1 ))\n"
+                               "printf '{\"info\":%s,\"greeting\":\"%s\",\"args\":\"%s\"}\\n' "
+                               "\"$KUBERNETES_EXEC_INFO\" \"$GREETING\" \"$*\" >> '" +
+                               runs +
+                               "'\n"
+                               "cat <<EOF | sed \"s/RUN/$run/g\"\n" +
+                               body + "\nEOF\n";
+    EXPECT_TRUE(writeFile(path(), script).ok());
+    ::chmod(path().c_str(), 0755);
+  }
+  std::string path() const { return (dir_->path() / "plugin").string(); }
+  std::vector<json> runs() const {
+    std::vector<json> out;
+    auto text = readSmallFile(dir_->path() / "runs.jsonl");
+    if (!text) return out;
+    for (std::size_t start = 0, end; (end = text->find('\n', start)) != std::string::npos;
+         start = end + 1) {
+      out.push_back(json::parse(text->substr(start, end - start)));
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<TempDir> dir_;
+};
+
+ExecPluginConfig pluginConfig(const std::string& user, const std::string& version,
+                              const std::string& command, const std::string& mode) {
+  ExecPluginConfig config;
+  config.user = user;
+  config.apiVersion = "client.authentication.k8s.io/" + version;
+  config.command = command;
+  config.interactiveMode = mode;
+  return config;
+}
+
+std::string credential(const std::string& version, const std::string& status) {
+  return R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/)" + version +
+         R"(","status":)" + status + "}";
+}
+
+// A kubeconfig whose user runs `command`; `execExtra` adds lines to its exec stanza.
+std::filesystem::path writeKubeconfig(const TempDir& dir, const std::string& server,
+                                      const std::string& command, const std::string& execExtra) {
+  const auto path = dir.path() / "config";
+  EXPECT_TRUE(writeFile(path,
+                        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                        "clusters:\n- name: k\n  cluster:\n    server: " +
+                            server +
+                            "\n"
+                            "    extensions:\n    - name: client.authentication.k8s.io/exec\n"
+                            "      extension: {audience: torus}\n"
+                            "users:\n- name: u\n  user:\n    exec:\n      command: " +
+                            command + "\n" + execExtra)
+                  .ok());
+  return path;
+}
+
+TEST(ExecCredential, V1PluginGetsItsSpecEnvAndArgsAndItsTokenIsSent) {
+  TokenCheckingServer server;
+  server.accept("token-1");
+  Plugin plugin(credential("v1", R"({"token":"token-RUN"})"));
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  const auto path = writeKubeconfig(*dir, server.url(), plugin.path(),
+                                    "      apiVersion: client.authentication.k8s.io/v1\n"
+                                    "      interactiveMode: Never\n      provideClusterInfo: true\n"
+                                    "      args: [eks, get-token]\n"
+                                    "      env: [{name: GREETING, value: hello}]\n");
+  auto config = loadKubeconfig(path);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  KubeClient client(*config);
+  auto nodes = client.get("/api/v1/nodes");
+  ASSERT_TRUE(nodes.ok()) << nodes.error().message;
+  EXPECT_EQ(server.seen(), std::vector<std::string>{"Bearer token-1"});
+  const auto runs = plugin.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0]["greeting"], "hello");
+  EXPECT_EQ(runs[0]["args"], "eks get-token");
+  const json& info = runs[0]["info"];
+  EXPECT_EQ(info["kind"], "ExecCredential");
+  EXPECT_EQ(info["apiVersion"], "client.authentication.k8s.io/v1");
+  EXPECT_EQ(info["spec"]["interactive"], false);
+  EXPECT_EQ(info["spec"]["cluster"]["server"], server.url());
+  EXPECT_EQ(info["spec"]["cluster"]["config"], json({{"audience", "torus"}}));
+  // No expirationTimestamp: kept for the client's life.
+  ASSERT_TRUE(client.get("/api/v1/nodes").ok());
+  EXPECT_EQ(plugin.runs().size(), 1u);
+}
+
+TEST(ExecCredential, V1beta1DefaultsToIfAvailableAndV1MustNameAMode) {
+  TokenCheckingServer server;
+  server.accept("beta");
+  Plugin plugin(credential("v1beta1", R"({"token":"beta"})"));
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  auto beta =
+      loadKubeconfig(writeKubeconfig(*dir, server.url(), plugin.path(),
+                                     "      apiVersion: client.authentication.k8s.io/v1beta1\n"));
+  ASSERT_TRUE(beta.ok()) << beta.error().message;
+  auto nodes = KubeClient(*beta).get("/api/v1/nodes");
+  EXPECT_TRUE(nodes.ok()) << nodes.error().message;
+  // ctest's stdin is not a terminal: IfAvailable means not interactive.
+  EXPECT_EQ(plugin.runs().at(0)["info"]["spec"]["interactive"], false);
+  EXPECT_FALSE(plugin.runs().at(0)["info"]["spec"].contains("cluster"));
+
+  auto v1 = loadKubeconfig(writeKubeconfig(*dir, server.url(), plugin.path(),
+                                           "      apiVersion: client.authentication.k8s.io/v1\n"));
+  ASSERT_FALSE(v1.ok());
+  EXPECT_NE(v1.error().message.find("interactiveMode must be set"), std::string::npos)
+      << v1.error().message;
+  auto always = loadKubeconfig(writeKubeconfig(
+      *dir, server.url(), plugin.path(),
+      "      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Always\n"));
+  ASSERT_FALSE(always.ok());
+  EXPECT_NE(always.error().message.find("standard input is not a terminal"), std::string::npos)
+      << always.error().message;
+  auto old =
+      loadKubeconfig(writeKubeconfig(*dir, server.url(), plugin.path(),
+                                     "      apiVersion: client.authentication.k8s.io/v1alpha1\n"));
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find("v1alpha1\" is not supported"), std::string::npos);
+}
+
+TEST(ExecCredential, KeptUntilItsExpirationTimestamp) {
+  Plugin plugin(
+      credential("v1", R"({"token":"t-RUN","expirationTimestamp":"2030-01-01T00:10:00Z"})"));
+  const ExecPluginConfig config = pluginConfig("u", "v1", plugin.path(), "Never");
+  auto now = *parseRfc3339("2030-01-01T00:00:00Z");
+  auto source = ExecCredentialSource::create(config, {}, [&] { return now; });
+  ASSERT_TRUE(source.ok()) << source.error().message;
+  auto first = (*source)->current();
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ((*first)->token, "t-1");
+  now = *parseRfc3339("2030-01-01T00:09:59Z");
+  EXPECT_EQ((*(*source)->current())->token, "t-1");
+  EXPECT_EQ(plugin.runs().size(), 1u);
+  now = *parseRfc3339("2030-01-01T00:10:01Z");
+  EXPECT_EQ((*(*source)->current())->token, "t-2");
+  EXPECT_EQ(plugin.runs().size(), 2u);
+}
+
+TEST(ExecCredential, A401RunsThePluginAgainOnceAndTheRequestSucceeds) {
+  TokenCheckingServer server;
+  server.accept("token-2");  // the first credential was revoked
+  Plugin plugin(credential("v1", R"({"token":"token-RUN"})"));
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  auto config = loadKubeconfig(writeKubeconfig(
+      *dir, server.url(), plugin.path(),
+      "      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  KubeClient client(*config);
+  auto nodes = client.get("/api/v1/nodes");
+  ASSERT_TRUE(nodes.ok()) << nodes.error().message;
+  EXPECT_EQ(server.seen(), (std::vector<std::string>{"Bearer token-1", "Bearer token-2"}));
+  ASSERT_TRUE(client.get("/api/v1/nodes").ok());
+  EXPECT_EQ(plugin.runs().size(), 2u);
+  // A credential the server never accepts: one more run, then the 401 is the caller's.
+  server.accept("nothing-the-plugin-prints");
+  auto refused = client.get("/api/v1/nodes");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::kPermissionDenied);
+  EXPECT_EQ(plugin.runs().size(), 3u);
+}
+
+TEST(ExecCredential, AFailingPluginsExitCodeAndStderrReachTheUser) {
+  Plugin plugin("", "echo 'the SSO session has expired; run aws sso login' >&2\nexit 3\n");
+  const ExecPluginConfig config = pluginConfig("eks-admin", "v1", plugin.path(), "Never");
+  auto source = ExecCredentialSource::create(config, {});
+  ASSERT_TRUE(source.ok());
+  auto failed = (*source)->current();
+  ASSERT_FALSE(failed.ok());
+  const std::string& message = failed.error().message;
+  EXPECT_NE(message.find("user \"eks-admin\""), std::string::npos) << message;
+  EXPECT_NE(message.find("exited with code 3"), std::string::npos) << message;
+  EXPECT_NE(message.find("the SSO session has expired; run aws sso login"), std::string::npos)
+      << message;
+}
+
+TEST(ExecCredential, AMissingPluginNamesItselfAndGivesTheInstallHint) {
+  ExecPluginConfig config = pluginConfig("u", "v1beta1", "torus-no-such-credential-plugin", "");
+  config.installHint = "Install the AWS CLI: https://aws.amazon.com/cli/";
+  auto source = ExecCredentialSource::create(config, {});
+  ASSERT_TRUE(source.ok());
+  auto failed = (*source)->current();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.error().message.find("executable \"torus-no-such-credential-plugin\" not found"),
+            std::string::npos)
+      << failed.error().message;
+  EXPECT_NE(failed.error().message.find("Install the AWS CLI"), std::string::npos);
+}
+
+TEST(ExecCredential, OutputThatIsNoCredentialIsNamed) {
+  const std::string v1 = "client.authentication.k8s.io/v1";
+  const struct {
+    const char* what;
+    std::string output;
+    const char* expected;
+  } cases[] = {
+      {"empty", "", "stdout is empty"},
+      {"not JSON", "Token: abc", "stdout is not JSON: \"Token: abc\""},
+      {"other version", credential("v1beta1", R"({"token":"a"})"),
+       "asks for apiVersion client.authentication.k8s.io/v1, the plugin returned "
+       "\"client.authentication.k8s.io/v1beta1\""},
+      {"other kind", R"({"apiVersion":")" + v1 + R"(","kind":"Secret","status":{}})",
+       "kind is \"Secret\""},
+      {"no status", R"({"apiVersion":")" + v1 + R"(","kind":"ExecCredential"})", "no status"},
+      {"nothing in it", credential("v1", "{}"), "neither a token nor"},
+      {"cert without key", credential("v1", R"({"clientCertificateData":"x"})"),
+       "clientCertificateData without clientKeyData"},
+      {"token a number", credential("v1", R"({"token":7})"), "status.token is a number"},
+      {"bad expiry", credential("v1", R"({"token":"a","expirationTimestamp":"tomorrow"})"),
+       "expirationTimestamp \"tomorrow\" is not an RFC 3339 time"},
+  };
+  for (const auto& c : cases) {
+    auto parsed = parseExecCredential(c.output, v1);
+    ASSERT_FALSE(parsed.ok()) << c.what;
+    EXPECT_NE(parsed.error().message.find(c.expected), std::string::npos)
+        << c.what << ": " << parsed.error().message;
+  }
+  auto good = parseExecCredential(
+      credential("v1", R"({"token":"a","expirationTimestamp":"2030-01-01T01:00:00.5+01:00"})"), v1);
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->expiry, parseRfc3339("2030-01-01T00:00:00Z"));
+}
+
+}  // namespace
+}  // namespace torus::kube
