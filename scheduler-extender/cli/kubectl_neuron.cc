@@ -49,7 +49,11 @@ constexpr const char* kDescription =
     "               and events, and the pods, claims and slices on it; with a manifest.\n"
     "               Needs pods/exec and pods/log on the agent's pods. No Secrets or tokens.\n"
     "               Exits 0 when every part was collected, 3 when the archive lacks some\n\n"
-    "Reads the API with --kubeconfig, else $KUBECONFIG, else ~/.kube/config.\n\n"
+    "Reads the API as kubectl does: --kubeconfig, else the files of $KUBECONFIG merged, else\n"
+    "~/.kube/config; --context, else the current-context. Users with a token, a client\n"
+    "certificate or an exec credential plugin (aws eks get-token, gke-gcloud-auth-plugin,\n"
+    "kubelogin) work; auth-provider, which kubectl dropped, does not. pods and claims show\n"
+    "--namespace, else the context's namespace, else (or with --all-namespaces) all.\n\n"
     "Examples:\n"
     "  kubectl neuron nodes\n"
     "  kubectl neuron node ip-10-0-1-23.ec2.internal\n"
@@ -63,6 +67,7 @@ struct Options {
   std::string kubeconfig;
   std::string context;
   std::string namespace_;
+  bool allNamespaces = false;
   bool json = false;
   bool once = false;
   std::int64_t intervalMs = 2000;
@@ -169,15 +174,6 @@ int runDebug(const torus::kube::KubeConfig& config, const Options& options,
   return bundle.complete() ? 0 : 3;
 }
 
-std::string defaultKubeconfig() {
-  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
-    const std::string paths(env);
-    return paths.substr(0, paths.find(':'));  // kubectl merges a list; we read the first file
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "") + "/.kube/config";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -189,8 +185,12 @@ int main(int argc, char** argv) {
                   &options.kubeconfig);
   table.addString("context", "", "", "NAME", "kubeconfig context (default: its current-context)",
                   &options.context);
-  table.addString("namespace", "", "", "NAME", "pods, claims: only this namespace (default: all)",
+  table.addString("namespace", "", "", "NAME",
+                  "pods, claims: only this namespace (default: the context's, else all)",
                   &options.namespace_);
+  table.addSwitch("all-namespaces", "", "",
+                  "pods, claims: every namespace, whatever the context says",
+                  &options.allNamespaces);
   table.addSwitch("json", "", "", "print JSON instead of tables (top: once)", &options.json);
   table.addSwitch("once", "", "", "top: print one view and exit", &options.once);
   table.addDurationMillis("interval", "", "", "top: how often the view refreshes",
@@ -230,9 +230,15 @@ int main(int argc, char** argv) {
         "NODE (see --help)\n");
     return 2;
   }
-  const std::string path = options.kubeconfig.empty() ? defaultKubeconfig() : options.kubeconfig;
-  auto config = torus::kube::loadKubeconfig(path, options.context);
+  auto config = torus::kube::loadKubeconfigAsKubectl(options.kubeconfig, options.context);
   if (!config) return fail(config.error().message);
+  // kubectl's order: the flag, then the context's namespace. Neuron capacity is cluster-wide, so
+  // where neither names one the view is every namespace rather than "default".
+  if (options.allNamespaces) {
+    options.namespace_.clear();
+  } else if (options.namespace_.empty()) {
+    options.namespace_ = config->nameSpace;
+  }
   if (command == "top") return runTop(*config, options, args.size() == 2 ? args[1] : "");
   if (command == "debug") return runDebug(*config, options, args[1]);
   torus::kube::KubeClient client(*config);
