@@ -67,7 +67,7 @@ neuron_cli() { KUBECONFIG="$KUBECONFIG" "$REPO/build/bin/kubectl-neuron" "$@"; }
 
 # TORUS_E2E_CASES="admission_stress faults" runs only those (a developer's loop; CI runs all).
 for case in ${TORUS_E2E_CASES:-device_plugin extender_bind admission_stress full_node preemption faults \
-  kubectl_neuron helm_and_audit node_agent_rbac aws_health debug_bundle uninstall_and_lnc1}; do
+  kubectl_neuron helm_and_audit node_agent_rbac aws_health debug_bundle exec_kubeconfig uninstall_and_lnc1}; do
   source "$REPO/tests/e2e/cluster/cases/real_cluster/$case.sh"
 done
 
