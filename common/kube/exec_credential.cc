@@ -225,12 +225,12 @@ Result<std::shared_ptr<ExecCredentialSource>> ExecCredentialSource::create(
                                                       quoteJsonString(plugin.interactiveMode) +
                                                       " is not Never, IfAvailable or Always");
   }
-  return std::shared_ptr<ExecCredentialSource>(
-      new ExecCredentialSource(std::move(plugin), std::move(cluster), std::move(now), interactive));
+  return std::make_shared<ExecCredentialSource>(Checked(), std::move(plugin), std::move(cluster),
+                                                std::move(now), interactive);
 }
 
-ExecCredentialSource::ExecCredentialSource(ExecPluginConfig plugin, ExecClusterInfo cluster,
-                                           Clock now, bool interactive)
+ExecCredentialSource::ExecCredentialSource(Checked, ExecPluginConfig plugin,
+                                           ExecClusterInfo cluster, Clock now, bool interactive)
     : plugin_(std::move(plugin)),
       cluster_(std::move(cluster)),
       now_(std::move(now)),

@@ -98,9 +98,15 @@ class ExecCredentialSource {
 
   const ExecPluginConfig& plugin() const { return plugin_; }
 
- private:
-  ExecCredentialSource(ExecPluginConfig plugin, ExecClusterInfo cluster, Clock now,
+  // Only create() makes one (it checks the stanza first).
+  class Checked {
+    friend class ExecCredentialSource;
+    Checked() = default;
+  };
+  ExecCredentialSource(Checked, ExecPluginConfig plugin, ExecClusterInfo cluster, Clock now,
                        bool interactive);
+
+ private:
   Result<std::shared_ptr<const ExecCredential>> runPluginLocked();
 
   ExecPluginConfig plugin_;
