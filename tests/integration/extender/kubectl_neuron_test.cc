@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/kube/fake_api_server.h"
@@ -115,6 +117,38 @@ TEST_F(KubectlNeuronTest, PodsListsRequestsIdsAndHandOffState) {
   EXPECT_EQ(pods[0]["allocated"], "false");
   EXPECT_EQ(pods[2]["name"], "train");
   EXPECT_EQ(pods[2]["cores"].size(), 32U);
+}
+
+// A user whose credentials come from an exec plugin (as EKS's kubeconfigs have): the plugin's
+// token gets the nodes; when the plugin fails, its exit code and what it said reach the user.
+TEST_F(KubectlNeuronTest, AnExecPluginUserWorksAndAFailingPluginIsShown) {
+  const auto plugin = dir_->path() / "get-token";
+  const auto kubeconfig = dir_->path() / "exec-kubeconfig";
+  ASSERT_TRUE(writeFile(kubeconfig,
+                        "current-context: c\n"
+                        "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                        "clusters: [{name: k, cluster: {server: \"" +
+                            api_.url() +
+                            "\"}}]\n"
+                            "users: [{name: u, user: {exec: {apiVersion: "
+                            "client.authentication.k8s.io/v1beta1, command: ./get-token}}}]\n")
+                  .ok());
+  const auto runWith = [&](const std::string& script) {
+    EXPECT_TRUE(writeFile(plugin, "#!/bin/sh\n" + script).ok());
+    ::chmod(plugin.c_str(), 0755);
+    return runProcess(
+        {binaryPath("kubectl-neuron"), "--kubeconfig=" + kubeconfig.string(), "nodes"});
+  };
+  const ProcessResult works = runWith(
+      "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\",\"kind\":\"ExecCredential\","
+      "\"status\":{\"token\":\"t\"}}'\n");
+  EXPECT_EQ(works.exitCode, 0) << works.err;
+  EXPECT_NE(works.out.find("trn-a"), std::string::npos) << works.out;
+  const ProcessResult fails = runWith("echo 'no AWS credentials; run aws configure' >&2\nexit 4\n");
+  EXPECT_EQ(fails.exitCode, 1);
+  EXPECT_NE(fails.err.find("exited with code 4; it said:\nno AWS credentials; run aws configure"),
+            std::string::npos)
+      << fails.err;
 }
 
 TEST(KubectlNeuron, UsageAndKubeconfigErrorsAreClear) {
