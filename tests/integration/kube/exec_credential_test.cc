@@ -5,6 +5,7 @@
 // when the plugin fails, is missing, or prints something that is not a credential.
 #include "common/kube/exec_credential.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -268,6 +269,60 @@ TEST(ExecCredential, AMissingPluginNamesItselfAndGivesTheInstallHint) {
             std::string::npos)
       << failed.error().message;
   EXPECT_NE(failed.error().message.find("Install the AWS CLI"), std::string::npos);
+}
+
+// A plugin may hand out a client certificate instead of a token (kubelogin, some OIDC setups): the
+// client presents it to a server that demands one, and a client without it is refused.
+TEST(ExecCredential, AClientCertificateFromThePluginIsPresented) {
+  auto dir = TempDir::create("exec-tls");
+  ASSERT_TRUE(dir.ok());
+  const auto selfSigned = [&](const std::string& name) {
+    const std::string base = (dir->path() / name).string();
+    const std::string command =
+        "/usr/bin/openssl req -x509 -newkey rsa:2048 -nodes -days 1 "
+        "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+        base + ".key -out " + base + ".crt 2>/dev/null";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+    return base;
+  };
+  const std::string server = selfSigned("server");
+  const std::string user = selfSigned("user");
+  // Trusts only `user`'s certificate, and requires one.
+  httplib::SSLServer tls((server + ".crt").c_str(), (server + ".key").c_str(),
+                         (user + ".crt").c_str());
+  ASSERT_TRUE(tls.is_valid());
+  tls.Get("/api/v1/nodes", [](const httplib::Request&, httplib::Response& reply) {
+    reply.set_content(R"({"kind":"NodeList","items":[]})", "application/json");
+  });
+  const int port = tls.bind_to_any_port("127.0.0.1");
+  std::jthread serving([&] { tls.listen_after_bind(); });
+  while (!tls.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  Plugin plugin("",
+                "exec python3 -c 'import json; print(json.dumps({\"apiVersion\": "
+                "\"client.authentication.k8s.io/v1\", \"kind\": \"ExecCredential\", \"status\": "
+                "{\"clientCertificateData\": open(\"" +
+                    user +
+                    ".crt\").read(), \"clientKeyData\": "
+                    "open(\"" +
+                    user + ".key\").read()}}))'\n");
+  KubeConfig config;
+  config.server = "https://127.0.0.1:" + std::to_string(port);
+  config.caFile = server + ".crt";
+  auto refused = KubeClient(config, std::chrono::seconds(5)).get("/api/v1/nodes");
+  EXPECT_FALSE(refused.ok());
+  auto source = ExecCredentialSource::create(pluginConfig("u", "v1", plugin.path(), "Never"), {});
+  ASSERT_TRUE(source.ok());
+  config.exec = *source;
+  auto nodes = KubeClient(config, std::chrono::seconds(5)).get("/api/v1/nodes");
+  EXPECT_TRUE(nodes.ok()) << nodes.error().message;
+  auto credential = (*source)->current();
+  ASSERT_TRUE(credential.ok());
+  struct stat info {};
+  ASSERT_EQ(::stat((*credential)->clientKeyFile.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  tls.stop();
 }
 
 TEST(ExecCredential, OutputThatIsNoCredentialIsNamed) {
