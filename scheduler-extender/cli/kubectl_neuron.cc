@@ -180,9 +180,10 @@ int main(int argc, char** argv) {
   Options options;
   options.log.level = torus::log::Level::kWarn;  // a CLI prints results, not progress
   torus::config::SettingTable table("kubectl-neuron");
-  table.addString("kubeconfig", "", "", "FILE",
-                  "kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)",
-                  &options.kubeconfig);
+  table.addString(
+      "kubeconfig", "", "", "FILE",
+      "kubeconfig to use (default: the files of $KUBECONFIG merged, else ~/.kube/config)",
+      &options.kubeconfig);
   table.addString("context", "", "", "NAME", "kubeconfig context (default: its current-context)",
                   &options.context);
   table.addString("namespace", "", "", "NAME",
