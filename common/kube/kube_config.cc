@@ -154,8 +154,10 @@ Result<void> readUser(KubeConfig& config, const KubeconfigEntry& user, const std
 
 Result<KubeConfig> configOf(const MergedKubeconfig& merged, std::string_view context) {
   std::string files;
-  for (const auto& file : merged.files)
-    files += (files.empty() ? "" : ":") + file.string();
+  for (const auto& file : merged.files) {
+    if (!files.empty()) files += ':';
+    files += file.string();
+  }
   const std::string where = "kubeconfig " + files;
   const std::string contextName = context.empty() ? merged.currentContext : std::string(context);
   if (contextName.empty()) return bad(where, "no current-context and no context given");

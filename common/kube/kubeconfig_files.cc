@@ -90,8 +90,10 @@ Result<MergedKubeconfig> readKubeconfigs(std::span<const std::filesystem::path> 
   }
   if (merged.files.empty()) {
     std::string list;
-    for (const std::string& file : missing)
-      list += (list.empty() ? "" : ", ") + file;
+    for (const std::string& file : missing) {
+      if (!list.empty()) list += ", ";
+      list += file;
+    }
     return makeError(ErrorCode::kNotFound, "no kubeconfig: " +
                                                (list.empty() ? std::string("every file is empty")
                                                              : "none of " + list + " exists") +
