@@ -12,7 +12,8 @@ import os
 import sys
 
 from checks import CheckFailed, require
-from checks import cluster, debug_bundle, dra, files, ids, metrics, placers, pods, ultraserver
+from checks import cluster, debug_bundle, dra, exec_credential, files, ids, metrics, placers
+from checks import pods, ultraserver
 
 
 _load = files.read_json
@@ -73,9 +74,13 @@ COMMANDS = {
     # ---- kubectl neuron debug's archive ----
     "debug-bundle-complete": ("UNPACKED_DIR DEVICE SERIAL",
                               lambda a: debug_bundle.bundle_complete(a[0], int(a[1]), a[2])),
-    "debug-bundle-without-secrets": ("ARCHIVE TOKEN KUBECONFIG",
+    "debug-bundle-without-secrets": ("ARCHIVE TOKEN KUBECONFIG [EXEC_PLUGIN_TOKEN...]",
                                      lambda a: debug_bundle.bundle_without_secrets(
-                                         _bytes(a[0]), a[1], _read(a[2]))),
+                                         _bytes(a[0]), a[1], _read(a[2]), a[3:])),
+    # ---- an exec credential plugin's runs ----
+    "exec-infos-as-kubectl-sends": ("SERVER (KUBERNETES_EXEC_INFO of each run, a line each, on stdin)",
+                                    lambda a: exec_credential.exec_infos_as_kubectl_sends(
+                                        sys.stdin.read(), a[0])),
     # ---- the agent's /metrics ----
     "metrics-name-holders": ("METRICS_FILE ALLOCATIONS_FILE [GONE_POD...]",
                              lambda a: metrics.metrics_name_holders(_read(a[0]), _load(a[1]),

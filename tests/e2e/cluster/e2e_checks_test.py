@@ -161,6 +161,22 @@ class DebugBundleTest(RunsCli, unittest.TestCase):
                                     os.path.join(root, "kubeconfig"))
                 self.assertEqual(done.returncode, code, (held, done.stderr))
 
+    def test_debug_bundle_without_secrets_finds_an_exec_plugins_tokens(self):
+        with tempfile.TemporaryDirectory() as root:
+            write(os.path.join(root, "kubeconfig"), "users: []\n")
+            for held, code in [(b"a clean archive", 0), (b"...renewed-token...", 1),
+                               (b"...revoked-token...", 1), (b'"kind":"ExecCredential"', 1)]:
+                with open(os.path.join(root, "bundle.tar"), "wb") as handle:
+                    handle.write(held)
+                done = self.run_cli("debug-bundle-without-secrets",
+                                    os.path.join(root, "bundle.tar"), "agent-token",
+                                    os.path.join(root, "kubeconfig"), "revoked-token",
+                                    "renewed-token")
+                self.assertEqual(done.returncode, code, (held, done.stderr))
+            empty = self.run_cli("debug-bundle-without-secrets", os.path.join(root, "bundle.tar"),
+                                 "agent-token", os.path.join(root, "kubeconfig"), "")
+            self.assertEqual(empty.returncode, 1)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -74,10 +74,15 @@ def kubeconfig_credentials(kubeconfig):
     return secrets
 
 
-def bundle_without_secrets(archive, token, kubeconfig):
-    """The archive's bytes hold neither `token` nor the kubeconfig's credentials, nor any JWT,
-    private key or Secret object."""
-    for secret in [token.encode()] + kubeconfig_credentials(kubeconfig):
+def bundle_without_secrets(archive, token, kubeconfig, more_tokens=()):
+    """The archive's bytes hold neither `token` nor the kubeconfig's credentials, nor any of
+    `more_tokens` (what an exec credential plugin handed out), nor any JWT, private key or Secret
+    object, nor an exec plugin's ExecCredential."""
+    secrets = [token.encode()] + kubeconfig_credentials(kubeconfig)
+    secrets += [t.encode() for t in more_tokens]
+    require(all(secrets), "an empty credential to look for (a token file not read?)")
+    require(b"ExecCredential" not in archive, "an exec plugin's ExecCredential is in the archive")
+    for secret in secrets:
         require(secret not in archive, f"a credential is in the archive ({secret[:8]}...)")
     require(not JWT.search(archive), "a JWT is in the archive")
     require(b"PRIVATE KEY" not in archive, "a private key is in the archive")
