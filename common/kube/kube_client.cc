@@ -92,11 +92,11 @@ struct KubeClient::Transport {
 
 namespace {
 
-// "http://proxy.corp:3128" -> host and port; the loader accepts only http:// proxy URLs.
+// "http://proxy.corp:3128" -> host and port; the loader accepts only http:// proxy URLs, and
+// none with credentials.
 std::pair<std::string, int> proxyHostPort(const std::string& url) {
   std::string rest = url.substr(std::string("http://").size());
   rest = rest.substr(0, rest.find('/'));
-  if (const std::size_t at = rest.rfind('@'); at != std::string::npos) rest.erase(0, at + 1);
   const std::size_t colon = rest.rfind(':');
   if (colon == std::string::npos || rest.back() == ']') return {rest, 80};
   return {rest.substr(0, colon), std::atoi(rest.c_str() + colon + 1)};

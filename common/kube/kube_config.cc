@@ -189,6 +189,10 @@ Result<KubeConfig> configOf(const MergedKubeconfig& merged, std::string_view con
                           quoteJsonString(config.proxyUrl) +
                           " is not supported (only http:// proxies are)");
   }
+  if (config.proxyUrl.find('@') != std::string::npos) {
+    return bad(where, "cluster " + quoteJsonString(clusterName) +
+                          ": a proxy-url with credentials (user@) is not supported");
+  }
   const std::string userName = scalar(ctx->second.value, "user");
   if (const auto user = merged.users.find(userName);
       user != merged.users.end() && user->second.value.IsMap()) {

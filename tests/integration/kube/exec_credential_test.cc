@@ -325,6 +325,46 @@ TEST(ExecCredential, AClientCertificateFromThePluginIsPresented) {
   tls.stop();
 }
 
+// The kubeconfig's proxy-url: requests go to the proxy, naming the API server (absolute form),
+// with the plugin's token.
+TEST(ExecCredential, RequestsGoThroughTheClustersProxyUrl) {
+  httplib::Server proxy;
+  std::mutex mutex;
+  std::vector<std::string> targets;
+  proxy.set_pre_routing_handler([&](const httplib::Request& request, httplib::Response& reply) {
+    std::lock_guard lock(mutex);
+    targets.push_back(request.target + " " + request.get_header_value("Authorization"));
+    reply.set_content(R"({"kind":"NodeList","items":[]})", "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  const int port = proxy.bind_to_any_port("127.0.0.1");
+  std::jthread serving([&] { proxy.listen_after_bind(); });
+  while (!proxy.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Plugin plugin(credential("v1", R"({"token":"via-proxy"})"));
+  auto dir = TempDir::create("kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  const auto path = dir->path() / "config";
+  ASSERT_TRUE(writeFile(path,
+                        "current-context: c\ncontexts: [{name: c, context: {cluster: k, "
+                        "user: u}}]\nclusters: [{name: k, cluster: {server: "
+                        "\"http://api.invalid:6443\", proxy-url: \"http://127.0.0.1:" +
+                            std::to_string(port) +
+                            "\"}}]\nusers: [{name: u, user: {exec: {apiVersion: "
+                            "client.authentication.k8s.io/v1, interactiveMode: Never, "
+                            "command: " +
+                            plugin.path() + "}}}]\n")
+                  .ok());
+  auto config = loadKubeconfig(path);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  auto nodes = KubeClient(*config).get("/api/v1/nodes");
+  EXPECT_TRUE(nodes.ok()) << nodes.error().message;
+  proxy.stop();
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(targets,
+            std::vector<std::string>{"http://api.invalid:6443/api/v1/nodes Bearer via-proxy"});
+}
+
 TEST(ExecCredential, OutputThatIsNoCredentialIsNamed) {
   const std::string v1 = "client.authentication.k8s.io/v1";
   const struct {

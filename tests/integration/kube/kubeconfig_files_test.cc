@@ -99,6 +99,8 @@ TEST(KubeconfigFiles, UnsupportedSettingsAreNamed) {
   EXPECT_NE(load("proxy-url: \"socks5://p:1080\"", "token: t").find("only http:// proxies"),
             std::string::npos);
   EXPECT_EQ(load("proxy-url: \"http://p:3128\"", "token: t"), "loaded");
+  EXPECT_NE(load("proxy-url: \"http://me:pw@p:3128\"", "token: t").find("with credentials"),
+            std::string::npos);
   EXPECT_NE(load("", "username: admin, password: x").find("username is not supported"),
             std::string::npos);
   EXPECT_NE(load("", "token: t, as: someone").find("as is not supported"), std::string::npos);
