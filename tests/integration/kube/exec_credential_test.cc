@@ -1,8 +1,9 @@
 // Exec credential plugins as kubectl runs them, against an API-server stand-in over real HTTP
 // that accepts one bearer token at a time: the ExecCredential handed in (KUBERNETES_EXEC_INFO,
 // env, args) and read back (v1 and v1beta1), the credential kept until its expirationTimestamp
-// (an injected clock, no sleeping), the plugin run again after a 401, and the errors a user sees
-// when the plugin fails, is missing, or prints something that is not a credential.
+// (an injected clock, no sleeping), the plugin run again after a 401, a client certificate from
+// the plugin, the cluster's proxy-url, and the errors a user sees when the plugin fails or is
+// missing. What is wrong with output that is no credential: tests/unit/kube.
 #include "common/kube/exec_credential.h"
 
 #include <cstdlib>
@@ -363,40 +364,6 @@ TEST(ExecCredential, RequestsGoThroughTheClustersProxyUrl) {
   std::lock_guard lock(mutex);
   EXPECT_EQ(targets,
             std::vector<std::string>{"http://api.invalid:6443/api/v1/nodes Bearer via-proxy"});
-}
-
-TEST(ExecCredential, OutputThatIsNoCredentialIsNamed) {
-  const std::string v1 = "client.authentication.k8s.io/v1";
-  const struct {
-    const char* what;
-    std::string output;
-    const char* expected;
-  } cases[] = {
-      {"empty", "", "stdout is empty"},
-      {"not JSON", "Token: abc", "stdout is not JSON: \"Token: abc\""},
-      {"other version", credential("v1beta1", R"({"token":"a"})"),
-       "asks for apiVersion client.authentication.k8s.io/v1, the plugin returned "
-       "\"client.authentication.k8s.io/v1beta1\""},
-      {"other kind", R"({"apiVersion":")" + v1 + R"(","kind":"Secret","status":{}})",
-       "kind is \"Secret\""},
-      {"no status", R"({"apiVersion":")" + v1 + R"(","kind":"ExecCredential"})", "no status"},
-      {"nothing in it", credential("v1", "{}"), "neither a token nor"},
-      {"cert without key", credential("v1", R"({"clientCertificateData":"x"})"),
-       "clientCertificateData without clientKeyData"},
-      {"token a number", credential("v1", R"({"token":7})"), "status.token is a number"},
-      {"bad expiry", credential("v1", R"({"token":"a","expirationTimestamp":"tomorrow"})"),
-       "expirationTimestamp \"tomorrow\" is not an RFC 3339 time"},
-  };
-  for (const auto& c : cases) {
-    auto parsed = parseExecCredential(c.output, v1);
-    ASSERT_FALSE(parsed.ok()) << c.what;
-    EXPECT_NE(parsed.error().message.find(c.expected), std::string::npos)
-        << c.what << ": " << parsed.error().message;
-  }
-  auto good = parseExecCredential(
-      credential("v1", R"({"token":"a","expirationTimestamp":"2030-01-01T01:00:00.5+01:00"})"), v1);
-  ASSERT_TRUE(good.ok()) << good.error().message;
-  EXPECT_EQ(good->expiry, parseRfc3339("2030-01-01T00:00:00Z"));
 }
 
 }  // namespace
