@@ -346,10 +346,18 @@ Result<void> PluginService::checkSoleTenant(const topology::Node& node,
   // kubelet rightly gave on, and refusing on that would hold a container back for nothing.
   auto listed = guard_.readHolders();
   if (!listed) {
-    TORUS_LOG(Info, Plugin, "container start not checked for a second tenant",
+    // Not knowing is not "no second tenant": under the churn this check exists for, a List that
+    // cannot be sent now is exactly when kubelet may have given the ids twice. kubelet retries a
+    // start that answers UNAVAILABLE, and the next try reads again.
+    TORUS_LOG(Warn, Plugin, "container start held back: cannot check for a second tenant",
               {"resource", resourceName(kind_)}, {"cores", cores.toRangeString()},
               {"why", listed.error().message});
-    return okResult();
+    return makeError(ErrorCode::kUnavailable,
+                     "cannot tell whether another running pod holds cores " +
+                         cores.toRangeString() +
+                         " (kubelet's pod-resources: " + listed.error().message +
+                         "); the container is not started, and its chip not reset, until it can "
+                         "(kubelet retries the start)");
   }
   const auto shared = sharedBetweenPods(node, cores, listed->holders);
   if (!shared) return okResult();

@@ -87,9 +87,7 @@ TEST_F(DevicePluginTest, AContainerWhoseCoresAnotherLivePodHoldsIsNotStartedUnti
   kubelet_->setPodAssignments({{"ml", "a", kCores, range(4, 4)},
                                {"ml", "b", kCores, range(4, 4)},
                                {"ml", "other", kCores, range(8, 4)}});
-  // Marked, to see a reset (the simulated driver's reset file reads 1 once written).
-  const fs::path reset = deviceDir(1) / "reset";
-  ASSERT_TRUE(writeFile(reset, "0\n").ok());
+  const std::uint64_t resetsBefore = resetsOf(1);
   const grpc::Status refused = preStart(*kubelet_, kCores, range(4, 4));
   ASSERT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(refused.error_message().find("ml/a (aws.amazon.com/neuroncore 4-7)"), std::string::npos)
@@ -97,7 +95,7 @@ TEST_F(DevicePluginTest, AContainerWhoseCoresAnotherLivePodHoldsIsNotStartedUnti
   EXPECT_NE(refused.error_message().find("ml/b (aws.amazon.com/neuroncore 4-7)"), std::string::npos)
       << refused.error_message();
   EXPECT_EQ(refused.error_message().find("ml/other"), std::string::npos);
-  EXPECT_EQ(*readSmallFile(reset), "0\n") << "the chip was reset under a tenant";
+  EXPECT_EQ(resetsOf(1), resetsBefore) << "the chip was reset under a tenant";
   // kubelet retries the start: refused again, counted once.
   EXPECT_EQ(preStart(*kubelet_, kCores, range(4, 4)).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
@@ -107,6 +105,23 @@ TEST_F(DevicePluginTest, AContainerWhoseCoresAnotherLivePodHoldsIsNotStartedUnti
   EXPECT_TRUE(preStart(*kubelet_, kCores, range(8, 4)).ok());
   // a ended and kubelet dropped it: b starts.
   kubelet_->setPodAssignments({{"ml", "b", kCores, range(4, 4)}});
+  EXPECT_TRUE(preStart(*kubelet_, kCores, range(4, 4)).ok());
+}
+
+// The check cannot see: kubelet's pod-resources refuses the List. The start is held back
+// (UNAVAILABLE: kubelet retries it), never let through unchecked, and nothing is reset; once the
+// List answers again the container starts.
+TEST_F(DevicePluginTest, AContainerStartIsHeldBackWhilePodResourcesCannotBeRead) {
+  start("trn2.48xlarge");
+  const std::uint64_t resetsBefore = resetsOf(1);
+  kubelet_->setListRefused(true);
+  const grpc::Status held = preStart(*kubelet_, kCores, range(4, 4));
+  EXPECT_EQ(held.error_code(), grpc::StatusCode::UNAVAILABLE) << held.error_message();
+  EXPECT_NE(held.error_message().find("cannot tell whether another running pod holds cores 4-7"),
+            std::string::npos)
+      << held.error_message();
+  EXPECT_EQ(resetsOf(1), resetsBefore) << "a chip was reset without the check";
+  kubelet_->setListRefused(false);
   EXPECT_TRUE(preStart(*kubelet_, kCores, range(4, 4)).ok());
 }
 
