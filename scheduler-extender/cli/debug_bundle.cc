@@ -1,5 +1,6 @@
 #include "scheduler-extender/cli/debug_bundle.h"
 
+#include <cstdio>
 #include <set>
 
 #include "common/base/tar_archive.h"
@@ -244,12 +245,30 @@ bool DebugBundle::complete() const {
   return true;
 }
 
+namespace {
+
+// The archive's top directory names the node, but a node's name may be 253 characters and ustar
+// holds a path's directories in 155: a long name is cut to its start and a hash of the whole, so
+// that every entry fits and two long names that share a start still differ.
+std::string nodeInDirectory(const std::string& node) {
+  constexpr std::size_t kKept = 48;
+  if (node.size() <= kKept + 9) return node;
+  std::uint32_t hash = 2166136261U;  // FNV-1a
+  for (const unsigned char c : node)
+    hash = (hash ^ c) * 16777619U;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", hash);
+  return node.substr(0, kKept) + "-" + hex;
+}
+
+}  // namespace
+
 DebugBundle buildDebugBundle(const DebugInputs& inputs) {
   std::string stamp = utcRfc3339(inputs.collectedAt);  // 2026-12-02T08:12:03Z
   std::erase(stamp, '-');
   std::erase(stamp, ':');
   DebugBundle bundle;
-  bundle.directory = "neuron-debug-" + inputs.node +
+  bundle.directory = "neuron-debug-" + nodeInDirectory(inputs.node) +
                      (inputs.device ? "-neuron" + std::to_string(*inputs.device) : std::string()) +
                      "-" + stamp;
   Writer out(bundle.directory, inputs.collectedAt);

@@ -189,6 +189,26 @@ TEST(DebugBundle, HoldsThePartsOfTheDeviceAndNoSecret) {
   EXPECT_EQ(node["status"]["conditions"][0]["type"], "Ready");
 }
 
+// A node's name may be 253 characters; ustar holds 155 of a path's directories. Every part of a
+// bundle of a node with a long name is in the archive, under a directory named by the name's start
+// and a hash of the whole.
+TEST(DebugBundle, ANodeWithALongNameGetsEveryPart) {
+  DebugInputs inputs = inputsWithSecrets("x");
+  inputs.node = "ip-10-0-0-1." + std::string(110, 'a') + ".us-west-2.compute.internal";
+  ASSERT_GT(inputs.node.size(), 125U);
+  const DebugBundle bundle = buildDebugBundle(inputs);
+  EXPECT_TRUE(bundle.complete()) << bundle.manifest.dump(2);
+  EXPECT_LE(bundle.directory.size(), 100U) << bundle.directory;
+  EXPECT_TRUE(bundle.directory.starts_with("neuron-debug-ip-10-0-0-1.aaaa")) << bundle.directory;
+  const Extracted out = extract(bundle.tar);
+  const json manifest = json::parse(out.read(fs::path(bundle.directory) / "manifest.json"));
+  for (const json& part : manifest["parts"]) {
+    ASSERT_TRUE(part.contains("file")) << part.dump();
+  }
+  inputs.node.back() = 'x';  // another long name with the same start
+  EXPECT_NE(buildDebugBundle(inputs).directory, bundle.directory);
+}
+
 TEST(DebugBundle, AMissingPartIsNamedWithItsReason) {
   DebugInputs inputs = inputsWithSecrets("x");
   inputs.agentReport = makeError(ErrorCode::kPermissionDenied, "pods/exec is forbidden");
