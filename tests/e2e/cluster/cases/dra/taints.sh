@@ -44,6 +44,11 @@ echo "== an HBM error awaiting repair taints the chip until a reset repairs it"
 # agent gives the idle chip is what repairs it (the simulated driver clears the counter when a
 # reset ends READY, as the firmware's repair does).
 REPAIRABLE="${ECC%/mem_ecc_uncorrected}/mem_ecc_repairable_uncorrected"
+# The repair takes as long as the reset: 8 s here (the simulated driver's behaviour file, as
+# --simulate-fault=reset-slow writes it), so the taint is there to be seen while it runs.
+SLOW_RESET="$SIMULATED_NODE_DIR/simulated-driver/neuron9/reset"
+mkdir -p "${SLOW_RESET%/reset}"
+echo "slow 8000" > "$SLOW_RESET"
 recoveries_before="$(recoveries_reset_only)"
 echo 1 > "$REPAIRABLE"
 check "a repairable HBM error on chip 9: NoSchedule taint on it" \
@@ -51,3 +56,4 @@ check "a repairable HBM error on chip 9: NoSchedule taint on it" \
 check "... the agent resets the idle chip, the reset repairs it, and the taint goes" \
   eventually 30 taint_on neurondevice9 ""
 check "... a reset the driver took" recoveries_at_least $((recoveries_before + 1))
+rm -f "$SLOW_RESET"
