@@ -1,8 +1,8 @@
 #include "scheduler-extender/cli/debug_bundle.h"
 
-#include <cstdio>
 #include <set>
 
+#include "common/base/stable_hash.h"
 #include "common/base/tar_archive.h"
 #include "common/base/utc_time.h"
 #include "common/contracts/dra_names.h"
@@ -251,14 +251,11 @@ namespace {
 // holds a path's directories in 155: a long name is cut to its start and a hash of the whole, so
 // that every entry fits and two long names that share a start still differ.
 std::string nodeInDirectory(const std::string& node) {
-  constexpr std::size_t kKept = 48;
-  if (node.size() <= kKept + 9) return node;
-  std::uint32_t hash = 2166136261U;  // FNV-1a
-  for (const unsigned char c : node)
-    hash = (hash ^ c) * 16777619U;
-  char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", hash);
-  return node.substr(0, kKept) + "-" + hex;
+  constexpr std::size_t kKept = 40;
+  if (node.size() <= kKept + 17) return node;
+  std::string shortened = node.substr(0, kKept);
+  shortened.append(1, '-').append(hex16(fnv1a64(node)));
+  return shortened;
 }
 
 }  // namespace
