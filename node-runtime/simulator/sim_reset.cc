@@ -114,6 +114,15 @@ void incrementCounter(const fs::path& dir) {
   }
 }
 
+// Whether the HBM repair counter at `file` counts an error awaiting repair (a device without the
+// counter, or one that does not hold a number, awaits none).
+bool awaitsRepair(const fs::path& file) {
+  auto text = readSmallFile(file, 256);
+  if (!text) return false;
+  const auto value = parseUint64(*text);
+  return value && *value > 0;
+}
+
 // kstrtoll(buf, 10, &value) as the notify_delay store calls it (neuron_sysfs_metrics.c:460): an
 // optional sign, decimal digits, at most one trailing newline and nothing more (sysfs hands the
 // store a NUL-terminated copy, so the text ends at the first NUL).
@@ -212,6 +221,10 @@ fs::path SimulatedResets::deviceDir(int device) const {
          ("neuron" + std::to_string(device));
 }
 
+fs::path SimulatedResets::repairableCounter(int device) const {
+  return deviceDir(device) / "stats" / "hardware" / "mem_ecc_repairable_uncorrected";
+}
+
 void SimulatedResets::settleLocked(int device, DeviceState& state) {
   if (!state.resetting || options_.now() < state.readyAt) return;
   state.resetting = false;
@@ -220,10 +233,10 @@ void SimulatedResets::settleLocked(int device, DeviceState& state) {
     // The simulator's model of the firmware, not of the driver: a device reset is what carries out
     // the repair an uncorrectable HBM error waits for. The driver only reports the firmware's
     // repair state, and mem_ecc_repairable_uncorrected counts UEs only while it is 0x1 "pending"
-    // (v3/neuron_dhal_v3.c:1081-1124), so once repaired the counter reads 0.
-    const fs::path repairable =
-        deviceDir(device) / "stats" / "hardware" / "mem_ecc_repairable_uncorrected";
-    if (std::error_code ec; fs::exists(repairable, ec)) replaceFile(repairable, "0\n");
+    // (v3/neuron_dhal_v3.c:1081-1124), so once repaired the counter reads 0. The repair is of
+    // what was pending when the reset was asked for: an error that comes while the reset runs
+    // waits for the next one.
+    if (state.repairPending) replaceFile(repairableCounter(device), "0\n");
   } else {
     // A reset that fails is counted in every core's reset_fail_count when it ends
     // (nr_reset_thread_fn, neuron_reset.c:121,131,139; nsysfsmetric_inc_reset_fail_count,
@@ -278,6 +291,7 @@ ResetRequest SimulatedResets::write(int device, std::string_view text) {
   // neuron_coreM/stats/other_info/reset_req_count, neuron_sysfs_metrics.c:133,696-706).
   state.resetting = true;
   state.outcome = behaviour.fails ? kStateInvalid : kStateReady;
+  state.repairPending = awaitsRepair(repairableCounter(device));
   state.readyAt = options_.now() + behaviour.duration;
   for (const fs::path& core : coreDirs(deviceDir(device))) {
     incrementCounter(core / "stats" / "other_info" / "reset_req_count");

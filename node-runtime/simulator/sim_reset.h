@@ -99,11 +99,13 @@ class SimulatedResets {
     int settled = 1;  // READY until a reset says otherwise
     bool resetting = false;
     int outcome = 1;
+    bool repairPending = false;  // an HBM error awaited repair when this reset was requested
     std::chrono::steady_clock::time_point readyAt;
   };
 
   void settleLocked(int device, DeviceState& state);
   std::filesystem::path deviceDir(int device) const;
+  std::filesystem::path repairableCounter(int device) const;
 
   SimulatedResetOptions options_;
   mutable std::mutex mutex_;  // also orders every counter file's read-modify-write

@@ -4,7 +4,7 @@
 // write while a process holds the device (other than write-only) is ignored, and one while a reset
 // is pending is dropped; each request counts in every core's reset_req_count, a failed reset in
 // reset_fail_count; metric files clear or ignore what is written. And the simulator's model of the
-// firmware: a reset that ends READY repairs an HBM error pending repair.
+// firmware: a reset that ends READY repairs an HBM error that was pending repair when it began.
 #include "node-runtime/simulator/sim_reset.h"
 
 #include <fcntl.h>
@@ -161,6 +161,23 @@ TEST_F(SimReset, AResetEndingReadyRepairsAnHbmErrorPendingRepair) {
   advance(milliseconds(300));
   EXPECT_EQ(driver.read(5), "1\n");
   EXPECT_FALSE(fs::exists(deviceFile(5, "stats/hardware/mem_ecc_repairable_uncorrected")));
+}
+
+// The repair is of what awaited it when the reset was asked for: an error that comes while the
+// reset runs is still counted after it, and the next reset repairs it.
+TEST_F(SimReset, AnHbmErrorThatComesDuringAResetWaitsForTheNextOne) {
+  SimulatedResets driver = resets();
+  const std::string counter = "stats/hardware/mem_ecc_repairable_uncorrected";
+  ASSERT_EQ(driver.write(2, "1"), ResetRequest::kStarted);
+  advance(milliseconds(100));
+  ASSERT_TRUE(writeFile(deviceFile(2, counter), "1\n").ok());
+  advance(milliseconds(200));
+  EXPECT_EQ(driver.read(2), "1\n");
+  EXPECT_EQ(treeText(2, counter), "1\n");
+  ASSERT_EQ(driver.write(2, "1"), ResetRequest::kStarted);
+  advance(milliseconds(300));
+  EXPECT_EQ(driver.read(2), "1\n");
+  EXPECT_EQ(treeText(2, counter), "0\n");
 }
 
 TEST_F(SimReset, BehaviourFilesMakeAResetSlowOrFailAndAreReadAtEachReset) {

@@ -50,10 +50,18 @@ SLOW_RESET="$SIMULATED_NODE_DIR/simulated-driver/neuron9/reset"
 mkdir -p "${SLOW_RESET%/reset}"
 echo "slow 8000" > "$SLOW_RESET"
 recoveries_before="$(recoveries_reset_only)"
+# What the agent and the simulated driver said of chip 9 lately: a failed check shows it.
+chip_nine_story() {
+  agent_log | grep -E '(device|devices|chips)=9( |$)' | tail -6
+  grep -E 'device=9( |$)' "$STATE_DIR/logs/driver-$NODE_NAME.log" | tail -4
+}
+repair_taint_shown() {
+  taint_on neurondevice9 "neuron.aws.com/ecc-uncorrected=mem_repairable:NoSchedule" ||
+    { chip_nine_story; return 1; }
+}
 echo 1 > "$REPAIRABLE"
-check "a repairable HBM error on chip 9: NoSchedule taint on it" \
-  eventually 10 taint_on neurondevice9 "neuron.aws.com/ecc-uncorrected=mem_repairable:NoSchedule"
+check "a repairable HBM error on chip 9: NoSchedule taint on it" eventually 10 repair_taint_shown
 check "... the agent resets the idle chip, the reset repairs it, and the taint goes" \
   eventually 30 taint_on neurondevice9 ""
-check "... a reset the driver took" recoveries_at_least $((recoveries_before + 1))
+check "... a reset the driver took" eventually 10 recoveries_at_least $((recoveries_before + 1))
 rm -f "$SLOW_RESET"
