@@ -99,6 +99,23 @@ std::string_view clipForMessage(std::string_view text, std::size_t limit) {
   return text.size() <= limit ? text : text.substr(0, limit);
 }
 
+std::string escapeUnprintable(std::string_view bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size());
+  for (const char c : bytes) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte >= 0x20 && byte < 0x7f) || c == '\n' || c == '\t') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
 std::string percentEncoded(std::string_view text) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;

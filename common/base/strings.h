@@ -20,6 +20,9 @@ std::string joinFirst(std::span<const std::string> items, std::string_view separ
 // A JSON string literal, quotes included; control and non-ASCII bytes are \u-escaped so garbage
 // read from sysfs can be shown in a log line or error without breaking it.
 std::string quoteJsonString(std::string_view text);
+// Bytes made safe for a terminal and for JSON: printable ASCII, newlines and tabs as they are,
+// every other byte (controls, escape sequences, anything not ASCII) as \xNN.
+std::string escapeUnprintable(std::string_view bytes);
 // `text` for a URL query value: all but RFC 3986's unreserved characters as %XX.
 std::string percentEncoded(std::string_view text);
 // Shortens `text` to at most `limit` bytes for messages, marking the cut.

@@ -8,6 +8,7 @@
 #include <sys/sysmacros.h>
 
 #include "common/base/file_io.h"
+#include "common/base/strings.h"
 #include "common/base/utc_time.h"
 
 namespace torus::agent {
@@ -37,25 +38,6 @@ constexpr const char* kPciAttributes[] = {"vendor",
                                           "power_state",
                                           "reset_method"};
 
-// Text for JSON: invalid UTF-8 (a garbled attribute is evidence too) is shown byte by byte.
-std::string printable(const std::string& bytes) {
-  std::string out;
-  for (const char c : bytes) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte >= 0x20 && byte < 0x7f) {
-      out += c;
-    } else if (c == '\n' || c == '\t') {
-      out += c;
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    }
-  }
-  return out;
-}
-
 struct Walk {
   const DriverFileLimits& limits;
   json files = json::object();
@@ -78,7 +60,7 @@ struct Walk {
     }
     ++count;
     bytes += data->size();
-    files[name] = printable(*data);
+    files[name] = escapeUnprintable(*data);
   }
 
   void directory(const fs::path& dir, const std::string& prefix, int depth) {
@@ -178,7 +160,7 @@ json driverFilesOf(const discovery::DiscoveryRoots& roots, const topology::Devic
     out["pciFunction"] = function.string();
     for (const char* attribute : kPciAttributes) {
       if (const auto data = readSmallFile(function / attribute, limits.maxFileBytes))
-        pci[attribute] = printable(*data);
+        pci[attribute] = escapeUnprintable(*data);
     }
   }
   out["files"] = std::move(walk.files);
@@ -221,8 +203,8 @@ Result<json> debugReport(const DebugReportInput& input) {
     // are, or one byte that is not UTF-8 would make the whole report unrenderable.
     lines.push_back({{"seenAt", utcRfc3339(line.seenAt)},
                      {"device", line.device},
-                     {"type", printable(line.type)},
-                     {"line", printable(line.text)}});
+                     {"type", escapeUnprintable(line.type)},
+                     {"line", escapeUnprintable(line.text)}});
   }
   json report = {
       {"kind", "NeuronAgentDebugReport"},

@@ -125,9 +125,9 @@ kube::KubeClientPool scrapePool(const kube::KubeConfig& config, const ScrapeOpti
 
 Result<std::vector<AgentScrape>> scrapeAgents(kube::KubeClientPool& api,
                                               const ScrapeOptions& options) {
-  auto list = api.acquire()->get("/api/v1/pods?labelSelector=" + percentEncoded(options.selector));
-  if (!list) return std::move(list).error().withContext("listing the node agent pods");
-  const std::vector<AgentPod> pods = agentPodsOf(*list, options.node);
+  auto agents = listAgentPods(*api.acquire(), options.agentNamespace, options.selector, "");
+  if (!agents) return std::move(agents).error();
+  const std::vector<AgentPod> pods = agentPodsOf(json{{"items", agents->pods}}, options.node);
   std::vector<AgentScrape> scrapes;
   for (std::size_t first = 0; first < pods.size(); first += kParallelScrapes) {
     std::vector<std::future<AgentScrape>> batch;

@@ -1,5 +1,5 @@
 // Reads every Neuron node agent's /metrics for `kubectl neuron top`, with no port of its own:
-// the agents are the chart's node-agent pods (found by label), read through the API server's pod
+// the agents are the chart's node-agent pods (agent_pods.h), read through the API server's pod
 // proxy (what works from a laptop), else straight from the pod's address — its IP, else its
 // host's (inside the cluster, or where the API server refuses to proxy: it never proxies to
 // loopback or link-local pod IPs).
@@ -11,6 +11,7 @@
 
 #include "common/base/result.h"
 #include "common/kube/kube_client_pool.h"
+#include "scheduler-extender/cli/agent_pods.h"
 #include "scheduler-extender/cli/neuron_top.h"
 
 namespace torus::extender {
@@ -20,6 +21,7 @@ Result<ScrapeVia> parseScrapeVia(const std::string& text);
 
 struct ScrapeOptions {
   std::string selector = "app.kubernetes.io/component in (node-agent,node-agent-dra)";
+  std::string agentNamespace = kDefaultAgentNamespace;
   ScrapeVia via = ScrapeVia::kAuto;
   std::string node;  // only the agent on this node
   // Read every agent at this host instead of its pod's address (a port-forward to one agent,

@@ -2,11 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base/json_nesting.h"
 #include "common/base/strings.h"
 #include "common/base/version.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/object_fields.h"
 #include "common/kube/pod_exec.h"
+#include "scheduler-extender/cli/agent_pods.h"
 
 namespace torus::extender {
 namespace {
@@ -35,9 +37,8 @@ std::string flagValue(const json& args, const std::string& name) {
   return "";
 }
 
-std::optional<AgentContainer> agentOn(const json& pods) {
-  for (const json& pod : kube::arrayAt(pods, {"items"})) {
-    if (kube::stringAt(pod, {"status", "phase"}) != "Running") continue;
+std::optional<AgentContainer> agentOf(const std::vector<json>& agents) {
+  for (const json& pod : agents) {
     const json& containers = kube::arrayAt(pod, {"spec", "containers"});
     if (containers.empty()) continue;
     // The chart's container is "node-agent"; else the pod's first.
@@ -76,10 +77,15 @@ Result<json> agentReport(const kube::KubeConfig& config, const AgentContainer& a
   auto ran = kube::execInPod(config, request);
   if (!ran) return std::move(ran).error();
   if (ran->exitCode != 0) {
-    const std::string why(trim(ran->err));
+    const std::string why = escapeUnprintable(clipForMessage(trim(ran->err), 2048));
     return makeError(ErrorCode::kUnavailable, "neuron-node-agent debug exited " +
                                                   std::to_string(ran->exitCode) +
                                                   (why.empty() ? std::string() : ": " + why));
+  }
+  // What the pod printed is the agent's only if the pod is (agent_pods.h); still, it is read as
+  // untrusted bytes: bounded nesting before the parse, and nothing of it reaches a terminal raw.
+  if (auto nesting = checkJsonNesting(ran->out); !nesting) {
+    return std::move(nesting).error().withContext("neuron-node-agent debug's report");
   }
   json report = json::parse(ran->out, nullptr, false);
   if (!report.is_object()) {
@@ -103,13 +109,17 @@ Result<DebugInputs> collectDebugInputs(const kube::KubeConfig& config,
     return makeError(ErrorCode::kNotFound, "node " + options.node + " not found");
   }
   const std::string onNode = "fieldSelector=" + percentEncoded("spec.nodeName=" + options.node);
-  auto agents =
-      api.get("/api/v1/pods?" + onNode + "&labelSelector=" + percentEncoded(options.agentSelector));
+  auto agents = listAgentPods(api, options.agentNamespace, options.agentSelector, options.node);
   std::optional<AgentContainer> agent;
-  if (agents) {
-    agent = agentOn(*agents);
-  } else {
-    inputs.agentReport = agents.error().withContext("listing the node agent pods");
+  if (!agents) {
+    inputs.agentReport = std::move(agents).error();
+  } else if (agent = agentOf(agents->pods); !agent) {
+    std::string why = "no running node agent pod on " + options.node + " in namespace " +
+                      options.agentNamespace + " (--agent-namespace names where Torus runs)";
+    if (!agents->refused.empty()) {
+      why += "; not taken as the agent: " + joinFirst(agents->refused, "; ", 3);
+    }
+    inputs.agentReport = makeError(ErrorCode::kNotFound, escapeUnprintable(why));
   }
   if (agent) {
     inputs.agentPod = agent->nameSpace + "/" + agent->pod;

@@ -10,6 +10,7 @@
 
 #include "common/base/result.h"
 #include "common/kube/kube_config.h"
+#include "scheduler-extender/cli/agent_pods.h"
 #include "scheduler-extender/cli/debug_bundle.h"
 
 namespace torus::extender {
@@ -18,6 +19,7 @@ struct DebugOptions {
   std::string node;
   std::optional<int> device;
   std::string agentSelector = "app.kubernetes.io/component in (node-agent,node-agent-dra)";
+  std::string agentNamespace = kDefaultAgentNamespace;
   int logLines = 5000;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };

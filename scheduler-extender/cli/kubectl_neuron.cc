@@ -73,6 +73,7 @@ struct Options {
   std::int64_t intervalMs = 2000;
   std::string via = "auto";
   std::string agentSelector = torus::extender::ScrapeOptions().selector;
+  std::string agentNamespace = torus::extender::kDefaultAgentNamespace;
   std::string agentHost;
   int device = -1;
   std::string output;
@@ -97,6 +98,7 @@ int runTop(const torus::kube::KubeConfig& config, const Options& options, const 
   if (options.intervalMs < 500) return fail("--interval must be at least 500ms");
   torus::extender::ScrapeOptions scrapeOptions;
   scrapeOptions.selector = options.agentSelector;
+  scrapeOptions.agentNamespace = options.agentNamespace;
   scrapeOptions.via = *via;
   scrapeOptions.node = node;
   scrapeOptions.agentHost = options.agentHost;
@@ -143,6 +145,7 @@ int runDebug(const torus::kube::KubeConfig& config, const Options& options,
   debugOptions.node = node;
   if (options.device >= 0) debugOptions.device = options.device;
   debugOptions.agentSelector = options.agentSelector;
+  debugOptions.agentNamespace = options.agentNamespace;
   std::fprintf(
       stderr, "collecting from %s%s...\n", node.c_str(),
       options.device >= 0 ? (" (neuron" + std::to_string(options.device) + ")").c_str() : "");
@@ -201,7 +204,11 @@ int main(int argc, char** argv) {
                   "from the pods' IPs, or the proxy then the IP (auto)",
                   &options.via);
   table.addString("agent-selector", "", "", "SELECTOR",
-                  "top: the label selector of the node agent pods", &options.agentSelector);
+                  "top, debug: the label selector of the node agent pods", &options.agentSelector);
+  table.addString("agent-namespace", "", "", "NAME",
+                  "top, debug: the namespace Torus is installed in; only pods a DaemonSet of it "
+                  "runs are taken as agents",
+                  &options.agentNamespace);
   table.addString("agent-host", "", "", "HOST",
                   "top: read the agents at HOST:<metrics port> instead of their pods' addresses "
                   "(a port-forward to one agent; a one-node cluster on loopback)",

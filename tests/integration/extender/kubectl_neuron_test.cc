@@ -195,8 +195,18 @@ TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
   const auto serving = agent.waitForStderr("\"serving HTTP\"", 10s);
   ASSERT_TRUE(serving.has_value()) << agent.stderrText();
   const int port = loggedPort(*serving, "\"serving HTTP\"");
+  // The chart's agent: a pod of the agent namespace that its DaemonSet controls.
+  api.put(kDaemonSets,
+          {{"metadata", {{"namespace", "kube-system"}, {"name", "torus-node-agent"}}}});
+  const std::string daemonSetUid =
+      api.get(kDaemonSets, "kube-system/torus-node-agent")->at("metadata").at("uid");
   json pod = makePod("kube-system", "torus-node-agent-x", "example.com/none", 1);
   pod["metadata"]["labels"]["app.kubernetes.io/component"] = "node-agent";
+  pod["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                                     {"kind", "DaemonSet"},
+                                                     {"name", "torus-node-agent"},
+                                                     {"uid", daemonSetUid},
+                                                     {"controller", true}}});
   pod["spec"]["nodeName"] = "trn-a";
   pod["spec"]["containers"][0]["ports"] =
       json::array({{{"name", "metrics"}, {"containerPort", port}}});
@@ -248,6 +258,15 @@ TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
   EXPECT_EQ(bad.exitCode, 1);
   EXPECT_NE(bad.err.find("--via must be auto, proxy"), std::string::npos) << bad.err;
   EXPECT_NE(top({"trn-z", "--once"}).out.find("no Neuron node agent runs on trn-z"),
+            std::string::npos);
+  // Installed elsewhere, the agent is not found where it is not; --agent-namespace finds it.
+  api.put(kDaemonSets, {{"metadata", {{"namespace", "torus"}, {"name", "torus-node-agent"}}}});
+  EXPECT_NE(top({"trn-a", "--once", "--agent-namespace=torus"})
+                .out.find("no Neuron node agent runs on trn-a"),
+            std::string::npos);
+  // Its DaemonSet gone, the labelled pod that is left is nobody's agent.
+  api.remove(kDaemonSets, "kube-system/torus-node-agent");
+  EXPECT_NE(top({"trn-a", "--once"}).out.find("no Neuron node agent runs on trn-a"),
             std::string::npos);
   agent.signal(SIGTERM);
   EXPECT_EQ(agent.waitExit(10s), std::optional<int>(0));

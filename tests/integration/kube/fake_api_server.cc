@@ -9,6 +9,8 @@
 #include <set>
 #include <variant>
 
+#include "tests/integration/kube/fake_label_selector.h"
+
 namespace torus::testing {
 namespace {
 
@@ -93,6 +95,10 @@ FakeApiServer::FakeApiServer() {
                   handleList(collection, request, response);
                 });
   }
+  server_.Get(R"(/api/v1/namespaces/([^/]+)/pods)",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                handleList("pods", request, response, request.matches[1]);
+              });
   server_.Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const httplib::Request& request,
                                                                    httplib::Response& response) {
     if (injectedFailure(request, response)) return;
@@ -303,7 +309,7 @@ int FakeApiServer::openWatches() const {
 }
 
 void FakeApiServer::handleList(const std::string& collection, const httplib::Request& request,
-                               httplib::Response& response) {
+                               httplib::Response& response, const std::string& nameSpace) {
   if (injectedFailure(request, response)) return;
   auto selector = parseFieldSelector(request.get_param_value("fieldSelector"));
   if (const auto* refused = std::get_if<std::string>(&selector)) {
@@ -311,6 +317,14 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
     return;
   }
   std::vector<FieldTerm> terms = std::get<std::vector<FieldTerm>>(std::move(selector));
+  // A namespaced list (/api/v1/namespaces/NS/pods) is the cluster's list of that namespace.
+  if (!nameSpace.empty()) terms.push_back({"metadata.namespace", true, nameSpace});
+  auto labels = parseLabelSelector(request.get_param_value("labelSelector"));
+  if (const auto* refused = std::get_if<std::string>(&labels)) {
+    fail(response, 400, "BadRequest", *refused);
+    return;
+  }
+  const LabelSelector labelled = std::get<LabelSelector>(std::move(labels));
   if (request.get_param_value("watch") == "1") {
     std::uint64_t from = 0;
     try {
@@ -320,19 +334,26 @@ void FakeApiServer::handleList(const std::string& collection, const httplib::Req
       return;
     }
     handleWatch(
-        collection, from, [terms](const json& object) { return matches(object, terms); }, response);
+        collection, from,
+        [terms, labelled](const json& object) {
+          return matches(object, terms) && labelsMatch(object, labelled);
+        },
+        response);
     return;
   }
   std::lock_guard lock(mutex_);
   ++lists_[collection];
   json items = json::array();
   for (const auto& [key, object] : objects_[collection]) {
-    if (matches(object, terms)) items.push_back(object);
+    if (matches(object, terms) && labelsMatch(object, labelled)) items.push_back(object);
   }
-  const json list = {{"kind", collection == "pods"    ? "PodList"
-                              : collection == "nodes" ? "NodeList"
-                                                      : "ResourceSliceList"},
-                     {"apiVersion", collection == kResourceSlices ? "resource.k8s.io/v1" : "v1"},
+  const json list = {{"kind", collection == "pods"        ? "PodList"
+                              : collection == "nodes"     ? "NodeList"
+                              : collection == kDaemonSets ? "DaemonSetList"
+                                                          : "ResourceSliceList"},
+                     {"apiVersion", collection == kResourceSlices ? "resource.k8s.io/v1"
+                                    : collection == kDaemonSets   ? "apps/v1"
+                                                                  : "v1"},
                      {"metadata", {{"resourceVersion", std::to_string(version_)}}},
                      {"items", std::move(items)}};
   response.set_content(list.dump(), "application/json");

@@ -7,7 +7,8 @@
 // watch by spec.nodeName and spec.driver, create with generateName and ?dryRun=All, replace with
 // the resourceVersion precondition, delete), which can drop the fields of a switched-off feature
 // as an older API server does; Leases (coordination.k8s.io/v1: get, create, replace with the
-// resourceVersion precondition, delete); and GET of one DaemonSet (apps/v1). Tests change objects
+// resourceVersion precondition, delete); and GET and namespaced list of DaemonSets (apps/v1).
+// Lists take ?labelSelector= as the API server does. Tests change objects
 // through it, inject failures, and read back every write the client made.
 #pragma once
 
@@ -79,8 +80,9 @@ class FakeApiServer {
     nlohmann::json previous;  // the object before the change; null when it is new
   };
 
+  // nameSpace: a namespaced list's namespace; "" lists the whole cluster.
   void handleList(const std::string& collection, const httplib::Request& request,
-                  httplib::Response& response);
+                  httplib::Response& response, const std::string& nameSpace = "");
   void handleWatch(const std::string& collection, std::uint64_t from,
                    std::function<bool(const nlohmann::json&)> selects, httplib::Response& response);
   // statusOnly: pods/status, where only the patch's status is applied.
@@ -136,7 +138,7 @@ class FakeApiServer {
 
 inline constexpr const char* kResourceSlices = "resourceslices";
 inline constexpr const char* kLeases = "leases";
-inline constexpr const char* kDaemonSets = "daemonsets";  // apps/v1: get only
+inline constexpr const char* kDaemonSets = "daemonsets";  // apps/v1: get and list
 
 // Minimal objects as the API server returns them.
 nlohmann::json makeNode(const std::string& name, const std::string& instanceType);

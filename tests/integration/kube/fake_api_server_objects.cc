@@ -71,6 +71,10 @@ void FakeApiServer::serveWrittenObjects() {
                 }
               });
   serveWholeObjectWrites(kLeases, kLeasesPath, "coordination.k8s.io");
+  server_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets)",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                handleList(kDaemonSets, request, response, request.matches[1]);
+              });
   server_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/daemonsets/([^/]+))",
               [this](const httplib::Request& request, httplib::Response& response) {
                 if (injectedFailure(request, response)) return;

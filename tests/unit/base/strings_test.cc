@@ -25,5 +25,14 @@ TEST(Strings, JoinStrings) {
   EXPECT_EQ(joinStrings(std::vector<std::string>{}, ","), "");
 }
 
+// What another process printed reaches a terminal and JSON only this way: no escape sequence
+// acts on the terminal, and no invalid UTF-8 makes a JSON dump throw.
+TEST(Strings, EscapeUnprintableLeavesOnlyPrintableAscii) {
+  EXPECT_EQ(escapeUnprintable("ok line\n\tnext"), "ok line\n\tnext");
+  EXPECT_EQ(escapeUnprintable("\x1b[2Jcleared\r\xff\xc3\xa9"),
+            "\\x1b[2Jcleared\\x0d\\xff\\xc3\\xa9");
+  EXPECT_EQ(escapeUnprintable(std::string_view("a\0b", 3)), "a\\x00b");
+}
+
 }  // namespace
 }  // namespace torus
