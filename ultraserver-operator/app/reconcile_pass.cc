@@ -1,7 +1,8 @@
 // The reconcile pass of UltraServerOperator (ultraserver_operator.h): from the informers' objects
 // to the plan (model/planner.h) and the writes that carry it out (kube/operator_api.h), in the
-// order that keeps a pass safe to stop half-way: pods evicted first, then the NeuronUltraServers,
-// then each workload's status. The loop, lease and wiring that run it are ultraserver_operator.cc.
+// order that keeps a pass safe to stop half-way: pods evicted first, then the NeuronUltraServers
+// (nodes whose pods have not gone yet still recorded as their workload's), then each workload's
+// status. The loop, lease and wiring that run it are ultraserver_operator.cc.
 #include <algorithm>
 #include <set>
 
@@ -10,6 +11,7 @@
 #include "common/contracts/neuron_ultraserver.h"
 #include "common/kube/object_fields.h"
 #include "ultraserver-operator/app/ultraserver_operator.h"
+#include "ultraserver-operator/model/pods_first.h"
 
 namespace torus::ultraserver {
 
@@ -100,13 +102,19 @@ Result<void> UltraServerOperator::reconcileOnce() {
       current.push_back(std::move(allocation));
   }
 
-  AllocationPlan plan = planAllocations(pass.servers, pass.workloads, current, utcNowRfc3339(),
-                                        std::chrono::seconds(config_.failureGraceSeconds));
+  const std::string now = utcNowRfc3339();
+  const std::chrono::seconds grace(config_.failureGraceSeconds);
+  AllocationPlan plan = planAllocations(pass.servers, pass.workloads, current, now, grace);
+  // Pods first: nodes a workload gives up while its pods still run there stay its own (the
+  // planner keeps them recorded, Pending) until a later pass finds those pods gone, so a pod
+  // that must move is gone before its nodes are handed to anyone else. Its pods are evicted
+  // below all the same; the next pass hands the nodes on.
+  if (findPodsOnNodesGivenUp(pass, current, plan))
+    plan = planAllocations(pass.servers, pass.workloads, current, now, grace);
   // A grace period that ends while nothing changes still needs a pass at its end.
   recheckIn_ = plan.recheckIn;
   completeOutcomes(pass, plan);
 
-  // Pods first: a pod that must move is gone before its nodes are handed to anyone else.
   evictPods(pass, plan);
   if (auto done = api_.writeUltraServers(pass.servers, plan.allocations, pass.stored); !done)
     return std::move(done).error();
@@ -146,6 +154,33 @@ std::optional<Workload> UltraServerOperator::readWorkload(const json& object, Pa
     }
   }
   return workload;
+}
+
+bool UltraServerOperator::findPodsOnNodesGivenUp(Pass& pass, const std::vector<Allocation>& current,
+                                                 const AllocationPlan& plan) {
+  bool found = false;
+  for (const auto& [ref, nodes] : nodesGivenUp(pass.workloads, current, plan)) {
+    auto workload = std::find_if(pass.workloads.begin(), pass.workloads.end(),
+                                 [&](const Workload& w) { return w.ref() == ref; });
+    if (workload == pass.workloads.end()) continue;
+    auto listed = pass.listedPods.find(ref);
+    if (listed == pass.listedPods.end()) {
+      auto pods = api_.podsOf(*workload, podsOfWorkload(pass.claims, *workload));
+      if (!pods) {
+        // Not seen gone: the nodes stay its own until a pass can list them.
+        pass.failures.add(ref, pods.error());
+        workload->podsRemain = true;
+        found = true;
+        continue;
+      }
+      listed = pass.listedPods.emplace(ref, std::move(*pods)).first;
+    }
+    if (podsStillOn(listed->second.mine, nodes, pass.servers)) {
+      workload->podsRemain = true;
+      found = true;
+    }
+  }
+  return found;
 }
 
 void UltraServerOperator::completeOutcomes(Pass& pass, AllocationPlan& plan) {

@@ -62,6 +62,10 @@ class UltraServerOperator {
   // The steps of a pass, in order. readWorkload: parsed, its template checked (or, deleting,
   // deleted) and its pods listed; nullopt for a deleting workload that is not ours to hold.
   std::optional<Workload> readWorkload(const nlohmann::json& object, Pass& pass);
+  // Pods first: sets podsRemain on each workload the plan takes nodes from while its pods still
+  // run there (listing them, once a pass); true when it set any, and the plan must be made again.
+  bool findPodsOnNodesGivenUp(Pass& pass, const std::vector<Allocation>& current,
+                              const AllocationPlan& plan);
   // What the planner cannot know: the template's verdict, pods that do not go.
   void completeOutcomes(Pass& pass, AllocationPlan& plan);
   void evictPods(Pass& pass, AllocationPlan& plan);

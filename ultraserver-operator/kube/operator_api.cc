@@ -42,6 +42,13 @@ bool ownedBy(const json& object, const std::string& uid) {
          });
 }
 
+// A delete of `object` only: a UID precondition, so one of the same name made since is kept.
+json deleteOptionsFor(const json& object) {
+  return {{"apiVersion", "v1"},
+          {"kind", "DeleteOptions"},
+          {"preconditions", {{"uid", stringAt(object, {"metadata", "uid"})}}}};
+}
+
 // The resourceVersion of a write's answer, or `fallback` when it has none.
 std::string versionOf(const Result<json>& written, const std::string& fallback) {
   if (!written) return fallback;
@@ -148,10 +155,7 @@ Result<void> OperatorApi::deleteClaimTemplate(const Workload& workload) {
   }
   if (!ownedBy(*existing, workload.uid)) return {};  // someone else's: not ours to delete
   if (auto allowed = fence(); !allowed) return allowed;
-  const json options = {{"apiVersion", "v1"},
-                        {"kind", "DeleteOptions"},
-                        {"preconditions", {{"uid", stringAt(*existing, {"metadata", "uid"})}}}};
-  if (auto removed = client_.remove(path, options);
+  if (auto removed = client_.remove(path, deleteOptionsFor(*existing));
       !removed && removed.error().code != ErrorCode::kNotFound) {
     return std::move(removed).error().withContext("deleting " + path);
   }
@@ -267,8 +271,9 @@ Result<void> OperatorApi::ensureClaimTemplate(const Workload& workload, Workload
       return {};
     }
     // A template's spec cannot change: make it anew (claims made from the old one keep theirs).
+    // The UID precondition: a template of the same name made since (by anyone) is not this one.
     if (auto allowed = fence(); !allowed) return allowed;
-    if (auto removed = client_.remove(path);
+    if (auto removed = client_.remove(path, deleteOptionsFor(*existing));
         !removed && removed.error().code != ErrorCode::kNotFound) {
       return std::move(removed).error().withContext("replacing " + path);
     }

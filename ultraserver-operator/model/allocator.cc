@@ -155,46 +155,103 @@ bool releasedForAStranger(const Planner& planner, const std::vector<Allocation>&
   return false;
 }
 
-// Pass 1: settle what is recorded (confirm, release, react to failed nodes), so that pass 2 sees
-// every node that stays held. Returns what each workload keeps.
+// What a workload keeps of `mine`, its recorded allocations (confirmed, released, reacting to
+// failed nodes), each kept one held in `planner`.
+std::vector<Allocation> settleWorkload(Planner& planner, const GraceClock& clock,
+                                       const Workload& workload, std::vector<Allocation> mine,
+                                       WorkloadOutcome& outcome,
+                                       std::optional<std::chrono::seconds>& recheckIn) {
+  if (!workload.invalid.empty()) {
+    outcome.state = WorkloadState::kFailed;
+    outcome.reason = "InvalidSpec";
+    outcome.message = workload.invalid;
+    outcome.restartAllPods = !mine.empty();
+    return {};
+  }
+  if (workload.deleting) {
+    outcome.state = WorkloadState::kDeallocating;
+    if (!workload.podsRemain) {
+      outcome.reason = "Released";
+      outcome.message = "its UltraServers are released";
+      return {};
+    }
+    // Held until its pods are gone, so nobody else's pod can land on a chip still in use.
+    for (Allocation& allocation : mine)
+      planner.hold(allocation);
+    outcome.reason = "PodsTerminating";
+    outcome.message = "releasing its UltraServers once its pods are gone";
+    outcome.restartAllPods = true;
+    return mine;
+  }
+  if (mine.empty() || !recordedSetStands(workload, mine, outcome)) return {};
+  if (releasedForAStranger(planner, mine, outcome)) return {};
+  applyFailureStrategy(planner, clock, workload, mine, outcome, recheckIn);
+  for (const Allocation& allocation : mine)  // none when RestartAll released them all
+    planner.hold(allocation);
+  return mine;
+}
+
+// Pods first: the allocations a workload gives up (released above) while its pods are still on
+// them stay recorded as its own, as a deleting workload's do, until they are gone; Pending, so
+// that the devices keep the reserved taint but lose the workload's id, and its controllers' new
+// pods wait rather than land on nodes it is leaving. It is not placed anew meanwhile. Returns
+// whether it keeps any.
+bool keepUntilPodsGone(Planner& planner, const Workload& workload,
+                       const std::vector<Allocation>& recorded, std::vector<Allocation>& kept,
+                       WorkloadOutcome& outcome) {
+  if (workload.deleting || !workload.podsRemain) return false;
+  int givenUp = 0;
+  for (const Allocation& allocation : recorded) {
+    const bool stays = std::any_of(kept.begin(), kept.end(), [&](const Allocation& k) {
+      return k.ultraServer == allocation.ultraServer && k.nodes == allocation.nodes;
+    });
+    if (stays) continue;
+    Allocation leaving = allocation;
+    leaving.phase = kAllocationPending;
+    planner.hold(leaving);
+    // Its pods there are evicted again on every pass (one a disruption budget refused).
+    if (!outcome.restartAllPods)
+      outcome.restartPodsOn.insert(outcome.restartPodsOn.end(), leaving.nodes.begin(),
+                                   leaving.nodes.end());
+    kept.push_back(std::move(leaving));
+    ++givenUp;
+  }
+  if (givenUp == 0) return false;
+  const std::string waiting = "releasing " + std::to_string(givenUp) + " UltraServer allocation" +
+                              (givenUp == 1 ? "" : "s") +
+                              " once its evicted pods on them are gone (pods terminating)";
+  if (outcome.state == WorkloadState::kFailed) {
+    outcome.message += "; " + waiting;
+    return true;
+  }
+  int bound = 0;
+  for (const Allocation& allocation : kept) {
+    if (allocation.phase != kAllocationBound) continue;
+    ++bound;
+    outcome.allocatedUltraServers.push_back(allocation.ultraServer);
+    outcome.allocatedAt = std::max(outcome.allocatedAt, allocation.allocatedAt);
+  }
+  outcome.state = bound > 0 ? WorkloadState::kPartiallyAllocated : WorkloadState::kPending;
+  outcome.reason = "PodsTerminating";
+  outcome.message = waiting + "; then it is allocated again where it fits";
+  return true;
+}
+
+// Pass 1: settle what is recorded, so that pass 2 sees every node that stays held. Returns what
+// each workload keeps; `releasing`: the workloads that wait for their pods to leave.
 AllocationsByWorkload settleRecorded(Planner& planner, const GraceClock& clock,
                                      const std::vector<const Workload*>& queue,
-                                     AllocationsByWorkload& recorded, AllocationPlan& plan) {
-  std::map<std::string, WorkloadOutcome>& outcomes = plan.outcomes;
+                                     AllocationsByWorkload& recorded, AllocationPlan& plan,
+                                     std::set<std::string>& releasing) {
   AllocationsByWorkload kept;
   for (const Workload* workload : queue) {
-    WorkloadOutcome& outcome = outcomes[workload->ref()];
-    std::vector<Allocation> mine = recorded[workload->ref()];
-    if (!workload->invalid.empty()) {
-      outcome.state = WorkloadState::kFailed;
-      outcome.reason = "InvalidSpec";
-      outcome.message = workload->invalid;
-      outcome.restartAllPods = !mine.empty();
-      continue;
-    }
-    if (workload->deleting) {
-      outcome.state = WorkloadState::kDeallocating;
-      // Held until its pods are gone, so nobody else's pod can land on a chip still in use.
-      if (workload->podsRemain) {
-        for (Allocation& allocation : mine)
-          planner.hold(allocation);
-        kept[workload->ref()] = mine;
-        outcome.reason = "PodsTerminating";
-        outcome.message = "releasing its UltraServers once its pods are gone";
-        outcome.restartAllPods = true;
-      } else {
-        outcome.reason = "Released";
-        outcome.message = "its UltraServers are released";
-      }
-      continue;
-    }
-    if (mine.empty() || !recordedSetStands(*workload, mine, outcome)) continue;
-    if (releasedForAStranger(planner, mine, outcome)) continue;
-    applyFailureStrategy(planner, clock, *workload, mine, outcome, plan.recheckIn);
-    if (mine.empty()) continue;  // RestartAll released them all
-    for (const Allocation& allocation : mine)
-      planner.hold(allocation);
-    kept[workload->ref()] = mine;
+    WorkloadOutcome& outcome = plan.outcomes[workload->ref()];
+    const std::vector<Allocation>& mine = recorded[workload->ref()];
+    std::vector<Allocation> keeps =
+        settleWorkload(planner, clock, *workload, mine, outcome, plan.recheckIn);
+    if (keepUntilPodsGone(planner, *workload, mine, keeps, outcome))
+      releasing.insert(workload->ref());
+    if (!keeps.empty()) kept[workload->ref()] = std::move(keeps);
   }
   return kept;
 }
@@ -262,10 +319,11 @@ void describeHolding(const Planner& planner, const Workload& workload,
 
 // Pass 2: allocate what the workloads miss, oldest first, and say where each stands.
 void allocateWaiting(Planner& planner, const std::vector<const Workload*>& queue,
-                     AllocationsByWorkload& kept,
+                     AllocationsByWorkload& kept, const std::set<std::string>& releasing,
                      std::map<std::string, WorkloadOutcome>& outcomes) {
   for (const Workload* workload : queue) {
-    if (!workload->invalid.empty() || workload->deleting) continue;
+    if (!workload->invalid.empty() || workload->deleting || releasing.count(workload->ref()))
+      continue;
     std::vector<Allocation>& mine = kept[workload->ref()];
     placeMissing(planner, *workload, mine);
     describeHolding(planner, *workload, mine, outcomes[workload->ref()]);
@@ -298,8 +356,9 @@ AllocationPlan planAllocations(const std::vector<UltraServer>& servers,
     if (known.count(allocation.workloadRef)) recorded[allocation.workloadRef].push_back(allocation);
   }
 
-  AllocationsByWorkload kept = settleRecorded(planner, clock, queue, recorded, plan);
-  allocateWaiting(planner, queue, kept, plan.outcomes);
+  std::set<std::string> releasing;
+  AllocationsByWorkload kept = settleRecorded(planner, clock, queue, recorded, plan, releasing);
+  allocateWaiting(planner, queue, kept, releasing, plan.outcomes);
 
   for (auto& [ref, allocations] : kept) {
     for (Allocation& allocation : allocations)

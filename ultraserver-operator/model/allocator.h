@@ -24,6 +24,13 @@
 //      MigrateAffected move only the allocations with a failed node (the NeuronLink group is the
 //                      unit that can move) to free nodes, restarting only their pods; until a
 //                      place is free the workload is PartiallyAllocated and keeps the rest.
+//  - Pods first: what a workload gives up (RestartAll, MigrateAffected, InvalidSpec,
+//    ReservationTaken, a changed spec) while its pods still run there goes to nobody else. The
+//    operator lists the pods of a workload the plan takes nodes from and, when some still run on
+//    them, sets Workload::podsRemain (as for a deleting workload) and plans again: the allocations
+//    it gives up stay recorded as its own, Pending (the driver publishes the reserved taint but not
+//    the workload's id, so its new pods wait instead of landing there), its status says
+//    PodsTerminating, and it is not placed anew until a pass finds them gone.
 #pragma once
 
 #include <chrono>
