@@ -61,7 +61,8 @@ struct Workload {
   std::string claimTemplate;  // the ResourceClaimTemplate to write (default: the workload's name)
   int logicalNeuronCore = 2;
   bool deleting = false;  // metadata.deletionTimestamp is set
-  // Not on the object: (deleting only) pods made from its claim template still exist, as the
+  // Not on the object: pods made from its claim template still exist where they must be gone
+  // first (a deleting workload's anywhere; an evicted one's on the nodes it gives up), as the
   // operator finds when it lists them.
   bool podsRemain = false;
   // Set when the spec cannot be served; the workload is Failed with this message.

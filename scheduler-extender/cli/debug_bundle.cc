@@ -90,7 +90,7 @@ class Writer {
            std::string_view content) {
     const std::string clean = redactSecrets(content);
     if (auto added = tar_.addFile(directory_ + "/" + file, clean); !added) {
-      parts_.push_back({"", what, source, 0, added.error().message});
+      parts_.push_back({"", what, source, 0, redactSecrets(added.error().message)});
       return;
     }
     parts_.push_back({file, what, source, clean.size(), ""});
@@ -99,8 +99,10 @@ class Writer {
                const json& value) {
     add(file, what, source, value.dump(2) + "\n");
   }
+  // Why a part is missing may quote what an API server or a pod answered: it is shown on the
+  // terminal and kept in the manifest, so it is scrubbed as the parts are.
   void missing(const std::string& what, const std::string& source, const std::string& why) {
-    parts_.push_back({"", what, source, 0, why});
+    parts_.push_back({"", what, source, 0, redactSecrets(why)});
   }
   // A file of a tree (the driver's): counted in its summary part, not one part per file.
   bool addTreeFile(const std::string& file, std::string_view content) {
@@ -109,7 +111,7 @@ class Writer {
 
   std::vector<DebugPart>& parts() { return parts_; }
   std::string finish(const json& manifest) && {
-    (void)tar_.addFile(directory_ + "/manifest.json", manifest.dump(2) + "\n");
+    (void)tar_.addFile(directory_ + "/manifest.json", redactSecrets(manifest.dump(2)) + "\n");
     return std::move(tar_).finish();
   }
 

@@ -59,6 +59,21 @@ json podSummary(const json& pod) {
                        "resourceClaimStatuses", "startTime"})}};
   out["spec"]["containers"] = std::move(containers);
   out["metadata"]["annotations"] = neuronAnnotations(pod);
+  // A terminated container's message is what the application wrote at its end (its
+  // terminationMessagePath, or its log's tail): the application's data, not the node's state.
+  if (json& statuses = out["status"]["containerStatuses"]; statuses.is_array()) {
+    for (json& container : statuses) {
+      for (const char* state : {"state", "lastState"}) {
+        if (!container.is_object() || !container.contains(state)) continue;
+        if (json& at = container[state];
+            at.is_object() && at.contains("terminated") && at["terminated"].is_object()) {
+          at["terminated"].erase("message");
+        }
+      }
+    }
+  } else {
+    out["status"].erase("containerStatuses");  // not a list: nothing of it is kept
+  }
   return out;
 }
 

@@ -76,6 +76,27 @@ TEST(DebugBundle, RedactsTokensAndKeysAndNothingElse) {
   EXPECT_EQ(redactSecrets(plain), plain);
 }
 
+// What the form alone cannot tell: PEM keys wrapped in base64 (a kubeconfig's client-key-data),
+// AWS access key ids, a URL's password, and any value of a key named like a credential.
+TEST(DebugBundle, RedactsWrappedKeysAccessKeysUrlPasswordsAndNamedCredentials) {
+  EXPECT_EQ(redactSecrets("client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=\n"),
+            "client-key-data: [redacted]\n");
+  EXPECT_EQ(redactSecrets("key AKIAIOSFODNN7EXAMPLE and ASIAY34FZKBOKMUTVV7A."),
+            "key [redacted] and [redacted].");
+  EXPECT_EQ(redactSecrets("proxy https://admin:hunter2@proxy.internal:3128/ up"),
+            "proxy https://admin:[redacted]@proxy.internal:3128/ up");
+  EXPECT_EQ(redactSecrets("HF_TOKEN=hf_abc123 aws_secret_access_key = wJalrXUtnFEMI/K7MDENG"),
+            "HF_TOKEN=[redacted] aws_secret_access_key = [redacted]");
+  EXPECT_EQ(redactSecrets(R"({"password": "p@ss w", "clientSecret":'x1'})"),
+            R"({"password": "[redacted] w", "clientSecret":'[redacted]'})");
+  // Words that only look alike stay.
+  const std::string plain =
+      "max_tokens=5 tokenizer: bpe \"secretName\": \"creds\" "
+      "\"automountServiceAccountToken\": true https://example.com/a:b@c AKIA-short "
+      "s3://bucket/key ASIAlowercase0000000";
+  EXPECT_EQ(redactSecrets(plain), plain);
+}
+
 json podOn(const std::string& name, const std::string& secret) {
   return {{"metadata",
            {{"namespace", "ml"},
@@ -207,6 +228,30 @@ TEST(DebugBundle, ANodeWithALongNameGetsEveryPart) {
   }
   inputs.node.back() = 'x';  // another long name with the same start
   EXPECT_NE(buildDebugBundle(inputs).directory, bundle.directory);
+}
+
+// Why a part is missing is shown and kept in the manifest: scrubbed as the parts are. A pod's
+// terminated containers keep their reason and exit code, not the message the application wrote.
+TEST(DebugBundle, ReasonsAndContainerMessagesCarryNoSecret) {
+  DebugInputs inputs = inputsWithSecrets("x");
+  inputs.agentLog =
+      makeError(ErrorCode::kUnavailable, "GET pods/log: HTTP 500: token=opaque-9f8e7d");
+  json pod = podOn("on-5", "x");
+  pod["status"]["containerStatuses"] = json::array(
+      {{{"name", "main"},
+        {"lastState",
+         {{"terminated",
+           {{"reason", "Error"}, {"exitCode", 1}, {"message", "db password is pw-42"}}}}}}});
+  inputs.pods = json{{"items", json::array({pod})}};
+  const DebugBundle bundle = buildDebugBundle(inputs);
+  EXPECT_EQ(bundle.tar.find("opaque-9f8e7d"), std::string::npos);
+  EXPECT_EQ(bundle.tar.find("pw-42"), std::string::npos);
+  EXPECT_EQ(bundle.manifest.dump().find("opaque-9f8e7d"), std::string::npos);
+  const Extracted out = extract(bundle.tar);
+  const json pods = json::parse(out.read(fs::path(bundle.directory) / "cluster/pods.json"));
+  ASSERT_EQ(pods.size(), 1U);
+  const json& terminated = pods[0]["status"]["containerStatuses"][0]["lastState"]["terminated"];
+  EXPECT_EQ(terminated, json({{"reason", "Error"}, {"exitCode", 1}}));
 }
 
 TEST(DebugBundle, AMissingPartIsNamedWithItsReason) {
