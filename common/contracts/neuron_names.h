@@ -37,7 +37,8 @@ inline constexpr const char* kResourceTypeAnnotation = "NEURON_RESOURCE_TYPE";
 inline constexpr const char* kUltraServerNodesAnnotation = "torus.dev/ultraserver-nodes";
 
 // ---- Node metadata: what the agent publishes, what the extender and operators read ----
-// Every key under this prefix is the agent's (except kNeuronModeLabel, the operator's).
+// Every key under this prefix is the agent's, except the operator's kNeuronModeLabel,
+// kCoreDevicesLabel and kNeuronNodeLabel.
 inline constexpr const char* kTorusPrefix = "torus.dev/";
 inline constexpr const char* kTopologyAnnotation = "torus.dev/topology";
 inline constexpr const char* kLncLabel = "torus.dev/lnc";
@@ -52,6 +53,9 @@ inline constexpr const char* kNeuronModeLabel = "torus.dev/neuron-mode";
 // scheduler filters there (a core claim rejects the chips first, a chip claim checks counters),
 // so nodes that only run whole-chip jobs schedule faster without them (docs/benchmarks.md).
 inline constexpr const char* kCoreDevicesLabel = "torus.dev/dra-core-devices";
+// Set by the operator or a node group, never by the agent: "true" marks a Neuron node whatever
+// its instance type, one of the ways the chart places the agent (neuronNodeLabels).
+inline constexpr const char* kNeuronNodeLabel = "torus.dev/neuron";
 // AWS's UltraServer labels: <prefix>mode, server-id-2, server-id-4, node-id-2, node-id-4.
 inline constexpr const char* kUltraServerLabelPrefix = "neuron.amazonaws.com/ultraserver-";
 // Kubernetes' well-known label, and its deprecated spelling older nodes still carry.

@@ -1,4 +1,20 @@
 {{- /*
+The expressions every placement term of the agent carries: no Fargate, hybrid or Auto Mode
+node, and, with dra.enabled on part of the cluster, one agent per node: DRA where the node is
+labelled for it, else the plugin. Called with (dict "root" $ "dra" true|false).
+*/}}
+{{- define "torus.nodeAgentExclusions" }}
+                  - key: eks.amazonaws.com/compute-type
+                    operator: NotIn
+                    values: [fargate, hybrid, auto]
+                  {{- if and .root.Values.dra.enabled (not .root.Values.dra.allNodes) }}
+                  - key: {{ .root.Values.dra.nodeLabel }}
+                    operator: {{ if .dra }}In{{ else }}NotIn{{ end }}
+                    values: [dra]
+                  {{- end }}
+{{- end }}
+
+{{- /*
 The node agent's DaemonSet, in one of two modes: the device plugin (aws.amazon.com/neuron and
 neuroncore through kubelet's device-plugin API) or the DRA driver neuron.aws.com. A node runs
 one of them: with dra.enabled, nodes carrying dra.nodeLabel=dra (or every node with
@@ -44,21 +60,24 @@ spec:
       affinity:
         nodeAffinity:
           requiredDuringSchedulingIgnoredDuringExecution:
+            # A Neuron node is one whose instance type is listed or that carries one of
+            # neuronNodeLabels. Terms are ORed and a term's expressions ANDed, so each way is a
+            # term of its own and every term repeats the exclusions and the mode split.
             nodeSelectorTerms:
               - matchExpressions:
                   - key: node.kubernetes.io/instance-type
                     operator: In
                     values:
                       {{- toYaml $root.Values.neuronInstanceTypes | nindent 22 }}
-                  - key: eks.amazonaws.com/compute-type
-                    operator: NotIn
-                    values: [fargate, hybrid, auto]
-                  {{- if and $root.Values.dra.enabled (not $root.Values.dra.allNodes) }}
-                  # One agent per node: DRA where the node is labelled for it, else the plugin.
-                  - key: {{ $root.Values.dra.nodeLabel }}
-                    operator: {{ if $dra }}In{{ else }}NotIn{{ end }}
-                    values: [dra]
-                  {{- end }}
+                  {{- include "torus.nodeAgentExclusions" (dict "root" $root "dra" $dra) }}
+              {{- range $root.Values.neuronNodeLabels }}
+              - matchExpressions:
+                  - key: {{ .key }}
+                    operator: In
+                    values:
+                      {{- toYaml .values | nindent 22 }}
+                  {{- include "torus.nodeAgentExclusions" (dict "root" $root "dra" $dra) }}
+              {{- end }}
       {{- with $root.Values.nodeAgent.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

@@ -54,8 +54,11 @@ NodeMetadata nodeMetadata(const topology::Node& node, std::optional<int> pending
 }
 
 bool ownedLabel(const std::string& key) {
-  if (key == contracts::kNeuronModeLabel || key == contracts::kCoreDevicesLabel)
-    return false;  // the operator's choices: device plugin or DRA, core partitions or not
+  // The operator's: device plugin or DRA, core partitions or not, and which nodes are Neuron
+  // nodes (the agent's own placement: dropping it could take the agent off its node).
+  if (key == contracts::kNeuronModeLabel || key == contracts::kCoreDevicesLabel ||
+      key == contracts::kNeuronNodeLabel)
+    return false;
   return startsWith(key, kTorusPrefix) || startsWith(key, kUltraServerLabelPrefix);
 }
 

@@ -76,6 +76,7 @@ TEST(NodeMetadata, WhatTheAgentPublishesIsWhatTheExtenderReads) {
     EXPECT_TRUE(agent::ownedLabel(key)) << key;
   EXPECT_FALSE(agent::ownedLabel(kNeuronModeLabel));
   EXPECT_FALSE(agent::ownedLabel(kCoreDevicesLabel)) << "the operator's, the agent never drops it";
+  EXPECT_FALSE(agent::ownedLabel(kNeuronNodeLabel)) << "the chart places the agent by it";
 
   json labels(metadata.labels);
   labels[kInstanceTypeLabel] = "trn2.48xlarge";  // kubelet's
