@@ -1,11 +1,9 @@
 #include "dra-driver/dra_driver.h"
 
-#include <condition_variable>
-#include <mutex>
-
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/contracts/dra_names.h"
 #include "common/kube/kube_client.h"
 
@@ -74,10 +72,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
       // One GET per prepared claim: every ten resyncs (10 min by default), not every one, so a
       // thousand nodes cost the API server tens of reads a second, not hundreds.
       [preparer = driver->preparer_.get(), period = options.resync * 10](std::stop_token stop) {
-        std::mutex mutex;
-        std::condition_variable_any tick;
-        std::unique_lock lock(mutex);
-        while (!tick.wait_for(lock, stop, period, [] { return false; }) && !stop.stop_requested()) {
+        while (!sleepUntilStopped(stop, period)) {
           preparer->forgetClaimsGoneFromApi();
         }
       });

@@ -1,12 +1,11 @@
 #include "common/kube/informer.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/kube/object_fields.h"
 
 namespace torus::kube {
@@ -41,20 +40,12 @@ Informer::~Informer() {
   }
 }
 
-bool Informer::sleepFor(std::chrono::milliseconds delay, std::stop_token stop) {
-  std::mutex mutex;
-  std::condition_variable_any wake;
-  std::unique_lock lock(mutex);
-  wake.wait_for(lock, stop, delay, [] { return false; });
-  return !stop.stop_requested();
-}
-
 void Informer::run(std::stop_token stop) {
   std::chrono::milliseconds backoff = options_.minBackoff;
   const auto failed = [&](const char* what, const Error& error) {
     TORUS_LOG(Warn, Kube, what, {"collection", collection_}, {"error", error.message},
               {"retry_in_ms", static_cast<std::int64_t>(backoff.count())});
-    const bool keepGoing = sleepFor(backoff, stop);
+    const bool keepGoing = !sleepUntilStopped(stop, backoff);
     backoff = std::min(backoff * 2, options_.maxBackoff);
     return keepGoing;
   };

@@ -49,7 +49,6 @@ class Informer {
 
  private:
   void run(std::stop_token stop);
-  bool sleepFor(std::chrono::milliseconds delay, std::stop_token stop);
 
   std::string collection_;
   InformerHandlers handlers_;

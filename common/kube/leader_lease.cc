@@ -1,6 +1,5 @@
 #include "common/kube/leader_lease.h"
 
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/base/utc_time.h"
 #include "common/kube/object_fields.h"
 
@@ -117,13 +117,6 @@ Result<bool> LeaderLease::tryAcquireOrRenew() {
 }
 
 void LeaderLease::run(std::stop_token stop) {
-  std::mutex sleepMutex;
-  std::condition_variable_any sleeper;
-  const auto sleepFor = [&](std::chrono::milliseconds delay) {
-    std::unique_lock lock(sleepMutex);
-    sleeper.wait_for(lock, stop, delay, [] { return false; });
-    return !stop.stop_requested();
-  };
   do {
     auto held = tryAcquireOrRenew();
     if (stop.stop_requested()) return;
@@ -152,7 +145,7 @@ void LeaderLease::run(std::stop_token stop) {
         if (callbacks_.stoppedLeading) callbacks_.stoppedLeading();
       }
     }
-  } while (sleepFor(options_.retryPeriod));
+  } while (!sleepUntilStopped(stop, options_.retryPeriod));
 }
 
 void LeaderLease::release() {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/contracts/dra_names.h"
 #include "common/kubelet/unix_address.h"
 #include "dra-driver/kubelet/dra_service.h"
@@ -174,10 +175,8 @@ void KubeletPlugin::registrationStatus(bool registered, const std::string& error
 }
 
 void KubeletPlugin::watch(std::stop_token stop) {
-  std::unique_lock lock(mutex_);
-  while (!stop.stop_requested()) {
-    wake_.wait_for(lock, stop, kWatchdogPeriod, [] { return false; });
-    if (stop.stop_requested()) break;
+  while (!sleepUntilStopped(stop, kWatchdogPeriod)) {
+    std::lock_guard lock(mutex_);
     if (isSocket(draSocket()) && isSocket(registrationSocket())) continue;
     TORUS_LOG(Warn, Dra, "a DRA plugin socket disappeared; serving again so kubelet re-registers",
               {"endpoint", draSocket().string()}, {"registration", registrationSocket().string()});

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -62,7 +61,6 @@ class KubeletPlugin {
   std::atomic<bool> registered_{false};
   std::mutex mutex_;
   std::unique_ptr<Servers> servers_;
-  std::condition_variable_any wake_;
   std::jthread watchdog_;
 };
 

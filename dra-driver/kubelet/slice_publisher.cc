@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/kube/object_fields.h"
 #include "common/metrics/event_counters.h"
 #include "dra-driver/kubelet/slice_content.h"
@@ -121,9 +122,7 @@ void SlicePublisher::watchSlices(std::stop_token stop) {
       const Error& error = listed ? watched.error() : listed.error();
       if (error.code != ErrorCode::kFailedPrecondition) {  // 410: just list again
         TORUS_LOG(Debug, Dra, "watching ResourceSlices failed; retrying", {"error", error.message});
-        std::unique_lock lock(mutex_);
-        std::condition_variable_any pause;
-        pause.wait_for(lock, stop, std::chrono::seconds(kRetryAfterError), [] { return false; });
+        sleepUntilStopped(stop, std::chrono::seconds(kRetryAfterError));
       }
     }
   }

@@ -1,6 +1,7 @@
 #include "node-runtime/agent/deep_check_runner.h"
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/base/strings.h"
 #include "common/metrics/event_counters.h"
 #include "node-runtime/health/deep_check/deep_check_report.h"
@@ -87,15 +88,8 @@ std::optional<metrics::DeepCheckSnapshot> DeepCheckRunner::last() const {
 }
 
 void DeepCheckRunner::loop(std::stop_token stop) {
-  std::mutex sleepMutex;
-  std::condition_variable_any sleeper;
-  while (!stop.stop_requested()) {
-    std::unique_lock lock(sleepMutex);
-    if (sleeper.wait_for(lock, stop, interval_, [] { return false; })) break;
-    lock.unlock();
-    if (stop.stop_requested()) break;
+  while (!sleepUntilStopped(stop, interval_))
     runNow();
-  }
 }
 
 }  // namespace torus::agent

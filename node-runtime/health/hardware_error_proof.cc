@@ -1,8 +1,8 @@
 #include "node-runtime/health/hardware_error_proof.h"
 
 #include <algorithm>
-#include <condition_variable>
 
+#include "common/base/sleep_until_stopped.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
 
 namespace torus::health {
@@ -91,14 +91,7 @@ void HardwareErrorProof::readAll() {
 }
 
 void HardwareErrorProof::run(std::stop_token stop) {
-  std::mutex sleepMutex;
-  std::condition_variable_any wake;
-  while (!stop.stop_requested()) {
-    {
-      std::unique_lock lock(sleepMutex);
-      wake.wait_for(lock, stop, interval_, [] { return false; });
-    }
-    if (stop.stop_requested()) return;
+  while (!sleepUntilStopped(stop, interval_)) {
     readAll();
     ClaimEvidence::Settled settled;
     {

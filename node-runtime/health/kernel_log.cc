@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "node-runtime/discovery/kernel_ring.h"
 #include "node-runtime/discovery/pci_functions.h"
 
@@ -335,14 +334,7 @@ void KernelLogWatcher::run(std::stop_token stop) {
 }
 
 void KernelLogWatcher::runRing(std::stop_token stop, std::string last) {
-  std::mutex mutex;
-  std::condition_variable_any wake;
-  while (!stop.stop_requested()) {
-    {
-      std::unique_lock lock(mutex);
-      wake.wait_for(lock, stop, kRingInterval, [] { return false; });
-    }
-    if (stop.stop_requested()) return;
+  while (!sleepUntilStopped(stop, kRingInterval)) {
     auto ring = discovery::readKernelRing();
     if (!ring) {
       noteReadable(ring.error().message);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/base/strings.h"
 #include "common/base/utc_time.h"
 #include "common/metrics/event_counters.h"
@@ -382,13 +383,7 @@ bool NodeMonitor::publish(topology::Node next) {
 }
 
 void NodeMonitor::run(std::stop_token stop) {
-  std::mutex sleepMutex;
-  std::condition_variable_any sleeper;
-  for (int pass = 1; !stop.stop_requested(); ++pass) {
-    std::unique_lock lock(sleepMutex);
-    if (sleeper.wait_for(lock, stop, interval_, [] { return false; })) break;
-    lock.unlock();
-    if (stop.stop_requested()) break;
+  for (int pass = 1; !sleepUntilStopped(stop, interval_); ++pass) {
     if (pass % kFullPassEvery == 0) {
       refresh();
     } else {
