@@ -54,8 +54,9 @@ Result<void> SchedulerExtender::connect(const ExtenderConfig& config) {
   SyncOptions syncOptions;
   syncOptions.assumeTtl = std::chrono::seconds(config.assumeTtlSeconds);
   syncOptions.podsFromApi = &podsFromApi_;
-  bindAdmission_ = std::make_unique<BindAdmission>(*kube);
+  bindAdmission_ = std::make_unique<BindAdmission>(*kube, nodeFacts_);
   syncOptions.bindAdmission = bindAdmission_.get();
+  syncOptions.nodeFacts = &nodeFacts_;
   syncOptions.gangMembers = gangMembers_.get();
   syncOptions.nodeDomains = nodeDomains_.get();
   syncOptions.podGroups = podGroups_.get();

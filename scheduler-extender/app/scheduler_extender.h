@@ -50,6 +50,7 @@ class SchedulerExtender {
   std::shared_ptr<PodGroupIndex> podGroups_ = std::make_shared<PodGroupIndex>();
   VerbMetrics metrics_;
   MemoryBudget requestMemory_;
+  NodeFactsIndex nodeFacts_;                      // kept by sync_, read by bindAdmission_
   std::unique_ptr<BindAdmission> bindAdmission_;  // before sync_, whose informers feed it
   std::unique_ptr<ClusterSync> sync_;
   std::unique_ptr<ApiBinder> binder_;

@@ -5,50 +5,31 @@
 #include "common/kube/object_fields.h"
 
 namespace torus::extender {
-namespace {
 
-using nlohmann::json;
+BindAdmission::BindAdmission(const kube::KubeConfig& config, const NodeFactsIndex& nodes)
+    : clients_(config, 2), nodes_(nodes) {}
 
-bool boundOrGone(const json& pod) {
-  return !kube::stringAt(pod, {"spec", "nodeName"}).empty() ||
-         !kube::fieldAt(pod, {"metadata", "deletionTimestamp"}).is_null();
-}
-
-}  // namespace
-
-BindAdmission::BindAdmission(const kube::KubeConfig& config) : clients_(config, 2) {}
-
-void BindAdmission::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
-  nodes_.applyList(items);
-}
-
-void BindAdmission::applyNodeEvent(const kube::WatchEvent& event) {
-  nodes_.applyEvent(event);
-}
-
-void BindAdmission::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
+void BindAdmission::applyPods(const std::vector<PodUpdate>& pods) {
   std::lock_guard lock(mutex_);
   pendingPods_.clear();
-  for (const auto& item : items)
-    applyPodLocked(*item, false);
+  for (const PodUpdate& pod : pods)
+    applyPodLocked(pod);
 }
 
-void BindAdmission::applyPodEvent(const kube::WatchEvent& event) {
-  if (!event.object) return;
+void BindAdmission::applyPod(const PodUpdate& pod) {
   std::lock_guard lock(mutex_);
-  applyPodLocked(*event.object, event.type == "DELETED");
+  applyPodLocked(pod);
 }
 
-void BindAdmission::applyPodLocked(const json& pod, bool deleted) {
-  const std::string uid = kube::stringAt(pod, {"metadata", "uid"});
-  if (uid.empty()) return;
-  if (deleted || boundOrGone(pod)) {
-    pendingPods_.erase(uid);
+void BindAdmission::applyPodLocked(const PodUpdate& pod) {
+  if (pod.uid.empty()) return;
+  const PodRecord* record = pod.record ? &*pod.record : nullptr;
+  if (pod.deleted || record == nullptr || !record->nodeName.empty() || record->deleting) {
+    pendingPods_.erase(pod.uid);
     return;
   }
-  const auto demand = parsePodObject(pod);
-  if (!demand || !demand->wantsNeuron()) return;
-  pendingPods_[uid] = parsePodNodeRules(pod);
+  if (!record->demand.wantsNeuron()) return;
+  pendingPods_[pod.uid] = record->nodeRules;
 }
 
 Result<void> BindAdmission::check(const PodDemand& pod, const std::string& node) {

@@ -4,7 +4,8 @@
 // anyone who reaches the extender's port can send one (or a filter request that passes any node
 // it likes); with this check no request puts a pod on a node its own rules keep it off.
 //
-// Fed by the extender's node and pod informers; a pod the pod watch has not shown yet is fetched.
+// Fed the pods as ClusterSync reads them, and judged on the nodes of its one NodeFactsIndex; a pod
+// the pod watch has not shown yet is fetched.
 #pragma once
 
 #include <memory>
@@ -16,7 +17,6 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "common/base/result.h"
-#include "common/kube/informer.h"
 #include "common/kube/kube_client_pool.h"
 #include "scheduler-extender/kube/node_facts_index.h"
 #include "scheduler-extender/state/node_eligibility.h"
@@ -26,12 +26,12 @@ namespace torus::extender {
 
 class BindAdmission {
  public:
-  explicit BindAdmission(const kube::KubeConfig& config);
+  // `nodes` outlives this object (the extender owns both; ClusterSync keeps it current).
+  BindAdmission(const kube::KubeConfig& config, const NodeFactsIndex& nodes);
 
-  void applyNodeList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyNodeEvent(const kube::WatchEvent& event);
-  void applyPodList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyPodEvent(const kube::WatchEvent& event);
+  // A list replaces the pending pods; an update adds, changes or deletes one.
+  void applyPods(const std::vector<PodUpdate>& pods);
+  void applyPod(const PodUpdate& pod);
 
   // Whether the node admits the pod; the error names the rule that keeps it off.
   Result<void> check(const PodDemand& pod, const std::string& node);
@@ -40,10 +40,10 @@ class BindAdmission {
 
  private:
   // Only pods a bind can be about: wanting Neuron, not bound, not deleted.
-  void applyPodLocked(const nlohmann::json& pod, bool deleted);
+  void applyPodLocked(const PodUpdate& pod);
 
   kube::KubeClientPool clients_;
-  NodeFactsIndex nodes_;
+  const NodeFactsIndex& nodes_;
   mutable std::mutex mutex_;
   std::unordered_map<std::string, PodNodeRules> pendingPods_;  // by UID, under mutex_
 };

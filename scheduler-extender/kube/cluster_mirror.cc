@@ -7,83 +7,64 @@
 
 #include "common/base/log.h"
 #include "common/contracts/topology_annotation.h"
-#include "common/kube/object_fields.h"
 
 namespace torus::extender {
-namespace {
 
 using nlohmann::json;
 
-std::string objectName(const json& object) {
-  const std::string nameSpace = kube::stringAt(object, {"metadata", "namespace"});
-  const std::string name = kube::stringAt(object, {"metadata", "name"});
-  return (nameSpace.empty() ? "" : nameSpace + "/") + (name.empty() ? "?" : name);
-}
-
-std::string uidOf(const json& object) {
-  return kube::stringAt(object, {"metadata", "uid"});
-}
-
-}  // namespace
-
-void ClusterMirror::upsertNode(const json& object) {
-  auto record = parseNodeRecord(object);
-  if (!record) {
-    TORUS_LOG(Warn, Extender, "ignoring node", {"error", record.error().message});
-    return;
-  }
-  if (!record->topologyProblem.empty()) {
+void ClusterMirror::upsertNode(const NodeRecord& record) {
+  if (!record.topologyProblem.empty()) {
     TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
-              {"node", record->name}, {"error", record->topologyProblem});
+              {"node", record.name}, {"error", record.topologyProblem});
   }
-  if (record->instanceType.empty() || !topology::findInstanceType(record->instanceType)) {
-    if (state_.hasNode(record->name)) state_.removeNode(record->name);
-    if (domains_ != nullptr) domains_->remove(record->name);
+  if (record.instanceType.empty() || !topology::findInstanceType(record.instanceType)) {
+    if (state_.hasNode(record.name)) state_.removeNode(record.name);
+    if (domains_ != nullptr) domains_->remove(record.name);
     return;  // not a Neuron node
   }
-  if (domains_ != nullptr) domains_->set(record->name, nodeDomainsFromLabels(object));
-  const bool known = state_.hasNode(record->name);
+  if (domains_ != nullptr) domains_->set(record.name, record.domains);
+  const bool known = state_.hasNode(record.name);
   // The node as its agent discovered it (links that are down included), or the catalog's.
   std::optional<topology::Node> discovered;
-  if (record->topology && record->topology->instanceType == record->instanceType) {
-    auto node = contracts::nodeFromTopology(*record->topology);
+  if (record.topology && record.topology->instanceType == record.instanceType) {
+    auto node = contracts::nodeFromTopology(*record.topology);
     if (node) {
       discovered = std::move(*node);
     } else {
       TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
-                {"node", record->name}, {"error", node.error().message});
+                {"node", record.name}, {"error", node.error().message});
     }
   }
-  auto dropped = discovered ? state_.upsertNode(record->name, std::move(*discovered))
-                            : state_.upsertNode(record->name, record->instanceType, record->lnc,
-                                                record->unhealthy);
+  auto dropped = discovered ? state_.upsertNode(record.name, std::move(*discovered))
+                            : state_.upsertNode(record.name, record.instanceType, record.lnc,
+                                                record.unhealthy);
   if (!dropped) {
-    TORUS_LOG(Warn, Extender, "ignoring node", {"node", record->name},
+    TORUS_LOG(Warn, Extender, "ignoring node", {"node", record.name},
               {"error", dropped.error().message});
     return;
   }
-  if (!record->kubeletViewProblem.empty()) {
+  if (!record.kubeletViewProblem.empty()) {
     TORUS_LOG(Warn, Extender, "node agent's report of kubelet unreadable; placing nothing there",
-              {"node", record->name}, {"error", record->kubeletViewProblem});
+              {"node", record.name}, {"error", record.kubeletViewProblem});
   }
-  state_.setKubeletRefusal(record->name, record->kubeletRefuses);
+  state_.setKubeletRefusal(record.name, record.kubeletRefuses);
   if (*dropped > 0) {
     TORUS_LOG(Warn, Extender, "node LNC changed; its allocations are re-read from pods",
-              {"node", record->name}, {"dropped", *dropped});
+              {"node", record.name}, {"dropped", *dropped});
   }
   if (!known) {
-    TORUS_LOG(Info, Extender, "node added", {"node", record->name},
-              {"instance_type", record->instanceType}, {"lnc", record->lnc},
-              {"unhealthy_devices", record->unhealthy.toRangeString()});
+    TORUS_LOG(Info, Extender, "node added", {"node", record.name},
+              {"instance_type", record.instanceType}, {"lnc", record.lnc},
+              {"unhealthy_devices", record.unhealthy.toRangeString()});
   }
-  adoptWaitingPods(record->name);
+  adoptWaitingPods(record.name);
 }
 
-void ClusterMirror::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
+void ClusterMirror::applyNodes(const std::vector<NodeUpdate>& nodes) {
   std::set<std::string> listed;
-  for (const auto& item : items) {
-    listed.insert(objectName(*item));
-    upsertNode(*item);
+  for (const NodeUpdate& node : nodes) {
+    listed.insert(node.name.empty() ? "?" : node.name);
+    applyNode(node);
   }
   if (domains_ != nullptr) domains_->retain({listed.begin(), listed.end()});
   for (const std::string& name : state_.nodeNames()) {
@@ -94,30 +75,40 @@ void ClusterMirror::applyNodeList(const std::vector<std::shared_ptr<const json>>
   }
 }
 
-void ClusterMirror::applyNodeEvent(const kube::WatchEvent& event) {
-  if (event.type == "DELETED") {
-    const std::string name = objectName(*event.object);
-    if (domains_ != nullptr) domains_->remove(name);
-    if (state_.hasNode(name)) {
-      TORUS_LOG(Info, Extender, "node deleted", {"node", name},
-                {"allocations_dropped", state_.removeNode(name)});
+void ClusterMirror::applyNode(const NodeUpdate& node) {
+  if (node.deleted) {
+    if (domains_ != nullptr) domains_->remove(node.name);
+    if (state_.hasNode(node.name)) {
+      TORUS_LOG(Info, Extender, "node deleted", {"node", node.name},
+                {"allocations_dropped", state_.removeNode(node.name)});
     }
     return;
   }
-  upsertNode(*event.object);
+  if (!node.record) {
+    TORUS_LOG(Warn, Extender, "ignoring node", {"error", node.problem});
+    return;
+  }
+  upsertNode(*node.record);
 }
 
-std::optional<std::string> ClusterMirror::applyPod(const json& object) {
-  auto record = parsePodRecord(object);
-  if (!record) {
-    TORUS_LOG(Warn, Extender, "ignoring pod", {"error", record.error().message});
+void ClusterMirror::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
+  std::vector<NodeUpdate> nodes;
+  nodes.reserve(items.size());
+  for (const auto& item : items)
+    nodes.push_back(parseNodeUpdate(*item, false));
+  applyNodes(nodes);
+}
+
+std::optional<std::string> ClusterMirror::applyLivePod(const PodUpdate& update) {
+  if (!update.record) {
+    TORUS_LOG(Warn, Extender, "ignoring pod", {"error", update.problem});
     return std::nullopt;
   }
-  const PodDemand& pod = record->demand;
-  if (gangs_ != nullptr)
-    gangs_->apply(pod, record->nodeName, record->finished() || record->deleting);
-  if (!record->holdsNeuron()) {
-    if (!record->finished() && pod.wantsNeuron()) return std::nullopt;  // not bound yet
+  const PodRecord& record = *update.record;
+  const PodDemand& pod = record.demand;
+  if (gangs_ != nullptr) gangs_->apply(pod, record.nodeName, record.finished() || record.deleting);
+  if (!record.holdsNeuron()) {
+    if (!record.finished() && pod.wantsNeuron()) return std::nullopt;  // not bound yet
     {
       // A pod parked because another pod held its ids must not be tracked once they are freed:
       // it has ended, and nothing would release it again until it is deleted.
@@ -127,29 +118,29 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
     }
     if (state_.allocationOf(pod.uid)) {
       state_.release(pod.uid);
-      TORUS_LOG(Info, Extender, "released", {"pod", pod.key()}, {"phase", record->phase});
+      TORUS_LOG(Info, Extender, "released", {"pod", pod.key()}, {"phase", record.phase});
       retryConflicting();
     }
     return std::nullopt;
   }
-  if (!record->assignedIds) {
+  if (!record.assignedIds) {
     // Bound by another scheduler: the node's plugin picks the ids and we cannot see them.
     TORUS_LOG(Debug, Extender, "bound pod without Neuron ids; not tracked", {"pod", pod.key()},
-              {"node", record->nodeName}, {"problem", record->idsProblem});
+              {"node", record.nodeName}, {"problem", record.idsProblem});
     return std::nullopt;
   }
   {
     // Checked and parked under one lock: adoptWaitingPods takes it after adding the node, so a
     // node that arrives between the check and the parking still finds the pod.
     std::lock_guard lock(waitingMutex_);
-    if (!state_.hasNode(record->nodeName)) {
-      waitingForNode_[pod.uid] = *record;
+    if (!state_.hasNode(record.nodeName)) {
+      waitingForNode_[pod.uid] = record;
       return pod.uid;
     }
-    auto observed = state_.observe(record->nodeName, pod, *record->assignedIds);
+    auto observed = state_.observe(record.nodeName, pod, *record.assignedIds);
     if (!observed && observed.error().code != ErrorCode::kAborted) {
       TORUS_LOG(Error, Extender, "pod's Neuron ids do not fit its node", {"pod", pod.key()},
-                {"node", record->nodeName}, {"ids", record->assignedIds->toRangeString()},
+                {"node", record.nodeName}, {"ids", record.assignedIds->toRangeString()},
                 {"error", observed.error().message});
       conflicting_.erase(pod.uid);
       return std::nullopt;
@@ -160,9 +151,9 @@ std::optional<std::string> ClusterMirror::applyPod(const json& object) {
       TORUS_LOG(Warn, Extender,
                 "pod's Neuron ids are held by another pod here; it keeps what it held, and is "
                 "tracked as it is once they are free",
-                {"pod", pod.key()}, {"node", record->nodeName},
-                {"ids", record->assignedIds->toRangeString()}, {"error", observed.error().message});
-      conflicting_[pod.uid] = *record;
+                {"pod", pod.key()}, {"node", record.nodeName},
+                {"ids", record.assignedIds->toRangeString()}, {"error", observed.error().message});
+      conflicting_[pod.uid] = record;
     }
   }
   // Its move may have freed what a parked pod holds, or it waits on a parked pod itself.
@@ -213,8 +204,7 @@ void ClusterMirror::retryConflicting() {
   }
 }
 
-void ClusterMirror::forgetPod(const json& object) {
-  const std::string uid = uidOf(object);
+void ClusterMirror::forgetPod(const std::string& uid) {
   if (gangs_ != nullptr) gangs_->forget(uid);
   {
     std::lock_guard lock(waitingMutex_);
@@ -228,15 +218,15 @@ void ClusterMirror::forgetPod(const json& object) {
   }
 }
 
-void ClusterMirror::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
+void ClusterMirror::applyPods(const std::vector<PodUpdate>& pods) {
   std::vector<std::string> holding;
-  for (const auto& item : items) {
-    if (auto uid = applyPod(*item)) holding.push_back(std::move(*uid));
+  for (const PodUpdate& pod : pods) {
+    if (auto uid = applyLivePod(pod)) holding.push_back(std::move(*uid));
   }
   if (gangs_ != nullptr) {
     std::vector<std::string> listed;
-    for (const auto& item : items)
-      listed.push_back(uidOf(*item));
+    for (const PodUpdate& pod : pods)
+      listed.push_back(pod.uid);
     gangs_->retain(listed);
   }
   {
@@ -252,12 +242,20 @@ void ClusterMirror::applyPodList(const std::vector<std::shared_ptr<const json>>&
   }
 }
 
-void ClusterMirror::applyPodEvent(const kube::WatchEvent& event) {
-  if (event.type == "DELETED") {
-    forgetPod(*event.object);
+void ClusterMirror::applyPod(const PodUpdate& pod) {
+  if (pod.deleted) {
+    forgetPod(pod.uid);
   } else {
-    applyPod(*event.object);
+    applyLivePod(pod);
   }
+}
+
+void ClusterMirror::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
+  std::vector<PodUpdate> pods;
+  pods.reserve(items.size());
+  for (const auto& item : items)
+    pods.push_back(parsePodUpdate(*item, false));
+  applyPods(pods);
 }
 
 void ClusterMirror::adoptWaitingPods(const std::string& node) {

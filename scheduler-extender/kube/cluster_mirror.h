@@ -30,16 +30,21 @@ class ClusterMirror {
                          NodeDomainIndex* domains = nullptr)
       : state_(state), gangs_(gangs), domains_(domains) {}
 
+  // What the informers deliver, read once by the caller (ClusterSync): a list replaces what it
+  // lists; an update adds, changes or deletes one.
+  void applyNodes(const std::vector<NodeUpdate>& nodes);
+  void applyNode(const NodeUpdate& node);
+  void applyPods(const std::vector<PodUpdate>& pods);
+  void applyPod(const PodUpdate& pod);
+  // A list as the API returns it (kubectl-neuron's one list of each).
   void applyNodeList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyNodeEvent(const kube::WatchEvent& event);
   void applyPodList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyPodEvent(const kube::WatchEvent& event);
 
  private:
-  void upsertNode(const nlohmann::json& object);
+  void upsertNode(const NodeRecord& record);
   // Returns the pod's UID when it holds ids on a node.
-  std::optional<std::string> applyPod(const nlohmann::json& object);
-  void forgetPod(const nlohmann::json& object);
+  std::optional<std::string> applyLivePod(const PodUpdate& update);
+  void forgetPod(const std::string& uid);
   void adoptWaitingPods(const std::string& node);
   // Tries the pods whose ids were held by another pod again, after something was released.
   void retryConflicting();

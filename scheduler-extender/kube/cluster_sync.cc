@@ -6,55 +6,76 @@
 
 #include "common/base/log.h"
 #include "common/kube/kube_client.h"
+#include "common/metrics/prometheus_text.h"
 #include "scheduler-extender/kube/kube_objects.h"
 
 namespace torus::extender {
 
 ClusterSync::ClusterSync(const kube::KubeConfig& config, ClusterState& state, SyncOptions options)
     : state_(state), options_(options), mirror_(state, options.gangMembers, options.nodeDomains) {
+  nodeFacts_ = options_.nodeFacts;
+  if (nodeFacts_ == nullptr) {
+    ownFacts_ = std::make_unique<NodeFactsIndex>();
+    nodeFacts_ = ownFacts_.get();
+  }
   if (options_.crossResourcePreemption) {
-    preemptor_ =
-        std::make_unique<CrossResourcePreemptor>(config, state, *options_.crossResourcePreemption);
+    preemptor_ = std::make_unique<CrossResourcePreemptor>(config, state, *nodeFacts_,
+                                                          *options_.crossResourcePreemption);
   }
   nodes_ = std::make_unique<kube::Informer>(
       config, "/api/v1/nodes",
-      kube::InformerHandlers{[this](const auto& items) {
-                               mirror_.applyNodeList(items);
-                               if (preemptor_) preemptor_->applyNodeList(items);
-                               if (options_.bindAdmission)
-                                 options_.bindAdmission->applyNodeList(items);
-                             },
-                             [this](const kube::WatchEvent& event) {
-                               mirror_.applyNodeEvent(event);
-                               if (preemptor_) preemptor_->applyNodeEvent(event);
-                               if (options_.bindAdmission)
-                                 options_.bindAdmission->applyNodeEvent(event);
-                             }},
+      kube::InformerHandlers{[this](const auto& items) { applyNodes(items); },
+                             [this](const kube::WatchEvent& event) { applyNodeEvent(event); }},
       options_.informer);
   pods_ = std::make_unique<kube::Informer>(
       config, "/api/v1/pods",
-      kube::InformerHandlers{[this](const auto& items) {
-                               mirror_.applyPodList(items);
-                               if (preemptor_) preemptor_->applyPodList(items);
-                               if (options_.bindAdmission)
-                                 options_.bindAdmission->applyPodList(items);
-                               for (const auto& item : items)
-                                 rememberDemand(*item);
-                             },
-                             [this](const kube::WatchEvent& event) {
-                               mirror_.applyPodEvent(event);
-                               if (preemptor_) preemptor_->applyPodEvent(event);
-                               if (options_.bindAdmission)
-                                 options_.bindAdmission->applyPodEvent(event);
-                               if (event.object && event.type != "DELETED")
-                                 rememberDemand(*event.object);
-                             }},
+      kube::InformerHandlers{[this](const auto& items) { applyPods(items); },
+                             [this](const kube::WatchEvent& event) { applyPodEvent(event); }},
       options_.informer);
   expirer_ = std::jthread([this](std::stop_token stop) { expireLoop(stop); });
   if (options_.podGroups != nullptr) {
     podGroupProbe_ = std::jthread(
         [this, config](std::stop_token stop) { watchPodGroupsIfServed(config, stop); });
   }
+}
+
+void ClusterSync::applyNodes(const std::vector<std::shared_ptr<const nlohmann::json>>& items) {
+  std::vector<NodeUpdate> nodes;
+  nodes.reserve(items.size());
+  for (const auto& item : items)
+    nodes.push_back(parseNodeUpdate(*item, false));
+  nodeFacts_->applyList(nodes);
+  mirror_.applyNodes(nodes);
+}
+
+void ClusterSync::applyNodeEvent(const kube::WatchEvent& event) {
+  if (!event.object) return;
+  const NodeUpdate node = parseNodeUpdate(*event.object, event.type == "DELETED");
+  nodeFacts_->apply(node);
+  mirror_.applyNode(node);
+}
+
+void ClusterSync::applyPods(const std::vector<std::shared_ptr<const nlohmann::json>>& items) {
+  std::vector<PodUpdate> pods;
+  pods.reserve(items.size());
+  podObjectsReceived_ += items.size();
+  for (const auto& item : items)
+    pods.push_back(parsePodUpdate(*item, false));
+  mirror_.applyPods(pods);
+  if (preemptor_) preemptor_->applyPods(pods);
+  if (options_.bindAdmission) options_.bindAdmission->applyPods(pods);
+  for (const PodUpdate& pod : pods)
+    rememberDemand(pod);
+}
+
+void ClusterSync::applyPodEvent(const kube::WatchEvent& event) {
+  if (!event.object) return;
+  const PodUpdate pod = parsePodUpdate(*event.object, event.type == "DELETED");
+  if (!pod.deleted) ++podObjectsReceived_;
+  mirror_.applyPod(pod);
+  if (preemptor_) preemptor_->applyPod(pod);
+  if (options_.bindAdmission) options_.bindAdmission->applyPod(pod);
+  rememberDemand(pod);
 }
 
 void ClusterSync::watchPodGroupsIfServed(const kube::KubeConfig& config, std::stop_token stop) {
@@ -111,16 +132,25 @@ bool ClusterSync::hasSynced() const {
   return nodes_->hasSynced() && pods_->hasSynced();
 }
 
-void ClusterSync::rememberDemand(const nlohmann::json& pod) {
-  if (options_.podsFromApi == nullptr) return;
-  auto record = parsePodRecord(pod);
+void ClusterSync::rememberDemand(const PodUpdate& pod) {
+  if (options_.podsFromApi == nullptr || !pod.record) return;
   // Only what a bind can ask about: pods that want Neuron and are not bound yet.
-  if (!record || !record->demand.wantsNeuron() || !record->nodeName.empty()) return;
-  options_.podsFromApi->remember(record->demand);
+  const PodRecord& record = *pod.record;
+  if (!record.demand.wantsNeuron() || !record.nodeName.empty()) return;
+  options_.podsFromApi->remember(record.demand);
 }
 
 std::string ClusterSync::metricsText() const {
-  return preemptor_ ? preemptor_->prometheusText() : "";
+  metrics::PrometheusText out;
+  out.family("torus_extender_pod_objects_received_total", "counter",
+             "Pod objects the pod informer delivered (list items and events but deletions).");
+  out.sample("torus_extender_pod_objects_received_total", {},
+             static_cast<double>(podObjectsReceived_.load()));
+  out.family("torus_extender_pod_objects_read_total", "counter",
+             "Pod objects read (parsed) in this process: one per object received, shared by the "
+             "mirror, bind admission, the preemptor and the pod cache.");
+  out.sample("torus_extender_pod_objects_read_total", {}, static_cast<double>(podObjectsRead()));
+  return out.text() + (preemptor_ ? preemptor_->prometheusText() : "");
 }
 
 void ClusterSync::expireLoop(std::stop_token stop) {

@@ -25,8 +25,13 @@ std::pair<std::string, std::string> splitKey(const std::string& key) {
 
 CrossResourcePreemptor::CrossResourcePreemptor(const kube::KubeConfig& config,
                                                const ClusterState& state,
+                                               const NodeFactsIndex& nodes,
                                                CrossResourcePreemptionOptions options)
-    : state_(state), options_(std::move(options)), clients_(config), events_(config) {
+    : state_(state),
+      options_(std::move(options)),
+      clients_(config),
+      events_(config),
+      nodes_(nodes) {
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
@@ -35,55 +40,45 @@ CrossResourcePreemptor::~CrossResourcePreemptor() {
   wake_.notify_all();
 }
 
-void CrossResourcePreemptor::applyNodeList(const std::vector<std::shared_ptr<const json>>& items) {
-  nodes_.applyList(items);
-}
-
-void CrossResourcePreemptor::applyNodeEvent(const kube::WatchEvent& event) {
-  nodes_.applyEvent(event);
-}
-
-bool CrossResourcePreemptor::track(const json& object, std::map<std::string, Waiting>& into,
+bool CrossResourcePreemptor::track(const PodUpdate& pod, std::map<std::string, Waiting>& into,
                                    const std::map<std::string, Waiting>& before) {
-  auto record = parsePodRecord(object);
-  if (!record) return false;  // ClusterMirror logs unreadable pods
+  if (!pod.record) return false;  // ClusterMirror logs unreadable pods
+  const PodRecord& record = *pod.record;
   // A gang's member never preempts: evicting for one member frees room for part of a gang.
-  const bool inGang = !record->demand.gangKey().empty() || !record->demand.gangProblem.empty();
-  if (!record->waitsUnschedulable() || record->schedulerName != options_.schedulerName || inGang) {
-    into.erase(record->demand.uid);
+  const bool inGang = !record.demand.gangKey().empty() || !record.demand.gangProblem.empty();
+  if (!record.waitsUnschedulable() || record.schedulerName != options_.schedulerName || inGang) {
+    into.erase(record.demand.uid);
     return false;
   }
-  Waiting& entry = into[record->demand.uid];
-  if (const auto it = before.find(record->demand.uid);
-      it != before.end() && &it->second != &entry) {
+  Waiting& entry = into[record.demand.uid];
+  if (const auto it = before.find(record.demand.uid); it != before.end() && &it->second != &entry) {
     entry = it->second;
   }
-  entry.pod = std::move(record->demand);
-  entry.rules = parsePodNodeRules(object);
+  entry.pod = record.demand;
+  entry.rules = record.nodeRules;
   return true;
 }
 
-void CrossResourcePreemptor::applyPodList(const std::vector<std::shared_ptr<const json>>& items) {
+void CrossResourcePreemptor::applyPods(const std::vector<PodUpdate>& pods) {
   {
     std::lock_guard lock(mutex_);
     std::map<std::string, Waiting> waiting;
-    for (const auto& item : items)
-      track(*item, waiting, waiting_);
+    for (const PodUpdate& pod : pods)
+      track(pod, waiting, waiting_);
     waiting_ = std::move(waiting);
   }
   wake_.notify_all();
 }
 
-void CrossResourcePreemptor::applyPodEvent(const kube::WatchEvent& event) {
-  if (!event.object) return;
+void CrossResourcePreemptor::applyPod(const PodUpdate& pod) {
   bool waits = false;
   {
     std::lock_guard lock(mutex_);
-    if (event.type == "DELETED") {
-      waiting_.erase(kube::stringField(*event.object, "metadata", "uid"));
+    if (pod.deleted) {
+      waiting_.erase(pod.uid);
       return;
     }
-    waits = track(*event.object, waiting_, waiting_);
+    waits = track(pod, waiting_, waiting_);
   }
   if (waits) wake_.notify_all();
 }

@@ -45,17 +45,17 @@ struct CrossResourcePreemptionOptions {
 
 class CrossResourcePreemptor {
  public:
+  // `nodes` outlives this object (ClusterSync owns or is given it and keeps it current).
   CrossResourcePreemptor(const kube::KubeConfig& config, const ClusterState& state,
-                         CrossResourcePreemptionOptions options = {});
+                         const NodeFactsIndex& nodes, CrossResourcePreemptionOptions options = {});
   ~CrossResourcePreemptor();
   CrossResourcePreemptor(const CrossResourcePreemptor&) = delete;
   CrossResourcePreemptor& operator=(const CrossResourcePreemptor&) = delete;
 
-  // The node and pod informers' lists and events (ClusterSync forwards them).
-  void applyNodeList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyNodeEvent(const kube::WatchEvent& event);
-  void applyPodList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyPodEvent(const kube::WatchEvent& event);
+  // The pod informer's lists and events, as ClusterSync reads them: a list replaces the waiting
+  // pods, an update adds, changes or deletes one.
+  void applyPods(const std::vector<PodUpdate>& pods);
+  void applyPod(const PodUpdate& pod);
 
   // torus_extender_cross_resource_* counters, Prometheus text.
   std::string prometheusText() const;
@@ -69,7 +69,7 @@ class CrossResourcePreemptor {
     std::chrono::steady_clock::time_point victimsDeadline{};
   };
   // Whether the pod waits for preemption, and its entry updated if so.
-  bool track(const nlohmann::json& object, std::map<std::string, Waiting>& into,
+  bool track(const PodUpdate& pod, std::map<std::string, Waiting>& into,
              const std::map<std::string, Waiting>& before);
   void run(std::stop_token stop);
   void preemptOnce();
@@ -82,7 +82,7 @@ class CrossResourcePreemptor {
   CourtesyWriter events_;
   mutable std::mutex mutex_;
   std::map<std::string, Waiting> waiting_;  // by UID
-  NodeFactsIndex nodes_;
+  const NodeFactsIndex& nodes_;
   std::uint64_t plans_ = 0;
   std::uint64_t evicted_ = 0;
   std::uint64_t refused_ = 0;

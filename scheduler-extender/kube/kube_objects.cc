@@ -1,5 +1,7 @@
 #include "scheduler-extender/kube/kube_objects.h"
 
+#include <atomic>
+
 #include <nlohmann/json.hpp>
 
 #include "common/base/parse.h"
@@ -14,6 +16,10 @@
 namespace torus::extender {
 
 using nlohmann::json;
+
+namespace {
+std::atomic<std::uint64_t> podsRead{0};
+}  // namespace
 
 Result<NodeRecord> parseNodeRecord(const json& node) {
   NodeRecord record;
@@ -44,6 +50,8 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
   // kubelet counts none of our ids: nothing there is offered, and a bind already on its way when
   // the taint arrived is refused here (the pod waits) rather than bound into the gap.
   if (contracts::hasRestartingTaint(node)) record.kubeletRefuses.everything = true;
+  record.facts = parseNodeFacts(node);
+  record.domains = nodeDomainsFromLabels(node);
   const std::string topologyText = kube::annotationOf(node, contracts::kTopologyAnnotation);
   if (topologyText.empty()) return record;
   auto summary = contracts::parseTopologyAnnotation(topologyText);
@@ -59,6 +67,7 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
 }
 
 Result<PodRecord> parsePodRecord(const json& pod) {
+  podsRead.fetch_add(1, std::memory_order_relaxed);
   const std::string name = kube::stringAt(pod, {"metadata", "namespace"}) + "/" +
                            kube::stringAt(pod, {"metadata", "name"});
   auto demand = parsePodObject(pod, "pod " + name);
@@ -85,7 +94,42 @@ Result<PodRecord> parsePodRecord(const json& pod) {
   } else if (*handoff) {
     record.assignedIds = (*handoff)->ids;
   }
+  if (record.demand.wantsNeuron() && record.nodeName.empty() && !record.deleting) {
+    record.nodeRules = parsePodNodeRules(pod);
+  }
   return record;
+}
+
+NodeUpdate parseNodeUpdate(const json& node, bool deleted) {
+  NodeUpdate update;
+  update.name = kube::stringAt(node, {"metadata", "name"});
+  update.deleted = deleted;
+  if (deleted) return update;
+  if (auto record = parseNodeRecord(node)) {
+    update.record = std::move(*record);
+  } else {
+    update.problem = record.error().message;
+  }
+  return update;
+}
+
+PodUpdate parsePodUpdate(const json& pod, bool deleted) {
+  PodUpdate update;
+  update.uid = kube::stringAt(pod, {"metadata", "uid"});
+  update.key = kube::stringAt(pod, {"metadata", "namespace"}) + "/" +
+               kube::stringAt(pod, {"metadata", "name"});
+  update.deleted = deleted;
+  if (deleted) return update;
+  if (auto record = parsePodRecord(pod)) {
+    update.record = std::move(*record);
+  } else {
+    update.problem = record.error().message;
+  }
+  return update;
+}
+
+std::uint64_t podObjectsRead() {
+  return podsRead.load(std::memory_order_relaxed);
 }
 
 }  // namespace torus::extender

@@ -2,6 +2,7 @@
 // Pure parsing: every error names the object and the field.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -10,7 +11,9 @@
 #include "common/base/result.h"
 #include "common/contracts/topology_annotation.h"
 #include "common/topology/core_set.h"
+#include "scheduler-extender/gang/node_domains.h"
 #include "scheduler-extender/state/cluster_state.h"
+#include "scheduler-extender/state/node_eligibility.h"
 #include "scheduler-extender/state/pod_demand.h"
 
 namespace torus::extender {
@@ -28,9 +31,25 @@ struct NodeRecord {
   KubeletRefusal kubeletRefuses;
   // The annotation was present but unreadable: the node takes no Neuron pod until it is fixed.
   std::string kubeletViewProblem;
+  // What kube-scheduler's node filters judge (labels, taints, cordon): bind admission and the
+  // cross-resource preemptor read them.
+  NodeFacts facts;
+  // Its network domains and UltraServer pair, from its labels (gangs are placed by them).
+  NodeDomains domains;
 };
 
 Result<NodeRecord> parseNodeRecord(const nlohmann::json& node);
+
+// A Node event as the node informer delivers it, read once (parseNodeUpdate) and handed to
+// everything the node matters to.
+struct NodeUpdate {
+  std::string name;
+  bool deleted = false;              // a DELETED event: only the name is set
+  std::optional<NodeRecord> record;  // unset when deleted or unreadable
+  std::string problem;               // why it is unreadable
+};
+
+NodeUpdate parseNodeUpdate(const nlohmann::json& node, bool deleted);
 
 struct PodRecord {
   PodDemand demand;
@@ -45,6 +64,9 @@ struct PodRecord {
   // PodScheduled is False with reason Unschedulable: kube-scheduler tried, found no node, and —
   // with no nominated node — found nothing to preempt either.
   bool unschedulable = false;
+  // Its nodeSelector and required node affinity, read only for a pending pod that asks for
+  // Neuron: what a bind or a preemption can be about.
+  PodNodeRules nodeRules;
 
   // Succeeded and Failed pods have released their devices (kubelet frees them at that point).
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
@@ -58,5 +80,22 @@ struct PodRecord {
 };
 
 Result<PodRecord> parsePodRecord(const nlohmann::json& pod);
+
+// A Pod event as the pod informer delivers it, read once (parsePodUpdate) and handed to the
+// mirror, the cross-resource preemptor, bind admission and the pod cache alike.
+struct PodUpdate {
+  std::string uid;
+  std::string key;                  // namespace/name, for logs
+  bool deleted = false;             // a DELETED event: only uid and key are set
+  std::optional<PodRecord> record;  // unset when deleted or unreadable
+  std::string problem;              // why it is unreadable
+};
+
+PodUpdate parsePodUpdate(const nlohmann::json& pod, bool deleted);
+
+// How many Pod objects parsePodRecord has read in this process: the extender reads each Pod the
+// informer delivers once (a DELETED event not at all), which its /metrics shows and its tests hold
+// it to.
+std::uint64_t podObjectsRead();
 
 }  // namespace torus::extender

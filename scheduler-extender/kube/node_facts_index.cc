@@ -1,28 +1,23 @@
 #include "scheduler-extender/kube/node_facts_index.h"
 
-#include <nlohmann/json.hpp>
-
 namespace torus::extender {
 
-void NodeFactsIndex::applyList(const std::vector<std::shared_ptr<const nlohmann::json>>& items) {
-  std::map<std::string, NodeFacts> nodes;
-  for (const auto& item : items) {
-    NodeFacts facts = parseNodeFacts(*item);
-    if (!facts.name.empty()) nodes[facts.name] = std::move(facts);
+void NodeFactsIndex::applyList(const std::vector<NodeUpdate>& nodes) {
+  std::map<std::string, NodeFacts> byName;
+  for (const NodeUpdate& node : nodes) {
+    if (node.record && !node.record->facts.name.empty())
+      byName[node.record->facts.name] = node.record->facts;
   }
   std::lock_guard lock(mutex_);
-  byName_ = std::move(nodes);
+  byName_ = std::move(byName);
 }
 
-void NodeFactsIndex::applyEvent(const kube::WatchEvent& event) {
-  if (!event.object) return;
-  NodeFacts facts = parseNodeFacts(*event.object);
-  if (facts.name.empty()) return;
+void NodeFactsIndex::apply(const NodeUpdate& node) {
   std::lock_guard lock(mutex_);
-  if (event.type == "DELETED") {
-    byName_.erase(facts.name);
-  } else {
-    byName_[facts.name] = std::move(facts);
+  if (node.deleted) {
+    byName_.erase(node.name);
+  } else if (node.record && !node.record->facts.name.empty()) {
+    byName_[node.record->facts.name] = node.record->facts;
   }
 }
 

@@ -1,5 +1,6 @@
 // NodeFactsIndex: every Node's scheduling facts (labels, taints, cordon: state/node_eligibility.h)
-// by name, kept from a node informer's lists and events. Thread-safe.
+// by name, kept from the node informer's lists and events as ClusterSync reads them (one index,
+// which bind admission and the cross-resource preemptor share). Thread-safe.
 #pragma once
 
 #include <map>
@@ -9,17 +10,16 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
-#include "common/kube/informer.h"
+#include "scheduler-extender/kube/kube_objects.h"
 #include "scheduler-extender/state/node_eligibility.h"
 
 namespace torus::extender {
 
 class NodeFactsIndex {
  public:
-  void applyList(const std::vector<std::shared_ptr<const nlohmann::json>>& items);
-  void applyEvent(const kube::WatchEvent& event);
+  // A list replaces what the index held; an update adds, changes or deletes one node.
+  void applyList(const std::vector<NodeUpdate>& nodes);
+  void apply(const NodeUpdate& node);
 
   std::optional<NodeFacts> find(const std::string& name) const;
   std::map<std::string, NodeFacts> all() const;

@@ -61,14 +61,14 @@ int plansWith(bool devicePodPlaced, bool inGang = false) {
   }
   CrossResourcePreemptionOptions options;
   options.period = 50ms;
-  CrossResourcePreemptor preemptor(configOf(api), state, options);
-  preemptor.applyNodeList(
-      {std::make_shared<const json>(torus::testing::makeNode("n", "trn2.48xlarge"))});
+  NodeFactsIndex nodes;
+  nodes.applyList({parseNodeUpdate(torus::testing::makeNode("n", "trn2.48xlarge"), false)});
+  CrossResourcePreemptor preemptor(configOf(api), state, nodes, options);
   json waiting = waitingDevicePod();
   if (inGang) {
     waiting["metadata"]["labels"] = {{"torus.dev/gang", "train"}, {"torus.dev/gang-size", "2"}};
   }
-  preemptor.applyPodList({std::make_shared<const json>(waiting)});
+  preemptor.applyPods({parsePodUpdate(waiting, false)});
   std::this_thread::sleep_for(600ms);
   const std::string text = preemptor.prometheusText();
   const std::string series = "\ntorus_extender_cross_resource_preemptions_total ";

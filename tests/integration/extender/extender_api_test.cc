@@ -200,6 +200,30 @@ TEST_F(ExtenderApiTest, FinishedPodsGiveTheirCoresBack) {
   EXPECT_TRUE(eventually([&] { return freeCores("trn-b") == "0-63"; }));
 }
 
+// One intake: each Pod object the informer delivers is read once, and that one record serves the
+// mirror, bind admission, the cross-resource preemptor and the pod cache alike.
+TEST_F(ExtenderApiTest, EachPodTheInformerDeliversIsReadOnce) {
+  for (const char* name : {"wait-1", "wait-2", "wait-3"})
+    api_.put("pods", makePod("ml", name, kCores, 4));
+  api_.put("pods", makePod("ml", "cpu-only", "example.com/none", 1));
+  ASSERT_EQ(schedule("job", kCores, 8, "trn-b")["Error"], "");
+  json pod = *api_.get("pods", "ml/job");
+  pod["status"]["phase"] = "Succeeded";
+  api_.put("pods", pod);
+  api_.remove("pods", "ml/wait-3");
+  // The job's end is one of the last events: once it shows, the informer has delivered the rest.
+  ASSERT_TRUE(eventually([&] { return freeCores("trn-b") == "0-63"; }));
+  const auto metrics = httpGet(port_, "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  const auto counter = [&](const std::string& name) -> long {
+    const std::size_t at = metrics->find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::stol(metrics->substr(at + name.size() + 2));
+  };
+  const long received = counter("torus_extender_pod_objects_received_total");
+  EXPECT_GE(received, 7) << *metrics;  // 4 puts, the job's put, bind and end
+  EXPECT_EQ(counter("torus_extender_pod_objects_read_total"), received) << *metrics;
+}
+
 TEST_F(ExtenderApiTest, AWatchEndedWithGoneIsHealedByARelist) {
   ASSERT_EQ(schedule("lost", kCores, 4, "trn-a")["Error"], "");
   ASSERT_TRUE(eventually([&] { return allocationOf("ml/lost")["assumed"] == false; }));
