@@ -3,18 +3,20 @@
 #include <utility>
 
 #include "common/base/version.h"
+#include "common/contracts/agent_metrics.h"
 #include "common/metrics/prometheus_text.h"
 
 namespace torus::metrics {
 namespace {
 
+namespace wire = contracts::agent_metrics;
 using namespace metrics::names;
 using metrics::Labels;
 using metrics::PrometheusText;
 
 // neuron-monitor's execution_status_total{status_type} from the driver's status counters.
 constexpr std::pair<const char*, const char*> kStatusTypes[] = {
-    {"completed", "success"},
+    {wire::kStatusCompleted, "success"},
     {"completed_with_err", "execute_completed_with_error"},
     {"completed_with_num_err", "execute_completed_with_num_error"},
     {"timed_out", "timeout"},
@@ -106,33 +108,32 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
                                const CoreTenants& tenants, const metrics::EventCounters& counters,
                                const metrics::LatencyHistograms& histograms) {
   PrometheusText out;
-  const Labels base = {{"instance_type", node.instanceType}};
+  const Labels base = {{wire::kInstanceTypeLabel, node.instanceType}};
   const int lnc = node.lnc > 0 ? node.lnc : 1;
 
   out.family("instance_info", "gauge", "The instance this agent runs on.");
   out.sample("instance_info", base, 1);
-  out.family("neuron_hardware_info", "gauge", "The node's Neuron hardware.");
+  out.family(wire::kHardwareInfo, "gauge", "The node's Neuron hardware.");
   Labels hardware = base;
   if (node.catalog != nullptr) {
     hardware.emplace_back(
         "neuron_device_type",
         std::string(topology::architectureOf(node.catalog->generation).deviceName));
   }
-  hardware.emplace_back("neuron_device_count", std::to_string(node.deviceCount()));
-  hardware.emplace_back("neuroncore_per_device_count",
-                        std::to_string(node.logicalCoresPerDevice()));
-  hardware.emplace_back("logical_neuroncore_config", std::to_string(node.lnc));
-  out.sample("neuron_hardware_info", hardware, 1);
+  hardware.emplace_back(wire::kDeviceCountLabel, std::to_string(node.deviceCount()));
+  hardware.emplace_back(wire::kCoresPerDeviceLabel, std::to_string(node.logicalCoresPerDevice()));
+  hardware.emplace_back(wire::kLncLabel, std::to_string(node.lnc));
+  out.sample(wire::kHardwareInfo, hardware, 1);
 
-  out.family("hardware_ecc_events_total", "counter",
+  out.family(wire::kEccEvents, "counter",
              "Uncorrected ECC events per device since the driver loaded.");
   for (std::size_t d = 0; d < stats.devices.size(); ++d) {
     for (const auto& [event, value] : stats.devices[d].ecc) {
-      out.sample(
-          "hardware_ecc_events_total",
-          withAll(with(with(base, "event_type", event), "neuron_device_index", std::to_string(d)),
-                  tenants.deviceLabels(static_cast<int>(d))),
-          static_cast<double>(value));
+      out.sample(wire::kEccEvents,
+                 withAll(with(with(base, wire::kEventTypeLabel, event), wire::kDeviceIndexLabel,
+                              std::to_string(d)),
+                         tenants.deviceLabels(static_cast<int>(d))),
+                 static_cast<double>(value));
     }
   }
 
@@ -140,8 +141,8 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
   const auto coreLabels = [&](std::size_t device, std::size_t physical) {
     const int core =
         static_cast<int>(device) * node.logicalCoresPerDevice() + static_cast<int>(physical) / lnc;
-    return withAll(with(with(base, "neuron_device_index", std::to_string(device)), "neuroncore",
-                        std::to_string(core)),
+    return withAll(with(with(base, wire::kDeviceIndexLabel, std::to_string(device)),
+                        wire::kCoreLabel, std::to_string(core)),
                    tenants.coreLabels(core));
   };
   // Sums the physical cores of each logical core.
@@ -161,7 +162,7 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
   };
 
   for (const char* category : kCoreMemoryCategories) {
-    const std::string name = std::string("neuroncore_memory_usage_") + category;
+    const std::string name = std::string(wire::kCoreMemoryUsagePrefix) + category;
     out.family(name, "gauge",
                std::string("Device memory in use for ") + category + " per NeuronCore, in bytes.");
     for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
@@ -181,23 +182,23 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
       for (const auto& [category, bytes] : core.deviceMemory)
         device += static_cast<double>(bytes);
     }
-    const Labels labels = withAll(with(base, "neuron_device_index", std::to_string(d)),
+    const Labels labels = withAll(with(base, wire::kDeviceIndexLabel, std::to_string(d)),
                                   tenants.deviceLabels(static_cast<int>(d)));
     out.sample("neuron_runtime_memory_used_bytes", with(labels, "memory_location", "host"), host);
     out.sample("neuron_runtime_memory_used_bytes", with(labels, "memory_location", "neuron_device"),
                device);
   }
 
-  out.family("execution_status_total", "counter", "Executions per NeuronCore, by outcome.");
+  out.family(wire::kExecutionStatus, "counter", "Executions per NeuronCore, by outcome.");
   for (const auto& status : kStatusTypes) {
     const char* counter = status.second;  // a plain name: clang 14 cannot capture a binding
     for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
            return static_cast<double>(valueOr(core.status, counter));
          })) {
-      out.sample("execution_status_total", with(labels, "status_type", status.first), value);
+      out.sample(wire::kExecutionStatus, with(labels, wire::kStatusTypeLabel, status.first), value);
     }
   }
-  out.family("execution_errors_total", "counter", "Execution errors per NeuronCore, by type.");
+  out.family(wire::kExecutionErrors, "counter", "Execution errors per NeuronCore, by type.");
   for (const ErrorType& type : kErrorTypes) {
     for (const auto& [labels, value] : perLogicalCore([&](const PhysicalCoreStats& core) {
            double sum = 0;
@@ -205,15 +206,15 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
              sum += static_cast<double>(valueOr(core.status, counter));
            return sum;
          })) {
-      out.sample("execution_errors_total", with(labels, "error_type", type.name), value);
+      out.sample(wire::kExecutionErrors, with(labels, "error_type", type.name), value);
     }
   }
 
-  out.family("torus_device_healthy", "gauge",
+  out.family(wire::kDeviceHealthy, "gauge",
              "1 when the device is in service, 0 when a health check took it out.");
   for (const topology::Device& device : node.devices) {
-    out.sample("torus_device_healthy",
-               withAll(with(base, "neuron_device_index", std::to_string(device.index)),
+    out.sample(wire::kDeviceHealthy,
+               withAll(with(base, wire::kDeviceIndexLabel, std::to_string(device.index)),
                        tenants.deviceLabels(device.index)),
                device.health.healthy ? 1 : 0);
   }
@@ -226,7 +227,7 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
              "1 for the device's health state: healthy, unhealthy (a fault took it out of "
              "service) or unknown (in service, but a source of its health is lost).");
   for (const topology::Device& device : node.devices) {
-    const Labels labels = with(base, "neuron_device_index", std::to_string(device.index));
+    const Labels labels = with(base, wire::kDeviceIndexLabel, std::to_string(device.index));
     for (const HealthState state : kStates) {
       out.sample("torus_device_health_state",
                  with(labels, "state", std::string(topology::stateName(state))),
@@ -237,8 +238,8 @@ std::string renderAgentMetrics(const topology::Node& node, const NodeStats& stat
              "1 for the logical NeuronCore's health state, its device's.");
   for (const topology::Device& device : node.devices) {
     node.coresOfDevice(device.index).forEach([&](int core) {
-      const Labels labels = with(with(base, "neuron_device_index", std::to_string(device.index)),
-                                 "neuroncore", std::to_string(core));
+      const Labels labels = with(with(base, wire::kDeviceIndexLabel, std::to_string(device.index)),
+                                 wire::kCoreLabel, std::to_string(core));
       for (const HealthState state : kStates) {
         out.sample("torus_neuroncore_health_state",
                    with(labels, "state", std::string(topology::stateName(state))),

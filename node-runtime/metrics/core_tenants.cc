@@ -4,9 +4,12 @@
 #include <vector>
 
 #include "common/base/strings.h"
+#include "common/contracts/agent_metrics.h"
 
 namespace torus::metrics {
 namespace {
+
+namespace wire = contracts::agent_metrics;
 
 // Sorted and without duplicates; an empty name (no namespace, say) adds nothing.
 std::string joined(const std::set<std::string>& values) {
@@ -51,9 +54,9 @@ metrics::Labels CoreTenants::labelsOf(const std::vector<std::size_t>& tenancies)
     pools.insert(tenancy.claim.pool);
     drivers.insert(tenancy.claim.driver);
   }
-  return {{"pod", joined(pods)},
-          {"namespace", joined(namespaces)},
-          {"container", joined(containers)},
+  return {{wire::kPodLabel, joined(pods)},
+          {wire::kNamespaceLabel, joined(namespaces)},
+          {wire::kContainerLabel, joined(containers)},
           {"dra_claim_name", joined(claims)},
           {"dra_claim_namespace", joined(claimNamespaces)},
           {"dra_device_name", joined(devices)},
@@ -72,24 +75,25 @@ metrics::Labels CoreTenants::deviceLabels(int device) const {
 }
 
 void CoreTenants::render(metrics::PrometheusText& out, const metrics::Labels& base) const {
-  out.family("torus_allocation_info", "gauge",
+  out.family(wire::kAllocationInfo, "gauge",
              "1 for each NeuronCore a container holds: who, through which resource, and where.");
   for (const auto& [core, holders] : byCore_) {
     for (const std::size_t i : holders) {
       const Tenancy& tenancy = tenancies_[i];
       metrics::Labels labels = base;
-      labels.insert(labels.end(), {{"pod", tenancy.pod},
-                                   {"namespace", tenancy.nameSpace},
-                                   {"container", tenancy.container},
-                                   {"resource", tenancy.resource},
-                                   {"neuroncore", std::to_string(core)},
-                                   {"neuron_device_index", std::to_string(deviceOfCore_.at(core))},
-                                   {"dra_claim_name", tenancy.claim.claimName},
-                                   {"dra_claim_namespace", tenancy.claim.claimNamespace},
-                                   {"dra_device_name", tenancy.claim.device},
-                                   {"dra_pool_name", tenancy.claim.pool},
-                                   {"dra_driver_name", tenancy.claim.driver}});
-      out.sample("torus_allocation_info", labels, 1);
+      labels.insert(labels.end(),
+                    {{wire::kPodLabel, tenancy.pod},
+                     {wire::kNamespaceLabel, tenancy.nameSpace},
+                     {wire::kContainerLabel, tenancy.container},
+                     {wire::kResourceLabel, tenancy.resource},
+                     {wire::kCoreLabel, std::to_string(core)},
+                     {wire::kDeviceIndexLabel, std::to_string(deviceOfCore_.at(core))},
+                     {"dra_claim_name", tenancy.claim.claimName},
+                     {"dra_claim_namespace", tenancy.claim.claimNamespace},
+                     {"dra_device_name", tenancy.claim.device},
+                     {"dra_pool_name", tenancy.claim.pool},
+                     {"dra_driver_name", tenancy.claim.driver}});
+      out.sample(wire::kAllocationInfo, labels, 1);
     }
   }
 }

@@ -2,18 +2,21 @@
 
 #include <algorithm>
 
+#include "common/contracts/agent_metrics.h"
 #include "common/metrics/prometheus_text.h"
 
 namespace torus::metrics {
 
+namespace wire = contracts::agent_metrics;
+
 std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last) {
   metrics::PrometheusText out;
-  out.family("torus_deep_check_last_run_timestamp_seconds", "gauge",
+  out.family(wire::kDeepCheckLastRun, "gauge",
              "When the last deep health check finished (Unix time).");
   out.family("torus_deep_check_last_success_timestamp_seconds", "gauge",
              "When a deep health check last passed (Unix time).");
   out.family("torus_deep_check_duration_seconds", "gauge", "How long the last deep check took.");
-  out.family("torus_deep_check_failures", "gauge",
+  out.family(wire::kDeepCheckFailures, "gauge",
              "Failed devices, links, check commands and host AllReduce rings in the last deep "
              "check.");
   out.family("torus_deep_check_device_passed", "gauge",
@@ -42,12 +45,12 @@ std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last)
   if (!last) return out.text();
 
   const health::DeepCheckResult& result = last->result;
-  out.sample("torus_deep_check_last_run_timestamp_seconds", {}, last->finishedAtSeconds);
+  out.sample(wire::kDeepCheckLastRun, {}, last->finishedAtSeconds);
   if (last->lastSuccessSeconds) {
     out.sample("torus_deep_check_last_success_timestamp_seconds", {}, *last->lastSuccessSeconds);
   }
   out.sample("torus_deep_check_duration_seconds", {}, result.seconds);
-  out.sample("torus_deep_check_failures", {}, result.failures());
+  out.sample(wire::kDeepCheckFailures, {}, result.failures());
   for (const health::DeviceCheck& device : result.devices) {
     // Only a test that ran passes or fails: a device it could not test is not "passed".
     if (device.state != health::CheckState::kPassed &&
@@ -55,12 +58,12 @@ std::string renderDeepCheckMetrics(const std::optional<DeepCheckSnapshot>& last)
       continue;
     }
     out.sample("torus_deep_check_device_passed",
-               {{"neuron_device_index", std::to_string(device.device)}},
+               {{wire::kDeviceIndexLabel, std::to_string(device.device)}},
                device.state == health::CheckState::kPassed ? 1 : 0);
   }
   for (const health::LinkCheck& link : result.links) {
     if (link.state == health::CheckState::kSkipped) continue;
-    const metrics::Labels labels = {{"neuron_device_index", std::to_string(link.a)},
+    const metrics::Labels labels = {{wire::kDeviceIndexLabel, std::to_string(link.a)},
                                     {"peer_device_index", std::to_string(link.b)}};
     out.sample("torus_neuronlink_up", labels, link.listed ? 1 : 0);
     if (link.speed) {

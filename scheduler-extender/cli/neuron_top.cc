@@ -11,12 +11,14 @@
 
 #include "common/base/strings.h"
 #include "common/base/text_table.h"
+#include "common/contracts/agent_metrics.h"
 #include "common/kube/object_fields.h"
 #include "common/topology/node.h"
 
 namespace torus::extender {
 namespace {
 
+namespace wire = contracts::agent_metrics;
 using metrics::Sample;
 using nlohmann::json;
 
@@ -135,43 +137,44 @@ NodeTop summarize(const AgentScrape& scrape, const json& nodes,
   std::map<int, DeviceUse> devices;
   double lastRun = 0, failures = -1;
   for (const Sample& sample : scrape.samples) {
-    const int core = idOf(sample.label("neuroncore"));
-    const int device = idOf(sample.label("neuron_device_index"));
-    if (sample.name == "neuron_hardware_info") {
-      top.instanceType = sample.label("instance_type");
-      top.lnc = std::max(0, idOf(sample.label("logical_neuroncore_config")));
-      top.devices = std::max(0, idOf(sample.label("neuron_device_count")));
-      top.cores = top.devices * std::max(0, idOf(sample.label("neuroncore_per_device_count")));
-    } else if (sample.name == "torus_allocation_info" && core >= 0) {
-      PodUse& use = pods[{sample.label("namespace"), sample.label("pod"), sample.label("container"),
-                          sample.label("resource")}];
-      use.nameSpace = sample.label("namespace");
-      use.pod = sample.label("pod");
-      use.container = sample.label("container");
-      use.resource = sample.label("resource");
+    const int core = idOf(sample.label(wire::kCoreLabel));
+    const int device = idOf(sample.label(wire::kDeviceIndexLabel));
+    if (sample.name == wire::kHardwareInfo) {
+      top.instanceType = sample.label(wire::kInstanceTypeLabel);
+      top.lnc = std::max(0, idOf(sample.label(wire::kLncLabel)));
+      top.devices = std::max(0, idOf(sample.label(wire::kDeviceCountLabel)));
+      top.cores = top.devices * std::max(0, idOf(sample.label(wire::kCoresPerDeviceLabel)));
+    } else if (sample.name == wire::kAllocationInfo && core >= 0) {
+      PodUse& use = pods[{sample.label(wire::kNamespaceLabel), sample.label(wire::kPodLabel),
+                          sample.label(wire::kContainerLabel), sample.label(wire::kResourceLabel)}];
+      use.nameSpace = sample.label(wire::kNamespaceLabel);
+      use.pod = sample.label(wire::kPodLabel);
+      use.container = sample.label(wire::kContainerLabel);
+      use.resource = sample.label(wire::kResourceLabel);
       use.node = scrape.node;
       use.cores.insert(core);
       if (device >= 0) use.devices.insert(device);
       podsOfCore[core].insert(use.nameSpace + "/" + use.pod);
-    } else if (sample.name.rfind("neuroncore_memory_usage_", 0) == 0 && core >= 0) {
+    } else if (sample.name.rfind(wire::kCoreMemoryUsagePrefix, 0) == 0 && core >= 0) {
       coreMemory[core] += sample.value;
       if (device >= 0) devices[device].memoryBytes += sample.value;
-    } else if (sample.name == "execution_status_total" && core >= 0 &&
-               sample.label("status_type") == "completed") {
+    } else if (sample.name == wire::kExecutionStatus && core >= 0 &&
+               sample.label(wire::kStatusTypeLabel) == wire::kStatusCompleted) {
       coreExecutions[core] += sample.value;
-    } else if (sample.name == "execution_errors_total" && core >= 0) {
+    } else if (sample.name == wire::kExecutionErrors && core >= 0) {
       coreErrors[core] += sample.value;
-    } else if (sample.name == "torus_device_healthy" && device >= 0) {
+    } else if (sample.name == wire::kDeviceHealthy && device >= 0) {
       devices[device].index = device;
       devices[device].healthy = sample.value == 1;
-      devices[device].pods = sample.label("pod");
-    } else if (sample.name == "hardware_ecc_events_total" && device >= 0 &&
-               sample.label("event_type").find("uncorrected") != std::string::npos) {
+      devices[device].pods = sample.label(wire::kPodLabel);
+    } else if (sample.name == wire::kEccEvents && device >= 0 &&
+               sample.label(wire::kEventTypeLabel).find(wire::kUncorrectedEventWord) !=
+                   std::string::npos) {
       devices[device].eccUncorrected += sample.value;
       top.eccUncorrected += sample.value;
-    } else if (sample.name == "torus_deep_check_last_run_timestamp_seconds") {
+    } else if (sample.name == wire::kDeepCheckLastRun) {
       lastRun = sample.value;
-    } else if (sample.name == "torus_deep_check_failures") {
+    } else if (sample.name == wire::kDeepCheckFailures) {
       failures = sample.value;
     }
   }
