@@ -26,17 +26,15 @@ std::vector<AdvertisedDevice> advertisedDevices(ResourceKind kind, const topolog
 
 Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology::Node& node,
                                               const std::string& devRoot,
-                                              const std::vector<std::string>& ids,
+                                              const topology::CoreSet& ids,
                                               const topology::CoreSet& blocked,
                                               std::optional<int> ultraServerNodes) {
-  auto parsed = parseIds(kind, node, ids);
-  if (!parsed) return std::move(parsed).error();
-  if (parsed->empty()) {
+  if (ids.empty()) {
     return makeError(ErrorCode::kInvalidArgument,
                      std::string(resourceName(kind)) + ": a container request with no ids");
   }
   std::vector<std::string> unavailable;
-  parsed->forEach([&](int id) {
+  ids.forEach([&](int id) {
     const int deviceIndex = countsDevices(kind) ? id : node.deviceOfCore(id);
     const topology::Device& device = node.devices[static_cast<std::size_t>(deviceIndex)];
     if (!device.health.healthy) {
@@ -52,7 +50,7 @@ Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology:
         std::string(resourceName(kind)) + ": ids not available: " + joinFirst(unavailable, ", "));
   }
   ContainerAllocation allocation;
-  allocation.cores = coresOfIds(kind, node, *parsed);
+  allocation.cores = coresOfIds(kind, node, ids);
   node.devicesOfCores(allocation.cores).forEach([&](int device) {
     const std::string name = "neuron" + std::to_string(device);
     allocation.deviceNodes.push_back({devRoot + "/" + name, "/dev/" + name});

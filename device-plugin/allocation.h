@@ -37,13 +37,13 @@ struct ContainerAllocation {
   topology::CoreSet cores;  // the global logical cores the container gets
 };
 
-// Checks kubelet's ids (known, not duplicated, healthy, not held through another resource)
-// and builds the container's devices and environment; with `ultraServerNodes` (the hand-off of a
-// gang running as one UltraServer job) the environment names the node's place in it. Errors are
-// InvalidArgument naming the ids.
+// Checks the ids parseIds made of kubelet's (at least one; each healthy and not held through
+// another resource) and builds the container's devices and environment; with `ultraServerNodes`
+// (the hand-off of a gang running as one UltraServer job) the environment names the node's place
+// in it. Errors are InvalidArgument naming the ids.
 Result<ContainerAllocation> allocateContainer(ResourceKind kind, const topology::Node& node,
                                               const std::string& devRoot,
-                                              const std::vector<std::string>& ids,
+                                              const topology::CoreSet& ids,
                                               const topology::CoreSet& blocked,
                                               std::optional<int> ultraServerNodes = {});
 

@@ -266,15 +266,14 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
   std::vector<std::pair<ContainerAllocation, topology::CoreSet>> containers;
   topology::CoreSet granted;
   for (const auto& container : request->container_requests()) {
-    const std::vector<std::string> asked = toStrings(container.devices_ids());
-    const auto parsed = parseIds(kind_, snapshot.node, asked);
-    std::optional<int> ultraServerNodes;
-    if (parsed && handoff_ != nullptr)
-      ultraServerNodes = handoff_->ultraServerNodes(kind_, *parsed);
-    auto allocation =
-        allocateContainer(kind_, snapshot.node, snapshot.devRoot, asked, blocked, ultraServerNodes);
-    if (!allocation) return refuse(allocation.error());  // it refuses ids that do not parse
+    const auto parsed = parseIds(kind_, snapshot.node, toStrings(container.devices_ids()));
+    if (!parsed) return refuse(parsed.error());
     const topology::CoreSet& ids = *parsed;
+    std::optional<int> ultraServerNodes;
+    if (handoff_ != nullptr) ultraServerNodes = handoff_->ultraServerNodes(kind_, ids);
+    auto allocation =
+        allocateContainer(kind_, snapshot.node, snapshot.devRoot, ids, blocked, ultraServerNodes);
+    if (!allocation) return refuse(allocation.error());
     if (ids.intersects(granted)) {
       return refuse(makeError(ErrorCode::kInvalidArgument,
                               std::string(resourceName(kind_)) + ": ids " +

@@ -143,7 +143,8 @@ TEST(ContainerEnv, AnUltraServerNodeGetsTheModeCodeAndIdsOfTheSizeAskedFor) {
 TEST(ContainerEnv, ThePluginsAllocateGivesTheSharedEnvironment) {
   const topology::Node trn2 = *topology::catalogNode("trn2.48xlarge");
   auto allocation =
-      plugin::allocateContainer(plugin::ResourceKind::kNeuron, trn2, "/dev", {"4", "5"}, {});
+      plugin::allocateContainer(plugin::ResourceKind::kNeuron, trn2, "/dev",
+                                topology::CoreSet::fromIds(std::vector<int>{4, 5}), {});
   ASSERT_TRUE(allocation.ok()) << allocation.error().message;
   std::map<std::string, std::string> shared;
   for (const auto& [name, value] : neuronContainerEnv(trn2, allocation->cores, trn2.lnc)) {

@@ -128,7 +128,7 @@ TEST(AssignmentTracker, OwnGrantsStayBoundedWhileKubeletIsAway) {
 
 TEST(Allocation, VisibleCoresAndDeviceNodes) {
   const topology::Node node = *topology::catalogNode("inf1.24xlarge");  // 4 cores per device
-  auto allocation = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"51", "52"}, {});
+  auto allocation = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", ids("51-52"), {});
   ASSERT_TRUE(allocation.ok());
   ASSERT_EQ(allocation->deviceNodes.size(), 2U);  // cores 51 and 52 live on two devices
   EXPECT_EQ(allocation->deviceNodes[0].containerPath, "/dev/neuron12");
@@ -143,16 +143,17 @@ TEST(Allocation, UnhealthyAndBlockedIdsAreRefusedByName) {
   node.devices[3].health =
       topology::DeviceHealth::unhealthy(topology::HealthDimension::kDeviceLost, "DeviceNodeMissing",
                                         "device node /dev/neuron3 is missing");
-  auto unhealthy = allocateContainer(ResourceKind::kNeuron, node, "/dev", {"3"}, {});
+  auto unhealthy = allocateContainer(ResourceKind::kNeuron, node, "/dev", ids("3"), {});
   ASSERT_FALSE(unhealthy.ok());
   EXPECT_EQ(unhealthy.error().message,
             "aws.amazon.com/neuron: ids not available: 3 (neuron3 unhealthy: device node "
             "/dev/neuron3 is missing)");
-  auto blocked = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"0"}, ids("0-1"));
+  auto blocked = allocateContainer(ResourceKind::kNeuronCore, node, "/dev", ids("0"), ids("0-1"));
   ASSERT_FALSE(blocked.ok());
   EXPECT_NE(blocked.error().message.find("held through another resource"), std::string::npos);
   EXPECT_FALSE(allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {}, {}).ok());
-  EXPECT_FALSE(allocateContainer(ResourceKind::kNeuronCore, node, "/dev", {"07"}, {}).ok());
+  EXPECT_FALSE(
+      parseIds(ResourceKind::kNeuronCore, node, {"07"}).ok());  // what Allocate parses first
 }
 
 TEST(ResourceKind, ParsesListsAndRejectsUnknownNames) {
