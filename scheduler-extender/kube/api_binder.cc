@@ -23,7 +23,7 @@ std::string nodeNameOf(const json& pod) {
 }
 
 // kube-scheduler runs each pod's binding cycle in a goroutine of its own, so binds arrive
-// together, each waiting on its Binding (server/bind_backlog.h keeps them to this many). With
+// together, each waiting on its Binding (verbs/bind_backlog.h keeps them to this many). With
 // fewer kept connections than binds in flight, every bind beyond them opens a new TLS connection
 // (a handshake on both sides of a busy API server) and drops it after.
 constexpr std::size_t kKeptBindConnections = 64;

@@ -1,7 +1,8 @@
 // The extender's HTTP surface: POST <prefix>/filter, /prioritize, /bind, /preempt, plus GET
-// /healthz and /metrics. Bad requests are answered with the verb's Error field naming what was
-// wrong (HTTP 200, so kube-scheduler shows our message rather than a bare status code), and the
-// server keeps serving.
+// /healthz and /metrics. Each verb's route parses the request, calls the scheduling cycle
+// (verbs/scheduling_cycle.h) and renders its answer; no scheduling decision is made here. Bad
+// requests are answered with the verb's Error field naming what was wrong (HTTP 200, so
+// kube-scheduler shows our message rather than a bare status code), and the server keeps serving.
 #pragma once
 
 #include <cstddef>
@@ -15,11 +16,11 @@
 #include "scheduler-extender/gang/gang_members.h"
 #include "scheduler-extender/gang/node_domains.h"
 #include "scheduler-extender/gang/pod_groups.h"
-#include "scheduler-extender/server/bind_backlog.h"
 #include "scheduler-extender/server/verb_metrics.h"
 #include "scheduler-extender/state/cluster_state.h"
 #include "scheduler-extender/state/pod_cache.h"
 #include "scheduler-extender/state/scheduling_cycles.h"
+#include "scheduler-extender/verbs/bind_backlog.h"
 #include "scheduler-extender/verbs/pod_binder.h"
 
 namespace torus::extender {
@@ -55,7 +56,7 @@ struct ExtenderContext {
   // prioritize (it does when one node passes), which halves its round trips to us. Off: every node
   // that fits passes, and prioritize weighs them with kube-scheduler's score plugins.
   bool chooseInFilter = true;
-  // Binds waiting on the API server; filter waits while too many are (server/bind_backlog.h).
+  // Binds waiting on the API server; filter waits while too many are (verbs/bind_backlog.h).
   std::shared_ptr<BindBacklog> bindBacklog = std::make_shared<BindBacklog>();
   // GET /state lists every Neuron pod with its node and ids: off unless asked for.
   bool serveState = false;

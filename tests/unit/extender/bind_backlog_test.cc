@@ -1,4 +1,4 @@
-#include "scheduler-extender/server/bind_backlog.h"
+#include "scheduler-extender/verbs/bind_backlog.h"
 
 #include <future>
 #include <optional>
