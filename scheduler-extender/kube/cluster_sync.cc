@@ -1,10 +1,9 @@
 #include "scheduler-extender/kube/cluster_sync.h"
 
-#include <condition_variable>
-
 #include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
+#include "common/base/sleep_until_stopped.h"
 #include "common/kube/kube_client.h"
 #include "common/metrics/prometheus_text.h"
 #include "scheduler-extender/kube/kube_objects.h"
@@ -81,8 +80,6 @@ void ClusterSync::applyPodEvent(const kube::WatchEvent& event) {
 void ClusterSync::watchPodGroupsIfServed(const kube::KubeConfig& config, std::stop_token stop) {
   constexpr const char* kGroupVersion = "/apis/scheduling.k8s.io/v1beta1";
   kube::KubeClient client(config, std::chrono::seconds(10));
-  std::mutex mutex;
-  std::condition_variable_any wake;
   while (!stop.stop_requested()) {
     auto resources = client.get(kGroupVersion);
     if (resources) {
@@ -110,8 +107,7 @@ void ClusterSync::watchPodGroupsIfServed(const kube::KubeConfig& config, std::st
     if (resources.error().code == ErrorCode::kNotFound) break;
     TORUS_LOG(Warn, Extender, "cannot tell whether the API server serves PodGroups; asking again",
               {"error", resources.error().message});
-    std::unique_lock lock(mutex);
-    wake.wait_for(lock, stop, std::chrono::seconds(10), [] { return false; });
+    sleepUntilStopped(stop, std::chrono::seconds(10));
   }
   if (!stop.stop_requested()) {
     TORUS_LOG(Info, Extender,
@@ -154,12 +150,9 @@ std::string ClusterSync::metricsText() const {
 }
 
 void ClusterSync::expireLoop(std::stop_token stop) {
-  std::mutex mutex;
-  std::condition_variable_any wake;
   const auto period =
       std::min<std::chrono::milliseconds>(options_.assumeTtl / 4, std::chrono::seconds(5));
-  std::unique_lock lock(mutex);
-  while (!wake.wait_for(lock, stop, period, [] { return false; }) && !stop.stop_requested()) {
+  while (!sleepUntilStopped(stop, period)) {
     for (const Allocation& expired :
          state_.expireAssumptions(std::chrono::steady_clock::now(), options_.assumeTtl)) {
       TORUS_LOG(Warn, Extender, "bind never showed up on the pod; cores given back",
