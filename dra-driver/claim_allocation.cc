@@ -272,10 +272,12 @@ topology::CoreSet coresOfDevice(const NamedDevice& device, const topology::Node&
 Result<ResolvedClaim> resolveClaim(const json& claim, const ClaimRef& ref, const std::string& pool,
                                    const topology::Node& node,
                                    const std::vector<ContainerView>& views) {
-  const std::string where = "claim " + ref.nameSpace + "/" + ref.name;
-  if (auto checked = checkAllocatedClaim(claim, ref); !checked) return std::move(checked).error();
+  const std::string where = "claim " + ref.key();
   const json& allocation = kube::fieldAt(claim, {"status", "allocation"});
-  const json* results = &kube::fieldAt(allocation, {"devices", "results"});  // an array: checked
+  const json* results = &kube::fieldAt(allocation, {"devices", "results"});
+  // The plumbing checked this (checkAllocatedClaim); the claim is still untrusted JSON here.
+  if (!results->is_array())
+    return makeError(ErrorCode::kFailedPrecondition, where + ": not allocated");
 
   ResolvedClaim resolved;
   resolved.ref = ref;

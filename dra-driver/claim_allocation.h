@@ -56,7 +56,8 @@ topology::DeviceSet chipsOfDevice(const NamedDevice& device, const topology::Nod
 // Its logical cores: the core itself, or every core of those chips.
 topology::CoreSet coresOfDevice(const NamedDevice& device, const topology::Node& node);
 
-// Reads the claim's allocation for `pool` (our node) and resolves it on `node`. A config naming
+// Reads the claim's allocation for `pool` (our node) and resolves it on `node`; that the claim is
+// the one `ref` names (its UID) is checkAllocatedClaim's part, before. A config naming
 // requests applies to those requests only; requests that end up with different settings (LNC,
 // UltraServer mode) are refused, as one claim's chips run at one LNC. `views` (the consuming
 // containers, see claimViews) decide each device's visible cores; without them every device shows

@@ -12,7 +12,7 @@ namespace torus::dra {
 
 Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions options,
                                                              kubelet::NodeView& node,
-                                                             ClaimReader reader, PodReader pods) {
+                                                             PodReader pods) {
   auto loaded = loadCheckpoint(options.checkpointFile);
   if (!loaded) {
     // Starting without it would forget which chips prepared claims hold, and hand them out.
@@ -37,8 +37,8 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
               {"claims", static_cast<std::int64_t>(prepared->size())},
               {"file", options.checkpointFile.string()});
   }
-  auto preparer = std::make_unique<ClaimPreparer>(std::move(options), node, std::move(reader),
-                                                  std::move(pods), std::move(*loaded));
+  auto preparer = std::make_unique<ClaimPreparer>(std::move(options), node, std::move(pods),
+                                                  std::move(*loaded));
   // CDI specs live on a tmpfs: after a reboot kubelet prepares its claims again and the runtime
   // needs their specs, which only the checkpoint still knows.
   for (const auto& [uid, claim] : preparer->state_.claims) {
@@ -56,19 +56,15 @@ Result<std::unique_ptr<ClaimPreparer>> ClaimPreparer::create(PreparerOptions opt
 Result<void> ClaimPreparer::ensureSpec(const ResolvedClaim& claim) const {
   if (std::filesystem::exists(cdiSpecPath(options_.cdiRoot, claim.ref.uid))) return okResult();
   const kubelet::NodeSnapshot snapshot = node_.snapshot();
-  TORUS_LOG(Info, Dra, "writing the CDI spec of a prepared claim again",
-            {"claim", claim.ref.nameSpace + "/" + claim.ref.name}, {"uid", claim.ref.uid});
+  TORUS_LOG(Info, Dra, "writing the CDI spec of a prepared claim again", {"claim", claim.ref.key()},
+            {"uid", claim.ref.uid});
   return writeCdiSpec(options_.cdiRoot, claim.ref.uid,
                       cdiSpec(claim, snapshot.node, snapshot.devRoot));
 }
 
-ClaimPreparer::ClaimPreparer(PreparerOptions options, kubelet::NodeView& node, ClaimReader reader,
-                             PodReader pods, DriverState state)
-    : options_(std::move(options)),
-      node_(node),
-      reader_(std::move(reader)),
-      pods_(std::move(pods)),
-      state_(std::move(state)) {}
+ClaimPreparer::ClaimPreparer(PreparerOptions options, kubelet::NodeView& node, PodReader pods,
+                             DriverState state)
+    : options_(std::move(options)), node_(node), pods_(std::move(pods)), state_(std::move(state)) {}
 
 ClaimPreparer::~ClaimPreparer() {
   if (resetWorker_.joinable()) {
@@ -181,9 +177,8 @@ Result<void> ClaimPreparer::refuseOverlapLocked(const ClaimRef& ref,
     if (!overlap.empty()) {
       metrics::processCounters().add(metrics::names::kDraOverlapsRefusedTotal, {});
       return makeError(ErrorCode::kFailedPrecondition,
-                       "claim " + ref.nameSpace + "/" + ref.name + ": cores " +
-                           overlap.toRangeString() + " are held by prepared claim " +
-                           other.ref.nameSpace + "/" + other.ref.name + " (" + uid + ")");
+                       "claim " + ref.key() + ": cores " + overlap.toRangeString() +
+                           " are held by prepared claim " + other.ref.key() + " (" + uid + ")");
     }
   }
   return okResult();
@@ -194,7 +189,7 @@ Result<void> ClaimPreparer::checkReservationLocked(const ClaimRef& ref, const Re
   if (claim.chips.empty()) return okResult();
   if (!reservationKnown_) {
     return makeError(ErrorCode::kUnavailable,
-                     "claim " + ref.nameSpace + "/" + ref.name +
+                     "claim " + ref.key() +
                          ": the driver has not read this node's UltraServer reservations yet "
                          "(NeuronUltraServer objects); kubelet retries");
   }
@@ -221,8 +216,7 @@ Result<void> ClaimPreparer::resetGivenBack(std::unique_lock<std::mutex>& lock, c
     if (!done) {
       failedResets_ |= dirty;
       return makeError(ErrorCode::kUnavailable,
-                       "claim " + ref.nameSpace + "/" + ref.name + ": chips " +
-                           dirty.toRangeString() +
+                       "claim " + ref.key() + ": chips " + dirty.toRangeString() +
                            " were given back by their last claim and resetting them failed (" +
                            done.error().message +
                            "); the claim is prepared once a reset succeeds (kubelet retries)");
@@ -234,31 +228,26 @@ Result<void> ClaimPreparer::resetGivenBack(std::unique_lock<std::mutex>& lock, c
   return okResult();
 }
 
-Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) {
+Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref,
+                                                           const nlohmann::json& object) {
   {
     std::lock_guard lock(mutex_);
     if (const auto found = state_.claims.find(ref.uid); found != state_.claims.end()) {
       // Kubelet retried (or re-prepares after a reboot): the same answer, nothing redone.
-      TORUS_RETURN_IF_ERROR(ensureSpec(found->second), "claim " + ref.nameSpace + "/" + ref.name);
+      TORUS_RETURN_IF_ERROR(ensureSpec(found->second), "claim " + ref.key());
       return answerOf(found->second);
     }
   }
-  // The API read happens outside the lock: other claims prepare meanwhile.
-  auto object = reader_(ref.nameSpace, ref.name);
-  if (!object) {
-    return std::move(object).error().withContext("reading claim " + ref.nameSpace + "/" + ref.name);
-  }
   const kubelet::NodeSnapshot snapshot = node_.snapshot();
-  auto resolved = resolveClaim(*object, ref, options_.pool, snapshot.node);
+  auto resolved = resolveClaim(object, ref, options_.pool, snapshot.node);
   if (!resolved) return std::move(resolved).error();
   if (pods_ && baseRequestsOf(*resolved).size() > 1) {
     // Containers may each name some of the requests: each device's environment must show what
     // the containers that get it get.
-    auto views = viewsOf(*object);
-    if (!views)
-      return std::move(views).error().withContext("claim " + ref.nameSpace + "/" + ref.name);
+    auto views = viewsOf(object);
+    if (!views) return std::move(views).error().withContext("claim " + ref.key());
     TORUS_RETURN_IF_ERROR(assignVisibleCores(*resolved, *views, snapshot.node),
-                          "claim " + ref.nameSpace + "/" + ref.name);
+                          "claim " + ref.key());
   }
   std::unique_lock lock(mutex_);
   // A chip the worker is resetting right now is not handed out until it is done.
@@ -268,14 +257,13 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   }
   if (auto checked = refuseOverlapLocked(ref, *resolved); !checked)
     return std::move(checked).error();
-  if (auto checked = checkReservationLocked(ref, *resolved, *object); !checked)
+  if (auto checked = checkReservationLocked(ref, *resolved, object); !checked)
     return std::move(checked).error();
   resolved->chips.forEach([&](int chip) {
     const topology::Device& device = snapshot.node.devices[static_cast<std::size_t>(chip)];
     if (!device.health.healthy) {
       TORUS_LOG(Warn, Dra, "preparing an unhealthy chip (the claim tolerates its taint)",
-                {"claim", ref.nameSpace + "/" + ref.name}, {"device", chip},
-                {"reason", device.health.reason});
+                {"claim", ref.key()}, {"device", chip}, {"reason", device.health.reason});
     }
   });
   if (auto checked = resetGivenBack(lock, ref, *resolved, snapshot.node); !checked)
@@ -284,27 +272,27 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref) 
   const topology::CoreSet unreset = resolved->cores & state_.unresetCores;
   TORUS_RETURN_IF_ERROR(
       writeCdiSpec(options_.cdiRoot, ref.uid, cdiSpec(*resolved, snapshot.node, snapshot.devRoot)),
-      "claim " + ref.nameSpace + "/" + ref.name);
+      "claim " + ref.key());
   state_.claims.emplace(ref.uid, *resolved);
   state_.unresetCores -= unreset;
   if (auto saved = saveCheckpoint(options_.checkpointFile, state_); !saved) {
     state_.claims.erase(ref.uid);
     state_.unresetCores |= unreset;
     (void)removeCdiSpec(options_.cdiRoot, ref.uid);
-    return std::move(saved).error().withContext("claim " + ref.nameSpace + "/" + ref.name +
+    return std::move(saved).error().withContext("claim " + ref.key() +
                                                 ": recording it in the checkpoint");
   }
   if (!unreset.empty()) {
     TORUS_LOG(Warn, Dra,
               "cores handed on without a reset: their chip still served another claim when they "
               "were given back (a reset wipes a whole chip)",
-              {"claim", ref.nameSpace + "/" + ref.name}, {"cores", unreset.toRangeString()});
+              {"claim", ref.key()}, {"cores", unreset.toRangeString()});
     metrics::processCounters().add(metrics::names::kDraUnresetCoresTotal, {},
                                    static_cast<double>(unreset.size()));
   }
-  TORUS_LOG(Info, Dra, "claim prepared", {"claim", ref.nameSpace + "/" + ref.name},
-            {"uid", ref.uid}, {"chips", resolved->chips.toRangeString()},
-            {"cores", resolved->cores.toRangeString()}, {"lnc", resolved->lnc});
+  TORUS_LOG(Info, Dra, "claim prepared", {"claim", ref.key()}, {"uid", ref.uid},
+            {"chips", resolved->chips.toRangeString()}, {"cores", resolved->cores.toRangeString()},
+            {"lnc", resolved->lnc});
   return answerOf(*resolved);
 }
 
@@ -313,8 +301,7 @@ Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
   const auto found = state_.claims.find(ref.uid);
   if (found == state_.claims.end()) return okResult();  // never prepared here, or already undone
   const ResolvedClaim claim = found->second;
-  TORUS_RETURN_IF_ERROR(removeCdiSpec(options_.cdiRoot, ref.uid),
-                        "claim " + ref.nameSpace + "/" + ref.name);
+  TORUS_RETURN_IF_ERROR(removeCdiSpec(options_.cdiRoot, ref.uid), "claim " + ref.key());
   const topology::DeviceSet before = state_.pendingReset;
   const topology::CoreSet unresetBefore = state_.unresetCores;
   state_.claims.erase(found);
@@ -327,17 +314,16 @@ Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
     state_.claims.emplace(ref.uid, claim);
     state_.pendingReset = before;
     state_.unresetCores = unresetBefore;
-    return std::move(saved).error().withContext("claim " + ref.nameSpace + "/" + ref.name +
+    return std::move(saved).error().withContext("claim " + ref.key() +
                                                 ": recording the release in the checkpoint");
   }
   changed_.notify_all();
   TORUS_LOG(Info, Dra, "claim unprepared; its chips are reset in the background",
-            {"claim", ref.nameSpace + "/" + ref.name}, {"uid", ref.uid},
-            {"chips", claim.chips.toRangeString()});
+            {"claim", ref.key()}, {"uid", ref.uid}, {"chips", claim.chips.toRangeString()});
   return okResult();
 }
 
-int ClaimPreparer::forgetClaimsGoneFromApi() {
+int ClaimPreparer::forgetClaimsGoneFromApi(const ClaimReader& claims) {
   std::vector<ClaimRef> refs;
   {
     std::lock_guard lock(mutex_);
@@ -346,7 +332,7 @@ int ClaimPreparer::forgetClaimsGoneFromApi() {
   }
   int forgotten = 0;
   for (const ClaimRef& ref : refs) {
-    auto object = reader_(ref.nameSpace, ref.name);  // outside the lock, as in prepare
+    auto object = claims(ref.nameSpace, ref.name);  // outside the lock: prepares go on
     const bool gone = object ? kube::stringAt(*object, {"metadata", "uid"}) != ref.uid
                              : object.error().code == ErrorCode::kNotFound;
     bool forget = false;
@@ -362,10 +348,10 @@ int ClaimPreparer::forgetClaimsGoneFromApi() {
     TORUS_LOG(Warn, Dra,
               "a prepared claim is gone from the API and kubelet never unprepared it; "
               "unpreparing it so its chips are reset and handed out again",
-              {"claim", ref.nameSpace + "/" + ref.name}, {"uid", ref.uid});
+              {"claim", ref.key()}, {"uid", ref.uid});
     if (auto done = unprepare(ref); !done) {
       TORUS_LOG(Warn, Dra, "could not unprepare a claim gone from the API; trying again later",
-                {"claim", ref.nameSpace + "/" + ref.name}, {"error", done.error().message});
+                {"claim", ref.key()}, {"error", done.error().message});
       continue;
     }
     std::lock_guard lock(mutex_);

@@ -1,13 +1,13 @@
 // ClaimPreparer: the node side of a ResourceClaim, the ClaimDriver behind kubelet's DRA plumbing.
-// Prepare reads the claim from the API, resolves its allocation on this node, refuses a chip or
-// core another prepared claim holds, writes the CDI spec and records the claim in the checkpoint
-// before answering; unprepare removes the spec, forgets the claim and queues its chips for a reset,
-// which a background worker does (a reset first looks through /proc for holders: a millisecond or
-// more that kubelet's pod teardown need not wait for). A chip is never handed to a new claim before
-// its reset: prepare resets a still-pending chip itself, and fails (kubelet retries) while that
-// reset fails; a chip whose background reset failed waits for such a prepare. Both calls are
-// idempotent, as kubelet retries them, and the checkpoint (claims and pending resets) lets a
-// restarted driver lose nothing and prepare nothing twice.
+// Prepare resolves the claim's allocation (as the plumbing read it from the API) on this node,
+// refuses a chip or core another prepared claim holds, writes the CDI spec and records the claim in
+// the checkpoint before answering; unprepare removes the spec, forgets the claim and queues its
+// chips for a reset, which a background worker does (a reset first looks through /proc for holders:
+// a millisecond or more that kubelet's pod teardown need not wait for). A chip is never handed to a
+// new claim before its reset: prepare resets a still-pending chip itself, and fails (kubelet
+// retries) while that reset fails; a chip whose background reset failed waits for such a prepare.
+// Both calls are idempotent, as kubelet retries them, and the checkpoint (claims and pending
+// resets) lets a restarted driver lose nothing and prepare nothing twice.
 #pragma once
 
 #include <chrono>
@@ -50,15 +50,16 @@ class ClaimPreparer final : public ClaimDriver {
   // (a reboot empties /var/run), and starts resetting the chips it lists as pending.
   // Without `pods`, every device of a claim shows a container the whole claim's cores.
   static Result<std::unique_ptr<ClaimPreparer>> create(PreparerOptions options,
-                                                       kubelet::NodeView& node, ClaimReader reader,
+                                                       kubelet::NodeView& node,
                                                        PodReader pods = nullptr);
-  ClaimPreparer(PreparerOptions options, kubelet::NodeView& node, ClaimReader reader,
-                PodReader pods, DriverState state);
+  ClaimPreparer(PreparerOptions options, kubelet::NodeView& node, PodReader pods,
+                DriverState state);
   ~ClaimPreparer();
   ClaimPreparer(const ClaimPreparer&) = delete;
   ClaimPreparer& operator=(const ClaimPreparer&) = delete;
 
-  Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim) override;
+  Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim,
+                                              const nlohmann::json& object) override;
   // The NeuronUltraServerWorkload ("namespace/name") this node is reserved for, "" for none.
   // Until `known`, prepare refuses (kubelet retries): a driver that has not read the
   // reservations yet cannot tell a workload's claim from anyone else's.
@@ -67,8 +68,9 @@ class ClaimPreparer final : public ClaimDriver {
   // Claims prepared here that the API no longer has (or has under another UID) on two sweeps in
   // a row: kubelet unprepares a claim before its pod goes and the claim after it, so such an
   // entry is one kubelet will never unprepare (its state lost), and would hold its cores for
-  // ever. They are unprepared here. Returns how many; the driver runs it every ten resyncs.
-  int forgetClaimsGoneFromApi();
+  // ever. They are unprepared here. `claims` reads them (the API in production). Returns how
+  // many; the driver runs it every ten resyncs.
+  int forgetClaimsGoneFromApi(const ClaimReader& claims);
 
   PreparedClaims prepared() const;
   topology::CoreSet heldCores() const;
@@ -100,7 +102,6 @@ class ClaimPreparer final : public ClaimDriver {
 
   PreparerOptions options_;
   kubelet::NodeView& node_;
-  ClaimReader reader_;
   PodReader pods_;
   mutable std::mutex mutex_;
   mutable std::condition_variable_any changed_;

@@ -34,8 +34,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   PodReader pods = [claimClient](const std::string& nameSpace, const std::string& name) {
     return claimClient->get("/api/v1/namespaces/" + nameSpace + "/pods/" + name);
   };
-  auto created =
-      ClaimPreparer::create(std::move(preparer), node, std::move(reader), std::move(pods));
+  auto created = ClaimPreparer::create(std::move(preparer), node, std::move(pods));
   if (!created) return std::move(created).error().withContext("starting the DRA driver");
   driver->preparer_ = std::move(*created);
 
@@ -65,15 +64,17 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   }
   driver->publisher_->start();
 
-  auto plugin = KubeletPlugin::start(options.kubelet, *driver->preparer_, node, options.nodeName);
+  auto plugin =
+      KubeletPlugin::start(options.kubelet, *driver->preparer_, reader, node, options.nodeName);
   if (!plugin) return std::move(plugin).error();
   driver->plugin_ = std::move(*plugin);
   driver->staleClaimSweeper_ = std::jthread(
       // One GET per prepared claim: every ten resyncs (10 min by default), not every one, so a
       // thousand nodes cost the API server tens of reads a second, not hundreds.
-      [preparer = driver->preparer_.get(), period = options.resync * 10](std::stop_token stop) {
+      [preparer = driver->preparer_.get(), reader,
+       period = options.resync * 10](std::stop_token stop) {
         while (!sleepUntilStopped(stop, period)) {
-          preparer->forgetClaimsGoneFromApi();
+          preparer->forgetClaimsGoneFromApi(reader);
         }
       });
   return driver;

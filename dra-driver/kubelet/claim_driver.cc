@@ -11,7 +11,7 @@ std::string baseRequestName(const std::string& request) {
 }
 
 Result<void> checkAllocatedClaim(const nlohmann::json& claim, const ClaimRef& ref) {
-  const std::string where = "claim " + ref.nameSpace + "/" + ref.name;
+  const std::string where = "claim " + ref.key();
   if (kube::stringAt(claim, {"metadata", "uid"}) != ref.uid) {
     return makeError(ErrorCode::kNotFound, where + ": the API has no claim with uid " + ref.uid +
                                                " (deleted and re-created?)");

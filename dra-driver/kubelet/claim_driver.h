@@ -1,7 +1,8 @@
 // ClaimDriver: what kubelet's DRA plumbing (kubelet_plugin, dra_service) asks of a driver, as
 // upstream's kubeletplugin helper asks its DRAPlugin: prepare a claim's devices on this node, and
-// unprepare them. The plumbing knows kubelet's gRPC, the sockets and a claim's identity; the
-// driver behind it (ClaimPreparer) knows the devices. Nothing in dra-driver/kubelet/ includes the
+// unprepare them. The plumbing knows kubelet's gRPC, the sockets and a claim's identity, and reads
+// the claim from the API and checks it before a prepare, as upstream's helper does; the driver
+// behind it (ClaimPreparer) knows the devices. Nothing in dra-driver/kubelet/ includes the
 // Neuron half.
 #pragma once
 
@@ -20,6 +21,9 @@ struct ClaimRef {
   std::string uid;
   std::string nameSpace;
   std::string name;
+
+  // "namespace/name", as logs and errors name the claim.
+  std::string key() const { return nameSpace + "/" + name; }
 };
 
 // One device of a prepared claim, as kubelet is answered.
@@ -46,8 +50,10 @@ Result<void> checkAllocatedClaim(const nlohmann::json& claim, const ClaimRef& re
 class ClaimDriver {
  public:
   virtual ~ClaimDriver() = default;
-  // Idempotent: kubelet retries, and re-prepares after a restart.
-  virtual Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim) = 0;
+  // `object` is the claim as the API returned it, checked by checkAllocatedClaim. Idempotent:
+  // kubelet retries, and re-prepares after a restart.
+  virtual Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim,
+                                                      const nlohmann::json& object) = 0;
   // Idempotent; a claim never prepared here is done at once.
   virtual Result<void> unprepare(const ClaimRef& claim) = 0;
 };

@@ -1,5 +1,7 @@
 #include "dra-driver/kubelet/dra_service.h"
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
 #include "common/metrics/event_counters.h"
 #include "common/metrics/latency_histograms.h"
@@ -36,8 +38,19 @@ void count(const char* family, bool ok) {
   metrics::processCounters().add(family, {{"result", ok ? "ok" : "error"}});
 }
 
+// As upstream's helper: the claim kubelet names is read, and must be that claim (its UID) and
+// allocated, before the driver sees it.
+Result<std::vector<PreparedDevice>> prepareOne(ClaimDriver& driver, const ObjectReader& claims,
+                                               const ClaimRef& ref) {
+  auto object = claims(ref.nameSpace, ref.name);
+  if (!object) return std::move(object).error().withContext("reading claim " + ref.key());
+  if (auto checked = checkAllocatedClaim(*object, ref); !checked) return std::move(checked).error();
+  return driver.prepare(ref, *object);
+}
+
 template <typename Request, typename Response>
-grpc::Status prepareAll(ClaimDriver& driver, const Request& request, Response& response) {
+grpc::Status prepareAll(ClaimDriver& driver, const ObjectReader& claims, const Request& request,
+                        Response& response) {
   const metrics::ScopedLatency timed(metrics::names::kDraRequestSeconds, {{"call", "prepare"}});
   if (request.claims_size() > kMaxClaimsPerCall) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
@@ -46,8 +59,8 @@ grpc::Status prepareAll(ClaimDriver& driver, const Request& request, Response& r
   for (const auto& claim : request.claims()) {
     auto& answer = (*response.mutable_claims())[claim.uid()];
     auto ref = refOf(claim);
-    auto devices =
-        ref ? driver.prepare(*ref) : Result<std::vector<PreparedDevice>>(std::move(ref).error());
+    auto devices = ref ? prepareOne(driver, claims, *ref)
+                       : Result<std::vector<PreparedDevice>>(std::move(ref).error());
     count(metrics::names::kDraPrepareTotal, devices.ok());
     if (!devices) {
       TORUS_LOG(Warn, Dra, "NodePrepareResources refused a claim",
@@ -96,10 +109,11 @@ namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
 class ServiceV1 final : public v1::DRAPlugin::Service {
  public:
-  explicit ServiceV1(ClaimDriver& driver) : driver_(driver) {}
+  ServiceV1(ClaimDriver& driver, ObjectReader claims)
+      : driver_(driver), claims_(std::move(claims)) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*, const v1::NodePrepareResourcesRequest* in,
                                     v1::NodePrepareResourcesResponse* out) override {
-    return prepareAll(driver_, *in, *out);
+    return prepareAll(driver_, claims_, *in, *out);
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*,
                                       const v1::NodeUnprepareResourcesRequest* in,
@@ -109,15 +123,17 @@ class ServiceV1 final : public v1::DRAPlugin::Service {
 
  private:
   ClaimDriver& driver_;
+  ObjectReader claims_;
 };
 
 class ServiceV1beta1 final : public v1beta1::DRAPlugin::Service {
  public:
-  explicit ServiceV1beta1(ClaimDriver& driver) : driver_(driver) {}
+  ServiceV1beta1(ClaimDriver& driver, ObjectReader claims)
+      : driver_(driver), claims_(std::move(claims)) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*,
                                     const v1beta1::NodePrepareResourcesRequest* in,
                                     v1beta1::NodePrepareResourcesResponse* out) override {
-    return prepareAll(driver_, *in, *out);
+    return prepareAll(driver_, claims_, *in, *out);
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*,
                                       const v1beta1::NodeUnprepareResourcesRequest* in,
@@ -127,16 +143,17 @@ class ServiceV1beta1 final : public v1beta1::DRAPlugin::Service {
 
  private:
   ClaimDriver& driver_;
+  ObjectReader claims_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimDriver& driver) {
-  return std::make_unique<ServiceV1>(driver);
+std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimDriver& driver, ObjectReader claims) {
+  return std::make_unique<ServiceV1>(driver, std::move(claims));
 }
 
-std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimDriver& driver) {
-  return std::make_unique<ServiceV1beta1>(driver);
+std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimDriver& driver, ObjectReader claims) {
+  return std::make_unique<ServiceV1beta1>(driver, std::move(claims));
 }
 
 }  // namespace torus::dra

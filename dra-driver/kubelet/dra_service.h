@@ -1,5 +1,6 @@
 // Kubelet's DRA gRPC services (v1 and v1beta1, same calls) over ClaimDriver. Every claim in a
-// request gets its own answer: one claim's error never fails its neighbours.
+// request gets its own answer: one claim's error never fails its neighbours. A claim to prepare
+// is read from the API and checked (checkAllocatedClaim) before the driver sees it.
 #pragma once
 
 #include <memory>
@@ -14,7 +15,8 @@ namespace torus::dra {
 inline constexpr const char* kServiceV1 = "v1.DRAPlugin";
 inline constexpr const char* kServiceV1beta1 = "v1beta1.DRAPlugin";
 
-std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimDriver& driver);
-std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimDriver& driver);
+// `claims` reads a ResourceClaim by namespace and name (the API in production).
+std::unique_ptr<grpc::Service> makeDraServiceV1(ClaimDriver& driver, ObjectReader claims);
+std::unique_ptr<grpc::Service> makeDraServiceV1beta1(ClaimDriver& driver, ObjectReader claims);
 
 }  // namespace torus::dra

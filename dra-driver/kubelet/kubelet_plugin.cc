@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "common/base/log.h"
 #include "common/base/sleep_until_stopped.h"
 #include "common/contracts/dra_names.h"
@@ -112,9 +114,11 @@ struct KubeletPlugin::Servers {
 
 Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions options,
                                                             ClaimDriver& driver,
+                                                            ObjectReader claims,
                                                             kubelet::NodeView& node,
                                                             std::string pool) {
-  auto plugin = std::make_unique<KubeletPlugin>(std::move(options), driver, node, std::move(pool));
+  auto plugin = std::make_unique<KubeletPlugin>(std::move(options), driver, std::move(claims), node,
+                                                std::move(pool));
   {
     std::lock_guard lock(plugin->mutex_);
     TORUS_RETURN_IF_ERROR(plugin->serve(), "starting the DRA kubelet plugin");
@@ -127,9 +131,13 @@ Result<std::unique_ptr<KubeletPlugin>> KubeletPlugin::start(KubeletPluginOptions
   return plugin;
 }
 
-KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimDriver& driver,
+KubeletPlugin::KubeletPlugin(KubeletPluginOptions options, ClaimDriver& driver, ObjectReader claims,
                              kubelet::NodeView& node, std::string pool)
-    : options_(std::move(options)), driver_(driver), node_(node), pool_(std::move(pool)) {}
+    : options_(std::move(options)),
+      driver_(driver),
+      claims_(std::move(claims)),
+      node_(node),
+      pool_(std::move(pool)) {}
 
 KubeletPlugin::~KubeletPlugin() {
   stop();
@@ -146,8 +154,8 @@ std::filesystem::path KubeletPlugin::registrationSocket() const {
 Result<void> KubeletPlugin::serve() {
   servers_.reset();
   auto servers = std::make_unique<Servers>();
-  servers->v1 = makeDraServiceV1(driver_);
-  servers->v1beta1 = makeDraServiceV1beta1(driver_);
+  servers->v1 = makeDraServiceV1(driver_, claims_);
+  servers->v1beta1 = makeDraServiceV1beta1(driver_, claims_);
   servers->healthV1 = makeHealthServiceV1(node_, pool_);
   servers->healthV1alpha1 = makeHealthServiceV1alpha1(node_, pool_);
   auto dra = serveOn(draSocket(), {servers->v1.get(), servers->v1beta1.get(),

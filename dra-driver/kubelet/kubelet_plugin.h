@@ -29,12 +29,13 @@ struct KubeletPluginOptions {
 
 class KubeletPlugin {
  public:
-  // `node` and `pool` feed the resource-health stream.
+  // `claims` reads the ResourceClaims kubelet asks to prepare (see dra_service.h); `node` and
+  // `pool` feed the resource-health stream.
   static Result<std::unique_ptr<KubeletPlugin>> start(KubeletPluginOptions options,
-                                                      ClaimDriver& driver, kubelet::NodeView& node,
-                                                      std::string pool);
-  KubeletPlugin(KubeletPluginOptions options, ClaimDriver& driver, kubelet::NodeView& node,
-                std::string pool);
+                                                      ClaimDriver& driver, ObjectReader claims,
+                                                      kubelet::NodeView& node, std::string pool);
+  KubeletPlugin(KubeletPluginOptions options, ClaimDriver& driver, ObjectReader claims,
+                kubelet::NodeView& node, std::string pool);
   ~KubeletPlugin();
   KubeletPlugin(const KubeletPlugin&) = delete;
   KubeletPlugin& operator=(const KubeletPlugin&) = delete;
@@ -56,6 +57,7 @@ class KubeletPlugin {
 
   KubeletPluginOptions options_;
   ClaimDriver& driver_;
+  ObjectReader claims_;
   kubelet::NodeView& node_;
   std::string pool_;
   std::atomic<bool> registered_{false};

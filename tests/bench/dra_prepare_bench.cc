@@ -87,15 +87,17 @@ int main(int argc, char** argv) {
   options.pool = "node-a";
   options.cdiRoot = dir->path() / "cdi";
   options.checkpointFile = dir->path() / "checkpoint.json";
-  auto preparer = torus::dra::ClaimPreparer::create(
-      options, view, [&](const std::string&, const std::string& name) -> torus::Result<json> {
-        return claims.at(name);
-      });
+  auto preparer = torus::dra::ClaimPreparer::create(options, view);
   if (!preparer) return 1;
   torus::dra::KubeletPluginOptions paths;
   paths.pluginsDir = dir->path() / "plugins";
   paths.registryDir = dir->path() / "registry";
-  auto plugin = torus::dra::KubeletPlugin::start(paths, **preparer, view, "node-a");
+  auto plugin = torus::dra::KubeletPlugin::start(
+      paths, **preparer,
+      [&](const std::string&, const std::string& name) -> torus::Result<json> {
+        return claims.at(name);
+      },
+      view, "node-a");
   if (!plugin) {
     std::fprintf(stderr, "%s\n", plugin.error().message.c_str());
     return 1;

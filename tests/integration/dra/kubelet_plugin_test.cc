@@ -59,18 +59,20 @@ class KubeletPluginTest : public ::testing::Test {
     options.pool = "node-a";
     options.cdiRoot = dir_->path() / "cdi";
     options.checkpointFile = dir_->path() / "checkpoint.json";
-    auto preparer = ClaimPreparer::create(
-        options, node_, [this](const std::string& ns, const std::string& name) -> Result<json> {
-          const auto found = objects_.find(ns + "/" + name);
-          if (found == objects_.end()) return makeError(ErrorCode::kNotFound, "no such claim");
-          return found->second;
-        });
+    auto preparer = ClaimPreparer::create(options, node_);
     ASSERT_TRUE(preparer.ok()) << preparer.error().message;
     preparer_ = std::move(*preparer);
     KubeletPluginOptions paths;
     paths.pluginsDir = dir_->path() / "plugins";
     paths.registryDir = dir_->path() / "plugins_registry";
-    auto plugin = KubeletPlugin::start(paths, *preparer_, node_, "node-a");
+    auto plugin = KubeletPlugin::start(
+        paths, *preparer_,
+        [this](const std::string& ns, const std::string& name) -> Result<json> {
+          const auto found = objects_.find(ns + "/" + name);
+          if (found == objects_.end()) return makeError(ErrorCode::kNotFound, "no such claim");
+          return found->second;
+        },
+        node_, "node-a");
     ASSERT_TRUE(plugin.ok()) << plugin.error().message;
     plugin_ = std::move(*plugin);
   }

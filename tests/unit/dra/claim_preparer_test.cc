@@ -102,18 +102,29 @@ class ClaimPreparerTest : public ::testing::Test {
     options_.checkpointFile = dir_->path() / "checkpoint.json";
   }
 
+  // The claims in objects_, as the API would answer.
+  ClaimReader claims() {
+    return [this](const std::string& nameSpace, const std::string& name) {
+      const auto found = objects_.find(nameSpace + "/" + name);
+      if (found == objects_.end()) {
+        return Result<json>(makeError(ErrorCode::kNotFound, "no such claim"));
+      }
+      return Result<json>(found->second);
+    };
+  }
+
+  // What kubelet's plumbing (dra_service) does: read the claim, check it, prepare it.
+  Result<std::vector<PreparedDevice>> prepare(ClaimPreparer& preparer, const ClaimRef& ref) {
+    auto object = claims()(ref.nameSpace, ref.name);
+    if (!object) return std::move(object).error().withContext("reading claim " + ref.key());
+    if (auto checked = checkAllocatedClaim(*object, ref); !checked)
+      return std::move(checked).error();
+    return preparer.prepare(ref, *object);
+  }
+
   std::unique_ptr<ClaimPreparer> makePreparer() {
     auto preparer = ClaimPreparer::create(
-        options_, node_,
-        [this](const std::string& nameSpace, const std::string& name) {
-          ++reads_;
-          const auto found = objects_.find(nameSpace + "/" + name);
-          if (found == objects_.end()) {
-            return Result<json>(makeError(ErrorCode::kNotFound, "no such claim"));
-          }
-          return Result<json>(found->second);
-        },
-        [this](const std::string& nameSpace, const std::string& name) {
+        options_, node_, [this](const std::string& nameSpace, const std::string& name) {
           const auto found = pods_.find(nameSpace + "/" + name);
           if (found == pods_.end()) return Result<json>(makeError(ErrorCode::kNotFound, "no pod"));
           return Result<json>(found->second);
@@ -134,7 +145,6 @@ class ClaimPreparerTest : public ::testing::Test {
   FakeNode node_;
   std::map<std::string, json> objects_;
   std::map<std::string, json> pods_;
-  int reads_ = 0;
 };
 
 // The env entries of each device's CDI edit in a claim's spec, by device name.
@@ -177,7 +187,7 @@ TEST_F(ClaimPreparerTest, EachContainerSeesTheCoresOfTheRequestsItNames) {
       {"status",
        {{"resourceClaimStatuses",
          json::array({{{"name", "chips"}, {"resourceClaimName", "pair"}}})}}}};
-  auto prepared = preparer->prepare(ref);
+  auto prepared = prepare(*preparer, ref);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   auto env = envByDevice(cdiSpecPath(options_.cdiRoot, ref.uid));
   EXPECT_EQ(env["neurondevice4"][0], "NEURON_RT_VISIBLE_CORES=16-19");
@@ -198,7 +208,7 @@ TEST_F(ClaimPreparerTest, EachContainerSeesTheCoresOfTheRequestsItNames) {
         {"containers",
          json::array({{{"name", "app"},
                        {"resources", {{"claims", json::array({{{"name", "chips"}}})}}}}})}}}};
-  ASSERT_TRUE(preparer->prepare(whole).ok());
+  ASSERT_TRUE(prepare(*preparer, whole).ok());
   env = envByDevice(cdiSpecPath(options_.cdiRoot, whole.uid));
   EXPECT_EQ(env["neurondevice6"][0], "NEURON_RT_VISIBLE_CORES=24-31");
   EXPECT_EQ(env["neurondevice7"][0], "NEURON_RT_VISIBLE_CORES=24-31");
@@ -207,27 +217,30 @@ TEST_F(ClaimPreparerTest, EachContainerSeesTheCoresOfTheRequestsItNames) {
 TEST_F(ClaimPreparerTest, PrepareIsIdempotentAndWritesTheSpec) {
   auto preparer = makePreparer();
   const ClaimRef ref = add("one", {"neurondevice0"});
-  auto first = preparer->prepare(ref);
+  auto first = prepare(*preparer, ref);
   ASSERT_TRUE(first.ok()) << first.error().message;
   ASSERT_EQ(first->size(), 1u);
   EXPECT_EQ((*first)[0].device, "neurondevice0");
   EXPECT_EQ((*first)[0].pool, "node-a");
   EXPECT_EQ((*first)[0].requests, std::vector<std::string>{"r"});
   EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
-  auto again = preparer->prepare(ref);
+  auto again = prepare(*preparer, ref);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)[0].cdiIds, (*first)[0].cdiIds);
-  EXPECT_EQ(reads_, 1);  // the retry is answered from memory
+  // The retry is answered from memory, whatever the object says now.
+  auto remembered = preparer->prepare(ref, claimObject(ref, {"neurondevice1"}));
+  ASSERT_TRUE(remembered.ok());
+  EXPECT_EQ((*remembered)[0].device, "neurondevice0");
 }
 
 TEST_F(ClaimPreparerTest, AChipIsNeverPreparedForTwoClaims) {
   auto preparer = makePreparer();
-  ASSERT_TRUE(preparer->prepare(add("chip", {"neurondevice3"})).ok());
-  auto core = preparer->prepare(add("core", {"neuroncore13"}));  // core 1 of chip 3
+  ASSERT_TRUE(prepare(*preparer, add("chip", {"neurondevice3"})).ok());
+  auto core = prepare(*preparer, add("core", {"neuroncore13"}));  // core 1 of chip 3
   ASSERT_FALSE(core.ok());
   EXPECT_NE(core.error().message.find("held by prepared claim ns/chip"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, "uid-core")));
-  EXPECT_TRUE(preparer->prepare(add("other", {"neuroncore16"})).ok());  // chip 4 is free
+  EXPECT_TRUE(prepare(*preparer, add("other", {"neuroncore16"})).ok());  // chip 4 is free
 }
 
 // adminAccess (a monitoring pod's claim) sees a chip without owning it: the scheduler allocates
@@ -241,12 +254,12 @@ TEST_F(ClaimPreparerTest, AnAdminAccessClaimSharesTheChipAndNeverResetsIt) {
     return ref;
   };
   const ClaimRef monitor = admin("monitor", "neurondevice3");
-  ASSERT_TRUE(preparer->prepare(monitor).ok());
+  ASSERT_TRUE(prepare(*preparer, monitor).ok());
   const ClaimRef workload = add("workload", {"neurondevice3"});
-  auto prepared = preparer->prepare(workload);
+  auto prepared = prepare(*preparer, workload);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   const ClaimRef later = admin("later", "neuroncore13");  // a core of the workload's chip
-  ASSERT_TRUE(preparer->prepare(later).ok());
+  ASSERT_TRUE(prepare(*preparer, later).ok());
   EXPECT_EQ(preparer->heldCores().toRangeString(), "12-15") << "only the workload owns cores";
   const auto spec = readSmallFile(cdiSpecPath(options_.cdiRoot, monitor.uid));
   ASSERT_TRUE(spec.ok());
@@ -268,14 +281,14 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
   auto preparer = makePreparer();
   preparer->setReservation(false, "");
   const ClaimRef early = add("early", {"neurondevice0"});
-  auto unknown = preparer->prepare(early);
+  auto unknown = prepare(*preparer, early);
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, ErrorCode::kUnavailable);
   EXPECT_NE(unknown.error().message.find("has not read this node's UltraServer reservations"),
             std::string::npos);
 
   preparer->setReservation(true, "ml/train");
-  auto stranger = preparer->prepare(add("stranger", {"neurondevice1"}));
+  auto stranger = prepare(*preparer, add("stranger", {"neurondevice1"}));
   ASSERT_FALSE(stranger.ok());
   EXPECT_EQ(stranger.error().message,
             "claim ns/stranger: node node-a is reserved for NeuronUltraServerWorkload ml/train; "
@@ -283,7 +296,7 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
             "ResourceClaimTemplate carry the annotation neuron.aws.com/workload)");
   const ClaimRef other = add("other", {"neurondevice1"});
   objects_["ns/other"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/serve";
-  auto otherWorkload = preparer->prepare(other);
+  auto otherWorkload = prepare(*preparer, other);
   ASSERT_FALSE(otherWorkload.ok());
   EXPECT_NE(otherWorkload.error().message.find("this claim belongs to workload ml/serve"),
             std::string::npos);
@@ -292,7 +305,7 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
   // is still a stranger's.
   const ClaimRef forged = add("forged", {"neurondevice2"});
   objects_["ns/forged"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
-  auto forgedPrepared = preparer->prepare(forged);
+  auto forgedPrepared = prepare(*preparer, forged);
   ASSERT_FALSE(forgedPrepared.ok());
   EXPECT_EQ(forgedPrepared.error().code, ErrorCode::kFailedPrecondition);
   EXPECT_NE(forgedPrepared.error().message.find(
@@ -304,7 +317,7 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
   // Its namespace and annotation, but written by hand: not made from the template for a pod.
   const ClaimRef byHand = add("by-hand", {"neurondevice2"}, "ml");
   objects_["ml/by-hand"]["metadata"]["annotations"]["neuron.aws.com/workload"] = "ml/train";
-  auto byHandPrepared = preparer->prepare(byHand);
+  auto byHandPrepared = prepare(*preparer, byHand);
   ASSERT_FALSE(byHandPrepared.ok());
   EXPECT_NE(byHandPrepared.error().message.find("was not made from its ResourceClaimTemplate"),
             std::string::npos)
@@ -317,19 +330,19 @@ TEST_F(ClaimPreparerTest, AReservedNodeServesOnlyItsWorkloadsClaims) {
   meta["annotations"]["resource.kubernetes.io/pod-claim-name"] = "neurons";
   meta["ownerReferences"] = json::array(
       {{{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", "train-0"}, {"controller", true}}});
-  auto prepared = preparer->prepare(own);
+  auto prepared = prepare(*preparer, own);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
 
   preparer->setReservation(true, "");  // released: anyone may use the node again
-  EXPECT_TRUE(preparer->prepare(add("later", {"neurondevice3"})).ok());
+  EXPECT_TRUE(prepare(*preparer, add("later", {"neurondevice3"})).ok());
 }
 
 TEST_F(ClaimPreparerTest, UnprepareResetsFreesAndForgets) {
   auto preparer = makePreparer();
   const ClaimRef a = add("a", {"neuroncore0", "neuroncore1"});
   const ClaimRef b = add("b", {"neuroncore2"});
-  ASSERT_TRUE(preparer->prepare(a).ok());
-  ASSERT_TRUE(preparer->prepare(b).ok());
+  ASSERT_TRUE(prepare(*preparer, a).ok());
+  ASSERT_TRUE(prepare(*preparer, b).ok());
   ASSERT_TRUE(preparer->unprepare(a).ok());
   // Chip 0 still has b's core: not queued for a reset under it.
   EXPECT_TRUE(preparer->pendingResets().empty());
@@ -354,19 +367,19 @@ TEST_F(ClaimPreparerTest, ACoreHandedOnWithoutAResetIsCounted) {
   auto preparer = makePreparer();
   const ClaimRef a = add("a", {"neuroncore0", "neuroncore1"});
   const ClaimRef b = add("b", {"neuroncore2"});
-  ASSERT_TRUE(preparer->prepare(a).ok());
-  ASSERT_TRUE(preparer->prepare(b).ok());
+  ASSERT_TRUE(prepare(*preparer, a).ok());
+  ASSERT_TRUE(prepare(*preparer, b).ok());
   ASSERT_TRUE(preparer->unprepare(a).ok());
   const double before = counted();
   const ClaimRef c = add("c", {"neuroncore1", "neuroncore3"});
-  ASSERT_TRUE(preparer->prepare(c).ok());
+  ASSERT_TRUE(prepare(*preparer, c).ok());
   EXPECT_EQ(counted(), before + 1) << "core 1 was a's; core 3 was never held";
   // Given back together with the chip's last claim, the chip is reset: nothing left unreset.
   ASSERT_TRUE(preparer->unprepare(b).ok());
   ASSERT_TRUE(preparer->unprepare(c).ok());
   ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
   const ClaimRef d = add("d", {"neuroncore0", "neuroncore1", "neuroncore2", "neuroncore3"});
-  ASSERT_TRUE(preparer->prepare(d).ok());
+  ASSERT_TRUE(prepare(*preparer, d).ok());
   EXPECT_EQ(counted(), before + 1);
 }
 
@@ -379,12 +392,12 @@ TEST_F(ClaimPreparerTest, AClaimGoneFromTheApiIsForgottenOnTheSecondSweep) {
   const ClaimRef recreated = add("recreated", {"neurondevice4"});
   const ClaimRef kept = add("kept", {"neurondevice5"});
   for (const ClaimRef& ref : {gone, recreated, kept})
-    ASSERT_TRUE(preparer->prepare(ref).ok());
+    ASSERT_TRUE(prepare(*preparer, ref).ok());
   objects_.erase("ns/gone");
   objects_["ns/recreated"]["metadata"]["uid"] = "uid-new";
-  EXPECT_EQ(preparer->forgetClaimsGoneFromApi(), 0) << "one sweep is not enough";
+  EXPECT_EQ(preparer->forgetClaimsGoneFromApi(claims()), 0) << "one sweep is not enough";
   EXPECT_EQ(preparer->prepared().size(), 3U);
-  EXPECT_EQ(preparer->forgetClaimsGoneFromApi(), 2);
+  EXPECT_EQ(preparer->forgetClaimsGoneFromApi(claims()), 2);
   EXPECT_EQ(preparer->prepared().size(), 1U);
   EXPECT_TRUE(preparer->prepared().contains(kept.uid));
   ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
@@ -396,9 +409,7 @@ TEST_F(ClaimPreparerTest, AClaimGoneFromTheApiIsForgottenOnTheSecondSweep) {
 
 TEST_F(ClaimPreparerTest, ACorruptCheckpointStopsTheDriverAndSaysWhatToDo) {
   ASSERT_TRUE(writeFile(options_.checkpointFile, "{\"version\": 1, \"claims\": [").ok());
-  auto preparer = ClaimPreparer::create(
-      options_, node_,
-      [](const std::string&, const std::string&) { return Result<json>(json::object()); });
+  auto preparer = ClaimPreparer::create(options_, node_);
   ASSERT_FALSE(preparer.ok());
   EXPECT_NE(preparer.error().message.find(options_.checkpointFile.string()), std::string::npos);
   EXPECT_NE(preparer.error().message.find("Drain the node (kubectl drain), delete " +
@@ -412,7 +423,7 @@ TEST_F(ClaimPreparerTest, ACorruptCheckpointStopsTheDriverAndSaysWhatToDo) {
 TEST_F(ClaimPreparerTest, ASlowResetInAPrepareHoldsUpNoOtherClaim) {
   auto preparer = makePreparer();
   const ClaimRef first = add("first", {"neurondevice0"});
-  ASSERT_TRUE(preparer->prepare(first).ok());
+  ASSERT_TRUE(prepare(*preparer, first).ok());
   node_.failResets = true;  // the worker's background reset fails: chip 0 stays pending
   ASSERT_TRUE(preparer->unprepare(first).ok());
   ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
@@ -420,10 +431,10 @@ TEST_F(ClaimPreparerTest, ASlowResetInAPrepareHoldsUpNoOtherClaim) {
   node_.holdResets();
   const int before = node_.resetsStarted();
   const ClaimRef again = add("again", {"neurondevice0"});
-  auto slow = std::async(std::launch::async, [&] { return preparer->prepare(again); });
+  auto slow = std::async(std::launch::async, [&] { return prepare(*preparer, again); });
   node_.waitForResetsStarted(before + 1);  // its reset of chip 0 has begun, and is held
   const ClaimRef other = add("other", {"neurondevice1"});
-  auto quick = std::async(std::launch::async, [&] { return preparer->prepare(other); });
+  auto quick = std::async(std::launch::async, [&] { return prepare(*preparer, other); });
   // Bounded only so that a regression fails instead of hanging; nothing here is timed.
   const bool otherDone = quick.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   node_.releaseResets();
@@ -441,13 +452,13 @@ TEST_F(ClaimPreparerTest, ASlowResetInAPrepareHoldsUpNoOtherClaim) {
 TEST_F(ClaimPreparerTest, AChipWhoseResetFailsIsNotHandedOut) {
   auto preparer = makePreparer();
   const ClaimRef first = add("first", {"neurondevice0"});
-  ASSERT_TRUE(preparer->prepare(first).ok());
+  ASSERT_TRUE(prepare(*preparer, first).ok());
   node_.failResets = true;
   ASSERT_TRUE(preparer->unprepare(first).ok());
   ASSERT_TRUE(preparer->waitForResets(std::chrono::seconds(5)));
   EXPECT_EQ(preparer->pendingResets().toRangeString(), "0") << "a failed reset leaves it pending";
   const ClaimRef next = add("next", {"neurondevice0"});
-  auto refused = preparer->prepare(next);
+  auto refused = prepare(*preparer, next);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("chips 0 were given back by their last claim and "
                                          "resetting them failed"),
@@ -456,7 +467,7 @@ TEST_F(ClaimPreparerTest, AChipWhoseResetFailsIsNotHandedOut) {
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, next.uid)));
   EXPECT_TRUE(preparer->heldCores().empty());
   node_.failResets = false;
-  ASSERT_TRUE(preparer->prepare(next).ok());
+  ASSERT_TRUE(prepare(*preparer, next).ok());
   EXPECT_EQ(node_.resets(), std::vector<std::string>{"0"});
   EXPECT_TRUE(preparer->pendingResets().empty());
 }
@@ -465,7 +476,7 @@ TEST_F(ClaimPreparerTest, ARestartedDriverKnowsWhatIsPrepared) {
   const ClaimRef ref = add("kept", {"neurondevice5"});
   {
     auto preparer = makePreparer();
-    ASSERT_TRUE(preparer->prepare(ref).ok());
+    ASSERT_TRUE(prepare(*preparer, ref).ok());
   }
   // A spec left by a crash between writing it and recording the claim is cleaned up.
   ASSERT_TRUE(writeCdiSpec(options_.cdiRoot, "uid-orphan", json::object()).ok());
@@ -473,10 +484,10 @@ TEST_F(ClaimPreparerTest, ARestartedDriverKnowsWhatIsPrepared) {
   EXPECT_EQ(restarted->heldCores().toRangeString(), "20-23");
   EXPECT_FALSE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, "uid-orphan")));
   EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
-  const int readsBefore = reads_;
-  ASSERT_TRUE(restarted->prepare(ref).ok());
-  EXPECT_EQ(reads_, readsBefore);  // not prepared twice
-  EXPECT_FALSE(restarted->prepare(add("clash", {"neurondevice5"})).ok());
+  auto again = restarted->prepare(ref, claimObject(ref, {"neurondevice6"}));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].device, "neurondevice5");  // not prepared twice
+  EXPECT_FALSE(prepare(*restarted, add("clash", {"neurondevice5"})).ok());
   ASSERT_TRUE(restarted->unprepare(ref).ok());
   EXPECT_TRUE(makePreparer()->heldCores().empty());
 }
@@ -496,21 +507,21 @@ TEST_F(ClaimPreparerTest, ResetsPendingAtAStopAreDoneAtTheNextStart) {
 
 TEST_F(ClaimPreparerTest, AfterARebootTheSpecsComeBackFromTheCheckpoint) {
   const ClaimRef ref = add("kept", {"neurondevice2"});
-  ASSERT_TRUE(makePreparer()->prepare(ref).ok());
+  ASSERT_TRUE(prepare(*makePreparer(), ref).ok());
   std::filesystem::remove_all(options_.cdiRoot);  // /var/run is a tmpfs
   auto restarted = makePreparer();
   EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
   std::filesystem::remove(cdiSpecPath(options_.cdiRoot, ref.uid));
-  ASSERT_TRUE(restarted->prepare(ref).ok());  // kubelet prepares again after the reboot
+  ASSERT_TRUE(prepare(*restarted, ref).ok());  // kubelet prepares again after the reboot
   EXPECT_TRUE(std::filesystem::exists(cdiSpecPath(options_.cdiRoot, ref.uid)));
 }
 
 TEST_F(ClaimPreparerTest, AnApiErrorIsTheClaimsErrorOnly) {
   auto preparer = makePreparer();
-  auto missing = preparer->prepare({"uid-x", "ns", "missing"});
+  auto missing = prepare(*preparer, {"uid-x", "ns", "missing"});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("reading claim ns/missing"), std::string::npos);
-  EXPECT_TRUE(preparer->prepare(add("fine", {"neurondevice1"})).ok());
+  EXPECT_TRUE(prepare(*preparer, add("fine", {"neurondevice1"})).ok());
 }
 
 }  // namespace

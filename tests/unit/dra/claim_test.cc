@@ -162,12 +162,14 @@ TEST(ClaimAllocation, RefusesWhatIsNotOursToPrepare) {
             std::string::npos);
   ClaimRef otherUid = kRef;
   otherUid.uid = "another";
-  EXPECT_EQ(resolveClaim(claimWith({"neurondevice0"}), otherUid, "node-a", trn2()).error().code,
+  EXPECT_EQ(checkAllocatedClaim(claimWith({"neurondevice0"}), otherUid).error().code,
             ErrorCode::kNotFound);
+  EXPECT_TRUE(checkAllocatedClaim(claimWith({"neurondevice0"}), kRef).ok());
   json unallocated = claimWith({"neurondevice0"});
   unallocated.erase("status");
   EXPECT_NE(resolveClaim(unallocated, kRef, "node-a", trn2()).error().message.find("not allocated"),
             std::string::npos);
+  EXPECT_EQ(checkAllocatedClaim(unallocated, kRef).error().code, ErrorCode::kFailedPrecondition);
   // LNC 1 cannot apply to single cores numbered at LNC 2.
   auto cores =
       resolveClaim(claimWith({"neuroncore0"}, {neuronConfig({{"apiVersion", "neuron.aws.com/v1"},
