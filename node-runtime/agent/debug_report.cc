@@ -10,11 +10,13 @@
 #include "common/base/file_io.h"
 #include "common/base/strings.h"
 #include "common/base/utc_time.h"
+#include "common/contracts/agent_debug_report.h"
 
 namespace torus::agent {
 namespace {
 
 namespace fs = std::filesystem;
+namespace key = contracts::debug_report;
 using nlohmann::json;
 
 // What the PCI function says about the link and its errors (the kernel's names). Its other files
@@ -148,7 +150,7 @@ json driverFilesOf(const discovery::DiscoveryRoots& roots, const topology::Devic
   std::error_code error;
   // The class entry is a link to the device's directory; read what it points at.
   const fs::path classDir = fs::canonical(roots.deviceDir(device.index), error);
-  json out = {{"directory", roots.deviceDir(device.index).string()}};
+  json out = {{key::kDriverDirectory, roots.deviceDir(device.index).string()}};
   if (error) {
     out["error"] = "cannot resolve the device's sysfs directory: " + error.message();
   } else {
@@ -163,13 +165,41 @@ json driverFilesOf(const discovery::DiscoveryRoots& roots, const topology::Devic
         pci[attribute] = escapeUnprintable(*data);
     }
   }
-  out["files"] = std::move(walk.files);
+  out[key::kDriverFiles] = std::move(walk.files);
   out["links"] = std::move(walk.links);
   out["unreadable"] = std::move(walk.unread);
   out["truncated"] = walk.truncated;
   out["pciAttributes"] = std::move(pci);
   out["deviceNode"] = deviceNodeOf(roots, device.index);
   return out;
+}
+
+json allocationsDocument(const std::vector<PluginHolder>& holders,
+                         const std::vector<PreparedClaimView>& claims) {
+  json held = json::array();
+  for (const PluginHolder& holder : holders) {
+    held.push_back({{key::kHolderPod, holder.pod},
+                    {key::kHolderContainer, holder.container},
+                    {"resource", holder.resource},
+                    {"ids", holder.ids.ids()},
+                    {key::kHeldCores, holder.cores.ids()},
+                    {key::kHeldDevices, holder.devices.ids()}});
+  }
+  json prepared = json::array();
+  for (const PreparedClaimView& claim : claims) {
+    json users = json::array();
+    for (const ClaimUser& user : claim.containers)
+      users.push_back({{key::kClaimUserPod, user.pod}, {"container", user.container}});
+    prepared.push_back({{key::kClaimName, claim.claim},
+                        {"uid", claim.uid},
+                        {"driver", claim.driver},
+                        {"deviceNames", claim.deviceNames},
+                        {key::kHeldCores, claim.cores.ids()},
+                        {key::kHeldDevices, claim.devices.ids()},
+                        {"lnc", claim.lnc},
+                        {key::kClaimContainers, std::move(users)}});
+  }
+  return {{key::kHolders, std::move(held)}, {key::kClaims, std::move(prepared)}};
 }
 
 Result<json> debugReport(const DebugReportInput& input) {
@@ -184,7 +214,7 @@ Result<json> debugReport(const DebugReportInput& input) {
   json devices = json::array();
   for (const topology::Device& device : node.devices) {
     if (!wanted(device.index)) continue;
-    json entry = {{"index", device.index},
+    json entry = {{key::kDeviceIndex, device.index},
                   {"health", healthOf(device.health)},
                   {"serialNumber", device.serialNumber},
                   {"pciBusID", device.pciBdf},
@@ -193,7 +223,8 @@ Result<json> debugReport(const DebugReportInput& input) {
                   {"awaitingRecovery", input.awaitingRecovery.contains(device.index)}};
     if (device.numaNode) entry["numaNode"] = *device.numaNode;
     const auto slot = static_cast<std::size_t>(device.index);
-    entry["driver"] = slot < input.driverFiles.size() ? input.driverFiles[slot] : json(nullptr);
+    entry[key::kDeviceDriver] =
+        slot < input.driverFiles.size() ? input.driverFiles[slot] : json(nullptr);
     devices.push_back(std::move(entry));
   }
   json lines = json::array();
@@ -201,13 +232,13 @@ Result<json> debugReport(const DebugReportInput& input) {
     if (!wanted(line.device)) continue;
     // syslog(2) hands on the kernel's raw bytes (kmsg escapes them): a line is shown as the files
     // are, or one byte that is not UTF-8 would make the whole report unrenderable.
-    lines.push_back({{"seenAt", utcRfc3339(line.seenAt)},
-                     {"device", line.device},
-                     {"type", escapeUnprintable(line.type)},
-                     {"line", escapeUnprintable(line.text)}});
+    lines.push_back({{key::kLineSeenAt, utcRfc3339(line.seenAt)},
+                     {key::kLineDevice, line.device},
+                     {key::kLineType, escapeUnprintable(line.type)},
+                     {key::kLineText, escapeUnprintable(line.text)}});
   }
   json report = {
-      {"kind", "NeuronAgentDebugReport"},
+      {"kind", key::kKind},
       {"agentVersion", input.agentVersion},
       {"collectedAt", utcRfc3339(std::chrono::system_clock::now())},
       {"nodeName", input.nodeName},
@@ -216,16 +247,16 @@ Result<json> debugReport(const DebugReportInput& input) {
         {"lnc", node.lnc},
         {"deviceCount", node.deviceCount()},
         {"pendingLnc", input.pendingLnc ? json(*input.pendingLnc) : json(nullptr)}}},
-      {"devices", std::move(devices)},
-      {"kernelLog",
-       {{"source", input.kernelLogSource},
+      {key::kDevices, std::move(devices)},
+      {key::kKernelLog,
+       {{key::kKernelLogSource, input.kernelLogSource},
         {"lost", input.kernelLogLost},
         {"note", "the Neuron hardware-error lines the agent read since it started, newest " +
                      std::to_string(RecentKernelLines::kMaxLines) + " at most"},
-        {"lines", std::move(lines)}}},
+        {key::kKernelLogLines, std::move(lines)}}},
       {"stalledReads", input.stalledReads},
-      {"allocations", input.allocations},
-      {"metrics", input.metrics}};
+      {key::kAllocations, input.allocations},
+      {key::kMetrics, input.metrics}};
   if (input.device) report["device"] = *input.device;
   return report;
 }

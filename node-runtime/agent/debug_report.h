@@ -53,6 +53,34 @@ struct DriverFileLimits {
 nlohmann::json driverFilesOf(const discovery::DiscoveryRoots& roots, const topology::Device& device,
                              const DriverFileLimits& limits = {});
 
+// What the agent knows of who holds what (its /allocations, and the report's "allocations"): the
+// device plugin's holders as kubelet's pod-resources lists them, and the DRA driver's prepared
+// claims with the containers pod-resources lists as using each.
+struct PluginHolder {
+  std::string pod;  // namespace/name
+  std::string container;
+  std::string resource;
+  topology::CoreSet ids;  // in the resource's ids
+  topology::CoreSet cores;
+  topology::DeviceSet devices;
+};
+struct ClaimUser {
+  std::string pod;  // namespace/name
+  std::string container;
+};
+struct PreparedClaimView {
+  std::string claim;  // namespace/name
+  std::string uid;
+  std::string driver;
+  std::vector<std::string> deviceNames;
+  topology::CoreSet cores;
+  topology::DeviceSet devices;
+  int lnc = 0;
+  std::vector<ClaimUser> containers;
+};
+nlohmann::json allocationsDocument(const std::vector<PluginHolder>& holders,
+                                   const std::vector<PreparedClaimView>& claims);
+
 struct DebugReportInput {
   std::string agentVersion;
   std::string nodeName;
@@ -67,7 +95,7 @@ struct DebugReportInput {
   std::vector<std::string> stalledReads;
   topology::DeviceSet awaitingRecovery;
   std::optional<int> pendingLnc;
-  nlohmann::json allocations;  // the agent's /allocations
+  nlohmann::json allocations;  // the agent's /allocations (allocationsDocument)
   std::string metrics;         // the agent's /metrics
 };
 

@@ -62,7 +62,8 @@ class NodeAgent {
   void actOnHardwareError(int device, const std::string& type, const std::string& proof);
   // Probes each grant the agent depends on; denials are logged, posted and kept for /readyz.
   void checkGrants(const AgentConfig& config);
-  std::string allocationsJson() const;
+  // What GET /allocations answers (allocationsDocument).
+  nlohmann::json allocations() const;
   // What GET /metrics answers.
   std::string metricsText();
   // GET /debug[?device=N] on the admin address (debug_report.h).

@@ -19,48 +19,41 @@
 
 namespace torus::agent {
 
-std::string NodeAgent::allocationsJson() const {
-  nlohmann::json holders = nlohmann::json::array();
+nlohmann::json NodeAgent::allocations() const {
+  std::vector<PluginHolder> holders;
   if (plugins_) {
     const topology::Node node = monitor_->node();
     for (const plugin::Holder& holder : plugins_->assignments().holders) {
       const topology::CoreSet cores = plugin::coresOfIds(holder.kind, node, holder.ids);
-      holders.push_back({{"pod", holder.pod},
-                         {"container", holder.container},
-                         {"resource", std::string(plugin::resourceName(holder.kind))},
-                         {"ids", holder.ids.ids()},
-                         {"cores", cores.ids()},
-                         {"devices", node.devicesOfCores(cores).ids()}});
+      holders.push_back({holder.pod, holder.container,
+                         std::string(plugin::resourceName(holder.kind)), holder.ids, cores,
+                         node.devicesOfCores(cores)});
     }
   }
-  nlohmann::json claims = nlohmann::json::array();
+  std::vector<PreparedClaimView> claims;
   if (dra_) {
     const std::vector<dra::ClaimHolder> users =
         claimHolders_ ? claimHolders_->holders() : std::vector<dra::ClaimHolder>{};
     for (const auto& [uid, claim] : dra_->claims().prepared()) {
-      // The containers kubelet's pod-resources lists as using the claim.
-      nlohmann::json containers = nlohmann::json::array();
-      for (const dra::ClaimHolder& user : users) {
-        if (usesClaim(user, claim.ref)) {
-          containers.push_back(
-              {{"pod", user.podNamespace + "/" + user.pod}, {"container", user.container}});
-        }
-      }
-      nlohmann::json devices = nlohmann::json::array();
+      PreparedClaimView view{claim.ref.nameSpace + "/" + claim.ref.name,
+                             uid,
+                             std::string(dra::kDriverName),
+                             {},
+                             claim.cores,
+                             claim.chips,
+                             claim.lnc,
+                             {}};
       for (const dra::AllocatedDevice& device : claim.devices)
-        devices.push_back(device.name);
-      claims.push_back({{"claim", claim.ref.nameSpace + "/" + claim.ref.name},
-                        {"uid", uid},
-                        {"driver", std::string(dra::kDriverName)},
-                        {"deviceNames", std::move(devices)},
-                        {"cores", claim.cores.ids()},
-                        {"devices", claim.chips.ids()},
-                        {"lnc", claim.lnc},
-                        {"containers", std::move(containers)}});
+        view.deviceNames.push_back(device.name);
+      // The containers kubelet's pod-resources lists as using the claim.
+      for (const dra::ClaimHolder& user : users) {
+        if (usesClaim(user, claim.ref))
+          view.containers.push_back({user.podNamespace + "/" + user.pod, user.container});
+      }
+      claims.push_back(std::move(view));
     }
   }
-  return nlohmann::json{{"holders", std::move(holders)}, {"claims", std::move(claims)}}.dump() +
-         "\n";
+  return allocationsDocument(holders, claims);
 }
 
 std::string NodeAgent::metricsText() {
@@ -92,7 +85,7 @@ http::Response NodeAgent::debugResponse(const http::Request& request) {
   input.stalledReads = monitor_->stalledReads();
   input.awaitingRecovery = monitor_->awaitingRecovery();
   input.pendingLnc = monitor_->pendingLnc();
-  input.allocations = nlohmann::json::parse(allocationsJson(), nullptr, false);
+  input.allocations = allocations();
   input.metrics = metricsText();
   {
     // A hung driver attribute must not hold the admin address: read on a worker, bounded.
@@ -198,7 +191,7 @@ Result<void> NodeAgent::serveHttp(const std::string& address) {
                     }});
   // Who holds which cores, recovered from kubelet's pod-resources after any agent restart.
   routes.push_back({"GET", "/allocations", [this](const http::Request&) {
-                      return http::Response{200, "application/json", allocationsJson()};
+                      return http::Response{200, "application/json", allocations().dump() + "\n"};
                     }});
   // Collected on scrape: the driver's counters are read when Prometheus asks, never in between.
   routes.push_back(

@@ -5,6 +5,7 @@
 #include "common/base/stable_hash.h"
 #include "common/base/tar_archive.h"
 #include "common/base/utc_time.h"
+#include "common/contracts/agent_debug_report.h"
 #include "common/contracts/dra_names.h"
 #include "common/kube/object_fields.h"
 #include "scheduler-extender/cli/debug_summaries.h"
@@ -12,6 +13,7 @@
 namespace torus::extender {
 namespace {
 
+namespace key = contracts::debug_report;
 using nlohmann::json;
 
 bool onDevice(const json& indices, std::optional<int> device) {
@@ -32,16 +34,16 @@ struct Holders {
 Holders holdersOf(const DebugInputs& inputs) {
   Holders holders;
   if (inputs.agentReport) {
-    const json& allocations = kube::fieldAt(*inputs.agentReport, {"allocations"});
-    for (const json& holder : kube::arrayAt(allocations, {"holders"})) {
-      if (onDevice(kube::fieldAt(holder, {"devices"}), inputs.device))
-        holders.pods.insert(kube::stringAt(holder, {"pod"}));
+    const json& allocations = kube::fieldAt(*inputs.agentReport, {key::kAllocations});
+    for (const json& holder : kube::arrayAt(allocations, {key::kHolders})) {
+      if (onDevice(kube::fieldAt(holder, {key::kHeldDevices}), inputs.device))
+        holders.pods.insert(kube::stringAt(holder, {key::kHolderPod}));
     }
-    for (const json& claim : kube::arrayAt(allocations, {"claims"})) {
-      if (!onDevice(kube::fieldAt(claim, {"devices"}), inputs.device)) continue;
-      holders.claims.insert(kube::stringAt(claim, {"claim"}));
-      for (const json& user : kube::arrayAt(claim, {"containers"}))
-        holders.pods.insert(kube::stringAt(user, {"pod"}));
+    for (const json& claim : kube::arrayAt(allocations, {key::kClaims})) {
+      if (!onDevice(kube::fieldAt(claim, {key::kHeldDevices}), inputs.device)) continue;
+      holders.claims.insert(kube::stringAt(claim, {key::kClaimName}));
+      for (const json& user : kube::arrayAt(claim, {key::kClaimContainers}))
+        holders.pods.insert(kube::stringAt(user, {key::kClaimUserPod}));
     }
   }
   if (inputs.claims) {
@@ -129,45 +131,48 @@ void addAgentReport(Writer& out, const DebugInputs& inputs) {
   }
   const json& report = *inputs.agentReport;
   json state = report;
-  state.erase("metrics");
-  state.erase("allocations");
-  if (state.contains("kernelLog") && state["kernelLog"].is_object())
-    state["kernelLog"].erase("lines");
-  if (const auto devices = state.find("devices"); devices != state.end() && devices->is_array()) {
+  state.erase(key::kMetrics);
+  state.erase(key::kAllocations);
+  if (state.contains(key::kKernelLog) && state[key::kKernelLog].is_object())
+    state[key::kKernelLog].erase(key::kKernelLogLines);
+  if (const auto devices = state.find(key::kDevices);
+      devices != state.end() && devices->is_array()) {
     for (json& device : *devices) {
-      if (device.is_object()) device.erase("driver");  // in devices/ as files
+      if (device.is_object()) device.erase(key::kDeviceDriver);  // in devices/ as files
     }
   }
   out.addJson("agent/state.json", "the agent's view: node, each device's health and causes", source,
               state);
 
   std::string lines;
-  for (const json& line : kube::arrayAt(report, {"kernelLog", "lines"})) {
-    lines += kube::stringAt(line, {"seenAt"}) +
-             " device=" + kube::fieldAt(line, {"device"}).dump() + " " +
-             kube::stringAt(line, {"type"}) + ": " + kube::stringAt(line, {"line"}) + "\n";
+  for (const json& line : kube::arrayAt(report, {key::kKernelLog, key::kKernelLogLines})) {
+    lines += kube::stringAt(line, {key::kLineSeenAt}) +
+             " device=" + kube::fieldAt(line, {key::kLineDevice}).dump() + " " +
+             kube::stringAt(line, {key::kLineType}) + ": " +
+             kube::stringAt(line, {key::kLineText}) + "\n";
   }
   out.add("agent/kernel-log.txt",
           "the kernel log's Neuron hardware-error lines the agent read" +
               std::string(inputs.device ? " about the device" : ""),
-          source + ", from " + kube::stringAt(report, {"kernelLog", "source"}), lines);
-  out.add(
-      "agent/metrics.txt", "a /metrics snapshot", source,
-      kube::fieldAt(report, {"metrics"}).is_string() ? report["metrics"].get<std::string>() : "");
+          source + ", from " + kube::stringAt(report, {key::kKernelLog, key::kKernelLogSource}),
+          lines);
+  const json& metrics = kube::fieldAt(report, {key::kMetrics});
+  out.add("agent/metrics.txt", "a /metrics snapshot", source,
+          metrics.is_string() ? metrics.get<std::string>() : "");
   out.addJson("agent/allocations.json", "who holds which cores and chips, as the agent knows it",
-              source, kube::fieldAt(report, {"allocations"}));
+              source, kube::fieldAt(report, {key::kAllocations}));
 
-  for (const json& device : kube::arrayAt(report, {"devices"})) {
-    const json& index = kube::fieldAt(device, {"index"});
+  for (const json& device : kube::arrayAt(report, {key::kDevices})) {
+    const json& index = kube::fieldAt(device, {key::kDeviceIndex});
     if (!index.is_number_integer()) continue;
     const std::string dir = "devices/neuron" + std::to_string(index.get<int>());
-    const json& driver = kube::fieldAt(device, {"driver"});
+    const json& driver = kube::fieldAt(device, {key::kDeviceDriver});
     if (!driver.is_object()) continue;
     json notes = driver;
-    notes.erase("files");
+    notes.erase(key::kDriverFiles);
     std::size_t written = 0;
     json skipped = json::array();
-    for (const auto& [name, content] : kube::fieldAt(driver, {"files"}).items()) {
+    for (const auto& [name, content] : kube::fieldAt(driver, {key::kDriverFiles}).items()) {
       if (content.is_string() &&
           out.addTreeFile(dir + "/sys/" + name, content.get<std::string>())) {
         ++written;
@@ -180,7 +185,7 @@ void addAgentReport(Writer& out, const DebugInputs& inputs) {
                 "the driver's files of neuron" + std::to_string(index.get<int>()) + ": " +
                     std::to_string(written) + " under " + dir +
                     "/sys; links, unreadable files, PCI function attributes, device node",
-                source + ", from " + kube::stringAt(driver, {"directory"}), notes);
+                source + ", from " + kube::stringAt(driver, {key::kDriverDirectory}), notes);
   }
 }
 
