@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/result.h"
+#include "common/contracts/node_agent_pods.h"  // the chart's agent selector
 #include "common/kube/kube_client.h"
 
 namespace torus::extender {

@@ -20,7 +20,7 @@ enum class ScrapeVia { kAuto, kProxy, kDirect };
 Result<ScrapeVia> parseScrapeVia(const std::string& text);
 
 struct ScrapeOptions {
-  std::string selector = "app.kubernetes.io/component in (node-agent,node-agent-dra)";
+  std::string selector = contracts::kAgentSelector;
   std::string agentNamespace = kDefaultAgentNamespace;
   ScrapeVia via = ScrapeVia::kAuto;
   std::string node;  // only the agent on this node

@@ -41,10 +41,10 @@ std::optional<AgentContainer> agentOf(const std::vector<json>& agents) {
   for (const json& pod : agents) {
     const json& containers = kube::arrayAt(pod, {"spec", "containers"});
     if (containers.empty()) continue;
-    // The chart's container is "node-agent"; else the pod's first.
+    // The chart's container is named after its component; else the pod's first.
     const json* chosen = &containers.front();
     for (const json& container : containers) {
-      if (kube::stringAt(container, {"name"}) == "node-agent") chosen = &container;
+      if (kube::stringAt(container, {"name"}) == contracts::kAgentComponent) chosen = &container;
     }
     AgentContainer agent;
     agent.nameSpace = kube::stringAt(pod, {"metadata", "namespace"});

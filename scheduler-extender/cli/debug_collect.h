@@ -18,7 +18,7 @@ namespace torus::extender {
 struct DebugOptions {
   std::string node;
   std::optional<int> device;
-  std::string agentSelector = "app.kubernetes.io/component in (node-agent,node-agent-dra)";
+  std::string agentSelector = contracts::kAgentSelector;
   std::string agentNamespace = kDefaultAgentNamespace;
   int logLines = 5000;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
