@@ -48,6 +48,12 @@ std::string annotationOf(const json& object, const char* key) {
   return stringAt(object, {"metadata", "annotations", key});
 }
 
+std::string keyOf(const json& object) {
+  const std::string nameSpace = stringAt(object, {"metadata", "namespace"});
+  const std::string name = stringAt(object, {"metadata", "name"});
+  return nameSpace.empty() ? name : nameSpace + "/" + name;
+}
+
 const json& controllerOf(const json& object) {
   static const json kNone;
   for (const json& owner : arrayAt(object, {"metadata", "ownerReferences"})) {

@@ -25,6 +25,9 @@ std::map<std::string, std::string> stringMapAt(const nlohmann::json& object,
 std::string stringField(const nlohmann::json& object, const char* outer, const char* inner);
 // metadata.annotations[key] when it is a string; "" otherwise.
 std::string annotationOf(const nlohmann::json& object, const char* key);
+// "namespace/name" of the object's metadata, or "name" when it has no namespace (cluster-scoped),
+// as client-go's MetaNamespaceKeyFunc keys its caches and as logs name an object.
+std::string keyOf(const nlohmann::json& object);
 // The owner reference that is the object's controller (controller: true); null when it has none.
 const nlohmann::json& controllerOf(const nlohmann::json& object);
 

@@ -33,12 +33,6 @@ std::shared_ptr<const json> slimNode(const std::shared_ptr<const json>& node) {
   return std::make_shared<const json>(std::move(slim));
 }
 
-std::string keyOf(const json& object) {
-  const std::string nameSpace = stringAt(object, {"metadata", "namespace"});
-  const std::string name = stringAt(object, {"metadata", "name"});
-  return nameSpace.empty() ? name : nameSpace + "/" + name;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<UltraServerOperator>> UltraServerOperator::start(
@@ -137,7 +131,7 @@ kube::InformerHandlers UltraServerOperator::cacheHandlers(UltraServerOperator* s
       std::lock_guard lock(self->mutex_);
       cache->clear();
       for (const auto& item : items)
-        (*cache)[keyOf(*item)] = slim ? slim(item) : item;
+        (*cache)[kube::keyOf(*item)] = slim ? slim(item) : item;
     }
     self->markDirty();
   };
@@ -146,9 +140,9 @@ kube::InformerHandlers UltraServerOperator::cacheHandlers(UltraServerOperator* s
     {
       std::lock_guard lock(self->mutex_);
       if (event.type == "DELETED") {
-        cache->erase(keyOf(*event.object));
+        cache->erase(kube::keyOf(*event.object));
       } else {
-        (*cache)[keyOf(*event.object)] = slim ? slim(event.object) : event.object;
+        (*cache)[kube::keyOf(*event.object)] = slim ? slim(event.object) : event.object;
       }
     }
     self->markDirty();

@@ -24,12 +24,6 @@ constexpr int kPatchAttempts = 5;
 // kubelet's teardown of a pod takes seconds at most; past this, the ordinary poll takes over.
 constexpr auto kTeardownWatch = std::chrono::seconds(30);
 
-// "namespace/name", as pod-resources and the logs name a pod.
-std::string podKey(const json& pod) {
-  return kube::stringField(pod, "metadata", "namespace") + "/" +
-         kube::stringField(pod, "metadata", "name");
-}
-
 }  // namespace
 
 std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
@@ -38,7 +32,7 @@ std::optional<plugin::PromisedPod> promiseOfPod(const json& pod) {
   if (phase == "Succeeded" || phase == "Failed") return std::nullopt;
   plugin::PromisedPod promise;
   promise.uid = kube::stringField(pod, "metadata", "uid");
-  promise.key = podKey(pod);
+  promise.key = kube::keyOf(pod);
   auto handoff = contracts::handoffOf(pod);
   if (handoff && !*handoff) return std::nullopt;  // no hand-off on this pod
   if (!handoff || promise.uid.empty()) {
@@ -125,7 +119,7 @@ void PodAnnotationHandoff::keepLocked(const json& pod) {
   auto promise = promiseOfPod(pod);
   const std::string uid = kube::stringField(pod, "metadata", "uid");
   if (asksForNeuron(pod) && !kubeletAdmitted(pod)) {
-    awaitingAdmission_[uid] = podKey(pod);
+    awaitingAdmission_[uid] = kube::keyOf(pod);
   } else {
     awaitingAdmission_.erase(uid);
   }
@@ -171,7 +165,7 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
   {
     std::lock_guard lock(mutex_);
     if (ended) {
-      endedPods_.emplace(podKey(*event.object), std::chrono::steady_clock::now());
+      endedPods_.emplace(kube::keyOf(*event.object), std::chrono::steady_clock::now());
     }
     if (event.type == "DELETED") {
       const std::string uid = kube::stringField(*event.object, "metadata", "uid");

@@ -32,6 +32,12 @@ TEST(ObjectFields, AnArrayReadsEmptyWhenMissingNullOrOfAnotherType) {
   }
 }
 
+TEST(ObjectFields, AKeyIsNamespaceSlashNameOrTheNameAlone) {
+  EXPECT_EQ(keyOf(json{{"metadata", {{"namespace", "ns"}, {"name", "p"}}}}), "ns/p");
+  EXPECT_EQ(keyOf(json{{"metadata", {{"name", "node-a"}}}}), "node-a") << "cluster-scoped";
+  EXPECT_EQ(keyOf(json::object()), "");
+}
+
 TEST(ObjectFields, AStringMapKeepsOnlyStringMembers) {
   EXPECT_EQ(stringMapAt(kPod, {"metadata", "labels"}),
             (std::map<std::string, std::string>{{"a", "1"}}));
