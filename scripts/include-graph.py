@@ -16,9 +16,12 @@ some file in A includes a file in B. Tests, generated protos and system headers 
   scripts/include-graph.py --root DIR      another checkout
 
 The wire has one home: every key and name that crosses a process boundary is spelled in
-common/contracts/, whose writers and readers the other folders call. CONTRACT_LITERALS lists
-them; --check fails on a string literal in product source elsewhere that is one of them (EXACT)
-or holds one (WITHIN), so a new reader cannot spell its own copy. Comments are not read.
+common/contracts/, whose writers and readers the other folders call. --check fails on a string
+literal in product source elsewhere that is one of them, so a new reader cannot spell its own
+copy. What is guarded is read from the contracts themselves: every `inline constexpr` string
+value in common/contracts/*.h (a literal that is one, or for a prefix ending in "/", "-" or "_",
+one that starts with it), less GENERIC and plain words, plus PRIVATE_KEYS. Comments are not
+read.
 
 docs/architecture.md holds the drawings; each follows a line <!-- include-graph ARGS --> naming
 the arguments that made it, and tests/unit/structure checks it is what the script draws today.
@@ -34,26 +37,51 @@ SOURCE_ROOTS = ("common", "device-plugin", "dra-driver", "node-runtime", "schedu
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 CONTRACTS = "common/contracts/"
 
-# Contract literals by the header that owns them: a literal that is one of them (EXACT) or holds
-# one (WITHIN).
-EXACT = {
+# Contract values too generic to guard: names that other code spells for reasons of its own (a
+# Kubernetes phase or taint effect, a sysfs name, another format's key). Each is still declared
+# once in its contract; only the check leaves it alone. A value that is one plain lowercase word
+# ("pod", "devices": the agent's metric labels and report keys) is a word before it is a name,
+# and is left alone too.
+GENERIC = {
+    "Pending", "NoSchedule", "NoExecute", "None",  # pod phase, taint effects
+    "neuron_device", "neuron_core",  # sysfs names too, not only DRA resourceTypes
+    "instance_type",  # a label of many exporters, and the agent's config
+    "logical_neuroncore_config",  # AWS neuron-ls's JSON key too, not only a metric label
+    "kernelLog",  # the agent's config key too, not only a report key
+    "app.kubernetes.io/component", "node-agent",  # Kubernetes' label; the chart's container
+}
+PLAIN_WORD = re.compile(r"[a-z]+")
+# Keys and names that only the contracts' own .cc files spell (the fields of the formats they
+# read and write, with no constant of their own), by the header that owns them.
+PRIVATE_KEYS = {
     "ultraserver_labels.h": ["server-id-2", "server-id-4", "node-id-2", "node-id-4"],
-    "opaque_config.h": ["NeuronConfig", "UltraServerConfig", "ultraserverMode",
-                        "logicalNeuronCore"],
-    "neuron_ultraserver.h": ["NeuronUltraServer", "NeuronUltraServerWorkload", "workloadRef",
-                             "allocatedNodes", "ultraserverIndex", "leaderNodeName", "Bound"],
+    "opaque_config.h": ["ultraserverMode", "logicalNeuronCore"],
+    "neuron_ultraserver.h": ["workloadRef", "allocatedNodes", "ultraserverIndex",
+                             "leaderNodeName"],
     "topology_annotation.h": ["coresPerDevice"],
-    "neuron_names.h": ["torus.dev/topology", "AWS_NEURON_IDS", "NEURON_ALLOC_TIME",
-                       "NEURON_ALLOCATED", "NEURON_RESOURCE_TYPE", "torus.dev/ultraserver-nodes",
-                       "NEURON_RT_VISIBLE_CORES", "NEURON_LOGICAL_NC_CONFIG",
-                       "neuron.aws.com/workload", "neuron.aws.com/reserved", "workloadId"],
 }
-WITHIN = {
-    "ultraserver_labels.h": ["neuron.amazonaws.com/ultraserver-"],
-    "opaque_config.h, neuron_ultraserver.h": ["neuron.aws.com/v1"],
-    "neuron_ultraserver.h": ["neuronultraserver"],
-}
-OWNER_OF = {literal: owner for owner, literals in EXACT.items() for literal in literals}
+# Held anywhere in a literal (a resource's plural in an API path).
+PRIVATE_WITHIN = {"neuron_ultraserver.h": ["neuronultraserver"]}
+CONSTANT = re.compile(r'inline\s+constexpr\s[^=;]*=\s*((?:"(?:[^"\\\n]|\\.)*"\s*)+);')
+
+
+def contract_values(root):
+    """{value: header} for each literal guarded as it is, and {prefix: header} for each guarded as
+    a literal's start: the inline constexpr string values of common/contracts/*.h, less GENERIC
+    and plain words, plus PRIVATE_KEYS."""
+    exact = {key: owner for owner, keys in PRIVATE_KEYS.items() for key in keys}
+    prefixes = {}
+    directory = os.path.join(root, CONTRACTS)
+    names = sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    for name in (n for n in names if n.endswith(".h")):
+        with open(os.path.join(directory, name), encoding="utf-8") as handle:
+            text = handle.read()
+        for match in CONSTANT.finditer(text):
+            value = "".join(literal for _, literal in string_literals(match.group(1)))
+            if not value or value in GENERIC or PLAIN_WORD.fullmatch(value):
+                continue
+            (prefixes if value.endswith(("/", "-", "_")) else exact).setdefault(value, name)
+    return exact, prefixes
 
 
 def source_files(root):
@@ -122,6 +150,7 @@ def string_literals(text):
 
 def contract_violations(root):
     """[(file, line, literal, owner)] for contract literals spelled outside common/contracts/."""
+    exact, prefixes = contract_values(root)
     found = []
     for path in source_files(root):
         if path.startswith(CONTRACTS):
@@ -129,8 +158,10 @@ def contract_violations(root):
         with open(os.path.join(root, path), encoding="utf-8") as handle:
             literals = string_literals(handle.read())
         for number, literal in literals:
-            owner = OWNER_OF.get(literal) or next(
-                (o for o, keys in WITHIN.items() if any(key in literal for key in keys)), None)
+            owner = (exact.get(literal)
+                     or next((o for key, o in prefixes.items() if literal.startswith(key)), None)
+                     or next((o for o, keys in PRIVATE_WITHIN.items()
+                              if any(key in literal for key in keys)), None))
             if owner is not None:
                 found.append((path, number, literal, owner))
     return found

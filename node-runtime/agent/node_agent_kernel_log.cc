@@ -4,6 +4,7 @@
 // taints get their effect and AWS's conditions are set only once its firmware ECC counters
 // confirm it (health/hardware_error_proof.h), or at once under --kernel-log-trust-reports.
 #include "common/base/log.h"
+#include "common/contracts/agent_metrics.h"
 #include "common/metrics/event_counters.h"
 #include "node-runtime/agent/node_agent.h"
 #include "node-runtime/discovery/device_scan.h"
@@ -100,7 +101,8 @@ void NodeAgent::onKernelClaim(health::KernelHardwareError error, const std::stri
   }
   metrics::processCounters().add(
       metrics::names::kKernelErrorsTotal,
-      {{"type", error.type}, {"neuron_device_index", std::to_string(*device)}});
+      {{"type", error.type},
+       {contracts::agent_metrics::kDeviceIndexLabel, std::to_string(*device)}});
   kernelLines_.add(*device, error.type, line);
   const bool trusted = !hardwareErrorProof_;
   const bool proven = trusted || hardwareErrorProof_->claim(*device, error.type);
@@ -135,7 +137,9 @@ void NodeAgent::onKernelClaim(health::KernelHardwareError error, const std::stri
 void NodeAgent::actOnHardwareError(int device, const std::string& type, const std::string& proof) {
   metrics::processCounters().add(
       metrics::names::kKernelErrorsActedOnTotal,
-      {{"type", type}, {"neuron_device_index", std::to_string(device)}, {"proof", proof}});
+      {{"type", type},
+       {contracts::agent_metrics::kDeviceIndexLabel, std::to_string(device)},
+       {"proof", proof}});
   TORUS_LOG(Warn, Health, "a Neuron hardware error is acted on", {"device", device}, {"type", type},
             {"proof", proof});
   hardwareErrors_.report(type, device);

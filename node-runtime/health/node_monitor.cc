@@ -6,6 +6,7 @@
 #include "common/base/sleep_until_stopped.h"
 #include "common/base/strings.h"
 #include "common/base/utc_time.h"
+#include "common/contracts/agent_metrics.h"
 #include "common/metrics/event_counters.h"
 #include "node-runtime/discovery/device_scan.h"
 
@@ -32,7 +33,8 @@ void logTransitions(const topology::Node& before, const topology::Node& after) {
     if (from != to) {
       metrics::processCounters().add(
           metrics::names::kHealthTransitionsTotal,
-          {{"neuron_device_index", std::to_string(i)}, {"to", std::string(stateName(to))}});
+          {{contracts::agent_metrics::kDeviceIndexLabel, std::to_string(i)},
+           {"to", std::string(stateName(to))}});
     }
     if (was.healthy && !now.healthy) {
       TORUS_LOG(Warn, Health, "device unhealthy", {"device", static_cast<int>(i)},

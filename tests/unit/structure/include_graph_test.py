@@ -60,22 +60,58 @@ class IncludeGraphTest(unittest.TestCase):
 
     def test_a_contract_literal_outside_contracts_fails_and_names_its_line_and_home(self):
         with tempfile.TemporaryDirectory() as root:
+            write(root, "common/contracts/ultraserver_labels.h",
+                  "inline constexpr std::string_view kUltraServerIdLabel =\n"
+                  '    "neuron.amazonaws.com/ultraserver-server-id-4";\n')
+            write(root, "common/contracts/opaque_config.h",
+                  'inline constexpr std::string_view kNeuronConfigKind = "NeuronConfig";\n')
             write(root, "common/contracts/ultraserver_labels.cc",
                   'const char* k = "neuron.amazonaws.com/ultraserver-server-id-4";\n')
             write(root, "scheduler-extender/gang/domains.cc",
                   '// reads "server-id-4" (a comment: not a spelling)\n'
                   'auto a = label(prefix + "server-id-4");\n'
-                  '/* "NeuronConfig" */ auto b = "/apis/neuron.aws.com/v1beta1/x";\n'
-                  "auto c = '\"'; auto d = \"the server-id-4 label\";\n")
+                  '/* "NeuronConfig" */ auto b = "/apis/neuron.aws.com/v1beta1/neuronultraservers";\n'
+                  "auto c = '\"'; auto d = \"the server-id-4 label\";\n"
+                  'auto e = "neuron.amazonaws.com/ultraserver-server-id-4";\n')
             result = run(root, "--check")
             self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
             self.assertIn('scheduler-extender/gang/domains.cc:2: "server-id-4" is a contract name: '
                           "use common/contracts/ultraserver_labels.h", result.stderr)
-            self.assertIn("domains.cc:3: \"/apis/neuron.aws.com/v1beta1/x\"", result.stderr)
+            self.assertIn('domains.cc:3: "/apis/neuron.aws.com/v1beta1/neuronultraservers"',
+                          result.stderr)
+            self.assertIn('domains.cc:5: "neuron.amazonaws.com/ultraserver-server-id-4" is a '
+                          "contract name: use common/contracts/ultraserver_labels.h", result.stderr)
             self.assertNotIn("domains.cc:1", result.stderr)
             self.assertNotIn("NeuronConfig", result.stderr)
             self.assertNotIn("domains.cc:4", result.stderr, "prose that mentions a key is not a key")
             self.assertNotIn("common/contracts/ultraserver_labels.cc", result.stderr)
+
+    def test_a_contract_headers_values_are_guarded_as_soon_as_it_declares_them(self):
+        header = ('inline constexpr const char* kFamily = "torus_widgets_total";\n'
+                  'inline constexpr std::string_view kPrefix = "widgets.example/";\n'
+                  'inline constexpr const char* kPhase = "Pending";  // too generic to guard\n'
+                  "inline constexpr const char* kSelector =\n"
+                  '    "app in " "(a,b)";\n'
+                  "inline constexpr int kCount = 4;\n"
+                  'inline constexpr const char* kKey = "widgets";  // a plain word\n')
+        product = ('auto a = "torus_widgets_total";\n'
+                   'auto b = "widgets.example/blue";\n'
+                   'auto c = "Pending";\n'
+                   'auto d = "app in (a,b)";\n'
+                   'auto e = "see widgets.example/ for more";\n'
+                   'auto f = "widgets";\n')
+        with tempfile.TemporaryDirectory() as root:
+            write(root, "node-runtime/metrics/widgets.cc", product)
+            self.assertEqual(run(root, "--check").returncode, 0, "no contract declares them yet")
+            write(root, "common/contracts/widgets.h", header)
+            result = run(root, "--check")
+            self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+            for line in (1, 2, 4):
+                self.assertIn(f"node-runtime/metrics/widgets.cc:{line}: ", result.stderr)
+                self.assertIn("use common/contracts/widgets.h", result.stderr)
+            self.assertNotIn("widgets.cc:3", result.stderr, "Pending is too generic to guard")
+            self.assertNotIn("widgets.cc:5", result.stderr, "a prefix guards a literal's start")
+            self.assertNotIn("widgets.cc:6", result.stderr, "a plain word is not guarded")
 
     def test_torus_spells_each_contract_literal_in_contracts_only(self):
         result = run(ROOT, "--check")
