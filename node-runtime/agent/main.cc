@@ -13,7 +13,7 @@
 #include "node-runtime/agent/agent_config.h"
 #include "node-runtime/agent/check_command.h"
 #include "node-runtime/agent/debug_command.h"
-#include "node-runtime/agent/forget_nodes.h"
+#include "node-runtime/agent/kube/forget_nodes.h"
 #include "node-runtime/agent/node_agent.h"
 
 namespace {
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   if (command == std::vector<std::string>{"check"}) return torus::agent::runCheckCommand(config);
   if (command == std::vector<std::string>{"debug"}) return torus::agent::runDebugCommand(config);
   if (command == std::vector<std::string>{"forget-nodes"}) {
-    return torus::agent::runForgetNodesCommand(config);
+    return torus::agent::runForgetNodesCommand(config.kubeconfig);
   }
   if (!command.empty()) {
     std::fprintf(stderr, "neuron-node-agent: unexpected argument \"%s\" (see --help)\n",

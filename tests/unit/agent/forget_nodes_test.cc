@@ -1,6 +1,6 @@
 // What `neuron-node-agent forget-nodes` removes from a Node on uninstall: exactly the agent's own
 // labels, annotation and condition, never anybody else's.
-#include "node-runtime/agent/forget_nodes.h"
+#include "node-runtime/agent/kube/forget_nodes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "node-runtime/agent/forget_nodes.h"
+#include "node-runtime/agent/kube/forget_nodes.h"
 
 #include <chrono>
 #include <cstdio>
@@ -32,8 +32,8 @@ std::string nameOf(const json& node) {
   return metadata->value("name", std::string());
 }
 
-Result<kube::KubeConfig> apiConfig(const AgentConfig& config) {
-  if (!config.kubeconfig.empty()) return kube::loadKubeconfig(config.kubeconfig);
+Result<kube::KubeConfig> apiConfig(const std::string& kubeconfig) {
+  if (!kubeconfig.empty()) return kube::loadKubeconfig(kubeconfig);
   return kube::inClusterConfig();
 }
 
@@ -111,8 +111,8 @@ bool hasNeuronCondition(const json& node) {
   return false;
 }
 
-int runForgetNodesCommand(const AgentConfig& config) {
-  auto api = apiConfig(config);
+int runForgetNodesCommand(const std::string& kubeconfig) {
+  auto api = apiConfig(kubeconfig);
   if (!api) {
     std::fprintf(stderr, "neuron-node-agent forget-nodes: %s\n", api.error().message.c_str());
     return 2;

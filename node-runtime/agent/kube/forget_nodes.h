@@ -5,9 +5,9 @@
 // hook). Single-key patches: nothing else on a Node is touched.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <string>
 
-#include "node-runtime/agent/agent_config.h"
+#include <nlohmann/json.hpp>
 
 namespace torus::agent {
 
@@ -16,7 +16,8 @@ nlohmann::json forgetMetadataPatch(const nlohmann::json& node);
 // Whether `node` carries the agent's NeuronHealthy condition.
 bool hasNeuronCondition(const nlohmann::json& node);
 
+// Reaches the API through `kubeconfig`, or in-cluster when it is "" (the agent's --kubeconfig).
 // Exit code: 0 when every node is clean, 1 when a node could not be patched, 2 without API access.
-int runForgetNodesCommand(const AgentConfig& config);
+int runForgetNodesCommand(const std::string& kubeconfig);
 
 }  // namespace torus::agent
