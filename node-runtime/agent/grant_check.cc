@@ -82,11 +82,33 @@ Result<void> probeProcessScan(const std::filesystem::path& procRoot, const Grant
     }
   }
   ::closedir(stream);
-  if (first.empty()) return okResult();  // nothing open: listing it was the whole check
-  char target[4096];
-  const std::filesystem::path link = fds / first;
-  if (calls.readlink(link.c_str(), target, sizeof target) < 0) {
-    return denied("reading the link " + link.string(), errno);
+  if (!first.empty()) {
+    char target[4096];
+    const std::filesystem::path link = fds / first;
+    if (calls.readlink(link.c_str(), target, sizeof target) < 0) {
+      return denied("reading the link " + link.string(), errno);
+    }
+  }
+  // Readable is not enough: with hostPID off, pid 1 is the first process of the agent's own
+  // container, whose files say nothing of the node's, and every holder scan would find nobody
+  // while other tenants hold the devices. The node's processes live in other mount namespaces
+  // than the agent's container.
+  const auto mountNamespaceOf = [&](const char* pid) -> Result<std::string> {
+    const std::filesystem::path link = procRoot / pid / "ns" / "mnt";
+    char target[256];
+    const ssize_t length = calls.readlink(link.c_str(), target, sizeof target);
+    if (length < 0) return denied("reading the link " + link.string(), errno);
+    return std::string(target, static_cast<std::size_t>(length));
+  };
+  auto own = mountNamespaceOf("self");
+  if (!own) return std::move(own).error();
+  auto firsts = mountNamespaceOf("1");
+  if (!firsts) return std::move(firsts).error();
+  if (*own == *firsts) {
+    return makeError(ErrorCode::kPermissionDenied,
+                     "pid 1 shares the agent's mount namespace (" + *own +
+                         "): the agent sees its own container's processes, not the node's "
+                         "(hostPID off), so it cannot tell who holds a device");
   }
   return okResult();
 }

@@ -50,7 +50,9 @@ GrantSyscalls systemGrantSyscalls();
 // Opens `file` for writing and closes it without writing (a reset file: opening resets nothing).
 Result<void> probeWriteOpen(const std::filesystem::path& file, const GrantSyscalls& calls);
 // Lists `procRoot`/1/fd and reads its first link: what the holder scan does for every process
-// (pid 1 is the node's init with hostPID, a process outside the agent's container).
+// (pid 1 is the node's init with hostPID, a process outside the agent's container). Denied too
+// when pid 1 shares the agent's mount namespace: then the agent sees only its own container's
+// processes (hostPID off) and a scan would find no holder on the node.
 Result<void> probeProcessScan(const std::filesystem::path& procRoot, const GrantSyscalls& calls);
 // Creates and removes a file in `dir`, as serving a socket there does.
 Result<void> probeCreateIn(const std::filesystem::path& dir, const GrantSyscalls& calls);

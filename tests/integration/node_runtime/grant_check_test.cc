@@ -67,6 +67,28 @@ TEST(GrantCheck, TheProcessScanNeedsToListAndToReadTheLinks) {
   EXPECT_NE(unread.error().message.find("Operation not permitted"), std::string::npos);
 }
 
+// With hostPID off, pid 1 is the agent's own container's first process: readable, but the scan
+// would see no other tenant. Its mount namespace is the agent's, and the probe says so.
+TEST(GrantCheck, TheProcessScanIsDeniedWhenPidOneIsInTheAgentsOwnContainer) {
+  GrantSyscalls calls = systemGrantSyscalls();
+  const GrantSyscalls real = calls;
+  calls.readlink = [=](const char* path, char* buffer, size_t size) -> ssize_t {
+    if (std::string(path) == "/proc/1/ns/mnt")
+      return real.readlink("/proc/self/ns/mnt", buffer, size);
+    return real.readlink(path, buffer, size);
+  };
+  const auto alone = probeProcessScan("/proc", calls);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().message.find("pid 1 shares the agent's mount namespace (mnt:["),
+            std::string::npos)
+      << alone.error().message;
+  EXPECT_NE(alone.error().message.find("(hostPID off)"), std::string::npos);
+  // The namespace unreadable is a denial too, not a pass.
+  const auto unread = probeProcessScan("/proc", refusing("/proc/1/ns/mnt", EACCES, true));
+  ASSERT_FALSE(unread.ok());
+  EXPECT_EQ(unread.error().message, "reading the link /proc/1/ns/mnt: Permission denied");
+}
+
 TEST(GrantCheck, AKubeletDirectoryProbeLeavesNothingBehind) {
   auto dir = TempDir::create("grant");
   ASSERT_TRUE(dir.ok());
