@@ -11,27 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/contracts/neuron_names.h"
+#include "tests/unit/ultraserver/trn2u_node.h"
 
 namespace torus::ultraserver {
 namespace {
 
 using nlohmann::json;
-
-json nodeObject(const std::string& name, const std::string& serverId, int nodeId, bool ready = true,
-                const std::string& readySince = "2026-11-27T09:00:00Z") {
-  const std::string prefix = contracts::kUltraServerLabelPrefix;
-  return {{"metadata",
-           {{"name", name},
-            {"labels",
-             {{prefix + "server-id-4", serverId},
-              {prefix + "node-id-4", std::to_string(nodeId)},
-              {prefix + "server-id-2", serverId + (nodeId < 2 ? "a" : "b")},
-              {"node.kubernetes.io/instance-type", "trn2u.48xlarge"}}}}},
-          {"status",
-           {{"conditions", json::array({{{"type", "Ready"},
-                                         {"status", ready ? "True" : "False"},
-                                         {"lastTransitionTime", readySince}}})}}}};
-}
 
 // `count` UltraServers of four trn2u nodes: us<k> holds nodes n<k>-0 .. n<k>-3.
 // The nodes in `notReady` have not been Ready since `since`.

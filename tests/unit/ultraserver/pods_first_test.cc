@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/contracts/neuron_names.h"
+#include "tests/unit/ultraserver/trn2u_node.h"
 
 namespace torus::ultraserver {
 namespace {
@@ -22,24 +23,11 @@ constexpr const char* kNow = "2026-11-27T10:00:00Z";
 // `count` UltraServers of four trn2u nodes: us<k> holds nodes n<k>-0 .. n<k>-3; those in
 // `notReady` have not been Ready since an hour ago.
 std::vector<UltraServer> cluster(int count, const std::set<std::string>& notReady = {}) {
-  const std::string prefix = contracts::kUltraServerLabelPrefix;
   std::vector<MemberNode> members;
   for (int k = 0; k < count; ++k) {
     for (int id = 0; id < 4; ++id) {
       const std::string name = "n" + std::to_string(k) + "-" + std::to_string(id);
-      const std::string server = "AB" + std::to_string(k);
-      const json node = {
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{prefix + "server-id-4", server},
-              {prefix + "node-id-4", std::to_string(id)},
-              {prefix + "server-id-2", server + (id < 2 ? "a" : "b")},
-              {"node.kubernetes.io/instance-type", "trn2u.48xlarge"}}}}},
-          {"status",
-           {{"conditions", json::array({{{"type", "Ready"},
-                                         {"status", notReady.count(name) ? "False" : "True"},
-                                         {"lastTransitionTime", "2026-11-27T09:00:00Z"}}})}}}};
+      const json node = nodeObject(name, "AB" + std::to_string(k), id, !notReady.count(name));
       members.push_back(*memberOf(node));
     }
   }
