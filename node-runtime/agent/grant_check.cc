@@ -17,6 +17,74 @@ Error denied(const std::string& what, int error) {
   return makeError(ErrorCode::kPermissionDenied, what + ": " + std::strerror(error));
 }
 
+// A process's security label (/proc/PID/attr/current) without AppArmor's " (enforce)" mode; ""
+// when there is none to read (no security module, the process gone).
+std::string labelOf(const std::filesystem::path& procPid, const GrantSyscalls& calls) {
+  const std::filesystem::path file = procPid / "attr" / "current";
+  UniqueFd fd(calls.open(file.c_str(), O_RDONLY | O_CLOEXEC, 0));
+  if (!fd) return "";
+  char text[256];
+  const ssize_t length = ::read(fd.get(), text, sizeof text);
+  if (length <= 0) return "";
+  std::string label(text, static_cast<std::size_t>(length));
+  while (!label.empty() && (label.back() == '\n' || label.back() == '\0'))
+    label.pop_back();
+  if (const auto mode = label.rfind(" ("); mode != std::string::npos) label.resize(mode);
+  return label;
+}
+
+// Lists `procPid`/fd and reads its first link, as the holder scan does.
+Result<void> readOpenFiles(const std::filesystem::path& procPid, const GrantSyscalls& calls) {
+  const std::filesystem::path fds = procPid / "fd";
+  UniqueFd dir(calls.open(fds.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
+  if (!dir) return denied("listing " + fds.string(), errno);
+  DIR* stream = ::fdopendir(dir.get());
+  if (stream == nullptr) return denied("listing " + fds.string(), errno);
+  (void)dir.release();  // closedir closes it
+  std::string first;
+  while (const dirent* entry = ::readdir(stream)) {
+    if (entry->d_name[0] != '.') {
+      first = entry->d_name;
+      break;
+    }
+  }
+  ::closedir(stream);
+  if (first.empty()) return okResult();  // nothing open: listing it was the whole check
+  char target[4096];
+  const std::filesystem::path link = fds / first;
+  if (calls.readlink(link.c_str(), target, sizeof target) < 0) {
+    return denied("reading the link " + link.string(), errno);
+  }
+  return okResult();
+}
+
+// A process confined by a security profile other than the agent's, read as the holder scan reads
+// workloads: AppArmor also asks the traced process's profile, and containerd's default profile
+// lets only its peers read its processes, so a confined agent can read pid 1 (unconfined) and
+// still no workload. No such process on the node: nothing more to learn.
+Result<void> probeConfinedPeer(const std::filesystem::path& procRoot, const GrantSyscalls& calls) {
+  const std::string own = labelOf(procRoot / "self", calls);
+  std::error_code error;
+  int looked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(procRoot, error)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid == "1") {
+      continue;
+    }
+    if (++looked > 4096) break;  // a node's first few thousand processes are enough to find one
+    const std::string label = labelOf(entry.path(), calls);
+    if (label.empty() || label == "unconfined" || label == own) continue;
+    if (auto read = readOpenFiles(entry.path(), calls); !read) {
+      return makeError(ErrorCode::kPermissionDenied,
+                       read.error().message + " (a process confined by " + label + "; the agent" +
+                           (own.empty() || own == "unconfined" ? "" : ", under " + own) +
+                           ", may not read it)");
+    }
+    return okResult();
+  }
+  return okResult();
+}
+
 }  // namespace
 
 std::vector<DeniedGrant> checkGrants(const std::vector<Grant>& grants) {
@@ -68,27 +136,7 @@ Result<void> probeWriteOpen(const std::filesystem::path& file, const GrantSyscal
 }
 
 Result<void> probeProcessScan(const std::filesystem::path& procRoot, const GrantSyscalls& calls) {
-  const std::filesystem::path fds = procRoot / "1" / "fd";
-  UniqueFd dir(calls.open(fds.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0));
-  if (!dir) return denied("listing " + fds.string(), errno);
-  DIR* stream = ::fdopendir(dir.get());
-  if (stream == nullptr) return denied("listing " + fds.string(), errno);
-  (void)dir.release();  // closedir closes it
-  std::string first;
-  while (const dirent* entry = ::readdir(stream)) {
-    if (entry->d_name[0] != '.') {
-      first = entry->d_name;
-      break;
-    }
-  }
-  ::closedir(stream);
-  if (!first.empty()) {
-    char target[4096];
-    const std::filesystem::path link = fds / first;
-    if (calls.readlink(link.c_str(), target, sizeof target) < 0) {
-      return denied("reading the link " + link.string(), errno);
-    }
-  }
+  if (auto first = readOpenFiles(procRoot / "1", calls); !first) return std::move(first).error();
   // Readable is not enough: with hostPID off, pid 1 is the first process of the agent's own
   // container, whose files say nothing of the node's, and every holder scan would find nobody
   // while other tenants hold the devices. The node's processes live in other mount namespaces
@@ -110,7 +158,7 @@ Result<void> probeProcessScan(const std::filesystem::path& procRoot, const Grant
                          "): the agent sees its own container's processes, not the node's "
                          "(hostPID off), so it cannot tell who holds a device");
   }
-  return okResult();
+  return probeConfinedPeer(procRoot, calls);
 }
 
 Result<void> probeCreateIn(const std::filesystem::path& dir, const GrantSyscalls& calls) {

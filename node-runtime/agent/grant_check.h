@@ -52,7 +52,10 @@ Result<void> probeWriteOpen(const std::filesystem::path& file, const GrantSyscal
 // Lists `procRoot`/1/fd and reads its first link: what the holder scan does for every process
 // (pid 1 is the node's init with hostPID, a process outside the agent's container). Denied too
 // when pid 1 shares the agent's mount namespace: then the agent sees only its own container's
-// processes (hostPID off) and a scan would find no holder on the node.
+// processes (hostPID off) and a scan would find no holder on the node. And where a security
+// module labels processes, one confined by another profile than the agent's (a workload under
+// containerd's default AppArmor profile) must be readable too: pid 1, unconfined, says nothing of
+// whether the profiles let the agent read the workloads.
 Result<void> probeProcessScan(const std::filesystem::path& procRoot, const GrantSyscalls& calls);
 // Creates and removes a file in `dir`, as serving a socket there does.
 Result<void> probeCreateIn(const std::filesystem::path& dir, const GrantSyscalls& calls);

@@ -89,6 +89,40 @@ TEST(GrantCheck, TheProcessScanIsDeniedWhenPidOneIsInTheAgentsOwnContainer) {
   EXPECT_EQ(unread.error().message, "reading the link /proc/1/ns/mnt: Permission denied");
 }
 
+// Under AppArmor the traced process's profile is asked too: containerd's default lets only its
+// peers read its processes, so an agent under its own profile reads pid 1 (unconfined) and no
+// workload. The probe reads one process confined by another profile than the agent's. A /proc as
+// the agent sees it under the shipped profile, with one workload under containerd's.
+TEST(GrantCheck, AWorkloadUnderAnotherProfileMustBeReadableToo) {
+  auto dir = TempDir::create("grant-proc");
+  ASSERT_TRUE(dir.ok());
+  const fs::path proc = dir->path();
+  const auto process = [&](const std::string& pid, const std::string& label,
+                           const std::string& mountNamespace) {
+    fs::create_directories(proc / pid / "fd");
+    fs::create_directories(proc / pid / "ns");
+    fs::create_directories(proc / pid / "attr");
+    fs::create_symlink("/dev/null", proc / pid / "fd" / "0");
+    fs::create_symlink(mountNamespace, proc / pid / "ns" / "mnt");
+    ASSERT_TRUE(writeFile(proc / pid / "attr" / "current", label + "\n").ok());
+  };
+  process("1", "unconfined", "mnt:[1]");
+  process("self", "torus-node-agent (enforce)", "mnt:[2]");
+  process("40", "torus-node-agent (enforce)", "mnt:[2]");  // the agent itself: not a peer
+  process("41", "unconfined", "mnt:[3]");
+  process("42", "cri-containerd.apparmor.d (enforce)", "mnt:[4]");
+  EXPECT_TRUE(probeProcessScan(proc, systemGrantSyscalls()).ok());
+  const auto refused = probeProcessScan(proc, refusing("/42/fd/", EACCES, true));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "reading the link " + (proc / "42" / "fd" / "0").string() +
+                ": Permission denied (a process confined by cri-containerd.apparmor.d; the agent, "
+                "under torus-node-agent, may not read it)");
+  // Pid 1 readable and the others not, with no security module labelling them: nothing to ask.
+  fs::remove(proc / "42" / "attr" / "current");
+  EXPECT_TRUE(probeProcessScan(proc, refusing("/42/fd/", EACCES, true)).ok());
+}
+
 TEST(GrantCheck, AKubeletDirectoryProbeLeavesNothingBehind) {
   auto dir = TempDir::create("grant");
   ASSERT_TRUE(dir.ok());
