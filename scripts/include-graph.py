@@ -33,7 +33,7 @@ import sys
 from collections import defaultdict
 
 SOURCE_ROOTS = ("common", "device-plugin", "dra-driver", "node-runtime", "scheduler-extender",
-                "ultraserver-operator")
+                "ultraserver-operator", "kubectl-neuron")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 CONTRACTS = "common/contracts/"
 

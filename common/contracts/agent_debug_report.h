@@ -1,7 +1,7 @@
 // The keys of the node agent's debug report (GET /debug on its admin address, printed by
 // `neuron-node-agent debug`; node-runtime/agent/debug_report.cc) and of its allocations
 // (/allocations; node_agent_http.cc) that `kubectl neuron debug` reads to lay out its archive
-// and pick the pods and claims on a device (scheduler-extender/cli/debug_bundle.cc).
+// and pick the pods and claims on a device (kubectl-neuron/debug_bundle.cc).
 // tests/unit/contracts/agent_debug_report_test.cc builds a report and archives it.
 //
 // Not here: the report's other keys (health, serialNumber, pciAttributes, ...), which the CLI

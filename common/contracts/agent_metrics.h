@@ -1,6 +1,6 @@
 // The names of the node agent's /metrics that `kubectl neuron top` reads back: the families and
 // labels written by node-runtime/metrics (agent_metrics.cc, core_tenants.cc,
-// deep_check_metrics.cc) and summed by scheduler-extender/cli/neuron_top.cc. Most are
+// deep_check_metrics.cc) and summed by kubectl-neuron/neuron_top.cc. Most are
 // neuron-monitor's exporter names, which Grafana dashboards and CloudWatch also read, so a rename
 // breaks more than the CLI; tests/unit/contracts/agent_metrics_test.cc renders one node's metrics
 // and reads them back.

@@ -16,7 +16,7 @@
 #include "common/topology/core_set.h"
 #include "node-runtime/discovery/lnc_config.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
-#include "scheduler-extender/cli/neuron_top.h"
+#include "kubectl-neuron/neuron_top.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace torus;

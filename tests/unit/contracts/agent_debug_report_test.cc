@@ -16,7 +16,7 @@
 #include "node-runtime/agent/debug_report.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/simulator/sim_tree.h"
-#include "scheduler-extender/cli/debug_bundle.h"
+#include "kubectl-neuron/debug_bundle.h"
 
 namespace torus::contracts {
 namespace {

@@ -13,7 +13,7 @@
 #include "common/metrics/prometheus_parse.h"
 #include "node-runtime/metrics/agent_metrics.h"
 #include "node-runtime/metrics/deep_check_metrics.h"
-#include "scheduler-extender/cli/neuron_top.h"
+#include "kubectl-neuron/neuron_top.h"
 
 namespace torus::contracts {
 namespace {

@@ -1,6 +1,6 @@
 // Which pods `kubectl neuron top` and `debug` take as Torus's node agents: a label is anyone's to
 // set, so only a pod of the agent namespace that one of its DaemonSets controls is one.
-#include "scheduler-extender/cli/agent_pods.h"
+#include "kubectl-neuron/agent_pods.h"
 
 #include <gtest/gtest.h>
 

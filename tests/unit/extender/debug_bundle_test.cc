@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/debug_bundle.h"
+#include "kubectl-neuron/debug_bundle.h"
 
 #include <cstdlib>
 #include <fstream>

@@ -32,7 +32,8 @@ READERS = [
 NAME_TABLES = {"node-runtime/discovery/driver_counters.h", "node-runtime/discovery/ultraserver.cc"}
 # What marks a file as reaching the driver's files or ioctls.
 REACH = re.compile(r"\broots\.sys\b|\bneuronClass\(\)|\bdeviceDir\(|\bresetFile\(|::ioctl\(")
-PRODUCT_DIRS = ["common", "device-plugin", "dra-driver", "node-runtime", "scheduler-extender"]
+PRODUCT_DIRS = ["common", "device-plugin", "dra-driver", "node-runtime", "scheduler-extender",
+                "kubectl-neuron"]
 
 
 def source_text(path):

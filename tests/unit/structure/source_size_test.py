@@ -9,7 +9,7 @@ import unittest
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 PRODUCT_DIRS = ("common/", "node-runtime/", "device-plugin/", "dra-driver/",
-                "scheduler-extender/", "ultraserver-operator/")
+                "scheduler-extender/", "ultraserver-operator/", "kubectl-neuron/")
 SOURCE_SUFFIXES = (".cc", ".h", ".c", ".cpp", ".hpp")
 MAX_LINES = 400
 

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/debug_collect.h"
+#include "kubectl-neuron/debug_collect.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,7 +8,7 @@
 #include "common/kube/kube_client.h"
 #include "common/kube/object_fields.h"
 #include "common/kube/pod_exec.h"
-#include "scheduler-extender/cli/agent_pods.h"
+#include "kubectl-neuron/agent_pods.h"
 
 namespace torus::extender {
 namespace {

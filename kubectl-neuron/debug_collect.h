@@ -10,8 +10,8 @@
 
 #include "common/base/result.h"
 #include "common/kube/kube_config.h"
-#include "scheduler-extender/cli/agent_pods.h"
-#include "scheduler-extender/cli/debug_bundle.h"
+#include "kubectl-neuron/agent_pods.h"
+#include "kubectl-neuron/debug_bundle.h"
 
 namespace torus::extender {
 

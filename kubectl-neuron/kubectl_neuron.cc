@@ -21,10 +21,10 @@
 #include "common/config/log_settings.h"
 #include "common/kube/kube_client.h"
 #include "common/kube/kube_config.h"
-#include "scheduler-extender/cli/agent_scrape.h"
-#include "scheduler-extender/cli/debug_collect.h"
-#include "scheduler-extender/cli/dra_claims.h"
-#include "scheduler-extender/cli/kubectl_neuron_render.h"
+#include "kubectl-neuron/agent_scrape.h"
+#include "kubectl-neuron/debug_collect.h"
+#include "kubectl-neuron/dra_claims.h"
+#include "kubectl-neuron/kubectl_neuron_render.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/dra_claims.h"
+#include "kubectl-neuron/dra_claims.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/neuron_top.h"
+#include "kubectl-neuron/neuron_top.h"
 
 #include <algorithm>
 #include <cmath>

@@ -11,8 +11,8 @@
 
 #include "common/base/result.h"
 #include "common/kube/kube_client_pool.h"
-#include "scheduler-extender/cli/agent_pods.h"
-#include "scheduler-extender/cli/neuron_top.h"
+#include "kubectl-neuron/agent_pods.h"
+#include "kubectl-neuron/neuron_top.h"
 
 namespace torus::extender {
 

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/agent_scrape.h"
+#include "kubectl-neuron/agent_scrape.h"
 
 #include <algorithm>
 #include <cctype>

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "common/base/result.h"
-#include "scheduler-extender/cli/cluster_snapshot.h"
+#include "kubectl-neuron/cluster_snapshot.h"
 
 namespace torus::extender {
 

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/debug_summaries.h"
+#include "kubectl-neuron/debug_summaries.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/agent_pods.h"
+#include "kubectl-neuron/agent_pods.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/cluster_snapshot.h"
+#include "kubectl-neuron/cluster_snapshot.h"
 
 #include <nlohmann/json.hpp>
 

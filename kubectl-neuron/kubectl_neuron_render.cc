@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/kubectl_neuron_render.h"
+#include "kubectl-neuron/kubectl_neuron_render.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "scheduler-extender/cli/debug_bundle.h"
+#include "kubectl-neuron/debug_bundle.h"
 
 #include <set>
 
@@ -8,7 +8,7 @@
 #include "common/contracts/agent_debug_report.h"
 #include "common/contracts/dra_names.h"
 #include "common/kube/object_fields.h"
-#include "scheduler-extender/cli/debug_summaries.h"
+#include "kubectl-neuron/debug_summaries.h"
 
 namespace torus::extender {
 namespace {
