@@ -40,3 +40,29 @@ check "...yet its nodeSelector keeps it off that node at bind" \
 stray_unbound() { [[ -z "$(k get pod -n e2e stray -o jsonpath='{.spec.nodeName}')" ]]; }
 check "...and the pod stays unbound" stray_unbound
 k delete pod -n e2e stray --wait=false > /dev/null
+
+echo "== another controller's pod annotations survive Torus's bind and the agent's hand-off"
+# OVN-Kubernetes keeps a pod's network in an annotation: a write that replaced the pod's
+# annotations (the extender's Binding, the agent's hand-off) would drop it, and the pod would
+# never get its network. One is set before the pod is scheduled, another once it runs.
+OVN_NETWORKS='{"default":{"ip_addresses":["10.128.0.5/23"]}}'
+pod_manifest annotated neuroncore 2 neuron-scheduler 15 |
+  sed "s|^  labels: {e2e: neuron}|&\n  annotations: {k8s.ovn.org/pod-networks: '$OVN_NETWORKS'}|" |
+  k apply -f - > /dev/null
+check "a pod with another controller's annotation runs through the extender" \
+  eventually 90 pod_running annotated
+k annotate pod -n e2e annotated example.com/set-after-start=kept > /dev/null
+others_and_ours_kept() {
+  local ovn after ids
+  ovn="$(annotation_of annotated 'k8s\.ovn\.org/pod-networks')"
+  after="$(annotation_of annotated 'example\.com/set-after-start')"
+  ids="$(annotation_of annotated AWS_NEURON_IDS)"
+  [[ "$ovn" == "$OVN_NETWORKS" ]] || { echo "k8s.ovn.org/pod-networks: '$ovn'"; return 1; }
+  [[ "$after" == kept ]] || { echo "example.com/set-after-start: '$after'"; return 1; }
+  [[ -n "$ids" ]] || { echo "no AWS_NEURON_IDS: Torus's own keys are missing"; return 1; }
+}
+check "...both are unchanged beside Torus's AWS_NEURON_IDS" others_and_ours_kept
+check "...and the pod ends having used the ids the extender wrote" eventually 60 pod_succeeded annotated
+check "...its container saw them" check_handoff_honoured annotated
+check "...and the annotations are still there" others_and_ours_kept
+k delete pod -n e2e annotated --wait=false > /dev/null
