@@ -165,9 +165,17 @@ void appendCoreDevices(const PoolLayout& layout, const std::vector<ChipFacts>& c
 // template selects on it, and anyone may see whose the devices are.
 // Where the API keeps device taints, a NoSchedule taint that only the workload's template
 // tolerates keeps everyone else's claims off them (they wait unscheduled instead of being
-// refused at prepare).
+// refused at prepare). Where it does not (1.34 and 1.35, or the gate off), nothing would keep
+// a stranger's chip or core claim off the node, and one allocated there makes the reservation
+// give way or its pod wait forever: only the node device, which the workload's template asks
+// for, is published.
 void markReservation(const SliceInputs& in, std::vector<json>& devices) {
   if (in.reservedFor.empty() && in.workloadId.empty()) return;
+  if (!in.options.taints) {
+    std::erase_if(devices, [](const json& device) {
+      return device["attributes"]["resourceType"] != stringAttribute(std::string(kTypeNode));
+    });
+  }
   for (json& device : devices) {
     if (!in.workloadId.empty())
       device["attributes"][contracts::kWorkloadIdAttribute] = stringAttribute(in.workloadId);

@@ -403,13 +403,25 @@ TEST(SliceBuilder, AReservedNodeTagsEveryDeviceWithTheWorkload) {
               (json{{"key", "neuron.aws.com/reserved"}, {"effect", "NoSchedule"}}))
         << name;
   }
-  // Where the API drops taints the tag stays and the driver's check at prepare is what guards.
+  // Where the API drops taints nothing would keep a stranger's chip or core claim off the
+  // node: only the node device the workload's template asks for is published, tagged, and the
+  // driver's check at prepare still guards it.
   inputs.options.taints = false;
-  const auto untainted = devicesByName(buildSlices(inputs, 1));
-  for (const auto& [name, device] : untainted) {
-    EXPECT_TRUE(device["attributes"].contains("workloadId")) << name;
-    EXPECT_FALSE(device.contains("taints")) << name;
+  for (const SliceInputs& reserved : {inputs, [&] {
+                                        SliceInputs pending = inputs;
+                                        pending.workloadId.clear();
+                                        return pending;
+                                      }()}) {
+    const auto untainted = devicesByName(buildSlices(reserved, 1));
+    ASSERT_EQ(untainted.size(), 1u);
+    const json& node = untainted.at("neuronnode");
+    EXPECT_EQ(node["attributes"].contains("workloadId"), !reserved.workloadId.empty());
+    EXPECT_FALSE(node.contains("taints"));
   }
+  // Released: every device is published again.
+  inputs.reservedFor.clear();
+  inputs.workloadId.clear();
+  EXPECT_EQ(devicesByName(buildSlices(inputs, 1)).size(), 16u + 64u + 1u);
 }
 
 TEST(SliceBuilder, DriverVersionIsPublishedAsSemver) {
