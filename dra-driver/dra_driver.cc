@@ -54,12 +54,15 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
                        "objects (POD_NAMESPACE)");
     }
     driver->preparer_->setReservation(false, "");
+    // Nothing is published until the reservations are listed: a restarted agent would publish
+    // a reserved node without its taint, and a stranger's claim could be allocated there.
+    driver->slices_->awaitReservation();
     driver->reservation_ = std::make_unique<UltraServerReservation>(
         kube, options.reservationNamespace, options.nodeName,
         [preparer = driver->preparer_.get(), slices = driver->slices_.get()](
             bool known, const NodeReservation& reservation) {
           preparer->setReservation(known, reservation.workload);
-          slices->setReservation(reservation.workload, reservation.bound);
+          if (known) slices->setReservation(reservation.workload, reservation.bound);
         });
   }
   driver->publisher_->start();

@@ -67,11 +67,22 @@ void NeuronSliceSource::setReservation(std::string workload, bool bound) {
   bound = bound && !workload.empty();
   {
     std::lock_guard lock(mutex_);
-    if (reservedFor_ == workload && reservationBound_ == bound) return;
+    if (reservationKnown_ && reservedFor_ == workload && reservationBound_ == bound) return;
+    reservationKnown_ = true;
     reservedFor_ = std::move(workload);
     reservationBound_ = bound;
   }
   changed_.notify();
+}
+
+void NeuronSliceSource::awaitReservation() {
+  std::lock_guard lock(mutex_);
+  reservationKnown_ = false;
+}
+
+bool NeuronSliceSource::ready() {
+  std::lock_guard lock(mutex_);
+  return reservationKnown_;
 }
 
 }  // namespace torus::dra

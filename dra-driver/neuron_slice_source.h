@@ -30,7 +30,11 @@ class NeuronSliceSource final : public SliceSource {
 
   // The workload this node is reserved for ("" for none) and whether its allocation is Bound:
   // republished on every device at once (the taint from the start, the workloadId once Bound).
+  // Before the first call after awaitReservation(), the source is not ready: a restarted agent
+  // publishes nothing rather than the node without its reservation.
   void setReservation(std::string workload, bool bound);
+  void awaitReservation();
+  bool ready() override;
 
  private:
   // The configured core-partition setting, or the Node label's when it says "true" or "false".
@@ -44,6 +48,7 @@ class NeuronSliceSource final : public SliceSource {
   std::map<int, std::string> unhealthySince_;  // (mutex_)
   std::string reservedFor_;                    // (mutex_)
   bool reservationBound_ = false;              // (mutex_)
+  bool reservationKnown_ = true;               // (mutex_)
   std::string saidBadCoreDevicesLabel_;        // (mutex_) the last bad label value logged
   ChangeNotifier::Subscription nodeChanged_;   // last: it calls changed_ until it goes
 };

@@ -155,6 +155,18 @@ Result<void> SlicePublisher::publishOnce() {
     changed_ = false;
     rewrite = std::exchange(rewrite_, false);
   }
+  if (!source_.ready()) {
+    if (!saidWaiting_) {
+      TORUS_LOG(Info, Dra,
+                "not publishing ResourceSlices until the pool is known; the API keeps "
+                "what was published before",
+                {"node", options_.nodeName});
+      saidWaiting_ = true;
+    }
+    std::lock_guard lock(mutex_);
+    rewrite_ = rewrite_ || rewrite;  // done once the source is ready
+    return okResult();
+  }
   // Labels and the owner uid change rarely; a failed read keeps the last ones.
   if (auto refreshed = refreshNode(); !refreshed && nodeUid_.empty()) {
     return std::move(refreshed).error();

@@ -73,6 +73,7 @@ class SlicePublisher {
   kube::KubeClient watchClient_;
   SliceSource& source_;
   PublisherOptions options_;
+  bool saidWaiting_ = false;  // the worker's: logged once that the source was not ready
 
   mutable std::mutex mutex_;
   std::condition_variable_any wake_;

@@ -34,6 +34,10 @@ class SliceSource {
       const KeptFields& kept, const std::map<std::string, std::string>& nodeLabels) = 0;
   // `notify` runs whenever the pool may have changed (health, configuration, devices).
   virtual ChangeNotifier::Subscription onChange(std::function<void()> notify) = 0;
+  // Whether the pool can be described yet: false while something it depends on is not known
+  // (which workload reserved the node). The publisher then writes nothing and the API keeps
+  // what an earlier run published, until a change says the source is ready.
+  virtual bool ready() { return true; }
 };
 
 }  // namespace torus::dra

@@ -67,6 +67,23 @@ class PlainSliceSource final : public SliceSource {
     return changed_.subscribe(std::move(notify));
   }
 
+  bool ready() override {
+    std::lock_guard lock(mutex_);
+    ++readyAsked_;
+    return ready_;
+  }
+  void setReady(bool ready) {
+    {
+      std::lock_guard lock(mutex_);
+      ready_ = ready;
+    }
+    changed_.notify();
+  }
+  int readyAsked() const {
+    std::lock_guard lock(mutex_);
+    return readyAsked_;
+  }
+
   void set(int devices, bool tainted) {
     {
       std::lock_guard lock(mutex_);
@@ -88,6 +105,8 @@ class PlainSliceSource final : public SliceSource {
   mutable std::mutex mutex_;
   int devices_ = 2;
   bool tainted_ = false;
+  bool ready_ = true;
+  int readyAsked_ = 0;
   std::vector<KeptFields> asked_;
   std::map<std::string, std::string> labels_;
   ChangeNotifier changed_;
@@ -161,6 +180,33 @@ TEST_F(SlicePublisherTest, TheApiHoldsWhatTheSourceSaysOwnedByTheNodeWithARising
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(storingWrites().size(), writes);
   EXPECT_EQ(generation(), 2);
+}
+
+// A source that cannot describe its pool yet (a restarted agent that has not read its node's
+// reservation) gets nothing written: the slices an earlier run published stay as they are, and
+// the pool is written once the source is ready.
+TEST_F(SlicePublisherTest, NothingIsWrittenUntilTheSourceIsReady) {
+  json earlier = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceSlice"},
+      {"metadata", {{"name", std::string(kNode) + "-" + kDriver + "-0"}}},
+      {"spec",
+       {{"driver", kDriver},
+        {"nodeName", kNode},
+        {"pool", {{"name", kNode}, {"generation", 7}, {"resourceSliceCount", 1}}},
+        {"devices", json::array({{{"name", "d0"},
+                                  {"taints", json::array({{{"key", "test/reserved"},
+                                                           {"effect", "NoSchedule"}}})}}})}}}};
+  api_.put(kResourceSlices, earlier);
+  source_.setReady(false);
+  auto publisher = start();
+  ASSERT_TRUE(testing::eventually([&] { return source_.readyAsked() > 0; }, 5s));
+  EXPECT_TRUE(storingWrites().empty());
+  EXPECT_TRUE(source_.asked().empty()) << "the pool is not even built";
+  EXPECT_EQ((*slice())["spec"]["devices"], earlier["spec"]["devices"]);
+  source_.setReady(true);
+  ASSERT_TRUE(testing::eventually([&] { return generation() == 8; }, 5s));
+  EXPECT_EQ((*slice())["spec"]["devices"].size(), 2U);
 }
 
 TEST_F(SlicePublisherTest, AnApiThatDropsCountersAndTaintsNeverStoresAPoolThatNeededThem) {

@@ -135,5 +135,20 @@ TEST(NeuronSliceSource, TellsOfEveryChangeOfTheNodeOrTheReservation) {
   }
 }
 
+// A restarted agent on a reserved node must not publish the node as free before it has read the
+// reservations: the source is not ready until it knows, and says so when it does.
+TEST(NeuronSliceSource, AwaitingTheReservationItIsNotReadyUntilItIsKnown) {
+  FakeNode node;
+  NeuronSliceSource source("node-a", node, SliceOptions{});
+  EXPECT_TRUE(source.ready());
+  source.awaitReservation();
+  EXPECT_FALSE(source.ready());
+  std::atomic<int> told = 0;
+  const auto subscription = source.onChange([&] { ++told; });
+  source.setReservation("", false);  // listed: no reservation here, which is news too
+  EXPECT_TRUE(source.ready());
+  EXPECT_EQ(told.load(), 1);
+}
+
 }  // namespace
 }  // namespace torus::dra
