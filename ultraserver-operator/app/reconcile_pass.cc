@@ -74,6 +74,7 @@ std::vector<UltraServer> serversOf(const OperatorApi::Cache& nodes,
     if (const auto claim = busy.find(member->name); claim != busy.end()) {
       member->busyWith = claim->second.claim;
       member->busyBeforeTaint = claim->second.beforeTaint;
+      member->busySince = claim->second.since;
     }
     members.push_back(std::move(*member));
   }

@@ -136,13 +136,16 @@ void applyFailureStrategy(const Planner& planner, const GraceClock& clock, const
 // The reservation gives way (the stranger then prepares; the workload is placed again where it
 // fits, or waits naming the claim), with its pods restarted if any ran. Returns whether it did.
 // A claim that tolerates the taint forced its way in: it is refused at prepare, and the
-// reservation stands.
+// reservation stands. So does one allocated (or made) after the allocation was recorded: it came
+// where the node was reserved already, and a running workload is never given away for it.
 bool releasedForAStranger(const Planner& planner, const std::vector<Allocation>& mine,
                           WorkloadOutcome& outcome) {
   for (const Allocation& allocation : mine) {
     for (const std::string& node : allocation.nodes) {
       const MemberNode* member = planner.member(node);
       if (!member || !member->busyBeforeTaint) continue;
+      // RFC 3339 in UTC to the second on both sides: ordered as text.
+      if (!member->busySince.empty() && member->busySince > allocation.allocatedAt) continue;
       outcome.restartAllPods = true;
       outcome.degraded = true;
       outcome.degradedReason = "ReservationTaken";

@@ -97,9 +97,11 @@ std::map<std::string, BusyNode> nodesBusyWithClaims(
           found != busy.end() && (found->second.beforeTaint || !beforeTaint)) {
         continue;
       }
+      std::string since = kube::stringAt(*claim, {"status", "allocation", "allocationTimestamp"});
+      if (since.empty()) since = kube::stringAt(*claim, {"metadata", "creationTimestamp"});
       busy[node] = {"ResourceClaim " + kube::stringAt(*claim, {"metadata", "namespace"}) + "/" +
                         kube::stringAt(*claim, {"metadata", "name"}),
-                    beforeTaint};
+                    beforeTaint, std::move(since)};
     }
   }
   return busy;

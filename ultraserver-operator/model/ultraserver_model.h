@@ -38,6 +38,10 @@ struct MemberNode {
   // taint reached the node's devices (one that tolerates the taint forced its way in, and is
   // refused at prepare instead).
   bool busyBeforeTaint = false;
+  // When that claim was allocated (status.allocation.allocationTimestamp, where the API server
+  // sets it), else when it was made (metadata.creationTimestamp): a claim made or allocated after
+  // the reservation was recorded came after it, whatever it tolerates. RFC 3339; "" if unknown.
+  std::string busySince;
 
   bool healthy() const { return ready && schedulable; }
 };
@@ -49,6 +53,7 @@ std::optional<MemberNode> memberOf(const nlohmann::json& node);
 struct BusyNode {
   std::string claim;         // "ResourceClaim ns/name"
   bool beforeTaint = false;  // MemberNode::busyBeforeTaint
+  std::string since;         // MemberNode::busySince
 };
 // The nodes where an allocated ResourceClaim of the neuron.aws.com driver that carries no
 // workload annotation holds devices (admin access holds nothing), each with such a claim: one

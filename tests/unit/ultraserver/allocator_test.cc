@@ -222,6 +222,15 @@ TEST(UltraServerModel, NodesAreBusyWithAllocatedClaimsOfNoWorkload) {
   EXPECT_FALSE(nodesBusyWithClaims(claims).at("n0-3").beforeTaint) << "tolerates every taint";
   add(claimObject("innocent", "n0-3"));
   EXPECT_EQ(nodesBusyWithClaims(claims).at("n0-3").claim, "ResourceClaim team/innocent");
+
+  // When it came: its allocation time where the API server keeps one, else when it was made.
+  json timed = claimObject("timed", "n1-1");
+  timed["metadata"]["creationTimestamp"] = "2026-11-27T09:00:00Z";
+  add(timed);
+  EXPECT_EQ(nodesBusyWithClaims(claims).at("n1-1").since, "2026-11-27T09:00:00Z");
+  timed["status"]["allocation"]["allocationTimestamp"] = "2026-11-27T09:30:00Z";
+  add(timed);
+  EXPECT_EQ(nodesBusyWithClaims(claims).at("n1-1").since, "2026-11-27T09:30:00Z");
 }
 
 // A workload's pods are the owners of the claims made from its template (annotated with it, in
@@ -295,6 +304,30 @@ TEST(Allocator, AReservationWithAStrangersClaimOnItGivesWay) {
   EXPECT_NE(outcome.degradedMessage.find("ResourceClaim team/plain"), std::string::npos);
   ASSERT_EQ(of(plan, "ml/train").size(), 1U);
   EXPECT_EQ(of(plan, "ml/train")[0].ultraServer, servers[1].name) << "placed again elsewhere";
+}
+
+// Only a claim that came before the reservation makes it give way: one allocated (or, where the
+// API server keeps no allocation time, made) after the allocation was recorded met a reserved
+// node, and the running workload keeps its UltraServer and its pods.
+TEST(Allocator, AStrangersClaimAllocatedAfterTheReservationNeverTakesIt) {
+  const std::vector<Workload> workloads = {workload("train", 4, 1, "t1")};
+  const AllocationPlan running = settle(cluster(1), workloads, {});
+  ASSERT_EQ(running.allocations.size(), 1U);
+  ASSERT_EQ(running.allocations[0].allocatedAt, "2026-11-27T10:00:00Z");
+  auto servers = cluster(2);
+  servers[0].nodes[1].busyWith = "ResourceClaim team/plain";
+  servers[0].nodes[1].busyBeforeTaint = true;
+  servers[0].nodes[1].busySince = "2026-11-27T10:05:00Z";
+  const AllocationPlan plan = planAllocations(servers, workloads, running.allocations, "t9");
+  EXPECT_EQ(plan.allocations, running.allocations);
+  EXPECT_FALSE(plan.outcomes.at("ml/train").restartAllPods);
+  EXPECT_TRUE(plan.outcomes.at("ml/train").degradedReason.empty());
+  // The same claim from before the reservation was recorded: it gives way.
+  servers[0].nodes[1].busySince = "2026-11-27T09:59:59Z";
+  EXPECT_EQ(planAllocations(servers, workloads, running.allocations, "t9")
+                .outcomes.at("ml/train")
+                .degradedReason,
+            "ReservationTaken");
 }
 
 TEST(Allocator, AllOrNothingAcrossUltraServers) {
