@@ -3,10 +3,9 @@
 #include <chrono>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <nlohmann/json.hpp>
 
 #include "common/base/log.h"
 #include "common/base/sleep_until_stopped.h"

@@ -14,9 +14,9 @@
 #include "common/metrics/prometheus_parse.h"
 #include "common/metrics/prometheus_text.h"
 #include "common/topology/core_set.h"
+#include "kubectl-neuron/neuron_top.h"
 #include "node-runtime/discovery/lnc_config.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
-#include "kubectl-neuron/neuron_top.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace torus;

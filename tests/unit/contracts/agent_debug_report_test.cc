@@ -13,10 +13,10 @@
 
 #include "common/base/file_io.h"
 #include "common/base/temp_dir.h"
+#include "kubectl-neuron/debug_bundle.h"
 #include "node-runtime/agent/debug_report.h"
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/simulator/sim_tree.h"
-#include "kubectl-neuron/debug_bundle.h"
 
 namespace torus::contracts {
 namespace {

@@ -11,9 +11,9 @@
 #include "common/metrics/event_counters.h"
 #include "common/metrics/latency_histograms.h"
 #include "common/metrics/prometheus_parse.h"
+#include "kubectl-neuron/neuron_top.h"
 #include "node-runtime/metrics/agent_metrics.h"
 #include "node-runtime/metrics/deep_check_metrics.h"
-#include "kubectl-neuron/neuron_top.h"
 
 namespace torus::contracts {
 namespace {
