@@ -161,8 +161,10 @@ bool UltraServerOperator::findPodsOnNodesGivenUp(Pass& pass, const std::vector<A
                                                  const AllocationPlan& plan) {
   bool found = false;
   for (const auto& [ref, nodes] : nodesGivenUp(pass.workloads, current, plan)) {
+    // A structured binding cannot be captured by every compiler CI builds with (clang 14).
+    const std::string& givenUpBy = ref;
     auto workload = std::find_if(pass.workloads.begin(), pass.workloads.end(),
-                                 [&](const Workload& w) { return w.ref() == ref; });
+                                 [&](const Workload& w) { return w.ref() == givenUpBy; });
     if (workload == pass.workloads.end()) continue;
     auto listed = pass.listedPods.find(ref);
     if (listed == pass.listedPods.end()) {
