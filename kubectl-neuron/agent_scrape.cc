@@ -26,19 +26,16 @@ struct AgentPod {
   int port = 9400;
 };
 
-std::vector<AgentPod> agentPodsOf(const json& list, const std::string& node) {
+// The Running agents (agent_pods.h) with where to read them.
+std::vector<AgentPod> agentPodsOf(const std::vector<json>& agents) {
   std::vector<AgentPod> pods;
-  const auto items = list.find("items");
-  if (items == list.end() || !items->is_array()) return pods;
-  for (const json& pod : *items) {
-    if (!pod.is_object()) continue;
+  for (const json& pod : agents) {
     AgentPod agent{
         kube::stringAt(pod, {"metadata", "namespace"}), kube::stringAt(pod, {"metadata", "name"}),
         kube::stringAt(pod, {"spec", "nodeName"}), kube::stringAt(pod, {"status", "podIP"})};
     // A hostNetwork pod's IP is its host's; a kubelet without a usable node IP gives it none.
     if (agent.ip.empty()) agent.ip = kube::stringAt(pod, {"status", "hostIP"});
-    if (agent.node.empty() || kube::stringAt(pod, {"status", "phase"}) != "Running") continue;
-    if (!node.empty() && agent.node != node) continue;
+    if (agent.node.empty()) continue;
     // The port named "metrics" (the chart's), else the agent's default.
     const json& containers = kube::fieldAt(pod, {"spec", "containers"});
     for (const json& container : containers.is_array() ? containers : json::array()) {
@@ -125,9 +122,10 @@ kube::KubeClientPool scrapePool(const kube::KubeConfig& config, const ScrapeOpti
 
 Result<std::vector<AgentScrape>> scrapeAgents(kube::KubeClientPool& api,
                                               const ScrapeOptions& options) {
-  auto agents = listAgentPods(*api.acquire(), options.agentNamespace, options.selector, "");
+  auto agents =
+      listAgentPods(*api.acquire(), options.agentNamespace, options.selector, options.node);
   if (!agents) return std::move(agents).error();
-  const std::vector<AgentPod> pods = agentPodsOf(json{{"items", agents->pods}}, options.node);
+  const std::vector<AgentPod> pods = agentPodsOf(agents->pods);
   std::vector<AgentScrape> scrapes;
   for (std::size_t first = 0; first < pods.size(); first += kParallelScrapes) {
     std::vector<std::future<AgentScrape>> batch;

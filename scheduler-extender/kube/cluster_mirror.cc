@@ -63,7 +63,7 @@ void ClusterMirror::upsertNode(const NodeRecord& record) {
 void ClusterMirror::applyNodes(const std::vector<NodeUpdate>& nodes) {
   std::set<std::string> listed;
   for (const NodeUpdate& node : nodes) {
-    listed.insert(node.name.empty() ? "?" : node.name);
+    if (!node.name.empty()) listed.insert(node.name);
     applyNode(node);
   }
   if (domains_ != nullptr) domains_->retain({listed.begin(), listed.end()});
