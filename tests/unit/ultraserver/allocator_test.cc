@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/contracts/neuron_names.h"
-#include "tests/unit/ultraserver/trn2u_node.h"
+#include "tests/unit/ultraserver/operator_fixtures.h"
 
 namespace torus::ultraserver {
 namespace {
@@ -32,21 +32,6 @@ std::vector<UltraServer> cluster(int count, const std::set<std::string>& notRead
     }
   }
   return groupUltraServers(members);
-}
-
-Workload workload(const std::string& name, int size, int servers, const std::string& created,
-                  FailureStrategy strategy = FailureStrategy::kNoOp) {
-  Workload w;
-  w.nameSpace = "ml";
-  w.name = name;
-  w.uid = "uid-" + name;
-  w.createdAt = created;
-  w.instanceType = "trn2u.48xlarge";
-  w.topologySize = size;
-  w.serverCount = servers;
-  w.strategy = strategy;
-  w.claimTemplate = name;
-  return w;
 }
 
 std::vector<Allocation> of(const AllocationPlan& plan, const std::string& ref) {

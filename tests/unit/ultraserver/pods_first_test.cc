@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/contracts/neuron_names.h"
-#include "tests/unit/ultraserver/trn2u_node.h"
+#include "tests/unit/ultraserver/operator_fixtures.h"
 
 namespace torus::ultraserver {
 namespace {
@@ -32,21 +32,6 @@ std::vector<UltraServer> cluster(int count, const std::set<std::string>& notRead
     }
   }
   return groupUltraServers(members);
-}
-
-Workload workload(const std::string& name, int servers, const std::string& created,
-                  FailureStrategy strategy = FailureStrategy::kNoOp) {
-  Workload w;
-  w.nameSpace = "ml";
-  w.name = name;
-  w.uid = "uid-" + name;
-  w.createdAt = created;
-  w.instanceType = "trn2u.48xlarge";
-  w.topologySize = 4;
-  w.serverCount = servers;
-  w.strategy = strategy;
-  w.claimTemplate = name;
-  return w;
 }
 
 // A's whole UltraServer us<k>, recorded and confirmed.
@@ -109,12 +94,12 @@ TEST(UltraServerPodsFirst, EvictedPodsKeepTheirNodesFromTheNextWorkloadUntilGone
       {"RestartAll: a node failed, every allocation released",
        2,
        {"n1-3"},
-       workload("a", 2, "2026-11-27T08:00:00Z", FailureStrategy::kRestartAll),
+       workload("a", 4, 2, "2026-11-27T08:00:00Z", FailureStrategy::kRestartAll),
        false},
       {"InvalidSpec: the workload is Failed, its allocation released",
        1,
        {},
-       workload("a", 1, "2026-11-27T08:00:00Z"),
+       workload("a", 4, 1, "2026-11-27T08:00:00Z"),
        true},
   };
   for (const EvictedCase& c : cases) {
@@ -122,7 +107,7 @@ TEST(UltraServerPodsFirst, EvictedPodsKeepTheirNodesFromTheNextWorkloadUntilGone
     const std::vector<UltraServer> servers = cluster(c.servers, c.notReady);
     Workload first = c.first;
     if (c.invalid) first.invalid = "spec.topologySize: expected 1, 2 or 4, got 3";
-    const Workload second = workload("b", 1, "2026-11-27T09:30:00Z");
+    const Workload second = workload("b", 4, 1, "2026-11-27T09:30:00Z");
     std::vector<Allocation> current;
     for (int k = 0; k < c.servers; ++k)
       current.push_back(wholeServer("ml/a", k, k));
@@ -158,8 +143,8 @@ TEST(UltraServerPodsFirst, APodOnANodeThatIsDownDoesNotHoldTheRest) {
   // RestartAll moves off a dead node: its pod there ends only when the node returns, and that
   // node goes to nobody meanwhile, so it must not keep us0 from b.
   const std::vector<UltraServer> servers = cluster(2, {"n1-3"});
-  const Workload a = workload("a", 2, "2026-11-27T08:00:00Z", FailureStrategy::kRestartAll);
-  const Workload b = workload("b", 1, "2026-11-27T09:30:00Z");
+  const Workload a = workload("a", 4, 2, "2026-11-27T08:00:00Z", FailureStrategy::kRestartAll);
+  const Workload b = workload("b", 4, 1, "2026-11-27T09:30:00Z");
   const AllocationPlan plan =
       pass(servers, {a, b}, {wholeServer("ml/a", 0, 0), wholeServer("ml/a", 1, 1)},
            {{"ml/a", {pod("a-3", "n1-3")}}});
@@ -170,8 +155,8 @@ TEST(UltraServerPodsFirst, APodOnANodeThatIsDownDoesNotHoldTheRest) {
 
 TEST(UltraServerPodsFirst, NodesGivenUpAreThoseRecordedAndNoLongerHeld) {
   const std::vector<UltraServer> servers = cluster(2, {"n1-3"});
-  const Workload a = workload("a", 2, "2026-11-27T08:00:00Z", FailureStrategy::kRestartAll);
-  Workload gone = workload("c", 1, "2026-11-27T07:00:00Z");
+  const Workload a = workload("a", 4, 2, "2026-11-27T08:00:00Z", FailureStrategy::kRestartAll);
+  Workload gone = workload("c", 4, 1, "2026-11-27T07:00:00Z");
   gone.deleting = true;  // its finalizer holds its nodes: not given up here
   const std::vector<Allocation> current = {wholeServer("ml/a", 0, 0), wholeServer("ml/a", 1, 1)};
   const AllocationPlan plan = planAllocations(servers, {a, gone}, current, kNow);

@@ -1,5 +1,5 @@
-// A trn2u.48xlarge Node as the API returns it, with AWS's UltraServer labels and a Ready
-// condition: what the operator's tests build their UltraServers from.
+// What the operator's tests build their cases from: a trn2u.48xlarge Node as the API returns it,
+// with AWS's UltraServer labels and a Ready condition, and a workload of trn2u nodes.
 #pragma once
 
 #include <string>
@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/contracts/neuron_names.h"
+#include "common/contracts/neuron_ultraserver.h"
 
 namespace torus::ultraserver {
 
@@ -25,6 +26,23 @@ inline nlohmann::json nodeObject(const std::string& name, const std::string& ser
            {{"conditions", nlohmann::json::array({{{"type", "Ready"},
                                                    {"status", ready ? "True" : "False"},
                                                    {"lastTransitionTime", readySince}}})}}}};
+}
+
+// `servers` UltraServers of `size` nodes each, in namespace ml, created at `created`.
+inline contracts::Workload workload(
+    const std::string& name, int size, int servers, const std::string& created,
+    contracts::FailureStrategy strategy = contracts::FailureStrategy::kNoOp) {
+  contracts::Workload w;
+  w.nameSpace = "ml";
+  w.name = name;
+  w.uid = "uid-" + name;
+  w.createdAt = created;
+  w.instanceType = "trn2u.48xlarge";
+  w.topologySize = size;
+  w.serverCount = servers;
+  w.strategy = strategy;
+  w.claimTemplate = name;
+  return w;
 }
 
 }  // namespace torus::ultraserver
