@@ -5,7 +5,7 @@
 #include "common/base/strings.h"
 #include "common/kube/object_fields.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -72,4 +72,4 @@ Result<AgentPods> listAgentPods(kube::KubeClient& api, const std::string& agentN
   return trustedAgentPods(*pods, *daemonSets, agentNamespace);
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

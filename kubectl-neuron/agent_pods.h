@@ -14,7 +14,7 @@
 #include "common/contracts/node_agent_pods.h"  // the chart's agent selector
 #include "common/kube/kube_client.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 // The namespace the chart's install instructions use (docs/install.md).
 inline constexpr const char* kDefaultAgentNamespace = "kube-system";
@@ -35,4 +35,4 @@ AgentPods trustedAgentPods(const nlohmann::json& podList, const nlohmann::json& 
 Result<AgentPods> listAgentPods(kube::KubeClient& api, const std::string& agentNamespace,
                                 const std::string& selector, const std::string& node);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -10,7 +10,7 @@
 #include "common/kube/kube_client.h"
 #include "common/kube/object_fields.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -141,4 +141,4 @@ Result<std::vector<AgentScrape>> scrapeAgents(kube::KubeClientPool& api,
   return scrapes;
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -14,7 +14,7 @@
 #include "kubectl-neuron/agent_pods.h"
 #include "kubectl-neuron/neuron_top.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 enum class ScrapeVia { kAuto, kProxy, kDirect };
 Result<ScrapeVia> parseScrapeVia(const std::string& text);
@@ -39,4 +39,4 @@ kube::KubeClientPool scrapePool(const kube::KubeConfig& config, const ScrapeOpti
 Result<std::vector<AgentScrape>> scrapeAgents(kube::KubeClientPool& api,
                                               const ScrapeOptions& options);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -4,7 +4,7 @@
 
 #include "scheduler-extender/kube/cluster_mirror.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -29,14 +29,14 @@ Result<std::unique_ptr<ClusterSnapshot>> loadClusterSnapshot(kube::KubeClient& c
   auto pods = listItems(client, "/api/v1/pods");
   if (!pods) return std::move(pods).error().withContext("listing pods");
   auto snapshot = std::make_unique<ClusterSnapshot>();
-  ClusterMirror mirror(snapshot->state);
+  extender::ClusterMirror mirror(snapshot->state);
   mirror.applyNodeList(*nodes);
   mirror.applyPodList(*pods);
   for (const auto& pod : *pods) {
-    auto record = parsePodRecord(*pod);
+    auto record = extender::parsePodRecord(*pod);
     if (record && record->demand.wantsNeuron()) snapshot->neuronPods.push_back(std::move(*record));
   }
   return snapshot;
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

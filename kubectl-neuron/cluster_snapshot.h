@@ -10,13 +10,13 @@
 #include "scheduler-extender/kube/kube_objects.h"
 #include "scheduler-extender/state/cluster_state.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 struct ClusterSnapshot {
-  ClusterState state;
-  std::vector<PodRecord> neuronPods;  // every pod that asks for Neuron resources
+  extender::ClusterState state;
+  std::vector<extender::PodRecord> neuronPods;  // every pod that asks for Neuron resources
 };
 
 Result<std::unique_ptr<ClusterSnapshot>> loadClusterSnapshot(kube::KubeClient& client);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -10,7 +10,7 @@
 #include "common/kube/object_fields.h"
 #include "kubectl-neuron/debug_summaries.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 namespace key = contracts::debug_report;
@@ -328,4 +328,4 @@ DebugBundle buildDebugBundle(const DebugInputs& inputs) {
   return bundle;
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

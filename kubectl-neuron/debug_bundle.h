@@ -28,7 +28,7 @@
 #include "common/base/redact_secrets.h"  // every text part passes through redactSecrets
 #include "common/base/result.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 // What was collected; each item is the object/text or why it could not be had.
 struct DebugInputs {
@@ -65,4 +65,4 @@ struct DebugBundle {
 
 DebugBundle buildDebugBundle(const DebugInputs& inputs);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -10,7 +10,7 @@
 #include "common/kube/pod_exec.h"
 #include "kubectl-neuron/agent_pods.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -139,4 +139,4 @@ Result<DebugInputs> collectDebugInputs(const kube::KubeConfig& config,
   return inputs;
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -13,7 +13,7 @@
 #include "kubectl-neuron/agent_pods.h"
 #include "kubectl-neuron/debug_bundle.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 struct DebugOptions {
   std::string node;
@@ -28,4 +28,4 @@ struct DebugOptions {
 // had is carried in DebugInputs with its reason.
 Result<DebugInputs> collectDebugInputs(const kube::KubeConfig& config, const DebugOptions& options);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

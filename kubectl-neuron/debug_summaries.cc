@@ -4,7 +4,7 @@
 
 #include "common/kube/object_fields.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -97,4 +97,4 @@ json eventSummary(const json& event) {
                       "eventTime", "source", "reportingComponent", "involvedObject"});
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

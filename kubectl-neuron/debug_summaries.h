@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 nlohmann::json nodeSummary(const nlohmann::json& node);
 nlohmann::json podSummary(const nlohmann::json& pod);
@@ -18,4 +18,4 @@ nlohmann::json eventSummary(const nlohmann::json& event);
 // Only the named members of `object` that it has (an empty object for a non-object).
 nlohmann::json pick(const nlohmann::json& object, std::initializer_list<const char*> names);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

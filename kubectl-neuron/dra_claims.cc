@@ -11,7 +11,7 @@
 #include "common/contracts/neuron_names.h"
 #include "common/kube/object_fields.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -161,4 +161,4 @@ std::string renderClaims(const json& claims, const json& slices, const std::stri
   return out;
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -7,11 +7,11 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 // `claims` and `slices` are the API's list objects (resource.k8s.io/v1). Only allocated devices
 // of neuron.aws.com are shown; `namespace_` filters claims (empty: all).
 std::string renderClaims(const nlohmann::json& claims, const nlohmann::json& slices,
                          const std::string& namespace_, bool json);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

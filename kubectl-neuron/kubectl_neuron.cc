@@ -72,8 +72,8 @@ struct Options {
   bool once = false;
   std::int64_t intervalMs = 2000;
   std::string via = "auto";
-  std::string agentSelector = torus::extender::ScrapeOptions().selector;
-  std::string agentNamespace = torus::extender::kDefaultAgentNamespace;
+  std::string agentSelector = torus::kubectl_neuron::ScrapeOptions().selector;
+  std::string agentNamespace = torus::kubectl_neuron::kDefaultAgentNamespace;
   std::string agentHost;
   int device = -1;
   std::string output;
@@ -93,28 +93,28 @@ void requestStop(int) {
 
 // `kubectl neuron top`: once, or refreshed in place until Ctrl-C.
 int runTop(const torus::kube::KubeConfig& config, const Options& options, const std::string& node) {
-  auto via = torus::extender::parseScrapeVia(options.via);
+  auto via = torus::kubectl_neuron::parseScrapeVia(options.via);
   if (!via) return fail(via.error().message);
   if (options.intervalMs < 500) return fail("--interval must be at least 500ms");
-  torus::extender::ScrapeOptions scrapeOptions;
+  torus::kubectl_neuron::ScrapeOptions scrapeOptions;
   scrapeOptions.selector = options.agentSelector;
   scrapeOptions.agentNamespace = options.agentNamespace;
   scrapeOptions.via = *via;
   scrapeOptions.node = node;
   scrapeOptions.agentHost = options.agentHost;
   const bool live = !options.once && !options.json;
-  torus::kube::KubeClientPool api = torus::extender::scrapePool(config, scrapeOptions);
+  torus::kube::KubeClientPool api = torus::kubectl_neuron::scrapePool(config, scrapeOptions);
   std::signal(SIGINT, requestStop);
   std::signal(SIGTERM, requestStop);
   while (true) {
-    auto scrapes = torus::extender::scrapeAgents(api, scrapeOptions);
+    auto scrapes = torus::kubectl_neuron::scrapeAgents(api, scrapeOptions);
     if (!scrapes) return fail(scrapes.error().message);
     auto nodes = api.acquire()->get("/api/v1/nodes");
     if (!nodes) return fail("listing Nodes: " + nodes.error().message);
-    torus::extender::TopOptions topOptions;
+    torus::kubectl_neuron::TopOptions topOptions;
     topOptions.node = node;
     topOptions.json = options.json;
-    const std::string view = torus::extender::renderTop(*scrapes, *nodes, topOptions);
+    const std::string view = torus::kubectl_neuron::renderTop(*scrapes, *nodes, topOptions);
     if (!live) {
       std::fputs(view.c_str(), stdout);
       return 0;
@@ -141,7 +141,7 @@ int runTop(const torus::kube::KubeConfig& config, const Options& options, const 
 // `kubectl neuron debug NODE`: collects, archives, and lists what the archive holds.
 int runDebug(const torus::kube::KubeConfig& config, const Options& options,
              const std::string& node) {
-  torus::extender::DebugOptions debugOptions;
+  torus::kubectl_neuron::DebugOptions debugOptions;
   debugOptions.node = node;
   if (options.device >= 0) debugOptions.device = options.device;
   debugOptions.agentSelector = options.agentSelector;
@@ -149,9 +149,10 @@ int runDebug(const torus::kube::KubeConfig& config, const Options& options,
   std::fprintf(
       stderr, "collecting from %s%s...\n", node.c_str(),
       options.device >= 0 ? (" (neuron" + std::to_string(options.device) + ")").c_str() : "");
-  auto inputs = torus::extender::collectDebugInputs(config, debugOptions);
+  auto inputs = torus::kubectl_neuron::collectDebugInputs(config, debugOptions);
   if (!inputs) return fail(inputs.error().message);
-  const torus::extender::DebugBundle bundle = torus::extender::buildDebugBundle(*inputs);
+  const torus::kubectl_neuron::DebugBundle bundle =
+      torus::kubectl_neuron::buildDebugBundle(*inputs);
   const bool toStdout = options.output == "-";
   const std::string file = options.output.empty() ? bundle.directory + ".tar" : options.output;
   if (toStdout) {
@@ -165,7 +166,7 @@ int runDebug(const torus::kube::KubeConfig& config, const Options& options,
     std::fputs((bundle.manifest.dump(2) + "\n").c_str(), report);
   } else {
     torus::TextTable table({"PART", "FILE", "BYTES"});
-    for (const torus::extender::DebugPart& part : bundle.parts) {
+    for (const torus::kubectl_neuron::DebugPart& part : bundle.parts) {
       table.addRow({part.what, part.error.empty() ? part.file : "missing: " + part.error,
                     part.error.empty() ? std::to_string(part.bytes) : "-"});
     }
@@ -256,19 +257,20 @@ int main(int argc, char** argv) {
     auto slices = client.get("/apis/resource.k8s.io/v1/resourceslices");
     if (!slices) return fail("listing ResourceSlices: " + slices.error().message);
     std::fputs(
-        torus::extender::renderClaims(*claims, *slices, options.namespace_, options.json).c_str(),
+        torus::kubectl_neuron::renderClaims(*claims, *slices, options.namespace_, options.json)
+            .c_str(),
         stdout);
     return 0;
   }
-  auto snapshot = torus::extender::loadClusterSnapshot(client);
+  auto snapshot = torus::kubectl_neuron::loadClusterSnapshot(client);
   if (!snapshot) return fail(snapshot.error().message);
   std::string out;
   if (command == "nodes") {
-    out = torus::extender::renderNodes(**snapshot, options.json);
+    out = torus::kubectl_neuron::renderNodes(**snapshot, options.json);
   } else if (command == "pods") {
-    out = torus::extender::renderPods(**snapshot, options.namespace_, options.json);
+    out = torus::kubectl_neuron::renderPods(**snapshot, options.namespace_, options.json);
   } else {
-    auto drawn = torus::extender::renderNode(**snapshot, args[1], options.json);
+    auto drawn = torus::kubectl_neuron::renderNode(**snapshot, args[1], options.json);
     if (!drawn) return fail(drawn.error().message);
     out = std::move(*drawn);
   }

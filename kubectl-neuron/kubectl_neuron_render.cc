@@ -10,21 +10,21 @@
 #include "common/topology/fragmentation.h"
 #include "common/topology/link_drawing.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
 
 struct NodeSummary {
   std::string name;
-  NodeState state;
+  extender::NodeState state;
   topology::CoreSet usedCores;
   int freeDevices = 0;
   int largestFreeDevices = 0;  // the largest allowed device set that is entirely free
   int largestFreeCoreRun = 0;  // else the longest free run of cores inside used devices
   topology::DeviceSet unhealthy;
   topology::DeviceSet unknown;  // in service, but the agent cannot watch their health
-  std::vector<Allocation> allocations;
+  std::vector<extender::Allocation> allocations;
 };
 
 NodeSummary summarize(const ClusterSnapshot& snapshot, const std::string& name) {
@@ -34,10 +34,12 @@ NodeSummary summarize(const ClusterSnapshot& snapshot, const std::string& name) 
   const topology::Node& model = summary.state.model;
   summary.allocations = snapshot.state.allocationsOn(name);
   std::sort(summary.allocations.begin(), summary.allocations.end(),
-            [](const Allocation& a, const Allocation& b) { return a.cores.ids() < b.cores.ids(); });
-  for (const Allocation& allocation : summary.allocations)
+            [](const extender::Allocation& a, const extender::Allocation& b) {
+              return a.cores.ids() < b.cores.ids();
+            });
+  for (const extender::Allocation& allocation : summary.allocations)
     summary.usedCores |= allocation.cores;
-  summary.freeDevices = freeIds(summary.state, topology::AllocationUnit::kDevice).size();
+  summary.freeDevices = extender::freeIds(summary.state, topology::AllocationUnit::kDevice).size();
   summary.unhealthy = model.allDevices() - model.healthyDevices();
   summary.unknown = model.unknownHealthDevices();
   const topology::ShapeCatalog catalog(topology::shapeRulesOf(model));
@@ -74,14 +76,14 @@ std::string largestFreeText(const NodeSummary& node) {
   return "-";
 }
 
-std::string unitName(const Allocation& allocation) {
+std::string unitName(const extender::Allocation& allocation) {
   return allocation.unit == topology::AllocationUnit::kCore ? "cores" : "devices";
 }
 
 json nodeJson(const NodeSummary& node) {
   const topology::Node& model = node.state.model;
   json allocations = json::array();
-  for (const Allocation& allocation : node.allocations) {
+  for (const extender::Allocation& allocation : node.allocations) {
     allocations.push_back(
         {{"pod", allocation.podKey},
          {"unit", allocation.unit == topology::AllocationUnit::kCore ? "core" : "device"},
@@ -174,7 +176,7 @@ Result<std::string> renderNode(const ClusterSnapshot& snapshot, const std::strin
   } else {
     TextTable table({"MARK", "POD", "HOLDS", "CORES"});
     for (std::size_t i = 0; i < node.allocations.size(); ++i) {
-      const Allocation& allocation = node.allocations[i];
+      const extender::Allocation& allocation = node.allocations[i];
       table.addRow({std::string(1, i < 26 ? static_cast<char>('a' + i) : '*'), allocation.podKey,
                     unitName(allocation) + " " + allocation.ids.toRangeString(),
                     allocation.cores.toRangeString()});
@@ -195,19 +197,20 @@ Result<std::string> renderNode(const ClusterSnapshot& snapshot, const std::strin
 
 std::string renderPods(const ClusterSnapshot& snapshot, const std::string& namespace_,
                        bool asJson) {
-  std::vector<const PodRecord*> pods;
-  for (const PodRecord& pod : snapshot.neuronPods) {
+  std::vector<const extender::PodRecord*> pods;
+  for (const extender::PodRecord& pod : snapshot.neuronPods) {
     if (namespace_.empty() || pod.demand.namespace_ == namespace_) pods.push_back(&pod);
   }
-  std::sort(pods.begin(), pods.end(), [](const PodRecord* a, const PodRecord* b) {
-    return a->demand.key() < b->demand.key();
-  });
-  const auto allocatedText = [](const PodRecord& pod) {
+  std::sort(pods.begin(), pods.end(),
+            [](const extender::PodRecord* a, const extender::PodRecord* b) {
+              return a->demand.key() < b->demand.key();
+            });
+  const auto allocatedText = [](const extender::PodRecord& pod) {
     return pod.allocatedFlag.empty() ? std::string("-") : pod.allocatedFlag;
   };
   if (asJson) {
     json out = json::array();
-    for (const PodRecord* pod : pods) {
+    for (const extender::PodRecord* pod : pods) {
       const auto held = snapshot.state.allocationOf(pod->demand.uid);
       out.push_back({{"namespace", pod->demand.namespace_},
                      {"name", pod->demand.name},
@@ -223,7 +226,7 @@ std::string renderPods(const ClusterSnapshot& snapshot, const std::string& names
   }
   if (pods.empty()) return "No pods ask for Neuron resources.\n";
   TextTable table({"NAMESPACE", "POD", "NODE", "PHASE", "REQUEST", "IDS", "CORES", "ALLOCATED"});
-  for (const PodRecord* pod : pods) {
+  for (const extender::PodRecord* pod : pods) {
     const auto held = snapshot.state.allocationOf(pod->demand.uid);
     std::string request = std::to_string(pod->demand.count) + " " + pod->demand.resourceName;
     table.addRow({pod->demand.namespace_, pod->demand.name,
@@ -235,4 +238,4 @@ std::string renderPods(const ClusterSnapshot& snapshot, const std::string& names
   return table.render();
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -6,7 +6,7 @@
 #include "common/base/result.h"
 #include "kubectl-neuron/cluster_snapshot.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 // Per Neuron node: type, LNC, cores and devices used, the largest free shape, health.
 std::string renderNodes(const ClusterSnapshot& snapshot, bool json);
@@ -16,4 +16,4 @@ Result<std::string> renderNode(const ClusterSnapshot& snapshot, const std::strin
 // Pods asking for Neuron resources (in `namespace_`, or all when empty): node, request, ids.
 std::string renderPods(const ClusterSnapshot& snapshot, const std::string& namespace_, bool json);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -15,7 +15,7 @@
 #include "common/kube/object_fields.h"
 #include "common/topology/node.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 namespace wire = contracts::agent_metrics;
@@ -302,4 +302,4 @@ std::string renderTop(const std::vector<AgentScrape>& scrapes, const json& nodes
   return out;
 }
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

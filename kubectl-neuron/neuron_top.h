@@ -12,7 +12,7 @@
 
 #include "common/metrics/prometheus_parse.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 
 // One agent's /metrics, or why it could not be read.
 struct AgentScrape {
@@ -31,4 +31,4 @@ struct TopOptions {
 std::string renderTop(const std::vector<AgentScrape>& scrapes, const nlohmann::json& nodes,
                       const TopOptions& options);
 
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -60,12 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const bool sameValue = a.value == b.value || (a.value != a.value && b.value != b.value);
       if (a.name != b.name || a.labels != b.labels || !sameValue) std::abort();
     }
-    extender::AgentScrape scrape;
+    kubectl_neuron::AgentScrape scrape;
     scrape.node = "n";
     scrape.samples = std::move(*samples);
-    extender::TopOptions options;
+    kubectl_neuron::TopOptions options;
     options.node = "n";
-    (void)extender::renderTop({scrape}, nlohmann::json::object(), options);
+    (void)kubectl_neuron::renderTop({scrape}, nlohmann::json::object(), options);
   }
   return 0;
 }

@@ -76,7 +76,7 @@ TEST(AgentDebugReportContract, TheBundleFindsWhatTheAgentReports) {
   auto report = agent::debugReport(input);
   ASSERT_TRUE(report.ok()) << report.error().message;
 
-  extender::DebugInputs inputs;
+  kubectl_neuron::DebugInputs inputs;
   inputs.node = "n1";
   inputs.device = 1;
   inputs.collectedAt = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
@@ -90,7 +90,7 @@ TEST(AgentDebugReportContract, TheBundleFindsWhatTheAgentReports) {
                         {{{"metadata", {{"name", "claim-1"}, {"namespace", "ml"}}}},
                          {{"metadata", {{"name", "claim-2"}, {"namespace", "ml"}}}}}}};
   inputs.slices = json{{"items", json::array()}};
-  const extender::DebugBundle bundle = extender::buildDebugBundle(inputs);
+  const kubectl_neuron::DebugBundle bundle = kubectl_neuron::buildDebugBundle(inputs);
   EXPECT_TRUE(bundle.complete()) << bundle.manifest.dump(2);
 
   ASSERT_TRUE(writeFile(dir->path() / "bundle.tar", bundle.tar).ok());

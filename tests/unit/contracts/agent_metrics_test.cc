@@ -52,12 +52,12 @@ std::string agentMetrics() {
 json topOf(const std::string& text) {
   auto samples = metrics::parsePrometheusText(text);
   EXPECT_TRUE(samples.ok()) << samples.error().message;
-  extender::TopOptions options;
+  kubectl_neuron::TopOptions options;
   options.json = true;
   options.now = std::chrono::system_clock::time_point(
       std::chrono::seconds(static_cast<long long>(kDeepCheckAt) + 60));
   const std::string out =
-      extender::renderTop({{"n1", "", std::move(*samples)}}, json::object(), options);
+      kubectl_neuron::renderTop({{"n1", "", std::move(*samples)}}, json::object(), options);
   return json::parse(out)["nodes"][0];
 }
 

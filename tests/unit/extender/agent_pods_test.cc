@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -87,4 +87,4 @@ TEST(AgentPods, ListsThatAreNotListsGiveNoAgent) {
 }
 
 }  // namespace
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

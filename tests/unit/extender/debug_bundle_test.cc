@@ -10,7 +10,7 @@
 #include "common/base/tar_archive.h"
 #include "common/base/temp_dir.h"
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -281,4 +281,4 @@ TEST(DebugBundle, AMissingPartIsNamedWithItsReason) {
 }
 
 }  // namespace
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace torus::extender {
+namespace torus::kubectl_neuron {
 namespace {
 
 using nlohmann::json;
@@ -64,4 +64,4 @@ TEST(KubectlNeuronClaims, JsonAndNamespaceFilter) {
 }
 
 }  // namespace
-}  // namespace torus::extender
+}  // namespace torus::kubectl_neuron
