@@ -208,7 +208,7 @@ json toJson(const NodeTop& top) {
                {"lnc", top.lnc},
                {"cores", top.cores},
                {"coresUsed", top.coresUsed},
-               {"devices", top.devices},
+               {"deviceCount", top.devices},
                {"healthyDevices", top.healthyDevices},
                {"eccUncorrected", top.eccUncorrected},
                {"deepCheck", top.deepCheck}});
@@ -225,6 +225,8 @@ json toJson(const NodeTop& top) {
                     {"errors", use.errors}});
   }
   node["pods"] = std::move(pods);
+  // "devices" holds a row per device that has per-device metrics; "deviceCount" is the hardware's
+  // count from the agent's hardware info, so a device with no metrics of its own is still counted.
   json devices = json::array();
   for (const DeviceUse& use : top.deviceUse) {
     devices.push_back({{"device", use.index},

@@ -234,6 +234,7 @@ TEST(KubectlNeuronTop, ShowsEachPodsCoresFromTheAgentsMetrics) {
   const json parsed = json::parse(detailed.out);
   ASSERT_EQ(parsed["nodes"].size(), 1U);
   EXPECT_EQ(parsed["nodes"][0]["coresUsed"], 9);
+  EXPECT_EQ(parsed["nodes"][0]["deviceCount"], 16);
   EXPECT_EQ(parsed["nodes"][0]["devices"].size(), 16U);
   bool sawInfer = false;
   for (const json& use : parsed["nodes"][0]["pods"]) {

@@ -67,6 +67,7 @@ TEST(AgentMetricsContract, TopReadsBackTheFiguresTheAgentWrites) {
   EXPECT_EQ(node["lnc"], 2);
   EXPECT_EQ(node["cores"], 64);
   EXPECT_EQ(node["coresUsed"], 2);
+  EXPECT_EQ(node["deviceCount"], 16);
   EXPECT_EQ(node["healthyDevices"], 15);
   EXPECT_EQ(node["eccUncorrected"], 3);
   EXPECT_EQ(node["deepCheck"], "passed 60s ago");
@@ -81,7 +82,7 @@ TEST(AgentMetricsContract, TopReadsBackTheFiguresTheAgentWrites) {
   EXPECT_EQ(pod["memoryBytes"], 1024);
   EXPECT_EQ(pod["executions"], 12);
   EXPECT_EQ(pod["errors"], 1);
-  // "devices" is the per-device table (its count is in "cores" and "healthyDevices").
+  // "devices" is the per-device table, beside the count rather than in its place.
   ASSERT_EQ(node["devices"].size(), 16U);
   const json& one = node["devices"][1];
   EXPECT_EQ(one["device"], 1);
