@@ -9,6 +9,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/unit/ultraserver/operator_fixtures.h"
 #include "ultraserver-operator/model/operator_objects.h"
 
 namespace torus::ultraserver {
@@ -60,21 +61,9 @@ class TemplateServer {
   std::jthread thread_;  // last: joined before the members it uses go
 };
 
-Workload trainWorkload() {
-  Workload w;
-  w.nameSpace = "ml";
-  w.name = "train";
-  w.uid = "uid-train";
-  w.instanceType = "trn2u.48xlarge";
-  w.topologySize = 4;
-  w.serverCount = 1;
-  w.claimTemplate = "train";
-  return w;
-}
-
 TEST(UltraServerOperatorApi, TemplateReplacedOnlyAsTheObjectItRead) {
-  const Workload workload = trainWorkload();
-  Workload before = workload;
+  const Workload train = workload("train", 4, 1, "");
+  Workload before = train;
   before.logicalNeuronCore = 1;  // the spec it was written with
   json stored = claimTemplate(before);
   stored["metadata"]["uid"] = "uid-template-read";
@@ -83,7 +72,7 @@ TEST(UltraServerOperatorApi, TemplateReplacedOnlyAsTheObjectItRead) {
 
   OperatorApi api(server.config(), "neuron", std::chrono::seconds(0), nullptr);
   WorkloadOutcome outcome;
-  ASSERT_TRUE(api.ensureClaimTemplate(workload, outcome));
+  ASSERT_TRUE(api.ensureClaimTemplate(train, outcome));
   EXPECT_NE(outcome.state, WorkloadState::kFailed);
 
   const std::vector<json> deletes = server.deletes();

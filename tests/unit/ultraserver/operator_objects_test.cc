@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/unit/ultraserver/operator_fixtures.h"
+
 namespace torus::ultraserver {
 namespace {
 
@@ -54,14 +56,12 @@ TEST(OperatorObjects, UltraServerSpecAndStatusUseAwsFields) {
 }
 
 TEST(OperatorObjects, ClaimTemplateSelectsTheWorkloadsWholeNodes) {
-  Workload workload;
-  workload.nameSpace = "ml";
-  workload.name = "train";
-  workload.uid = "u1";
-  workload.claimTemplate = "train-rct";
-  workload.topologySize = 4;
-  workload.logicalNeuronCore = 1;
-  const json rct = claimTemplate(workload);
+  Workload train = workload("train", 4, 1, "");
+  // Unlike the name, so that each field below is seen to come from its own source.
+  train.uid = "u1";
+  train.claimTemplate = "train-rct";
+  train.logicalNeuronCore = 1;
+  const json rct = claimTemplate(train);
   EXPECT_EQ(rct["metadata"]["name"], "train-rct");
   EXPECT_EQ(rct["metadata"]["ownerReferences"][0]["uid"], "u1");
   EXPECT_EQ(rct["spec"]["metadata"]["annotations"]["neuron.aws.com/workload"], "ml/train");
