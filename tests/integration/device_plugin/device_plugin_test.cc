@@ -23,6 +23,7 @@
 #include "node-runtime/discovery/discover_node.h"
 #include "node-runtime/health/node_monitor.h"
 #include "node-runtime/simulator/sim_tree.h"
+#include "tests/integration/device_plugin/agent_binary_ready.h"
 #include "tests/integration/device_plugin/device_plugin_fixture.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/device_plugin/followed_handoff.h"
@@ -468,12 +469,7 @@ TEST(NodeAgentBinary, ServesAKubeletWhoseSocketIsInTheGivenDirectory) {
       {binaryPath("neuron-node-agent"), "--simulate=trn2.48xlarge",
        "--device-plugin-dir=" + plugins, "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
        "--pod-resources-socket=" + (dir->path() / "pod-resources.sock").string()});
-  ASSERT_TRUE(kubelet.waitForRegistration(kCores, 1, 20s)) << agent.stderrText();
-  ASSERT_TRUE(kubelet.waitForRegistration(kDevices, 1, 5s)) << agent.stderrText();
-  EXPECT_TRUE(kubelet.waitForDevices(
-      kCores, [](const auto& d) { return d.size() == 64; }, 5s));
-  EXPECT_TRUE(kubelet.waitForDevices(
-      kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
+  ASSERT_NO_FATAL_FAILURE(waitForTrn2AgentResources(kubelet, agent));
   // Who holds what, as kubelet's pod-resources lists it, with the cores and devices behind it.
   kubelet.setAssignments({{kDevices, {"2"}}});
   // Registration comes before the agent serves HTTP: wait for the line that names the port.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/base/temp_dir.h"
+#include "tests/integration/device_plugin/agent_binary_ready.h"
 #include "tests/integration/device_plugin/device_plugin_fixture.h"
 #include "tests/integration/device_plugin/fake_kubelet.h"
 #include "tests/integration/node_runtime/process_runner.h"
@@ -29,12 +30,7 @@ TEST(NodeAgentBinary, AdvertisesWhatTheDriverReportsOnATypeTheCatalogDoesNotKnow
                            "--instance-type=trn3.48xlarge", "--device-plugin-dir=" + plugins,
                            "--metrics-addr=127.0.0.1:0", "--admin-addr=127.0.0.1:0",
                            "--pod-resources-socket=" + podResources});
-  ASSERT_TRUE(kubelet.waitForRegistration(kCores, 1, 20s)) << agent.stderrText();
-  ASSERT_TRUE(kubelet.waitForRegistration(kDevices, 1, 5s)) << agent.stderrText();
-  EXPECT_TRUE(kubelet.waitForDevices(
-      kCores, [](const auto& d) { return d.size() == 64; }, 5s));
-  EXPECT_TRUE(kubelet.waitForDevices(
-      kDevices, [](const auto& d) { return d.size() == 16; }, 5s));
+  ASSERT_NO_FATAL_FAILURE(waitForTrn2AgentResources(kubelet, agent));
   EXPECT_EQ(kubelet.healthyCount(kDevices), 16);
 
   v1beta1::AllocateRequest request;
