@@ -34,13 +34,14 @@ pool_devices() { k get resourceslices -o json | checks_py pool-devices "$NODE_NA
 # claim_template NAME CLASS [CEL [TOLERATED_TAINT [EFFECT]]]: ResourceClaimTemplate NAME in
 # namespace e2e whose request "neurons" asks for one device of CLASS, the one CEL selects when
 # given, tolerating the taint TOLERATED_TAINT of EFFECT (NoSchedule unless given) when given.
+# Written as AS_USER (kubectl --as) when that is set.
 claim_template() {
   local selectors="" tolerations=""
   [[ -z "${3:-}" ]] || selectors="
             selectors: [{cel: {expression: '$3'}}]"
   [[ -z "${4:-}" ]] || tolerations="
             tolerations: [{key: $4, operator: Exists, effect: ${5:-NoSchedule}}]"
-  k apply -n e2e -f - > /dev/null <<YAML
+  k ${AS_USER:+--as="$AS_USER"} apply -n e2e -f - > /dev/null <<YAML
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
 metadata: {name: $1}

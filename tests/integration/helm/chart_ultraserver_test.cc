@@ -1,5 +1,7 @@
-// The chart's guard of the UltraServer reservation: the workload annotation on ResourceClaims and
-// ResourceClaimTemplates may be set only by the writers the reservation trusts.
+// The chart's guards of the UltraServer reservation: the workload annotation on ResourceClaims and
+// ResourceClaimTemplates, and a toleration of the reserved taint in them, may be written only by
+// the writers the reservation trusts. (What the expressions admit is checked against a real API
+// server by the UltraServer e2e.)
 #include <string>
 #include <vector>
 
@@ -60,6 +62,75 @@ TEST(HelmChart, OnlyTheOperatorAndTheClaimControllerMaySetTheWorkloadAnnotation)
     }
   }
   EXPECT_EQ(bindings, 2);
+}
+
+// policiesNamed: the rendered ValidatingAdmissionPolicies (or their bindings) whose name has
+// `part`.
+std::vector<YAML::Node> policiesNamed(const std::vector<YAML::Node>& rendered,
+                                      const std::string& kind, const std::string& part) {
+  std::vector<YAML::Node> found;
+  for (const YAML::Node& object : objectsOfKind(rendered, kind)) {
+    if (object["metadata"]["name"].as<std::string>().find(part) != std::string::npos) {
+      found.push_back(object);
+    }
+  }
+  return found;
+}
+
+TEST(HelmChart, OnlyTheOperatorAndTheClaimControllerMayTolerateTheReservedTaint) {
+  const std::string part = "reserved-toleration";
+  EXPECT_TRUE(
+      policiesNamed(render({"DRA alone", {"dra.enabled=true"}}), "ValidatingAdmissionPolicy", part)
+          .empty());
+  const auto objects =
+      render({"the operator", {"dra.enabled=true", "ultraserverOperator.enabled=true"}});
+  const std::vector<YAML::Node> policies =
+      policiesNamed(objects, "ValidatingAdmissionPolicy", part);
+  ASSERT_EQ(policies.size(), 2U);
+  for (const YAML::Node& policy : policies) {
+    const YAML::Node constraints = policy["spec"]["matchConstraints"];
+    const YAML::Node rule = constraints["resourceRules"][0];
+    const std::string resource = rule["resources"][0].as<std::string>();
+    SCOPED_TRACE(resource);
+    EXPECT_EQ(policy["spec"]["failurePolicy"].as<std::string>(), "Fail");
+    // Evaluated on the v1 form of every version; specs are immutable, so creation is the gate.
+    EXPECT_EQ(constraints["matchPolicy"].as<std::string>(), "Equivalent");
+    EXPECT_EQ(rule["apiVersions"][0].as<std::string>(), "v1");
+    ASSERT_EQ(rule["operations"].size(), 1U);
+    EXPECT_EQ(rule["operations"][0].as<std::string>(), "CREATE");
+    const std::string exempt = policy["spec"]["matchConditions"][0]["expression"].as<std::string>();
+    const std::string requests = policy["spec"]["variables"][0]["expression"].as<std::string>();
+    std::string checks;
+    for (const YAML::Node& variable : policy["spec"]["variables"]) {
+      checks += variable["expression"].as<std::string>();
+    }
+    // Both the toleration by key and "every taint" are looked for, in exactly and firstAvailable.
+    EXPECT_NE(checks.find("t.key == 'neuron.aws.com/reserved'"), std::string::npos) << checks;
+    EXPECT_NE(checks.find("t.operator == 'Exists'"), std::string::npos) << checks;
+    EXPECT_NE(checks.find("r.firstAvailable.exists"), std::string::npos) << checks;
+    EXPECT_NE(checks.find("r.exactly.tolerations"), std::string::npos) << checks;
+    ASSERT_EQ(policy["spec"]["validations"].size(), 2U);
+    if (resource == "resourceclaimtemplates") {
+      EXPECT_NE(requests.find("object.spec.spec.devices.requests"), std::string::npos) << requests;
+      EXPECT_NE(exempt.find("system:serviceaccount:kube-system:torus-torus-ultraserver-operator"),
+                std::string::npos)
+          << exempt;
+      EXPECT_EQ(exempt.find("resource-claim-controller"), std::string::npos) << exempt;
+    } else {
+      EXPECT_EQ(resource, "resourceclaims");
+      EXPECT_NE(requests.find("object.spec.devices.requests"), std::string::npos) << requests;
+      EXPECT_NE(exempt.find("system:serviceaccount:kube-system:resource-claim-controller"),
+                std::string::npos)
+          << exempt;
+      EXPECT_EQ(exempt.find("ultraserver-operator"), std::string::npos) << exempt;
+    }
+  }
+  const std::vector<YAML::Node> bindings =
+      policiesNamed(objects, "ValidatingAdmissionPolicyBinding", part);
+  ASSERT_EQ(bindings.size(), 2U);
+  for (const YAML::Node& binding : bindings) {
+    EXPECT_EQ(binding["spec"]["validationActions"][0].as<std::string>(), "Deny");
+  }
 }
 
 }  // namespace
