@@ -56,7 +56,18 @@ DevicePluginManager::DevicePluginManager(DevicePluginOptions options, kubelet::N
       node_(node),
       handoff_(handoff),
       tracker_(options_.allocateGrace),
-      report_(options_.resources) {}
+      report_(options_.resources),
+      departed_(options_.podUid, options_.podStillRuns) {
+  departures_ = tracker_.onChange(
+      [this] { departed_.listed(node_.snapshot().node, tracker_.current().holders); });
+}
+
+std::function<Result<void>(const topology::CoreSet&)> DevicePluginManager::departedCheck() {
+  if (!options_.podStillRuns) return {};
+  return [this](const topology::CoreSet& cores) {
+    return departed_.checkNoneRunsOn(node_.snapshot().node, cores);
+  };
+}
 
 DevicePluginManager::~DevicePluginManager() {
   stop();
@@ -92,7 +103,7 @@ void DevicePluginManager::waitForPreviousAgent() const {
 
 Result<void> DevicePluginManager::start() {
   waitForPreviousAgent();
-  resetter_ = std::make_unique<ReleaseResetter>(node_, tracker_);
+  resetter_ = std::make_unique<ReleaseResetter>(node_, tracker_, departedCheck());
   poller_ = std::make_unique<PodResourcesPoller>(
       options_.podResourcesSocket, options_.podResourcesInterval, node_, tracker_,
       [this] {
@@ -165,9 +176,12 @@ Result<void> DevicePluginManager::restartServers() {
                      [this]() -> Result<Assignments> {
                        // Servers live only while the poller does (both go in stop()).
                        if (!poller_) return makeError(ErrorCode::kUnavailable, "not started");
-                       return poller_->listNow(options_.tenantCheckWait);
+                       auto listed = poller_->listNow(options_.tenantCheckWait);
+                       // Fresher than the tracker: a pod deleted since its last List departs now.
+                       if (listed) departed_.listed(node_.snapshot().node, listed->holders);
+                       return listed;
                      },
-                     options_.nodeEvent});
+                     options_.nodeEvent, departedCheck()});
     auto server =
         PluginServer::start(options_.pluginDir + "/" + socketName(kind), std::move(service));
     if (!server) return std::move(server).error();

@@ -24,6 +24,7 @@
 #include "common/kubelet/allocation_window.h"
 #include "common/kubelet/node_view.h"
 #include "device-plugin/assignments.h"
+#include "device-plugin/departed_pods.h"
 #include "device-plugin/kubelet_report.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pod_resources_poller.h"
@@ -51,6 +52,11 @@ struct DevicePluginOptions {
   std::chrono::milliseconds tenantCheckWait{3'000};
   // Posts an Event on this node (reason, message); may be empty.
   std::function<void(std::string_view, std::string_view)> nodeEvent;
+  // A pod's UID by namespace/name, and whether a pod of that UID still has processes on the node
+  // (departed_pods.h). Without the second, a container may start on the chip of a force-deleted
+  // pod whose containers are still being killed.
+  DepartedPods::UidOf podUid;
+  DepartedPods::StillRuns podStillRuns;
 };
 
 // One kubelet.sock, told apart from a later one at the same path.
@@ -100,6 +106,8 @@ class DevicePluginManager {
   // Registers the kinds not in `registered` yet (adding each kubelet accepts); the identity of
   // the kubelet.sock used once every kind is registered, nullopt while one is not.
   std::optional<SocketIdentity> registerAll(std::set<ResourceKind>& registered);
+  // The check that no departed pod still runs on a chip (empty when it cannot be made).
+  std::function<Result<void>(const topology::CoreSet&)> departedCheck();
 
   const DevicePluginOptions options_;
   kubelet::NodeView& node_;
@@ -107,6 +115,10 @@ class DevicePluginManager {
   AssignmentTracker tracker_;
   KubeletReport report_;
   kubelet::AllocationWindow window_;
+  DepartedPods departed_;
+  // Subscribed before resetter_ is made, so a List's departures are recorded before the
+  // resetter hears of the cores they freed (subscribers run in the order they subscribed).
+  ChangeNotifier::Subscription departures_;
   std::unique_ptr<ReleaseResetter> resetter_;  // before poller_: the poller calls into it
   std::unique_ptr<PodResourcesPoller> poller_;
   mutable std::mutex mutex_;

@@ -319,6 +319,14 @@ grpc::Status PluginService::PreStartContainer(grpc::ServerContext*,
               {"error", sole.error().message});
     return toStatus(sole.error());
   }
+  if (guard_.departedStillRun) {
+    if (auto departed = guard_.departedStillRun(cores); !departed) {
+      TORUS_LOG(Warn, Plugin, "container start held back: a deleted pod still runs on its chip",
+                {"resource", resourceName(kind_)}, {"cores", cores.toRangeString()},
+                {"error", departed.error().message});
+      return toStatus(departed.error());
+    }
+  }
   const topology::CoreSet elsewhere = coresInUse(snapshot.node, assignments_.current()) - cores;
   const auto started = std::chrono::steady_clock::now();
   auto prepared = node_.prepareCores(cores, elsewhere);

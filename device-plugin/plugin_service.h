@@ -32,6 +32,9 @@ struct TenancyGuard {
   std::function<Result<Assignments>()> readHolders;
   // Posts an Event on this node: reason, message.
   std::function<void(std::string_view, std::string_view)> nodeEvent;
+  // An error when a pod kubelet no longer lists still runs on a device of these cores
+  // (departed_pods.h).
+  std::function<Result<void>(const topology::CoreSet&)> departedStillRun;
 };
 
 class PluginService final : public v1beta1::DevicePlugin::Service {

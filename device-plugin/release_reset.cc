@@ -5,8 +5,9 @@
 
 namespace torus::plugin {
 
-ReleaseResetter::ReleaseResetter(kubelet::NodeView& node, AssignmentTracker& tracker)
-    : node_(node), tracker_(tracker) {
+ReleaseResetter::ReleaseResetter(kubelet::NodeView& node, AssignmentTracker& tracker,
+                                 std::function<Result<void>(const topology::CoreSet&)> mayReset)
+    : node_(node), tracker_(tracker), mayReset_(std::move(mayReset)) {
   worker_ = std::jthread([this](std::stop_token stop) { run(stop); });
   subscription_ = tracker_.onChange([this] { changed(); });
 }
@@ -43,6 +44,14 @@ void ReleaseResetter::run(std::stop_token stop) {
     const topology::CoreSet released = std::exchange(released_, {});
     const topology::CoreSet inUse = lastInUse_;
     lock.unlock();
+    if (mayReset_) {
+      if (auto may = mayReset_(released); !may) {
+        TORUS_LOG(Info, Plugin, "not resetting released cores yet; the next container's start does",
+                  {"cores", released.toRangeString()}, {"why", may.error().message});
+        lock.lock();
+        continue;
+      }
+    }
     // Devices with a core someone still holds are skipped by prepareCores.
     auto reset = node_.prepareCores(released, inUse);
     metrics::processCounters().add(metrics::names::kReleaseResetsTotal,

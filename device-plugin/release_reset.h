@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -16,7 +17,10 @@ namespace torus::plugin {
 
 class ReleaseResetter {
  public:
-  ReleaseResetter(kubelet::NodeView& node, AssignmentTracker& tracker);
+  // `mayReset` (may be empty): an error when the released cores' chips must not be reset yet (a
+  // pod kubelet no longer lists still runs there); they are then left to the next start.
+  ReleaseResetter(kubelet::NodeView& node, AssignmentTracker& tracker,
+                  std::function<Result<void>(const topology::CoreSet&)> mayReset = {});
   ~ReleaseResetter();
   ReleaseResetter(const ReleaseResetter&) = delete;
   ReleaseResetter& operator=(const ReleaseResetter&) = delete;
@@ -30,6 +34,7 @@ class ReleaseResetter {
 
   kubelet::NodeView& node_;
   AssignmentTracker& tracker_;
+  std::function<Result<void>(const topology::CoreSet&)> mayReset_;
   std::mutex mutex_;
   std::condition_variable_any wake_;
   bool armed_ = false;

@@ -13,13 +13,14 @@
 #include "node-runtime/agent/kube/daemonset_successor.h"
 #include "node-runtime/agent/kube/restarting_taint.h"
 #include "node-runtime/agent/node_agent.h"
+#include "node-runtime/reset/pod_processes.h"
 
 namespace torus::agent {
 
 Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
                                           const std::optional<kube::KubeConfig>& kube) {
-  view_ =
-      std::make_unique<PluginNodeView>(*monitor_, containerStartResetPolicy(resetLimit(config)));
+  const reset::ResetPolicy resetPolicy = containerStartResetPolicy(resetLimit(config));
+  view_ = std::make_unique<PluginNodeView>(*monitor_, resetPolicy);
   if (kube) {
     handoff_ = std::make_unique<PodAnnotationHandoff>(*kube, config.nodeName);
     TORUS_LOG(Info, Agent, "reading the scheduler extender's hand-off", {"server", kube->server},
@@ -31,6 +32,16 @@ Result<void> NodeAgent::startDevicePlugin(const AgentConfig& config,
     options.nodeEvent = [events = nodeEvents_.get()](std::string_view reason,
                                                      std::string_view message) {
       events->warn(reason, message);
+    };
+  }
+  // A force-deleted pod's ids go to the next pod while its containers still run: its cgroup
+  // (named after its UID, which only the pod watch knows) says when they have stopped.
+  options.podStillRuns = [procRoot = resetPolicy.procRoot](const std::string& uid) {
+    return reset::podHasProcesses(procRoot, uid);
+  };
+  if (handoff_) {
+    options.podUid = [handoff = handoff_.get()](const std::string& pod) {
+      return handoff->uidOf(pod);
     };
   }
   plugins_ = std::make_unique<plugin::DevicePluginManager>(options, *view_, handoff_.get());

@@ -118,6 +118,7 @@ bool kubeletAdmitted(const json& pod) {
 void PodAnnotationHandoff::keepLocked(const json& pod) {
   auto promise = promiseOfPod(pod);
   const std::string uid = kube::stringField(pod, "metadata", "uid");
+  uids_[kube::keyOf(pod)] = uid;
   if (asksForNeuron(pod) && !kubeletAdmitted(pod)) {
     awaitingAdmission_[uid] = kube::keyOf(pod);
   } else {
@@ -149,6 +150,7 @@ void PodAnnotationHandoff::applyList(const std::vector<std::shared_ptr<const jso
   std::lock_guard lock(mutex_);
   promises_.clear();
   paths_.clear();
+  uids_.clear();
   awaitingAdmission_.clear();
   std::set<std::string> listed;
   for (const auto& item : items) {
@@ -174,11 +176,22 @@ void PodAnnotationHandoff::applyEvent(const kube::WatchEvent& event) {
       handedOut_.erase(uid);
       corrected_.erase(uid);
       awaitingAdmission_.erase(uid);
+      if (const auto named = uids_.find(kube::keyOf(*event.object));
+          named != uids_.end() && named->second == uid) {
+        uids_.erase(named);
+      }
     } else {
       keepLocked(*event.object);
     }
   }
   if (ended) podEnded_.notify();
+}
+
+std::optional<std::string> PodAnnotationHandoff::uidOf(const std::string& pod) {
+  std::lock_guard lock(mutex_);
+  const auto found = uids_.find(pod);
+  if (found == uids_.end()) return std::nullopt;
+  return found->second;
 }
 
 std::vector<std::string> PodAnnotationHandoff::awaitingAdmissionExcept(

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,6 +51,9 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
                const std::string& why) override;
 
   bool hasSynced() const { return informer_->hasSynced(); }
+  // The UID of the pod of this node named namespace/name, while the watch shows it running or
+  // about to; nullopt otherwise.
+  std::optional<std::string> uidOf(const std::string& pod);
   // Runs when the watch shows a pod of this node finished (Succeeded, Failed) or deleted.
   ChangeNotifier::Subscription onPodEnded(std::function<void()> notify) {
     return podEnded_.subscribe(std::move(notify));
@@ -86,6 +90,7 @@ class PodAnnotationHandoff final : public plugin::SchedulerHandoff {
   std::condition_variable_any wake_;
   std::map<std::string, plugin::PromisedPod> promises_;  // by UID
   std::map<std::string, std::string> paths_;             // UID -> API path of the pod
+  std::map<std::string, std::string> uids_;              // namespace/name -> UID, every pod
   std::set<std::string> handedOut_;                      // allocated here, before the API shows it
   std::map<std::string, topology::CoreSet> corrected_;   // UID -> ids we wrote as what it holds
   std::deque<Patch> patches_;

@@ -35,6 +35,17 @@ def _refusals(path, prefix, users):
     require(not refused, "\n".join("403: " + r for r in refused))
 
 
+def _old_and_new(directory):
+    """{pod: (cores, seconds)} of the old-* and the new-* files in `directory`."""
+    found = {"old": {}, "new": {}}
+    for name in sorted(os.listdir(directory)):
+        kind, _, pod = name.partition("-")
+        if kind in found:
+            cores, seconds = _read(os.path.join(directory, name)).split()
+            found[kind][pod] = (cores, float(seconds))
+    return found["old"], found["new"]
+
+
 def _yes(word):
     if word not in ("yes", "no"):
         raise ValueError(f"want yes or no, not {word!r}")
@@ -59,6 +70,9 @@ COMMANDS = {
                       lambda a: "\n".join(map(str, pods.cores_held_by(_stdin_json(), a[0])))),
     "pod-on-device": ("DEVICE CORES_PER_DEVICE (pods on stdin)",
                       lambda a: pods.pod_on_device(_stdin_json(), int(a[0]), int(a[1])) or ""),
+    "successors-after-old": ("DIR DELETED_AT GRACE (DIR/old-POD, DIR/new-POD: 'CORES SECONDS')",
+                             lambda a: pods.successors_after_old(
+                                 *_old_and_new(a[0]), float(a[1]), float(a[2]))),
     "victims-freed-exactly": ("NEW_IDS PODS_BEFORE_FILE PODS_NOW_FILE CORES_PER_DEVICE",
                               lambda a: pods.victims_freed_exactly(a[0], _load(a[1]), _load(a[2]),
                                                                    int(a[3]))),

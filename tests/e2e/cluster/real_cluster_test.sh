@@ -4,7 +4,8 @@
 # simulated trn2.48xlarge node, installs Torus with `helm install`, and this script checks what
 # Kubernetes and the workloads see: registration with the real kubelet, pods of every size through
 # the default scheduler and through the chart's second scheduler and extender, the hand-off, helm
-# test and upgrade, and that no Torus identity was ever refused by the API server.
+# test and upgrade, pods force-deleted while their containers run on (their successors start
+# only once those have stopped), and that no Torus identity was ever refused by the API server.
 #
 # The checks are in cases/real_cluster/*.sh, sourced in order on the one cluster (a case may use
 # what an earlier one left: the e2e namespace, the chart's values); the JSON they read is checked
@@ -66,7 +67,7 @@ HELM="$REPO/build/tools/helm"
 neuron_cli() { KUBECONFIG="$KUBECONFIG" "$REPO/build/bin/kubectl-neuron" "$@"; }
 
 # TORUS_E2E_CASES="admission_stress faults" runs only those (a developer's loop; CI runs all).
-for case in ${TORUS_E2E_CASES:-device_plugin extender_bind admission_stress full_node preemption faults \
+for case in ${TORUS_E2E_CASES:-device_plugin extender_bind admission_stress full_node preemption force_delete faults \
   kubectl_neuron helm_and_audit node_agent_rbac aws_health debug_bundle exec_kubeconfig uninstall_and_lnc1}; do
   source "$REPO/tests/e2e/cluster/cases/real_cluster/$case.sh"
 done

@@ -79,6 +79,8 @@ class DevicePluginTest : public ::testing::Test {
     options.podResourcesSocket = (dir_->path() / "pod-resources.sock").string();
     options.podResourcesInterval = 100ms;
     options.allocateGrace = 500ms;
+    options.podUid = podUid_;
+    options.podStillRuns = podStillRuns_;
     manager_ = std::make_unique<plugin::DevicePluginManager>(options, *view_, handoff_.get());
     ASSERT_TRUE(manager_->start().ok());
     for (const plugin::ResourceKind kind : options.resources) {
@@ -106,6 +108,10 @@ class DevicePluginTest : public ::testing::Test {
     kubelet_.reset();
     served_.reset();
   }
+
+  // What start() gives the agent to tell a departed pod's processes by (departed_pods.h).
+  plugin::DepartedPods::UidOf podUid_;
+  plugin::DepartedPods::StillRuns podStillRuns_;
 
   // For a test that needs resets to complete: skips it where no simulated driver serves them.
   bool driverServesResets() const { return served_ != nullptr; }

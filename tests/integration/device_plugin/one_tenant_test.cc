@@ -2,6 +2,10 @@
 // to the next pod when a pod-resources List lands in between (kubernetes/kubernetes#137534); the
 // agent must not set that off, must steer away from ids a live container or its own recent grant
 // holds, and must refuse a container start whose ids another live pod holds.
+#include <atomic>
+#include <optional>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "common/base/file_io.h"
@@ -123,6 +127,42 @@ TEST_F(DevicePluginTest, AContainerStartIsHeldBackWhilePodResourcesCannotBeRead)
   EXPECT_EQ(resetsOf(1), resetsBefore) << "a chip was reset without the check";
   kubelet_->setListRefused(false);
   EXPECT_TRUE(preStart(*kubelet_, kCores, range(4, 4)).ok());
+}
+
+// A force-deleted pod: kubelet stops listing it at once and may give its ids to the next pod
+// while its containers run out their grace period. Neither that container's start nor the release
+// reset touches the chip until the old pod's processes are gone.
+TEST_F(DevicePluginTest, NothingStartsOnTheChipOfADeletedPodWhoseProcessesStillRun) {
+  std::atomic<bool> oldRuns = true;
+  podUid_ = [](const std::string& pod) -> std::optional<std::string> {
+    if (pod == "ml/old") return "0b1d-old";
+    if (pod == "ml/neighbour") return "0b1d-neighbour";
+    return std::nullopt;
+  };
+  podStillRuns_ = [&](const std::string& uid) -> Result<bool> {
+    return uid == "0b1d-old" && oldRuns.load();
+  };
+  start("trn2.48xlarge");
+  kubelet_->setPodAssignments(
+      {{"ml", "old", kCores, range(4, 4)}, {"ml", "neighbour", kCores, range(8, 4)}});
+  ASSERT_TRUE(kubelet_->waitForListsAfter(kubelet_->listsAnswered(), 2s));
+  const std::uint64_t resetsBefore = resetsOf(1);
+  kubelet_->setPodAssignments({{"ml", "neighbour", kCores, range(8, 4)}});  // old: deleted
+  ASSERT_TRUE(kubelet_->waitForListsAfter(kubelet_->listsAnswered(), 2s));
+  const grpc::Status held = preStart(*kubelet_, kCores, range(4, 4));
+  ASSERT_EQ(held.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << held.error_message();
+  EXPECT_NE(held.error_message().find("were pod ml/old's (uid 0b1d-old)"), std::string::npos)
+      << held.error_message();
+  EXPECT_EQ(resetsOf(1), resetsBefore) << "chip 1 was reset under the deleted pod's container";
+  // Another chip is not held back.
+  EXPECT_TRUE(preStart(*kubelet_, kCores, range(12, 4)).ok());
+  // Its processes gone, the container starts (and its chip is reset for it).
+  oldRuns = false;
+  const grpc::Status started = preStart(*kubelet_, kCores, range(4, 4));
+  EXPECT_TRUE(started.ok()) << started.error_message();
+  if (driverServesResets()) {
+    EXPECT_GT(resetsOf(1), resetsBefore);
+  }
 }
 
 TEST_F(DevicePluginTest, AWholeDeviceAndItsCoresHeldByTwoPodsIsADoubleAllocationToo) {

@@ -155,3 +155,29 @@ def why_not_succeeded(status):
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
             return f"not scheduled: {condition.get('message') or condition.get('reason', '')}"
     return ""
+
+
+def successors_after_old(old, new, deleted_at, grace):
+    """Force-deleted pods and the pods given their cores: `old` and `new` are {pod: (cores text,
+    seconds)}, an old pod's seconds the last time its container was seen running, a new pod's its
+    container's start. No new pod started on a core of an old container before that container
+    was last seen; and the race was real: every old container ran on for `grace` seconds after
+    `deleted_at`, the moment kubelet forgot it."""
+    for pod, (_, last_seen) in old.items():
+        require(last_seen - deleted_at >= grace,
+                f"{pod} was last seen {last_seen - deleted_at:.1f} s after its deletion, "
+                f"want at least {grace} s (the race was not made)")
+    overlaps = []
+    for pod, (cores, started) in new.items():
+        mine = set(expand_ids(cores))
+        require(mine, f"{pod} reported no cores")
+        for old_pod, (old_cores, last_seen) in old.items():
+            shared = mine & set(expand_ids(old_cores))
+            if not shared:
+                continue
+            require(started > last_seen,
+                    f"{pod} started on cores {compress_ids(sorted(shared))} at {started:.2f}, "
+                    f"while {old_pod} still ran there (seen at {last_seen:.2f})")
+            overlaps.append(f"{pod} after {old_pod} (+{started - last_seen:.1f} s)")
+    require(overlaps, "no new pod was given an old pod's cores: nothing was checked")
+    return "; ".join(overlaps)

@@ -203,3 +203,26 @@ class WhyNotSucceededTest(unittest.TestCase):
         status = {"phase": "Pending",
                   "conditions": [{"type": "PodScheduled", "status": "True"}]}
         self.assertEqual(pods.why_not_succeeded(status), "")
+
+
+class SuccessorsAfterOldTest(unittest.TestCase):
+    OLD = {"old-1": ("0-15", 130.0), "old-2": ("16-31", 131.0)}
+
+    def test_successors_that_waited_for_the_old_containers_pass(self):
+        new = {"new-1": ("16-31", 132.5), "new-2": ("0-15", 130.4)}
+        said = pods.successors_after_old(self.OLD, new, 100.0, 25)
+        self.assertIn("new-1 after old-2", said)
+
+    def test_a_successor_that_started_under_a_running_old_container_fails(self):
+        new = {"new-1": ("0-15", 120.0)}
+        with self.assertRaisesRegex(CheckFailed, "new-1 started on cores 0-15.*old-1 still ran"):
+            pods.successors_after_old(self.OLD, new, 100.0, 25)
+
+    def test_an_old_container_that_stopped_at_once_proves_nothing(self):
+        with self.assertRaisesRegex(CheckFailed, "old-1 was last seen 5.0 s after"):
+            pods.successors_after_old({"old-1": ("0-15", 105.0)}, {"new-1": ("0-15", 130.0)},
+                                      100.0, 25)
+
+    def test_no_shared_core_checks_nothing(self):
+        with self.assertRaisesRegex(CheckFailed, "nothing was checked"):
+            pods.successors_after_old(self.OLD, {"new-1": ("32-47", 140.0)}, 100.0, 25)
