@@ -33,7 +33,8 @@ pool_devices() { k get resourceslices -o json | checks_py pool-devices "$NODE_NA
 
 # claim_template NAME CLASS [CEL [TOLERATED_TAINT [EFFECT]]]: ResourceClaimTemplate NAME in
 # namespace e2e whose request "neurons" asks for one device of CLASS, the one CEL selects when
-# given, tolerating the taint TOLERATED_TAINT of EFFECT (NoSchedule unless given) when given.
+# given, tolerating the taint TOLERATED_TAINT of EFFECT (NoSchedule unless given) when given;
+# TOLERATED_TAINT "*" tolerates every taint (operator Exists, no key, no effect).
 # Written as AS_USER (kubectl --as) when that is set.
 claim_template() {
   local selectors="" tolerations=""
@@ -41,6 +42,8 @@ claim_template() {
             selectors: [{cel: {expression: '$3'}}]"
   [[ -z "${4:-}" ]] || tolerations="
             tolerations: [{key: $4, operator: Exists, effect: ${5:-NoSchedule}}]"
+  [[ "${4:-}" != "*" ]] || tolerations="
+            tolerations: [{operator: Exists}]"
   k ${AS_USER:+--as="$AS_USER"} apply -n e2e -f - > /dev/null <<YAML
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate

@@ -14,19 +14,7 @@ claim_template stranger-chip chip.neuron.aws.com
 NODE_NAME="$TRN2U_NODE" dra_pod stranger-134 stranger-chip 3600
 # The chart's policy refuses a toleration of every taint here too: admission sees the field on 1.34.
 tolerant_template_refused() {
-  refused_at_admission "toleration of every taint" <<'YAML'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: stranger-anything}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: neurons
-          exactly:
-            deviceClassName: neuron.aws.com
-            tolerations: [{operator: Exists}]
-YAML
+  refused "toleration of every taint" claim_template stranger-anything neuron.aws.com "" "*"
 }
 check "a stranger's chip claim on the reserved node waits unscheduled" eventually 60 unschedulable stranger-134
 check "a stranger's template that tolerates every taint is refused at admission" tolerant_template_refused

@@ -17,21 +17,8 @@ template_tolerating_the_key() {
   refused "toleration of neuron.aws.com/reserved" \
     claim_template chip-three-forced neuron.aws.com "$chip_three" neuron.aws.com/reserved
 }
-# claim_template writes a key; this is the form a tenant writes to tolerate everything.
 template_tolerating_everything() {
-  refused_at_admission "toleration of every taint" <<'YAML'
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {name: any-chip-anywhere}
-spec:
-  spec:
-    devices:
-      requests:
-        - name: neurons
-          exactly:
-            deviceClassName: neuron.aws.com
-            tolerations: [{operator: Exists}]
-YAML
+  refused "toleration of every taint" claim_template any-chip-anywhere neuron.aws.com "" "*"
 }
 claim_tolerating_everything_in_a_subrequest() {
   refused_at_admission "toleration of every taint" <<'YAML'
