@@ -21,6 +21,12 @@ void DepartedPods::listed(const topology::Node& node, const std::vector<Holder>&
       tenant.uid = before->second.uid;
     }
   }
+  // Listed again under the same UID: it had not departed. Two feeds of different age reach this
+  // (the poll's Lists and the fresh List before each start); an older one may have left it out.
+  std::erase_if(departed_, [&](const Departed& d) {
+    const auto back = now.find(d.pod);
+    return back != now.end() && !d.tenant.uid.empty() && back->second.uid == d.tenant.uid;
+  });
   for (auto& [pod, tenant] : listed_) {
     const auto after = now.find(pod);
     const bool gone = after == now.end() || (!tenant.uid.empty() && !after->second.uid.empty() &&

@@ -32,7 +32,8 @@ class DepartedPods {
       : uidOf_(std::move(uidOf)), stillRuns_(std::move(stillRuns)) {}
 
   // The holders of one List: a pod listed before and not now, or now under another UID (deleted
-  // and made again under its name), has departed with the cores it held.
+  // and made again under its name), has departed with the cores it held; a departed pod listed
+  // again under its own UID had not (an older List left it out), and is forgotten.
   void listed(const topology::Node& node, const std::vector<Holder>& holders);
 
   // Ok when no departed pod still runs on a device of `cores`; otherwise FailedPrecondition

@@ -79,6 +79,20 @@ TEST_F(DepartedPodsTest, ThePodMadeAgainUnderItsNameHasDepartedToo) {
   EXPECT_NE(held.error().message.find("(uid u-1)"), std::string::npos) << held.error().message;
 }
 
+// The poll's List and the fresh List before a start arrive in either order: a pod an older List
+// left out is not departed once a newer one shows it, so a starting pod never waits on itself.
+TEST_F(DepartedPodsTest, APodAnOlderListLeftOutIsNotDepartedOnceListedAgain) {
+  fake_.uids = {{"ml/new", "u-new"}};
+  fake_.running = {"u-new"};
+  DepartedPods departed = fake_.departed();
+  departed.listed(node_, {{"ml/new", "main", ResourceKind::kNeuronCore, ids("20-23")}});  // fresh
+  departed.listed(node_, {});  // the poll's List, sent before the pod was admitted
+  EXPECT_FALSE(departed.checkNoneRunsOn(node_, ids("20-23")).ok());
+  departed.listed(node_, {{"ml/new", "main", ResourceKind::kNeuronCore, ids("20-23")}});
+  EXPECT_TRUE(departed.checkNoneRunsOn(node_, ids("20-23")).ok());
+  EXPECT_EQ(departed.size(), 0U);
+}
+
 TEST_F(DepartedPodsTest, WhenProcessesCannotBeReadTheStartWaitsAndAnUnknownUidHoldsNothing) {
   fake_.uids = {{"ml/seen", "u-seen"}};
   fake_.procReadable = false;
