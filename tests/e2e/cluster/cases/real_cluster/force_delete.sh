@@ -31,6 +31,14 @@ spec:
       resources: {limits: {aws.amazon.com/neuroncore: 16}}
 YAML
 }
+# On an empty node each 16-core set is a row of chips, and four rows fill it; a pod still leaving
+# from an earlier case would make the first sets other shapes and leave no room for the fourth.
+node_empty() {
+  [[ -z "$(k get pods -n e2e --field-selector "spec.nodeName=$NODE_NAME" -o name)" ]] ||
+    { echo "pods left: $(k get pods -n e2e --field-selector "spec.nodeName=$NODE_NAME" -o name | xargs)"; return 1; }
+  agent_serving
+}
+check "the node is empty and every core free" eventually 90 node_empty
 for n in 1 2 3 4; do fd_pod "fd-old-$n" "8640$n"; done
 check "four pods of 16 cores fill the node" eventually 90 all_running fd-old-1 fd-old-2 fd-old-3 fd-old-4
 for n in 1 2 3 4; do k logs -n e2e "fd-old-$n" | awk '{print $1}' > "$FD_DIR/cores-$n"; done
