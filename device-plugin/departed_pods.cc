@@ -27,7 +27,10 @@ void DepartedPods::listed(const topology::Node& node, const std::vector<Holder>&
     const auto back = now.find(d.pod);
     return back != now.end() && !d.tenant.uid.empty() && back->second.uid == d.tenant.uid;
   });
-  for (auto& [pod, tenant] : listed_) {
+  for (auto& entry : listed_) {
+    // Named, not a structured binding: clang 14 refuses a lambda that captures one.
+    const std::string& pod = entry.first;
+    Tenant& tenant = entry.second;
     const auto after = now.find(pod);
     const bool gone = after == now.end() || (!tenant.uid.empty() && !after->second.uid.empty() &&
                                              after->second.uid != tenant.uid);
