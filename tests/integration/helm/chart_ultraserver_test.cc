@@ -13,16 +13,22 @@
 namespace torus::testing {
 namespace {
 
+// policiesNamed: the rendered ValidatingAdmissionPolicies (or their bindings) whose name has
+// `part`.
+std::vector<YAML::Node> policiesNamed(const std::vector<YAML::Node>& rendered,
+                                      const std::string& kind, const std::string& part) {
+  std::vector<YAML::Node> found;
+  for (const YAML::Node& object : objectsOfKind(rendered, kind)) {
+    if (object["metadata"]["name"].as<std::string>().find(part) != std::string::npos) {
+      found.push_back(object);
+    }
+  }
+  return found;
+}
+
 TEST(HelmChart, OnlyTheOperatorAndTheClaimControllerMaySetTheWorkloadAnnotation) {
   const auto guardsOf = [](const std::vector<YAML::Node>& rendered) {
-    std::vector<YAML::Node> guards;
-    for (const YAML::Node& policy : objectsOfKind(rendered, "ValidatingAdmissionPolicy")) {
-      if (policy["metadata"]["name"].as<std::string>().find("workload-annotation") !=
-          std::string::npos) {
-        guards.push_back(policy);
-      }
-    }
-    return guards;
+    return policiesNamed(rendered, "ValidatingAdmissionPolicy", "workload-annotation");
   };
   EXPECT_TRUE(guardsOf(render({"DRA alone", {"dra.enabled=true"}})).empty());
   const auto objects =
@@ -53,28 +59,12 @@ TEST(HelmChart, OnlyTheOperatorAndTheClaimControllerMaySetTheWorkloadAnnotation)
       EXPECT_EQ(allowed.find("ultraserver-operator"), std::string::npos) << allowed;
     }
   }
-  int bindings = 0;
-  for (const YAML::Node& binding : objectsOfKind(objects, "ValidatingAdmissionPolicyBinding")) {
-    if (binding["spec"]["policyName"].as<std::string>().find("workload-annotation") !=
-        std::string::npos) {
-      EXPECT_EQ(binding["spec"]["validationActions"][0].as<std::string>(), "Deny");
-      ++bindings;
-    }
+  const std::vector<YAML::Node> bindings =
+      policiesNamed(objects, "ValidatingAdmissionPolicyBinding", "workload-annotation");
+  ASSERT_EQ(bindings.size(), 2U);
+  for (const YAML::Node& binding : bindings) {
+    EXPECT_EQ(binding["spec"]["validationActions"][0].as<std::string>(), "Deny");
   }
-  EXPECT_EQ(bindings, 2);
-}
-
-// policiesNamed: the rendered ValidatingAdmissionPolicies (or their bindings) whose name has
-// `part`.
-std::vector<YAML::Node> policiesNamed(const std::vector<YAML::Node>& rendered,
-                                      const std::string& kind, const std::string& part) {
-  std::vector<YAML::Node> found;
-  for (const YAML::Node& object : objectsOfKind(rendered, kind)) {
-    if (object["metadata"]["name"].as<std::string>().find(part) != std::string::npos) {
-      found.push_back(object);
-    }
-  }
-  return found;
 }
 
 TEST(HelmChart, OnlyTheOperatorAndTheClaimControllerMayTolerateTheReservedTaint) {
