@@ -45,8 +45,8 @@ Result<void> parseUltraServerPlace(std::string_view value, NodeSourceOptions* op
 
 void addNodeSourceSettings(config::SettingTable& table, NodeSourceOptions* options) {
   table.addString("simulate", "TORUS_SIMULATE", "simulate", "TYPE",
-                  "write a simulated driver tree for this instance type (e.g. trn2.48xlarge) "
-                  "and discover it",
+                  "write a simulated driver tree for this instance type (e.g. trn2.48xlarge, "
+                  "or trn2.3xlarge, a type Torus's catalog lacks) and discover it",
                   &options->simulate);
   table.addString("simulate-dir", "TORUS_SIMULATE_DIR", "simulateDir", "DIR",
                   "directory for the simulated tree (kept; a restart reuses it as it is, "

@@ -12,6 +12,7 @@
 #include "node-runtime/discovery/discovery_roots.h"
 #include "node-runtime/discovery/neuronlink_attributes.h"
 #include "node-runtime/discovery/sysfs_attribute.h"
+#include "node-runtime/simulator/sim_instance.h"
 #include "node-runtime/simulator/sim_pci_layout.h"
 #include "node-runtime/simulator/sim_reset.h"
 
@@ -40,9 +41,9 @@ fs::path deviceDir(const fs::path& root, int device) {
 std::optional<topology::Generation> simulatedGeneration(const fs::path& root) {
   auto product = readSmallFile(discovery::DiscoveryRoots::under(root).dmiProductName(), 256);
   if (!product) return std::nullopt;
-  const topology::InstanceType* type = topology::findInstanceType(trim(*product));
-  if (type == nullptr) return std::nullopt;
-  return type->generation;
+  auto instance = simulatedInstance(trim(*product));
+  if (!instance) return std::nullopt;
+  return instance->type.generation;
 }
 
 // The simulator's PCI function of neuronN, where the layout of the tree's instance type (its DMI
@@ -51,9 +52,9 @@ Result<fs::path> pciFunction(const fs::path& root, int device) {
   const discovery::DiscoveryRoots roots = discovery::DiscoveryRoots::under(root);
   auto product = readSmallFile(roots.dmiProductName(), 256);
   if (!product) return std::move(product).error().withContext("the simulated instance type");
-  const topology::InstanceType* type = topology::findInstanceType(trim(*product));
+  auto instance = simulatedInstance(trim(*product));
   const SimulatedPciLayout layout =
-      type != nullptr ? simulatedPciLayout(*type) : SimulatedPciLayout{};
+      instance ? simulatedPciLayout(instance->type) : SimulatedPciLayout{};
   const SimulatedNeuronFunction* function = layout.functionOfDevice(device);
   // The tree's functions may sit in another PCI domain than the layout's default one.
   const std::string busSlotFunction =

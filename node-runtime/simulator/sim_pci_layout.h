@@ -9,7 +9,8 @@
 // (neuron_pci.c:256-258). Each probe logs `** BDF: bb:ss.f => nd[N] (routing id: R)`
 // (v2:1102, v3:1351), which the simulated kernel log carries too.
 //
-// Owns: the layouts and the driver's routing-id tables. Does not own: writing them (sim_tree.cc).
+// Owns: the layouts and the driver's routing-id tables. Does not own: writing them
+// (sim_pci_tree.h).
 #pragma once
 
 #include <array>

@@ -5,7 +5,6 @@
 #include <optional>
 #include <string>
 #include <system_error>
-#include <unordered_set>
 
 #include <sys/stat.h>
 
@@ -17,7 +16,10 @@
 #include "node-runtime/discovery/driver_counters.h"
 #include "node-runtime/discovery/neuronlink_attributes.h"
 #include "node-runtime/simulator/sim_device_node.h"
+#include "node-runtime/simulator/sim_instance.h"
 #include "node-runtime/simulator/sim_pci_layout.h"
+#include "node-runtime/simulator/sim_pci_tree.h"
+#include "node-runtime/simulator/sim_tree_writer.h"
 
 namespace torus::simulator {
 namespace {
@@ -33,36 +35,9 @@ using discovery::kCoreStatusCounters;
 using discovery::kDeviceMemCategories;
 using discovery::kHostMemCategories;
 
-// The Neuron driver's PCI driver name (neuron_pci.c:369-374); the module is "neuron" (Kbuild:1).
-constexpr const char* kNeuronPciDriver = "neuron-driver";
 constexpr const char* kNeuronLinkSpeed = "32.0 GT/s\n";
 // Names the instance type of a finished tree, so a restart can reuse it.
 constexpr const char* kStampFile = ".torus-simulated-instance-type";
-
-class TreeWriter {
- public:
-  explicit TreeWriter(SimulatedTree& tree) : tree_(tree) {}
-
-  Result<void> file(const fs::path& path, std::string_view contents) {
-    ++tree_.files;
-    const fs::path parent = path.parent_path();
-    if (createdDirectories_.insert(parent.string()).second) {
-      std::error_code ec;
-      fs::create_directories(parent, ec);
-      if (ec) return makeError(ErrorCode::kInternal, parent.string() + ": " + ec.message());
-    }
-    return writeFile(path, contents, CreateParents::kNo);
-  }
-  Result<void> counters(const fs::path& dir, std::initializer_list<const char*> names) {
-    for (const char* name : names)
-      TORUS_RETURN_IF_ERROR(file(dir / name, "0\n"), "simulator");
-    return okResult();
-  }
-
- private:
-  SimulatedTree& tree_;
-  std::unordered_set<std::string> createdDirectories_;
-};
 
 std::string hex16(std::uint64_t value) {
   char buffer[20];
@@ -78,9 +53,6 @@ std::string joinInts(const std::vector<int>& values, std::string_view separator)
   }
   return text;
 }
-
-// The PCI id of Amazon's Elastic Fabric Adapter as the simulator writes it (vendor 0x1d0f).
-constexpr const char* kEfaDeviceId = "0xefa1";
 
 Result<void> writeCore(TreeWriter& out, const fs::path& core, const InstanceType& type) {
   const auto& names = topology::architectureOf(type.generation);
@@ -143,14 +115,17 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
   const auto& names = topology::architectureOf(type.generation);
   const std::string name = "neuron" + std::to_string(index);
   const fs::path dir = sys / "devices" / "virtual" / "neuron_device" / name;
-  // The driver prints core_count without a newline and connected_devices as "a, b\n".
+  // The driver prints core_count without a newline and connected_devices as "a, b\n", or "\n"
+  // on an instance whose chip count it has no table for.
   TORUS_RETURN_IF_ERROR(out.file(dir / "core_count", std::to_string(type.physicalCoresPerDevice)),
                         name);
-  TORUS_RETURN_IF_ERROR(out.file(dir / "connected_devices",
-                                 joinInts(topology::driverNeighbours(type, index), ", ") + "\n"),
+  const std::vector<int> neighbours = driverListsNeighbours(type.generation, type.deviceCount)
+                                          ? topology::driverNeighbours(type, index)
+                                          : std::vector<int>{};
+  TORUS_RETURN_IF_ERROR(out.file(dir / "connected_devices", joinInts(neighbours, ", ") + "\n"),
                         name);
   // Every link trains at full speed; the slow-link fault lowers one.
-  for (const int peer : topology::driverNeighbours(type, index)) {
+  for (const int peer : neighbours) {
     if (!spec.linkSpeedFiles) break;
     const fs::path link = discovery::neuronLinkDir(dir, peer);
     TORUS_RETURN_IF_ERROR(out.file(link / discovery::kMaxLinkSpeed, kNeuronLinkSpeed), name);
@@ -199,65 +174,6 @@ Result<void> writeDevice(TreeWriter& out, const fs::path& sys, const InstanceTyp
   fs::create_directory_symlink(fs::path("../../devices/virtual/neuron_device") / name, classLink,
                                ec);
   if (ec) return makeError(ErrorCode::kInternal, classLink.string() + ": " + ec.message());
-  return okResult();
-}
-
-// The device memory BAR as the kernel offers it: resource4, sized as the device's memory, and
-// resource4_wc, a second (write-combining) view of the same memory, hence a hard link. Sparse, so
-// only the pages the deep check touches take space.
-Result<void> writeMemoryBar(const fs::path& function, std::uint64_t bytes) {
-  const fs::path bar = function / "resource4";
-  TORUS_RETURN_IF_ERROR(writeFile(bar, "", CreateParents::kNo), "memory BAR");
-  std::error_code ec;
-  fs::resize_file(bar, bytes, ec);
-  if (!ec) fs::create_hard_link(bar, function / "resource4_wc", ec);
-  if (ec) return makeError(ErrorCode::kInternal, bar.string() + ": " + ec.message());
-  return okResult();
-}
-
-// A function's directory under its root complex, with the links the kernel makes to it: one in
-// /sys/bus/pci/devices and one in its driver's directory.
-Result<fs::path> writeFunction(const fs::path& sys, const std::string& root, const std::string& bdf,
-                               const std::string& driverName) {
-  const fs::path function = sys / "devices" / root / bdf;
-  const fs::path target = fs::path("devices") / root / bdf;
-  std::error_code ec;
-  fs::create_directories(function, ec);
-  const fs::path devices = sys / "bus" / "pci" / "devices";
-  const fs::path driver = sys / "bus" / "pci" / "drivers" / driverName;
-  if (!ec) fs::create_directories(devices, ec);
-  if (!ec) fs::create_directories(driver, ec);
-  if (!ec) fs::create_directory_symlink(fs::path("../../..") / target, devices / bdf, ec);
-  if (!ec) fs::create_directory_symlink(fs::path("../../../..") / target, driver / bdf, ec);
-  if (ec) return makeError(ErrorCode::kInternal, function.string() + ": " + ec.message());
-  return function;
-}
-
-// The PCI functions where the layout puts them (sim_pci_layout.h): the Neuron devices bound to
-// the driver's "neuron-driver" (neuron_pci.c:369-374) and the EFA interfaces bound to "efa".
-Result<void> writePci(TreeWriter& out, const fs::path& sys, const InstanceType& type,
-                      const SimulatedPciLayout& layout) {
-  const auto& names = topology::architectureOf(type.generation);
-  char deviceId[8];
-  std::snprintf(deviceId, sizeof(deviceId), "0x%04x", names.pciDeviceId);
-  for (const SimulatedNeuronFunction& neuron : layout.neuron) {
-    auto function = writeFunction(sys, neuron.root, neuron.bdf, kNeuronPciDriver);
-    if (!function) return std::move(function).error();
-    TORUS_RETURN_IF_ERROR(out.file(*function / "vendor", "0x1d0f\n"), neuron.bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*function / "device", std::string(deviceId) + "\n"), neuron.bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*function / "numa_node", std::to_string(neuron.numaNode) + "\n"),
-                          neuron.bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*function / "local_cpulist", neuron.cpuList + "\n"), neuron.bdf);
-    TORUS_RETURN_IF_ERROR(writeMemoryBar(*function, type.memoryBytesPerDevice), neuron.bdf);
-  }
-  for (const SimulatedEfaFunction& efa : layout.efa) {
-    auto nic = writeFunction(sys, efa.root, efa.bdf, "efa");
-    if (!nic) return std::move(nic).error();
-    TORUS_RETURN_IF_ERROR(out.file(*nic / "vendor", "0x1d0f\n"), efa.bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*nic / "device", std::string(kEfaDeviceId) + "\n"), efa.bdf);
-    TORUS_RETURN_IF_ERROR(out.file(*nic / "numa_node", std::to_string(efa.numaNode) + "\n"),
-                          efa.bdf);
-  }
   return okResult();
 }
 
@@ -317,15 +233,9 @@ Result<SimulatedTree> reuseTree(const SimulationSpec& spec, const fs::path& root
 }  // namespace
 
 Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::path& root) {
-  const InstanceType* type = topology::findInstanceType(spec.instanceType);
-  if (type == nullptr) {
-    std::vector<std::string_view> known;
-    for (const InstanceType& t : topology::allInstanceTypes())
-      known.push_back(t.name);
-    return makeError(ErrorCode::kInvalidArgument, "simulate: unknown instance type " +
-                                                      quoteJsonString(spec.instanceType) +
-                                                      " (known: " + joinStrings(known, ", ") + ")");
-  }
+  auto instance = simulatedInstance(spec.instanceType);
+  if (!instance) return std::move(instance).error();
+  const InstanceType* type = &instance->type;
   const int lnc = spec.lnc.value_or(type->defaultLnc);
   if (!topology::supportsLnc(*type, lnc)) {
     return makeError(
@@ -349,13 +259,13 @@ Result<SimulatedTree> writeSimulatedTree(const SimulationSpec& spec, const fs::p
   SimulatedTree tree;
   tree.root = root;
   tree.characterDevices = spec.characterDevices;
-  TreeWriter out(tree);
+  TreeWriter out(tree.files);
   const discovery::DiscoveryRoots roots = tree.roots();
   for (int index = 0; index < type->deviceCount; ++index) {
     TORUS_RETURN_IF_ERROR(writeDevice(out, roots.sys, *type, index, spec), "simulate");
   }
   const SimulatedPciLayout layout = simulatedPciLayout(*type, spec.pciDomain);
-  TORUS_RETURN_IF_ERROR(writePci(out, roots.sys, *type, layout), "simulate");
+  TORUS_RETURN_IF_ERROR(writePciFunctions(out, roots.sys, *type, layout), "simulate");
   TORUS_RETURN_IF_ERROR(
       writeUltraServer(out, roots.sys, *type, spec.ultraServerNodeId, spec.ultraServerSerial),
       "simulate");

@@ -1,6 +1,7 @@
 // The simulator: writes the Neuron driver's sysfs tree, /dev/neuronN nodes and the LNC file for
-// any catalog instance type into a directory, laid out as on a real node
-// (DIR/sys/class/neuron_device/neuronN -> DIR/sys/devices/virtual/neuron_device/neuronN, ...).
+// an instance type (one of the catalog's, or one sim_instance.h describes) into a directory, laid
+// out as on a real node (DIR/sys/class/neuron_device/neuronN ->
+// DIR/sys/devices/virtual/neuron_device/neuronN, ...).
 //
 // Discovery then reads DIR through DiscoveryRoots::under(DIR) with no idea it is simulated.
 // Device nodes are character devices cloned from /dev/null's major:minor when we may mknod
@@ -22,7 +23,7 @@ namespace torus::simulator {
 inline constexpr std::uint64_t kDefaultUltraServerSerial = 0x0a11ce0000000100ULL;
 
 struct SimulationSpec {
-  std::string instanceType;  // a catalog name, e.g. "trn2.48xlarge"
+  std::string instanceType;  // e.g. "trn2.48xlarge" (simulatedInstance, sim_instance.h)
   std::optional<int> lnc;    // written to logical_nc_config; default: the type's default
   std::vector<Fault> faults;
   bool characterDevices = true;  // try mknod; fall back to plain files when not permitted
