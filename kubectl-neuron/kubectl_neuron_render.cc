@@ -158,7 +158,9 @@ Result<std::string> renderNode(const ClusterSnapshot& snapshot, const std::strin
                                bool asJson) {
   if (!snapshot.state.node(name)) {
     return makeError(ErrorCode::kNotFound,
-                     "node " + name + " is not a Neuron node (no known instance type)");
+                     "node " + name +
+                         " is not a Neuron node (its instance type is not in Torus's catalog "
+                         "and no node agent reports its devices)");
   }
   const NodeSummary node = summarize(snapshot, name);
   if (asJson) return nodeJson(node).dump(2) + "\n";

@@ -43,6 +43,28 @@ Result<std::vector<int>> deviceList(const json& value, const std::string& field,
   return result;
 }
 
+// A node of a type the catalog lacks, as its agent reports it: the devices and logical cores the
+// driver showed, nothing the catalog would add (memory, a wiring to place shapes on).
+Result<topology::Node> uncataloguedNode(const TopologySummary& summary) {
+  if (summary.deviceCount < 1 || summary.coresPerDevice < 1) {
+    return makeError(ErrorCode::kInvalidArgument,
+                     "topology annotation: instance type \"" + summary.instanceType +
+                         "\" is not in the catalog, and the annotation describes no devices "
+                         "and cores to place on");
+  }
+  topology::Node node;
+  node.instanceType = summary.instanceType;
+  node.lnc = summary.lnc;
+  node.physicalCoresPerDevice = summary.coresPerDevice * summary.lnc;
+  node.devices.resize(static_cast<std::size_t>(summary.deviceCount));
+  for (int index = 0; index < summary.deviceCount; ++index) {
+    topology::Device& device = node.devices[static_cast<std::size_t>(index)];
+    device.index = index;
+    device.physicalCores = node.physicalCoresPerDevice;
+  }
+  return node;
+}
+
 }  // namespace
 
 TopologySummary summarizeTopology(const topology::Node& node) {
@@ -123,7 +145,9 @@ Result<TopologySummary> parseTopologyAnnotation(std::string_view text) {
 }
 
 Result<topology::Node> nodeFromTopology(const TopologySummary& summary) {
-  auto node = topology::catalogNode(summary.instanceType, summary.lnc);
+  auto node = topology::findInstanceType(summary.instanceType) == nullptr
+                  ? uncataloguedNode(summary)
+                  : topology::catalogNode(summary.instanceType, summary.lnc);
   if (!node) return std::move(node).error().withContext("topology annotation");
   if (summary.deviceCount != 0 && summary.deviceCount != node->deviceCount()) {
     return makeError(ErrorCode::kInvalidArgument, "topology annotation: devices " +

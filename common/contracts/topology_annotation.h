@@ -36,8 +36,10 @@ Result<TopologySummary> parseTopologyAnnotation(std::string_view text);
 
 // The node as the agent discovered it, for placement elsewhere (the scheduler extender): the
 // catalog row of its instance type at its LNC, with the NeuronLinks and unhealthy devices the
-// annotation reports, so both sides place on the same Node. Links are taken only when they
-// describe every device; errors name what does not match the catalog.
+// annotation reports, so both sides place on the same Node. Of a type the catalog lacks (a new
+// size the chart placed an agent on by a node label): the devices and cores the annotation
+// reports, with no wiring to shape on, as the agent's own discovery models it. Links are taken
+// only when they describe every device; errors name what does not match the catalog.
 Result<topology::Node> nodeFromTopology(const TopologySummary& summary);
 
 }  // namespace torus::contracts

@@ -13,28 +13,38 @@ namespace torus::extender {
 using nlohmann::json;
 
 void ClusterMirror::upsertNode(const NodeRecord& record) {
-  if (!record.topologyProblem.empty()) {
-    TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
-              {"node", record.name}, {"error", record.topologyProblem});
-  }
-  if (record.instanceType.empty() || !topology::findInstanceType(record.instanceType)) {
-    if (state_.hasNode(record.name)) state_.removeNode(record.name);
-    if (domains_ != nullptr) domains_->remove(record.name);
-    return;  // not a Neuron node
-  }
-  if (domains_ != nullptr) domains_->set(record.name, record.domains);
-  const bool known = state_.hasNode(record.name);
-  // The node as its agent discovered it (links that are down included), or the catalog's.
+  // A Neuron node: a type the catalog knows, or one whose agent reports what it found there (a
+  // type the catalog lacks, which the chart placed an agent on by a node label).
+  const bool catalogued = topology::findInstanceType(record.instanceType) != nullptr;
+  const bool reportedByItsAgent =
+      record.topology && record.topology->instanceType == record.instanceType;
   std::optional<topology::Node> discovered;
-  if (record.topology && record.topology->instanceType == record.instanceType) {
+  std::string problem = record.topologyProblem;
+  if (reportedByItsAgent) {
+    // The node as its agent discovered it (links that are down included).
     auto node = contracts::nodeFromTopology(*record.topology);
     if (node) {
       discovered = std::move(*node);
     } else {
-      TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
-                {"node", record.name}, {"error", node.error().message});
+      problem = node.error().message;
     }
   }
+  if (record.instanceType.empty() || (!catalogued && !discovered)) {
+    if (state_.hasNode(record.name)) state_.removeNode(record.name);
+    if (domains_ != nullptr) domains_->remove(record.name);
+    if (!record.instanceType.empty() && !problem.empty()) {
+      TORUS_LOG(Warn, Extender,
+                "ignoring node: its type is not in the catalog and its agent's report is unusable",
+                {"node", record.name}, {"error", problem});
+    }
+    return;  // not a Neuron node
+  }
+  if (!problem.empty()) {
+    TORUS_LOG(Warn, Extender, "node topology annotation unusable; using the catalog",
+              {"node", record.name}, {"error", problem});
+  }
+  if (domains_ != nullptr) domains_->set(record.name, record.domains);
+  const bool known = state_.hasNode(record.name);
   auto dropped = discovered ? state_.upsertNode(record.name, std::move(*discovered))
                             : state_.upsertNode(record.name, record.instanceType, record.lnc,
                                                 record.unhealthy);

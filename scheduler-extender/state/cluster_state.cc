@@ -57,8 +57,11 @@ Result<int> ClusterState::upsertNode(const std::string& name, topology::Node mod
   std::lock_guard lock(mutex_);
   auto it = nodes_.find(name);
   int dropped = 0;
+  // A type the catalog lacks has no row to hold its shape to: its agent's count of devices and
+  // cores is compared too.
   if (it != nodes_.end() && it->second.model.catalog == model.catalog &&
-      it->second.model.lnc == model.lnc) {
+      it->second.model.lnc == model.lnc && it->second.model.deviceCount() == model.deviceCount() &&
+      it->second.model.physicalCoresPerDevice == model.physicalCoresPerDevice) {
     // Only health and links can differ: the allocations stay, the shapes are the type's.
     NodeEntry& entry = it->second;
     entry.model = std::move(model);
