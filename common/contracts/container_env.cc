@@ -20,7 +20,9 @@ std::vector<EnvironmentVariable> neuronContainerEnv(const topology::Node& node,
                                                     std::optional<int> ultraServerNodes) {
   std::vector<EnvironmentVariable> env;
   env.emplace_back(kVisibleCoresEnv, topology::visibleCoresText(cores));
-  if ((node.catalog != nullptr && node.catalog->maxLnc > 1) || lnc != node.lnc) {
+  // On a type the catalog lacks nothing says which LNC the runtime would pick by itself (it picks
+  // 2 on trn2), so the one the ids are counted in is always said.
+  if (node.catalog == nullptr || node.catalog->maxLnc > 1 || lnc != node.lnc) {
     env.emplace_back(kLogicalNcConfigEnv, std::to_string(lnc));
   }
   if (ultraServerNodes && node.ultraServer) {

@@ -106,6 +106,17 @@ TEST(ContainerEnv, VisibleCoresAlwaysAndTheLncWhereTheChipHasAChoice) {
   const topology::Node inf2 = *topology::catalogNode("inf2.48xlarge");
   EXPECT_EQ(neuronContainerEnv(inf2, *topology::CoreSet::parse("0,2"), inf2.lnc),
             (std::vector<EnvironmentVariable>{{"NEURON_RT_VISIBLE_CORES", "0,2"}}));
+  // A type the catalog lacks: the runtime is told the LNC the ids are counted in, whatever it is.
+  topology::Node unknown = trn2;
+  unknown.instanceType = "trn2.3xlarge";
+  unknown.catalog = nullptr;
+  for (const int lnc : {1, 2}) {
+    unknown.lnc = lnc;
+    EXPECT_EQ(
+        neuronContainerEnv(unknown, *topology::CoreSet::parse("0"), lnc),
+        (std::vector<EnvironmentVariable>{{"NEURON_RT_VISIBLE_CORES", "0"},
+                                          {"NEURON_LOGICAL_NC_CONFIG", std::to_string(lnc)}}));
+  }
   // No UltraServer position: the mode asked for adds nothing.
   EXPECT_EQ(neuronContainerEnv(trn2, *topology::CoreSet::parse("0"), 2, 4).size(), 2u);
 }
