@@ -21,12 +21,14 @@ source "$REPO/tests/e2e/cluster/lib.sh"
 
 cluster_test_setup torus-e2e "${1:-}"
 
-# Three real nodes, as a cluster has: the trn2 the checks below count on (torus-node-1, NODE_NAME),
-# a trn2u of a simulated UltraServer and an inf2.xlarge, each with its own agent. The pods here are
-# pinned to the first node (PIN_NODE), since what they check is per node (ids, counts, kubelet's
-# view); the others run beside it all along (multinode_test.sh checks what happens between nodes).
-cluster_up_for_test "local cluster: trn2, trn2u and inf2 nodes" \
-  --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1
+# Four real nodes, as a cluster has: the trn2 the checks below count on (torus-node-1, NODE_NAME),
+# a trn2u of a simulated UltraServer and an inf2.xlarge, each with its own agent, and a
+# trn2.3xlarge, a type the chart does not list, which gets an agent only while unknown_type labels
+# it. The pods here are pinned to the first node (PIN_NODE), since what they check is per node
+# (ids, counts, kubelet's view); the others run beside it all along (multinode_test.sh checks what
+# happens between nodes).
+cluster_up_for_test "local cluster: trn2, trn2u, inf2 and trn2.3xlarge nodes" \
+  --nodes=trn2.48xlarge:1,trn2u.48xlarge:1@us0,inf2.xlarge:1,trn2.3xlarge:1
 PIN_NODE="$NODE_NAME"
 # The node agent's pod on NODE_NAME.
 agent_pods() {
@@ -67,7 +69,7 @@ HELM="$REPO/build/tools/helm"
 neuron_cli() { KUBECONFIG="$KUBECONFIG" "$REPO/build/bin/kubectl-neuron" "$@"; }
 
 # TORUS_E2E_CASES="admission_stress faults" runs only those (a developer's loop; CI runs all).
-for case in ${TORUS_E2E_CASES:-device_plugin extender_bind admission_stress full_node preemption force_delete faults \
+for case in ${TORUS_E2E_CASES:-device_plugin unknown_type extender_bind admission_stress full_node preemption force_delete faults \
   kubectl_neuron helm_and_audit node_agent_rbac aws_health debug_bundle exec_kubeconfig uninstall_and_lnc1}; do
   source "$REPO/tests/e2e/cluster/cases/real_cluster/$case.sh"
 done
