@@ -44,6 +44,7 @@ json toJson(const ResolvedClaim& claim) {
                 {"lnc", claim.lnc},
                 {"visibleCores", claim.visibleCores}};
   if (claim.ultraServerMode) entry["ultraServerMode"] = *claim.ultraServerMode;
+  if (!claim.consumerPods.empty()) entry["consumerPods"] = claim.consumerPods;
   return entry;
 }
 
@@ -90,6 +91,12 @@ Result<ResolvedClaim> fromJson(const std::string& uid, const json& entry) {
     auto mode = required<int>(entry, "ultraServerMode", where);
     if (!mode) return std::move(mode).error();
     claim.ultraServerMode = *mode;
+  }
+  // Written by drivers before the consumers were kept: none known.
+  if (entry.contains("consumerPods")) {
+    auto consumers = required<std::vector<std::string>>(entry, "consumerPods", where);
+    if (!consumers) return std::move(consumers).error();
+    claim.consumerPods = std::move(*consumers);
   }
   const auto devices = entry.find("devices");
   if (devices == entry.end() || !devices->is_array()) {

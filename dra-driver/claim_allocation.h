@@ -49,6 +49,9 @@ struct ResolvedClaim {
   // Every device's cores in the claim's own LNC numbering.
   std::vector<int> visibleCores;
   std::optional<int> ultraServerMode;
+  // The UIDs of the pods the claim was reserved for (status.reservedFor) when it was prepared,
+  // and at each prepare since: a claim is not given back while a process of one still runs.
+  std::vector<std::string> consumerPods;
 };
 
 // The chips a device of our pool stands for: itself, a core's chip, or every chip of the node.

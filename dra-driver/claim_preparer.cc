@@ -132,18 +132,13 @@ Result<std::vector<ContainerView>> ClaimPreparer::viewsOf(const nlohmann::json& 
   std::vector<ContainerView> views;
   const std::string nameSpace = kube::stringAt(claim, {"metadata", "namespace"});
   const std::string name = kube::stringAt(claim, {"metadata", "name"});
-  const nlohmann::json& reserved = kube::fieldAt(claim, {"status", "reservedFor"});
-  if (!reserved.is_array()) return views;
-  for (const nlohmann::json& consumer : reserved) {
-    if (kube::stringAt(consumer, {"resource"}) != "pods" ||
-        !kube::stringAt(consumer, {"apiGroup"}).empty()) {
-      continue;
-    }
-    const std::string podName = kube::stringAt(consumer, {"name"});
-    auto pod = pods_(nameSpace, podName);
+  for (const ReservedPod& consumer : reservedPods(claim)) {
+    auto pod = pods_(nameSpace, consumer.name);
     if (!pod && pod.error().code == ErrorCode::kNotFound) continue;  // gone: no container to serve
-    if (!pod) return std::move(pod).error().withContext("reading pod " + nameSpace + "/" + podName);
-    if (kube::stringAt(*pod, {"metadata", "uid"}) != kube::stringAt(consumer, {"uid"})) continue;
+    if (!pod) {
+      return std::move(pod).error().withContext("reading pod " + nameSpace + "/" + consumer.name);
+    }
+    if (kube::stringAt(*pod, {"metadata", "uid"}) != consumer.uid) continue;
     for (ContainerView& view : claimViews(*pod, name))
       views.push_back(std::move(view));
   }
@@ -230,11 +225,17 @@ Result<void> ClaimPreparer::resetGivenBack(std::unique_lock<std::mutex>& lock, c
 
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref,
                                                            const nlohmann::json& object) {
+  const std::vector<std::string> consumers = reservedPodUids(object);
   {
     std::lock_guard lock(mutex_);
     if (const auto found = state_.claims.find(ref.uid); found != state_.claims.end()) {
-      // Kubelet retried (or re-prepares after a reboot): the same answer, nothing redone.
+      // Kubelet retried (or re-prepares after a reboot, or for another pod sharing the claim):
+      // the same answer, nothing redone but to remember a new consumer.
       TORUS_RETURN_IF_ERROR(ensureSpec(found->second), "claim " + ref.key());
+      if (addConsumers(found->second.consumerPods, consumers)) {
+        TORUS_RETURN_IF_ERROR(saveCheckpoint(options_.checkpointFile, state_),
+                              "claim " + ref.key() + ": recording its pods in the checkpoint");
+      }
       return answerOf(found->second);
     }
   }
@@ -268,6 +269,7 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref,
   });
   if (auto checked = resetGivenBack(lock, ref, *resolved, snapshot.node); !checked)
     return std::move(checked).error();
+  resolved->consumerPods = consumers;
   // Cores whose last tenant shared the chip with a claim that still runs: never reset since.
   const topology::CoreSet unreset = resolved->cores & state_.unresetCores;
   TORUS_RETURN_IF_ERROR(
@@ -297,9 +299,19 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& ref,
 }
 
 Result<void> ClaimPreparer::unprepare(const ClaimRef& ref) {
+  std::vector<std::string> consumers;
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = state_.claims.find(ref.uid);
+    if (found == state_.claims.end()) return okResult();  // never prepared here, or already undone
+    consumers = found->second.consumerPods;
+  }
+  // Outside the lock: a pass over /proc takes a millisecond or more.
+  if (auto stopped = checkConsumersStopped(ref, consumers, options_.podStillRuns); !stopped)
+    return std::move(stopped).error();
   std::lock_guard lock(mutex_);
   const auto found = state_.claims.find(ref.uid);
-  if (found == state_.claims.end()) return okResult();  // never prepared here, or already undone
+  if (found == state_.claims.end()) return okResult();  // a concurrent retry got here first
   const ResolvedClaim claim = found->second;
   TORUS_RETURN_IF_ERROR(removeCdiSpec(options_.cdiRoot, ref.uid), "claim " + ref.key());
   const topology::DeviceSet before = state_.pendingReset;

@@ -6,8 +6,10 @@
 // a millisecond or more that kubelet's pod teardown need not wait for). A chip is never handed to a
 // new claim before its reset: prepare resets a still-pending chip itself, and fails (kubelet
 // retries) while that reset fails; a chip whose background reset failed waits for such a prepare.
-// Both calls are idempotent, as kubelet retries them, and the checkpoint (claims and pending
-// resets) lets a restarted driver lose nothing and prepare nothing twice.
+// Unprepare waits (refuses; kubelet retries) while a pod the claim was prepared for still has a
+// process on the node (claim_consumers.h). Both calls are idempotent, as kubelet retries them, and
+// the checkpoint (claims and pending resets) lets a restarted driver lose nothing and prepare
+// nothing twice.
 #pragma once
 
 #include <chrono>
@@ -27,6 +29,7 @@
 #include "common/kubelet/node_view.h"
 #include "dra-driver/cdi.h"
 #include "dra-driver/checkpoint.h"
+#include "dra-driver/claim_consumers.h"
 #include "dra-driver/kubelet/claim_driver.h"
 
 namespace torus::dra {
@@ -41,6 +44,9 @@ struct PreparerOptions {
   std::string pool;  // this node's pool name (the node name)
   std::filesystem::path cdiRoot = "/var/run/cdi";
   std::filesystem::path checkpointFile;
+  // Whether a pod the claim was prepared for still has a process on the node; without it, a
+  // claim is given back whenever kubelet says (claim_consumers.h).
+  PodStillRuns podStillRuns;
 };
 
 class ClaimPreparer final : public ClaimDriver {

@@ -21,6 +21,7 @@ Result<std::unique_ptr<DraDriver>> DraDriver::start(const DraOptions& options,
   PreparerOptions preparer;
   preparer.pool = options.nodeName;
   preparer.cdiRoot = options.cdiRoot;
+  preparer.podStillRuns = options.podStillRuns;
   preparer.checkpointFile =
       options.checkpointFile.empty()
           ? options.kubelet.pluginsDir / std::string(kDriverName) / "checkpoint.json"

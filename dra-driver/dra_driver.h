@@ -33,6 +33,8 @@ struct DraOptions {
   // their reservations: tag this node's devices, refuse them to other workloads' claims.
   bool ultraServerReservations = false;
   std::string reservationNamespace;
+  // Whether a pod a claim was prepared for still runs on the node (claim_consumers.h).
+  PodStillRuns podStillRuns;
 };
 
 class DraDriver {

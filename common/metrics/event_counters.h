@@ -49,6 +49,7 @@ inline constexpr const char* kDraSlicePublishTotal = "torus_dra_slice_publish_to
 inline constexpr const char* kDraUnresetCoresTotal = "torus_dra_cores_handed_on_unreset_total";
 inline constexpr const char* kDraOverlapsRefusedTotal =
     "torus_dra_overlapping_claims_refused_total";
+inline constexpr const char* kDraUnprepareHeldTotal = "torus_dra_unprepares_held_total";
 inline constexpr const char* kDoubleAllocationsTotal = "torus_kubelet_double_allocations_total";
 inline constexpr const char* kListsHeldTotal = "torus_pod_resources_lists_held_total";
 inline constexpr const char* kListsHeldSecondsTotal =

@@ -122,9 +122,13 @@ Result<void> NodeAgent::startDra(const AgentConfig& config,
                      "--dra needs the Kubernetes API (in-cluster or --kubeconfig): the driver "
                      "publishes ResourceSlices and reads ResourceClaims");
   }
-  view_ =
-      std::make_unique<PluginNodeView>(*monitor_, containerStartResetPolicy(resetLimit(config)));
+  const reset::ResetPolicy resetPolicy = containerStartResetPolicy(resetLimit(config));
+  view_ = std::make_unique<PluginNodeView>(*monitor_, resetPolicy);
   dra::DraOptions options;
+  // A claim of a force-deleted pod is not given back while the pod's containers still run.
+  options.podStillRuns = [procRoot = resetPolicy.procRoot](const std::string& uid) {
+    return reset::podHasProcesses(procRoot, uid);
+  };
   options.nodeName = config.nodeName;
   options.kubelet.pluginsDir = config.draPluginsDir;
   options.kubelet.registryDir = config.draRegistryDir;

@@ -77,6 +77,9 @@ const CounterFamily kEventFamilies[] = {
      "another claim when they were given back, and a reset wipes a whole chip."},
     {kDraOverlapsRefusedTotal,
      "DRA claims refused at prepare because a prepared claim already holds some of their cores."},
+    {kDraUnprepareHeldTotal,
+     "DRA NodeUnprepareResources calls refused because a pod the claim was prepared for still "
+     "has processes on the node (force-deleted, its containers still stopping); kubelet retries."},
     {kDoubleAllocationsTotal,
      "Times kubelet gave the same NeuronCores to two running pods (kubernetes/kubernetes#137534), "
      "by resource; each is refused at container start until one pod holds them."},
