@@ -13,11 +13,13 @@ namespace torus::extender {
 using nlohmann::json;
 
 void ClusterMirror::upsertNode(const NodeRecord& record) {
-  // A Neuron node: a type the catalog knows, or one whose agent reports what it found there (a
-  // type the catalog lacks, which the chart placed an agent on by a node label).
+  // A Neuron node: a type the catalog knows, or one whose agent reports what it found there while
+  // kubelet advertises its devices (a type the catalog lacks, which the chart placed an agent on
+  // by a node label; the report outlives an agent that was removed).
   const bool catalogued = topology::findInstanceType(record.instanceType) != nullptr;
-  const bool reportedByItsAgent =
-      record.topology && record.topology->instanceType == record.instanceType;
+  const bool reportedByItsAgent = record.topology &&
+                                  record.topology->instanceType == record.instanceType &&
+                                  (catalogued || record.kubeletAdvertisesNeuron);
   std::optional<topology::Node> discovered;
   std::string problem = record.topologyProblem;
   if (reportedByItsAgent) {

@@ -50,6 +50,16 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
   // kubelet counts none of our ids: nothing there is offered, and a bind already on its way when
   // the taint arrived is refused here (the pod waits) rather than bound into the gap.
   if (contracts::hasRestartingTaint(node)) record.kubeletRefuses.everything = true;
+  const nlohmann::json& allocatable = kube::fieldAt(node, {"status", "allocatable"});
+  for (const std::string_view resource :
+       {contracts::kNeuronCoreResource, contracts::kNeuronResource}) {
+    if (!allocatable.is_object()) break;
+    const auto quantity = allocatable.find(std::string(resource));
+    if (quantity != allocatable.end() && quantity->is_string() &&
+        parseInt(quantity->get<std::string>(), 1, 1 << 20)) {
+      record.kubeletAdvertisesNeuron = true;
+    }
+  }
   record.facts = parseNodeFacts(node);
   record.domains = nodeDomainsFromLabels(node);
   const std::string topologyText = kube::annotationOf(node, contracts::kTopologyAnnotation);

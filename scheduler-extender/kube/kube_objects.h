@@ -36,6 +36,10 @@ struct NodeRecord {
   NodeFacts facts;
   // Its network domains and UltraServer pair, from its labels (gangs are placed by them).
   NodeDomains domains;
+  // kubelet's allocatable counts some aws.amazon.com/neuron or /neuroncore: a device plugin
+  // serves there now. What makes a node of a type the catalog lacks a Neuron node, beside its
+  // agent's report, which stays on the Node after the agent has left.
+  bool kubeletAdvertisesNeuron = false;
 };
 
 Result<NodeRecord> parseNodeRecord(const nlohmann::json& node);

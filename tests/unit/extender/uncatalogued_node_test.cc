@@ -1,6 +1,6 @@
 // A node of a type the catalog lacks (a new size the chart placed an agent on by a node label):
-// the extender, and kubectl neuron through the same mirror, place on it as its agent reports it,
-// and a node of such a type without its agent's report is no Neuron node.
+// the extender, and kubectl neuron through the same mirror, place on it as its agent reports it
+// while kubelet advertises its devices; without both it is no Neuron node.
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -17,12 +17,17 @@ namespace {
 
 using nlohmann::json;
 
-std::shared_ptr<const json> nodeObject(const std::string& type, const std::string& topology) {
+// A node whose kubelet advertises `cores` aws.amazon.com/neuroncore (0: a device plugin no
+// longer serves there).
+std::shared_ptr<const json> nodeObject(const std::string& type, const std::string& topology,
+                                       int cores = 4) {
   json node = {
       {"metadata",
        {{"name", "new-size"},
         {"labels", {{"node.kubernetes.io/instance-type", type}, {"torus.dev/lnc", "2"}}}}}};
   if (!topology.empty()) node["metadata"]["annotations"][contracts::kTopologyAnnotation] = topology;
+  node["status"]["allocatable"] = {{"cpu", "12"},
+                                   {"aws.amazon.com/neuroncore", std::to_string(cores)}};
   return std::make_shared<const json>(std::move(node));
 }
 
@@ -62,6 +67,11 @@ TEST(UncataloguedNode, WithoutItsAgentsReportIsNoNeuronNode) {
   ASSERT_TRUE(state.hasNode("new-size"));
   // The agent is gone and its annotation with it (or never came: no label placed one).
   mirror.applyNodeList({nodeObject("trn2.3xlarge", "")});
+  EXPECT_FALSE(state.hasNode("new-size"));
+  // Its report stays on the Node after its agent was removed, but kubelet advertises nothing.
+  mirror.applyNodeList({nodeObject("trn2.3xlarge", kOneChip)});
+  ASSERT_TRUE(state.hasNode("new-size"));
+  mirror.applyNodeList({nodeObject("trn2.3xlarge", kOneChip, 0)});
   EXPECT_FALSE(state.hasNode("new-size"));
   // A report of another type, or one that describes no devices, is not this node's.
   mirror.applyNodeList({nodeObject(

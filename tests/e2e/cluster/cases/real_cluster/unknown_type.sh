@@ -77,11 +77,20 @@ PIN_NODE="$saved_pin"
 
 k label node "$new_node" torus.dev/neuron- > /dev/null
 check "unlabelled, the node's agent is removed" eventually 60 no_agent_on_new_node
-# A stopping agent cannot tell a restart from its removal, so it leaves its restarting taint
-# (docs/troubleshooting.md says so and how to remove it, as here).
-left_tainted() {
-  k get node "$new_node" -o 'jsonpath={.spec.taints[*].key}' | tr ' ' '\n' |
-    grep -qx 'torus.dev/device-plugin-restarting'
+# The stopping agent sees that its DaemonSet no longer selects the node, so no agent follows it:
+# it leaves no restarting taint behind, and the node takes pods as before.
+untainted() {
+  local taints
+  taints="$(k get node "$new_node" -o 'jsonpath={.spec.taints[*].key}')"
+  ! tr ' ' '\n' <<< "$taints" | grep -qx 'torus.dev/device-plugin-restarting' ||
+    { echo "taints: $taints"; return 1; }
 }
-check "... and its restarting taint stays, as documented" left_tainted
-k taint node "$new_node" torus.dev/device-plugin-restarting- > /dev/null
+check "... and, followed by no agent, it leaves the node untainted" untainted
+# Its agent's report stays on the Node, but kubelet advertises no Neuron resource there any more:
+# kubectl neuron (and the extender, through the same reading) counts it no Neuron node.
+not_listed() {
+  local listed
+  listed="$(neuron_cli nodes)"
+  ! grep -q "$new_node" <<< "$listed" || { echo "$listed"; return 1; }
+}
+check "... and kubectl neuron no longer lists it" eventually 60 not_listed
