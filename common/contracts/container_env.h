@@ -29,9 +29,10 @@ int ultraServerModeCode(int nodes, const topology::UltraServerPosition& position
 
 // NEURON_RT_VISIBLE_CORES for `cores` (global logical core ids of `node`); NEURON_LOGICAL_NC_CONFIG
 // when the chip type can run more than one LNC, the type is not in the catalog (so may), or the
-// container asks for an LNC other than the node's; with `ultraServerNodes` (1, 2 or 4: UltraServerConfig.ultraserverMode) on an UltraServer
-// node, NEURON_RT_ULTRASERVER_MODE (the mode code above, not the node count), _SERVER_ID and
-// _NODE_ID (the 4-node ids for 4, the 2-node ids for 2, none for 1). In that order.
+// container asks for an LNC other than the node's; with `ultraServerNodes` (1, 2 or 4:
+// UltraServerConfig.ultraserverMode) on an UltraServer node, NEURON_RT_ULTRASERVER_MODE (the mode
+// code above, not the node count), _SERVER_ID and _NODE_ID (the 4-node ids for 4, the 2-node ids
+// for 2, none for 1). In that order.
 std::vector<EnvironmentVariable> neuronContainerEnv(const topology::Node& node,
                                                     const topology::CoreSet& cores, int lnc,
                                                     std::optional<int> ultraServerNodes = {});
