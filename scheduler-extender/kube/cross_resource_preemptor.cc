@@ -88,8 +88,20 @@ void CrossResourcePreemptor::run(std::stop_token stop) {
   std::unique_lock sleepLock(sleepMutex);
   while (!stop.stop_requested()) {
     preemptOnce();
+    {
+      std::lock_guard lock(mutex_);
+      ++rounds_;
+    }
+    roundEnded_.notify_all();
     wake_.wait_for(sleepLock, stop, options_.period, [] { return false; });
   }
+}
+
+bool CrossResourcePreemptor::waitForRounds(std::uint64_t more,
+                                           std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  const std::uint64_t until = rounds_ + more;
+  return roundEnded_.wait_for(lock, timeout, [&] { return rounds_ >= until; });
 }
 
 void CrossResourcePreemptor::preemptOnce() {

@@ -59,6 +59,9 @@ class CrossResourcePreemptor {
 
   // torus_extender_cross_resource_* counters, Prometheus text.
   std::string prometheusText() const;
+  // Waits until `more` rounds have ended since the call (tests count plans per round, not per
+  // span of time); false on timeout.
+  bool waitForRounds(std::uint64_t more, std::chrono::milliseconds timeout) const;
 
  private:
   struct Waiting {
@@ -86,6 +89,8 @@ class CrossResourcePreemptor {
   std::uint64_t plans_ = 0;
   std::uint64_t evicted_ = 0;
   std::uint64_t refused_ = 0;
+  std::uint64_t rounds_ = 0;
+  mutable std::condition_variable roundEnded_;
   std::condition_variable_any wake_;
   std::jthread thread_;  // last: it uses the members above
 };

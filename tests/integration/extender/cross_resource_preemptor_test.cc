@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <memory>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -41,8 +40,8 @@ json waitingDevicePod() {
   return pod;
 }
 
-// Plans made within 600 ms (twelve rounds) with devices 4-15 held by 4-core pods, and 0-3 by
-// 4-core pods too or, once the extender has placed it, by the device pod itself.
+// Plans made in the twelve rounds after the pod came, with devices 4-15 held by 4-core pods, and
+// 0-3 by 4-core pods too or, once the extender has placed it, by the device pod itself.
 int plansWith(bool devicePodPlaced, bool inGang = false) {
   torus::testing::FakeApiServer api;
   ClusterState state;
@@ -69,7 +68,7 @@ int plansWith(bool devicePodPlaced, bool inGang = false) {
     waiting["metadata"]["labels"] = {{"torus.dev/gang", "train"}, {"torus.dev/gang-size", "2"}};
   }
   preemptor.applyPods({parsePodUpdate(waiting, false)});
-  std::this_thread::sleep_for(600ms);
+  EXPECT_TRUE(preemptor.waitForRounds(12, 10s));
   const std::string text = preemptor.prometheusText();
   const std::string series = "\ntorus_extender_cross_resource_preemptions_total ";
   const std::size_t at = text.find(series);
