@@ -11,6 +11,7 @@
 #include "common/contracts/neuron_names.h"
 #include "common/contracts/topology_annotation.h"
 #include "common/kube/object_fields.h"
+#include "common/kube/quantity.h"
 #include "scheduler-extender/state/pod_demand.h"
 
 namespace torus::extender {
@@ -50,13 +51,11 @@ Result<NodeRecord> parseNodeRecord(const json& node) {
   // kubelet counts none of our ids: nothing there is offered, and a bind already on its way when
   // the taint arrived is refused here (the pod waits) rather than bound into the gap.
   if (contracts::hasRestartingTaint(node)) record.kubeletRefuses.everything = true;
-  const nlohmann::json& allocatable = kube::fieldAt(node, {"status", "allocatable"});
   for (const std::string_view resource :
        {contracts::kNeuronCoreResource, contracts::kNeuronResource}) {
-    if (!allocatable.is_object()) break;
-    const auto quantity = allocatable.find(std::string(resource));
-    if (quantity != allocatable.end() && quantity->is_string() &&
-        parseInt(quantity->get<std::string>(), 1, 1 << 20)) {
+    const std::string quantity =
+        kube::stringAt(node, {"status", "allocatable", std::string(resource).c_str()});
+    if (!quantity.empty() && kube::wholeQuantity(quantity, 1, 1 << 20)) {
       record.kubeletAdvertisesNeuron = true;
     }
   }
